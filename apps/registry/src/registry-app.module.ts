@@ -1,0 +1,10 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import type { Catalog, RegistryConfig } from '@mgw/config';
+import { RegistryServerModule } from '@mgw/registry';
+
+@Module({})
+export class RegistryAppModule {
+  static forRoot(config: RegistryConfig, catalog: Catalog): DynamicModule {
+    return { module: RegistryAppModule, imports: [RegistryServerModule.forRoot(config, catalog)] };
+  }
+}

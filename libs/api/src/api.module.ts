@@ -1,0 +1,35 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { GatewayConfig } from '@mgw/config';
+import { ApiKeyGuard } from './auth/api-key.guard';
+import { ChatCompletionsController } from './chat/chat-completions.controller';
+import { ChatCompletionsService } from './chat/chat-completions.service';
+import { OpenAiExceptionFilter } from './errors/openai-exception.filter';
+import { GatewayRuntime } from './gateway.runtime';
+import { HealthController } from './health/health.controller';
+import { ImageGenerationService } from './images/image-generation.service';
+import { ImagesController } from './images/images.controller';
+import { InflightRequests } from './inflight/inflight.registry';
+import { ModelResolver } from './models/model.resolver';
+import { ModelsController } from './models/models.controller';
+
+/** The gateway's HTTP surface: auth, validation, the three operations, health. */
+@Module({})
+export class ApiModule {
+  static forRoot(config: GatewayConfig): DynamicModule {
+    return {
+      module: ApiModule,
+      controllers: [ChatCompletionsController, ImagesController, ModelsController, HealthController],
+      providers: [
+        { provide: GatewayConfig, useValue: config },
+        { provide: APP_GUARD, useClass: ApiKeyGuard },
+        { provide: APP_FILTER, useClass: OpenAiExceptionFilter },
+        GatewayRuntime,
+        InflightRequests,
+        ModelResolver,
+        ChatCompletionsService,
+        ImageGenerationService,
+      ],
+    };
+  }
+}

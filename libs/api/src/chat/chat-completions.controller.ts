@@ -1,0 +1,23 @@
+import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ChatCompletionRequestDto } from '@mgw/contracts';
+import { Auth } from '../auth/auth-policy.decorator';
+import { DtoValidationPipe } from '../http/dto-validation.pipe';
+import { requestIdOf } from '../http/request-context';
+import { ChatCompletionsService } from './chat-completions.service';
+
+@Controller('v1/chat')
+export class ChatCompletionsController {
+  constructor(@Inject(ChatCompletionsService) private readonly chat: ChatCompletionsService) {}
+
+  @Post('completions')
+  @HttpCode(200)
+  @Auth('required')
+  async create(
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+    @Body(new DtoValidationPipe(ChatCompletionRequestDto)) body: ChatCompletionRequestDto,
+  ): Promise<void> {
+    await this.chat.handle(requestIdOf(request), body, reply);
+  }
+}

@@ -1,0 +1,89 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { GatewayConfig } from '@mgw/config';
+import {
+  GatewayError,
+  JOB_PROTOCOL_VERSION,
+  type ChatCompletion,
+  type ChatCompletionRequestDto,
+  type ChatJobData,
+  type ModelEntry,
+} from '@mgw/contracts';
+import { InflightRequests } from '../inflight/inflight.registry';
+import type { InflightRequest } from '../inflight/inflight-request';
+import { onClientGone } from '../http/request-context';
+import { SseWriter } from '../http/sse.writer';
+import { ModelResolver } from '../models/model.resolver';
+import { ChatChunkSerializer } from './chat-chunk.serializer';
+import { CompletionAssembler } from './completion.assembler';
+
+/** `POST /v1/chat/completions`: one job on the model's queue; replies relayed as SSE or assembled as JSON. */
+@Injectable()
+export class ChatCompletionsService {
+  constructor(
+    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    @Inject(ModelResolver) private readonly resolver: ModelResolver,
+    @Inject(InflightRequests) private readonly inflight: InflightRequests,
+  ) {}
+
+  async handle(requestId: string, body: ChatCompletionRequestDto, reply: FastifyReply): Promise<void> {
+    const model = await this.resolver.resolve(body.model ?? this.config.defaultChatModel, 'chat');
+    const now = Date.now();
+    const job: ChatJobData = {
+      v: JOB_PROTOCOL_VERSION,
+      requestId,
+      model: model.id,
+      replyTo: this.inflight.replyChannel,
+      deadline: now + this.config.chatDeadlineMs,
+      enqueuedAt: now,
+      request: body,
+    };
+    const created = Math.floor(now / 1000);
+    if (body.stream === true) await this.stream(job, model, created, reply);
+    else await this.respond(job, model, created, reply);
+  }
+
+  private async stream(job: ChatJobData, model: ModelEntry, created: number, reply: FastifyReply): Promise<void> {
+    const chunks = new ChatChunkSerializer(job.requestId, model.id, created);
+    let inflight: InflightRequest | null = null;
+    const sse = new SseWriter(reply.raw, {
+      bufferLimitBytes: this.config.streamBufferLimitBytes,
+      keepAliveMs: this.config.sseKeepAliveMs,
+      onOverflow: () => inflight?.abandon(),
+    });
+    inflight = this.inflight.create(job.requestId, 'chat', model.id, {
+      onDelta: (choice, content) => sse.data(chunks.delta(choice, content)),
+      onChatDone: (done) => {
+        sse.data(chunks.final(done));
+        sse.done();
+      },
+      onError: (error) => sse.fail(JSON.stringify(error.toBody())),
+    });
+    // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status.
+    await inflight.enqueue(job, this.config.chatDeadlineMs);
+    reply.hijack();
+    sse.open({ 'x-request-id': job.requestId });
+    onClientGone(reply, () => {
+      sse.close();
+      inflight.abandon();
+    });
+  }
+
+  private async respond(job: ChatJobData, model: ModelEntry, created: number, reply: FastifyReply): Promise<void> {
+    const assembler = new CompletionAssembler(job.requestId, model.id, created);
+    const completion = new Promise<ChatCompletion>((resolve, reject) => {
+      const inflight = this.inflight.create(job.requestId, 'chat', model.id, {
+        onDelta: (choice, content) => assembler.add(choice, content),
+        onChatDone: (done) => resolve(assembler.finish(done)),
+        onError: reject,
+      });
+      onClientGone(reply, () => {
+        inflight.abandon();
+        reject(GatewayError.clientClosed());
+      });
+      inflight.enqueue(job, this.config.chatDeadlineMs).catch(reject);
+    });
+    await reply.status(200).send(await completion);
+  }
+
+}

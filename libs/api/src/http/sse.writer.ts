@@ -1,0 +1,95 @@
+import type { ServerResponse } from 'node:http';
+
+export interface SseWriterOptions {
+  /** Unread bytes allowed before a stuck client's stream is ended. */
+  bufferLimitBytes: number;
+  /** A `: keep-alive` comment after this much silence, so proxies do not cut idle streams (0 = off). */
+  keepAliveMs: number;
+  /** Called once when the client stopped reading and the stream was cut. */
+  onOverflow: () => void;
+}
+
+const DONE = 'data: [DONE]\n\n';
+
+/**
+ * Server-sent events on a raw response: headers flushed at once, one event per `data:` line written the
+ * moment it exists (no buffering, no coalescing), and a hard cap on what a slow reader can make us hold.
+ */
+export class SseWriter {
+  /** Replies can race the enqueue acknowledgement; events produced before `open` wait here. */
+  private early: string[] | null = [];
+  private ended = false;
+  private lastWrite = Date.now();
+  private keepAlive: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly options: SseWriterOptions,
+  ) {}
+
+  open(headers: Record<string, string>): void {
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      ...headers,
+    });
+    this.res.flushHeaders();
+    const early = this.early!.join('');
+    this.early = null;
+    if (early.length > 0) this.push(early);
+    if (this.ended) {
+      this.res.end();
+      return;
+    }
+    if (this.options.keepAliveMs > 0) {
+      this.keepAlive = setInterval(() => {
+        if (Date.now() - this.lastWrite >= this.options.keepAliveMs) this.write(': keep-alive\n\n');
+      }, this.options.keepAliveMs);
+      this.keepAlive.unref();
+    }
+  }
+
+  /** One event; `json` is an already-serialised JSON document. */
+  data(json: string): void {
+    this.write(`data: ${json}\n\n`);
+  }
+
+  /** The normal end: `data: [DONE]`. */
+  done(): void {
+    this.write(DONE);
+    this.close();
+  }
+
+  /** A failure after the 200 went out: the error as data, then `[DONE]` — never a clean-looking end alone. */
+  fail(errorJson: string): void {
+    this.write(`data: ${errorJson}\n\n${DONE}`);
+    this.close();
+  }
+
+  close(): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearInterval(this.keepAlive);
+    if (this.early === null && !this.res.destroyed) this.res.end();
+  }
+
+  private write(text: string): void {
+    if (this.ended) return;
+    if (this.early !== null) this.early.push(text);
+    else this.push(text);
+  }
+
+  private push(text: string): void {
+    if (this.res.destroyed) return;
+    this.lastWrite = Date.now();
+    this.res.write(text);
+    if (this.res.writableLength > this.options.bufferLimitBytes) {
+      this.ended = true;
+      clearInterval(this.keepAlive);
+      this.res.destroy();
+      this.options.onOverflow();
+    }
+  }
+}

@@ -1,0 +1,41 @@
+import { Expose } from 'class-transformer';
+import { IsIn, IsString, Matches } from 'class-validator';
+import { Trimmed } from './env-transforms';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Settings every process reads: where Redis is and which namespace of it is ours. */
+export abstract class SharedConfig {
+  @Expose({ name: 'REDIS_URL' })
+  @Trimmed()
+  @Matches(/^rediss?:\/\/.+/, { message: 'REDIS_URL must look like redis://host:port' })
+  redisUrl = 'redis://127.0.0.1:6379';
+
+  /** Prefix of every Redis key, queue and channel of this deployment. */
+  @Expose({ name: 'KEY_PREFIX' })
+  @Trimmed()
+  @Matches(/^[A-Za-z0-9_-]{1,64}$/, { message: 'KEY_PREFIX must be 1-64 letters, digits, - or _' })
+  namespace = 'mgw';
+
+  @Expose({ name: 'LOG_LEVEL' })
+  @Trimmed()
+  @IsIn(LOG_LEVELS, { message: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
+  logLevel: LogLevel = 'log';
+
+  @Expose({ name: 'NODE_ENV' })
+  @IsString()
+  nodeEnv = 'development';
+
+  get isProduction(): boolean {
+    return this.nodeEnv === 'production';
+  }
+}
+
+/** Processes that read the model catalog (registry and workers). */
+export abstract class CatalogAwareConfig extends SharedConfig {
+  @Expose({ name: 'CATALOG_PATH' })
+  @Trimmed()
+  @IsString()
+  catalogPath = 'deploy/catalog.json';
+}

@@ -1,0 +1,239 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsNumber,
+  IsObject,
+  IsOptional,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  Validate,
+  ValidateNested,
+  ValidatorConstraint,
+  type ValidationArguments,
+  type ValidatorConstraintInterface,
+} from 'class-validator';
+import { describeValue, expected } from './validation-message';
+
+export const CHAT_ROLES = ['system', 'user', 'assistant', 'developer'] as const;
+export type ChatRole = (typeof CHAT_ROLES)[number];
+
+/** Bounds of the chat request; the spec's tables fix temperature, the penalties and `stop`. */
+export const CHAT_LIMITS = {
+  temperature: { min: 0, max: 2 },
+  topP: { min: 0, max: 1 },
+  penalty: { min: -2, max: 2 },
+  n: { min: 1, max: 10 },
+  maxTokens: { min: 1, max: 1_000_000 },
+  messages: { min: 1, max: 4096 },
+  stop: { min: 1, max: 4, maxLength: 256 },
+  modelId: { maxLength: 256 },
+  user: { maxLength: 256 },
+  imageParts: { detail: ['auto', 'low', 'high'] as const },
+} as const;
+
+export interface TextContentPart {
+  type: 'text';
+  text: string;
+}
+
+export interface ImageUrlContentPart {
+  type: 'image_url';
+  image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
+}
+
+export type ChatContentPart = TextContentPart | ImageUrlContentPart;
+export type ChatMessageContent = string | ChatContentPart[];
+
+function contentPartProblem(part: unknown, path: string): string | null {
+  if (typeof part !== 'object' || part === null || Array.isArray(part)) {
+    return `${path}: expected a content part object, got ${describeValue(part)}.`;
+  }
+  const record = part as Record<string, unknown>;
+  const allowed = record.type === 'text' ? ['type', 'text'] : ['type', 'image_url'];
+  const extra = Object.keys(record).find((key) => !allowed.includes(key));
+  if (record.type === 'text') {
+    if (typeof record.text !== 'string') return `${path}.text: expected a string, got ${describeValue(record.text)}.`;
+  } else if (record.type === 'image_url') {
+    const image = record.image_url;
+    if (typeof image !== 'object' || image === null || Array.isArray(image)) {
+      return `${path}.image_url: expected an object with a 'url', got ${describeValue(image)}.`;
+    }
+    const { url, detail, ...rest } = image as Record<string, unknown>;
+    if (typeof url !== 'string' || url.length === 0) {
+      return `${path}.image_url.url: expected a non-empty string, got ${describeValue(url)}.`;
+    }
+    if (detail !== undefined && !CHAT_LIMITS.imageParts.detail.includes(detail as 'auto')) {
+      return `${path}.image_url.detail: expected one of auto, low, high, got ${describeValue(detail)}.`;
+    }
+    const unknownKey = Object.keys(rest)[0];
+    if (unknownKey !== undefined) return `${path}.image_url: unrecognized field '${unknownKey}'.`;
+  } else {
+    return `${path}.type: expected 'text' or 'image_url', got ${describeValue(record.type)}.`;
+  }
+  return extra === undefined ? null : `${path}: unrecognized field '${extra}'.`;
+}
+
+/** A message's content: a string, or OpenAI content parts (`text`, `image_url`). */
+@ValidatorConstraint({ name: 'isMessageContent' })
+export class IsMessageContentConstraint implements ValidatorConstraintInterface {
+  private problem(value: unknown): string | null {
+    if (typeof value === 'string') return null;
+    if (!Array.isArray(value)) return `expected a string or an array of content parts, got ${describeValue(value)}.`;
+    if (value.length === 0) return 'expected at least one content part.';
+    for (let i = 0; i < value.length; i++) {
+      const problem = contentPartProblem(value[i], `content[${i}]`);
+      if (problem !== null) return problem;
+    }
+    return null;
+  }
+
+  validate(value: unknown): boolean {
+    return this.problem(value) === null;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    return this.problem(args.value) ?? 'invalid content.';
+  }
+}
+
+/** `stop`: a string or an array of 1–4 strings (the spec: "up to 4 stop sequences"). */
+@ValidatorConstraint({ name: 'isStop' })
+export class IsStopConstraint implements ValidatorConstraintInterface {
+  private problem(value: unknown): string | null {
+    const { min, max, maxLength } = CHAT_LIMITS.stop;
+    const list = typeof value === 'string' ? [value] : value;
+    if (!Array.isArray(list)) return `expected a string or an array of strings, got ${describeValue(value)}.`;
+    if (list.length < min || list.length > max) {
+      return `expected between ${min} and ${max} stop sequences, got ${list.length}.`;
+    }
+    for (const item of list) {
+      if (typeof item !== 'string' || item.length === 0 || item.length > maxLength) {
+        return `expected each stop sequence to be a string of 1 to ${maxLength} characters, got ${describeValue(item)}.`;
+      }
+    }
+    return null;
+  }
+
+  validate(value: unknown): boolean {
+    return this.problem(value) === null;
+  }
+
+  defaultMessage(args: ValidationArguments): string {
+    return this.problem(args.value) ?? 'invalid stop.';
+  }
+}
+
+export class ChatMessageDto {
+  @IsIn(CHAT_ROLES, { message: expected(`one of ${CHAT_ROLES.join(', ')}`) })
+  @IsString({ message: expected('a string') })
+  role!: ChatRole;
+
+  @Validate(IsMessageContentConstraint)
+  content!: ChatMessageContent;
+
+  @IsOptional()
+  @MaxLength(64, { message: expected('a string of at most 64 characters') })
+  @IsString({ message: expected('a string') })
+  name?: string;
+}
+
+export class StreamOptionsDto {
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  include_usage?: boolean;
+}
+
+const number = (min: number, max: number) => expected(`a number between ${min} and ${max}`);
+const integer = (min: number, max: number) => expected(`an integer between ${min} and ${max}`);
+const { temperature, topP, penalty, n, maxTokens, messages, modelId, user } = CHAT_LIMITS;
+
+/** `POST /v1/chat/completions` body. Unknown fields are refused, as OpenAI does. */
+export class ChatCompletionRequestDto {
+  @IsOptional()
+  @MaxLength(modelId.maxLength, { message: expected(`a model id of at most ${modelId.maxLength} characters`) })
+  @MinLength(1, { message: expected('a non-empty model id') })
+  @IsString({ message: expected('a string') })
+  model?: string;
+
+  @ValidateNested({ each: true })
+  @Type(() => ChatMessageDto)
+  @ArrayMaxSize(messages.max, { message: expected(`at most ${messages.max} messages`) })
+  @ArrayMinSize(messages.min, { message: expected('a non-empty array of messages') })
+  @IsArray({ message: expected('an array of messages') })
+  messages!: ChatMessageDto[];
+
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  stream?: boolean;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => StreamOptionsDto)
+  @IsObject({ message: expected('an object') })
+  stream_options?: StreamOptionsDto;
+
+  @IsOptional()
+  @Max(temperature.max, { message: number(temperature.min, temperature.max) })
+  @Min(temperature.min, { message: number(temperature.min, temperature.max) })
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: number(temperature.min, temperature.max) })
+  temperature?: number;
+
+  @IsOptional()
+  @Max(topP.max, { message: number(topP.min, topP.max) })
+  @Min(topP.min, { message: number(topP.min, topP.max) })
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: number(topP.min, topP.max) })
+  top_p?: number;
+
+  @IsOptional()
+  @Max(n.max, { message: integer(n.min, n.max) })
+  @Min(n.min, { message: integer(n.min, n.max) })
+  @IsInt({ message: integer(n.min, n.max) })
+  n?: number;
+
+  @IsOptional()
+  @Max(maxTokens.max, { message: integer(maxTokens.min, maxTokens.max) })
+  @Min(maxTokens.min, { message: integer(maxTokens.min, maxTokens.max) })
+  @IsInt({ message: integer(maxTokens.min, maxTokens.max) })
+  max_tokens?: number;
+
+  @IsOptional()
+  @Max(maxTokens.max, { message: integer(maxTokens.min, maxTokens.max) })
+  @Min(maxTokens.min, { message: integer(maxTokens.min, maxTokens.max) })
+  @IsInt({ message: integer(maxTokens.min, maxTokens.max) })
+  max_completion_tokens?: number;
+
+  @IsOptional()
+  @Validate(IsStopConstraint)
+  stop?: string | string[];
+
+  @IsOptional()
+  @Max(penalty.max, { message: number(penalty.min, penalty.max) })
+  @Min(penalty.min, { message: number(penalty.min, penalty.max) })
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: number(penalty.min, penalty.max) })
+  presence_penalty?: number;
+
+  @IsOptional()
+  @Max(penalty.max, { message: number(penalty.min, penalty.max) })
+  @Min(penalty.min, { message: number(penalty.min, penalty.max) })
+  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: number(penalty.min, penalty.max) })
+  frequency_penalty?: number;
+
+  @IsOptional()
+  @Max(Number.MAX_SAFE_INTEGER, { message: expected('a safe integer') })
+  @Min(Number.MIN_SAFE_INTEGER, { message: expected('a safe integer') })
+  @IsInt({ message: expected('an integer') })
+  seed?: number;
+
+  @IsOptional()
+  @MaxLength(user.maxLength, { message: expected(`a string of at most ${user.maxLength} characters`) })
+  @IsString({ message: expected('a string') })
+  user?: string;
+}

@@ -1,0 +1,55 @@
+import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { expected } from './validation-message';
+
+export const IMAGE_SIZES = ['256x256', '512x512', '1024x1024', '1792x1024', '1024x1792'] as const;
+export type ImageSize = (typeof IMAGE_SIZES)[number];
+export const IMAGE_RESPONSE_FORMATS = ['b64_json'] as const;
+
+/** Bounds from the spec's image table; defaults are our choice where the spec says "not shown". */
+export const IMAGE_LIMITS = {
+  prompt: { min: 1, max: 4000 },
+  n: { min: 1, max: 10, default: 1 },
+  size: { default: '1024x1024' as ImageSize },
+  user: { maxLength: 256 },
+  modelId: { maxLength: 256 },
+} as const;
+
+export function parseImageSize(size: ImageSize): { width: number; height: number } {
+  const [width, height] = size.split('x').map(Number) as [number, number];
+  return { width, height };
+}
+
+const { prompt, n, user, modelId } = IMAGE_LIMITS;
+
+/** `POST /v1/images/generations` body. */
+export class ImageGenerationRequestDto {
+  @IsOptional()
+  @MaxLength(modelId.maxLength, { message: expected(`a model id of at most ${modelId.maxLength} characters`) })
+  @MinLength(1, { message: expected('a non-empty model id') })
+  @IsString({ message: expected('a string') })
+  model?: string;
+
+  @MaxLength(prompt.max, { message: expected(`a prompt of at most ${prompt.max} characters`) })
+  @MinLength(prompt.min, { message: expected('a non-empty prompt') })
+  @IsString({ message: expected('a string') })
+  prompt!: string;
+
+  @IsOptional()
+  @Max(n.max, { message: expected(`an integer between ${n.min} and ${n.max}`) })
+  @Min(n.min, { message: expected(`an integer between ${n.min} and ${n.max}`) })
+  @IsInt({ message: expected(`an integer between ${n.min} and ${n.max}`) })
+  n?: number;
+
+  @IsOptional()
+  @IsIn(IMAGE_SIZES, { message: expected(`one of ${IMAGE_SIZES.join(', ')}`) })
+  size?: ImageSize;
+
+  @IsOptional()
+  @IsIn(IMAGE_RESPONSE_FORMATS, { message: expected("'b64_json' (the only supported response format)") })
+  response_format?: 'b64_json';
+
+  @IsOptional()
+  @MaxLength(user.maxLength, { message: expected(`a string of at most ${user.maxLength} characters`) })
+  @IsString({ message: expected('a string') })
+  user?: string;
+}

@@ -1,0 +1,69 @@
+import { plainToInstance, type ClassConstructor } from 'class-transformer';
+import { validateSync, type ValidationError } from 'class-validator';
+import { GatewayError } from '../errors/gateway-error';
+import { describeValue } from './validation-message';
+
+/** Type problems are reported before range problems: "expected a number" beats "must be at most 2". */
+const CONSTRAINT_PRIORITY = [
+  'whitelistValidation',
+  'nestedValidation',
+  'isArray',
+  'isObject',
+  'isString',
+  'isNumber',
+  'isInt',
+  'isBoolean',
+  'isIn',
+];
+
+function joinPath(parent: string, property: string): string {
+  if (parent === '') return property;
+  return /^\d+$/.test(property) ? `${parent}[${property}]` : `${parent}.${property}`;
+}
+
+function firstLeaf(errors: ValidationError[], parent: string): { path: string; error: ValidationError } | null {
+  for (const error of errors) {
+    const path = joinPath(parent, error.property);
+    if (error.constraints && Object.keys(error.constraints).length > 0) return { path, error };
+    const nested = firstLeaf(error.children ?? [], path);
+    if (nested) return nested;
+  }
+  return null;
+}
+
+/** Turns class-validator's error tree into one OpenAI-style 400 naming the first offending parameter. */
+export function toInvalidRequest(errors: ValidationError[]): GatewayError {
+  const leaf = firstLeaf(errors, '');
+  if (!leaf) return GatewayError.invalidRequest('The request body is invalid.');
+  const constraints = leaf.error.constraints ?? {};
+  const key = CONSTRAINT_PRIORITY.find((name) => name in constraints) ?? Object.keys(constraints)[0]!;
+  if (key === 'whitelistValidation') {
+    return GatewayError.invalidRequest(`Unrecognized request argument supplied: ${leaf.path}`, leaf.path);
+  }
+  if (key === 'nestedValidation') {
+    return GatewayError.invalidRequest(
+      `Invalid '${leaf.path}': expected an object, got ${describeValue(leaf.error.value)}.`,
+      leaf.path,
+    );
+  }
+  return GatewayError.invalidRequest(`Invalid '${leaf.path}': ${constraints[key]}`, leaf.path);
+}
+
+/**
+ * Validates untrusted plain data (an HTTP body, or a job read back from Redis) into a DTO instance.
+ * Unknown fields are refused rather than silently dropped.
+ */
+export function validateDto<T extends object>(cls: ClassConstructor<T>, plain: unknown): T {
+  if (typeof plain !== 'object' || plain === null || Array.isArray(plain)) {
+    throw GatewayError.invalidRequest(`The request body must be a JSON object, got ${describeValue(plain)}.`);
+  }
+  const instance = plainToInstance(cls, plain);
+  const errors = validateSync(instance, {
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
+    validationError: { target: false, value: true },
+  });
+  if (errors.length > 0) throw toInvalidRequest(errors);
+  return instance;
+}

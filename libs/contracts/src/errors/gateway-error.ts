@@ -1,0 +1,106 @@
+import type { ErrorBody, ErrorObject, ErrorType } from '../openai/error.types';
+
+/**
+ * A failure with a place on the wire: an HTTP status and an OpenAI error object. Thrown by the gateway,
+ * and carried from workers to the gateway inside `error` stream messages, so both ends speak one vocabulary.
+ */
+export class GatewayError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    readonly code: string | null,
+    message: string,
+    readonly param: string | null = null,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(message);
+    this.name = 'GatewayError';
+  }
+
+  toErrorObject(): ErrorObject {
+    return { message: this.message, type: this.type, param: this.param, code: this.code };
+  }
+
+  toBody(): ErrorBody {
+    return { error: this.toErrorObject() };
+  }
+
+  static invalidRequest(message: string, param: string | null = null, code: string | null = null): GatewayError {
+    return new GatewayError(400, 'invalid_request_error', code, message, param);
+  }
+
+  static missingApiKey(): GatewayError {
+    return new GatewayError(
+      401,
+      'invalid_request_error',
+      null,
+      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+    );
+  }
+
+  static invalidApiKey(): GatewayError {
+    return new GatewayError(401, 'invalid_request_error', 'invalid_api_key', 'Incorrect API key provided.');
+  }
+
+  static modelNotFound(model: string): GatewayError {
+    return new GatewayError(
+      404,
+      'invalid_request_error',
+      'model_not_found',
+      `The model \`${model}\` does not exist or you do not have access to it.`,
+      'model',
+    );
+  }
+
+  static wrongModelType(model: string, expected: string, actual: string): GatewayError {
+    return new GatewayError(
+      400,
+      'invalid_request_error',
+      'model_type_mismatch',
+      `The model \`${model}\` is a ${actual} model and cannot serve ${expected} requests.`,
+      'model',
+    );
+  }
+
+  static modelUnavailable(model: string): GatewayError {
+    return new GatewayError(
+      503,
+      'server_error',
+      'model_unavailable',
+      `The model \`${model}\` has no live worker right now. Try again later.`,
+      'model',
+      { 'retry-after': '5' },
+    );
+  }
+
+  static serviceUnavailable(message: string): GatewayError {
+    return new GatewayError(503, 'server_error', 'service_unavailable', message, null, { 'retry-after': '1' });
+  }
+
+  static deadlineExceeded(ms: number): GatewayError {
+    return new GatewayError(
+      504,
+      'timeout_error',
+      'deadline_exceeded',
+      `The request did not complete within its deadline of ${ms} ms.`,
+    );
+  }
+
+  static workerFailed(message: string): GatewayError {
+    return new GatewayError(502, 'server_error', 'worker_error', message);
+  }
+
+  /** Settles a request whose client disconnected; never sent (there is nobody to send it to). */
+  static clientClosed(): GatewayError {
+    return new GatewayError(499, 'invalid_request_error', 'client_closed_request', 'The client closed the request.');
+  }
+
+  static internal(requestId: string): GatewayError {
+    return new GatewayError(
+      500,
+      'server_error',
+      'internal_error',
+      `The server had an error while processing your request. Quote request id ${requestId} when reporting it.`,
+    );
+  }
+}

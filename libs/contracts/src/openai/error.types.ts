@@ -1,0 +1,20 @@
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'rate_limit_error'
+  | 'server_error'
+  | 'timeout_error';
+
+export interface ErrorObject {
+  message: string;
+  type: ErrorType;
+  param: string | null;
+  code: string | null;
+}
+
+/** The OpenAI error envelope every non-2xx answer (and every mid-stream failure) uses. */
+export interface ErrorBody {
+  error: ErrorObject;
+}

@@ -1,0 +1,47 @@
+import { Type } from 'class-transformer';
+import { Equals, IsInt, IsString, Matches, Min, MinLength, ValidateNested } from 'class-validator';
+import { ChatCompletionRequestDto } from '../dto/chat-completion-request.dto';
+import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
+import { REQUEST_ID_PATTERN } from './names';
+
+export const JOB_PROTOCOL_VERSION = 1;
+
+/** What every job carries besides its request: who asked, by when, and where to answer. */
+abstract class JobEnvelope {
+  @Equals(JOB_PROTOCOL_VERSION)
+  v!: typeof JOB_PROTOCOL_VERSION;
+
+  @Matches(REQUEST_ID_PATTERN)
+  requestId!: string;
+
+  /** The public model id (the queue name encodes it; the worker checks they agree). */
+  @MinLength(1)
+  @IsString()
+  model!: string;
+
+  /** The reply channel of the gateway instance that holds the client connection. */
+  @MinLength(1)
+  @IsString()
+  replyTo!: string;
+
+  /** Epoch ms after which nobody waits for the answer any more. */
+  @Min(0)
+  @IsInt()
+  deadline!: number;
+
+  @Min(0)
+  @IsInt()
+  enqueuedAt!: number;
+}
+
+export class ChatJobData extends JobEnvelope {
+  @ValidateNested()
+  @Type(() => ChatCompletionRequestDto)
+  request!: ChatCompletionRequestDto;
+}
+
+export class ImageJobData extends JobEnvelope {
+  @ValidateNested()
+  @Type(() => ImageGenerationRequestDto)
+  request!: ImageGenerationRequestDto;
+}

@@ -1,0 +1,29 @@
+import type { ModelKind } from '../model-types';
+
+/**
+ * Every Redis name both sides must agree on is built here. `namespace` is the deployment's key prefix
+ * (KEY_PREFIX), so several stacks — or test runs — can share one Redis without seeing each other.
+ */
+
+/** One BullMQ queue per model so each model's workers scale on their own backlog. */
+export function queueNameFor(kind: ModelKind, model: string): string {
+  // BullMQ reserves ':' in queue names; model ids such as `llama3:8b` are percent-encoded.
+  return `${kind}.${encodeURIComponent(model)}`;
+}
+
+/** Each gateway instance subscribes to exactly one reply channel, once, at start. */
+export function replyChannelFor(namespace: string, gatewayId: string): string {
+  return `${namespace}:reply:${gatewayId}`;
+}
+
+/** Each worker process subscribes to its own cancel channel, once, at start. */
+export function cancelChannelFor(namespace: string, workerId: string): string {
+  return `${namespace}:cancel:${workerId}`;
+}
+
+/** Generated images travel by reference: a short-lived key, not a multi-megabyte pub/sub message. */
+export function imageResultKeyFor(namespace: string, requestId: string, index: number): string {
+  return `${namespace}:image:${requestId}:${index}`;
+}
+
+export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;

@@ -1,0 +1,189 @@
+import type { ErrorObject, ErrorType } from '../openai/error.types';
+import { FINISH_REASONS, type FinishReason } from '../openai/chat-completion.types';
+
+/**
+ * Messages a worker publishes on a gateway's reply channel. Every message of one request carries a
+ * sequence number starting at 0, so the gateway can detect a lost or duplicated message.
+ */
+interface ReplyBase {
+  requestId: string;
+  seq: number;
+}
+
+export interface StartedMessage extends ReplyBase {
+  kind: 'started';
+  /** The worker process running the job; cancel messages go to its channel. */
+  workerId: string;
+}
+
+export interface DeltaMessage extends ReplyBase {
+  kind: 'delta';
+  choice: number;
+  content: string;
+}
+
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+export interface ChatDoneMessage extends ReplyBase {
+  kind: 'chat-done';
+  /** One per choice, by choice index. */
+  finishReasons: FinishReason[];
+  usage: TokenUsage;
+}
+
+export interface ImageMessage extends ReplyBase {
+  kind: 'image';
+  index: number;
+  /** Redis key holding the base64 PNG (see `imageResultKeyFor`). */
+  key: string;
+  revisedPrompt: string;
+}
+
+export interface ImageDoneMessage extends ReplyBase {
+  kind: 'image-done';
+  count: number;
+}
+
+export interface WireError extends ErrorObject {
+  status: number;
+}
+
+export interface ErrorMessage extends ReplyBase {
+  kind: 'error';
+  error: WireError;
+}
+
+export type ReplyMessage =
+  | StartedMessage
+  | DeltaMessage
+  | ChatDoneMessage
+  | ImageMessage
+  | ImageDoneMessage
+  | ErrorMessage;
+
+export class ProtocolError extends Error {
+  constructor(reason: string) {
+    super(`Malformed reply message: ${reason}`);
+    this.name = 'ProtocolError';
+  }
+}
+
+const ERROR_TYPES: readonly ErrorType[] = [
+  'invalid_request_error',
+  'authentication_error',
+  'permission_error',
+  'not_found_error',
+  'rate_limit_error',
+  'server_error',
+  'timeout_error',
+];
+
+type Fields = Record<string, unknown>;
+
+function str(record: Fields, key: string): string {
+  const value = record[key];
+  if (typeof value !== 'string') throw new ProtocolError(`'${key}' must be a string`);
+  return value;
+}
+
+function nat(record: Fields, key: string): number {
+  const value = record[key];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new ProtocolError(`'${key}' must be a non-negative integer`);
+  }
+  return value;
+}
+
+function obj(value: unknown, what: string): Fields {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ProtocolError(`${what} must be an object`);
+  }
+  return value as Fields;
+}
+
+function nullableStr(record: Fields, key: string): string | null {
+  return record[key] === null ? null : str(record, key);
+}
+
+function parseWireError(value: unknown): WireError {
+  const record = obj(value, "'error'");
+  const status = nat(record, 'status');
+  if (status < 400 || status > 599) throw new ProtocolError("'error.status' must be an HTTP error status");
+  const type = str(record, 'type') as ErrorType;
+  if (!ERROR_TYPES.includes(type)) throw new ProtocolError("'error.type' is not a known error type");
+  return { status, type, message: str(record, 'message'), code: nullableStr(record, 'code'), param: nullableStr(record, 'param') };
+}
+
+/** Reply channels carry data from other processes: treat it as untrusted input and check every field. */
+export function parseReplyMessage(raw: string): ReplyMessage {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ProtocolError('not JSON');
+  }
+  const record = obj(parsed, 'message');
+  const base = { requestId: str(record, 'requestId'), seq: nat(record, 'seq') };
+  const kind = record.kind;
+  switch (kind) {
+    case 'started':
+      return { ...base, kind, workerId: str(record, 'workerId') };
+    case 'delta':
+      return { ...base, kind, choice: nat(record, 'choice'), content: str(record, 'content') };
+    case 'chat-done': {
+      const reasons = record.finishReasons;
+      if (!Array.isArray(reasons) || !reasons.every((r) => FINISH_REASONS.includes(r as FinishReason))) {
+        throw new ProtocolError("'finishReasons' must be an array of finish reasons");
+      }
+      const usage = obj(record.usage, "'usage'");
+      return {
+        ...base,
+        kind,
+        finishReasons: reasons as FinishReason[],
+        usage: { prompt_tokens: nat(usage, 'prompt_tokens'), completion_tokens: nat(usage, 'completion_tokens') },
+      };
+    }
+    case 'image':
+      return { ...base, kind, index: nat(record, 'index'), key: str(record, 'key'), revisedPrompt: str(record, 'revisedPrompt') };
+    case 'image-done':
+      return { ...base, kind, count: nat(record, 'count') };
+    case 'error':
+      return { ...base, kind, error: parseWireError(record.error) };
+    default:
+      throw new ProtocolError(`unknown kind ${JSON.stringify(kind)}`);
+  }
+}
+
+/** Where a message fails to parse we may still know whose it was, to fail that request fast. */
+export function peekRequestId(raw: string): string | null {
+  const match = /"requestId"\s*:\s*"([A-Za-z0-9_-]{1,64})"/.exec(raw);
+  return match ? match[1]! : null;
+}
+
+export interface CancelMessage {
+  requestId: string;
+  reason: 'client_disconnected' | 'deadline_exceeded' | 'gateway_shutdown' | 'protocol_error';
+}
+
+const CANCEL_REASONS: readonly CancelMessage['reason'][] = [
+  'client_disconnected',
+  'deadline_exceeded',
+  'gateway_shutdown',
+  'protocol_error',
+];
+
+export function parseCancelMessage(raw: string): CancelMessage {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ProtocolError('cancel message is not JSON');
+  }
+  const record = obj(parsed, 'cancel message');
+  const reason = record.reason as CancelMessage['reason'];
+  if (!CANCEL_REASONS.includes(reason)) throw new ProtocolError("'reason' is not a known cancel reason");
+  return { requestId: str(record, 'requestId'), reason };
+}

@@ -1,0 +1,83 @@
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
+import { MODEL_TYPES, type ModelType } from '../model-types';
+
+export class ServedModelDto {
+  @MaxLength(256)
+  @MinLength(1)
+  @IsString()
+  id!: string;
+
+  @IsIn(MODEL_TYPES)
+  type!: ModelType;
+
+  @MaxLength(256)
+  @MinLength(1)
+  @IsString()
+  owned_by!: string;
+}
+
+/** What a worker says about itself; the registry validates it like any other untrusted input. */
+export class WorkerHeartbeatDto {
+  @Matches(/^[A-Za-z0-9_.:-]{1,128}$/)
+  instanceId!: string;
+
+  @ValidateNested({ each: true })
+  @Type(() => ServedModelDto)
+  @ArrayMaxSize(256)
+  @ArrayMinSize(1)
+  @IsArray()
+  models!: ServedModelDto[];
+
+  @Max(100_000)
+  @Min(1)
+  @IsInt()
+  concurrency!: number;
+
+  @MaxLength(256)
+  @IsString()
+  hostname!: string;
+
+  @Min(0)
+  @IsInt()
+  startedAt!: number;
+}
+
+export class WorkerDeregistrationDto {
+  @Matches(/^[A-Za-z0-9_.:-]{1,128}$/)
+  instanceId!: string;
+}
+
+export class ModelLookupRequestDto {
+  @MaxLength(256)
+  @IsString()
+  id!: string;
+}
+
+/** A model as the registry knows it: declared in the catalog, with its live capacity. */
+export interface ModelEntry {
+  id: string;
+  type: ModelType;
+  owned_by: string;
+  created: number;
+  liveWorkers: number;
+  concurrency: number;
+}
+
+export type ModelLookup =
+  | { state: 'live'; model: ModelEntry }
+  | { state: 'unavailable'; model: ModelEntry }
+  | { state: 'unknown' };

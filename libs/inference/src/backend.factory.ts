@@ -1,0 +1,52 @@
+import { ConfigError, type CatalogModel } from '@mgw/config';
+import type { ModelKind } from '@mgw/contracts';
+import type { BackendSettings } from './backend-settings';
+import type { ChatBackend } from './chat-backend.interface';
+import type { ImageBackend } from './image-backend.interface';
+import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
+import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
+import { SIMULATOR_BACKEND_KIND } from './simulator/simulator.options';
+
+/** Builds a backend from its catalog entry; throws ConfigError for options it cannot accept. */
+export type BackendFactory<T> = (model: CatalogModel, settings: BackendSettings) => T;
+
+// A new backend is one folder exporting a factory plus one entry here. Maps rather than object literals,
+// so a catalog `kind` such as "constructor" cannot resolve to an Object.prototype member.
+const CHAT_BACKENDS: ReadonlyMap<string, BackendFactory<ChatBackend>> = new Map([
+  [SIMULATOR_BACKEND_KIND, ChatSimulatorBackend.fromCatalog],
+]);
+
+const IMAGE_BACKENDS: ReadonlyMap<string, BackendFactory<ImageBackend>> = new Map([
+  [SIMULATOR_BACKEND_KIND, ImageSimulatorBackend.fromCatalog],
+]);
+
+export const KNOWN_CHAT_BACKENDS: readonly string[] = [...CHAT_BACKENDS.keys()];
+export const KNOWN_IMAGE_BACKENDS: readonly string[] = [...IMAGE_BACKENDS.keys()];
+
+function create<T>(
+  registry: ReadonlyMap<string, BackendFactory<T>>,
+  wanted: ModelKind,
+  model: CatalogModel,
+  settings: BackendSettings,
+): T {
+  if (model.kind !== wanted) {
+    throw new ConfigError([`catalog model "${model.id}": is a ${model.kind} model, not a ${wanted} model`]);
+  }
+  const kind = model.backend.kind;
+  const factory = registry.get(kind);
+  if (factory === undefined) {
+    const known = [...registry.keys()].join(', ');
+    throw new ConfigError([
+      `catalog model "${model.id}": backend.kind "${kind}" is not a known ${wanted} backend (known: ${known})`,
+    ]);
+  }
+  return factory(model, settings);
+}
+
+export function createChatBackend(model: CatalogModel, settings: BackendSettings): ChatBackend {
+  return create(CHAT_BACKENDS, 'chat', model, settings);
+}
+
+export function createImageBackend(model: CatalogModel, settings: BackendSettings): ImageBackend {
+  return create(IMAGE_BACKENDS, 'image', model, settings);
+}

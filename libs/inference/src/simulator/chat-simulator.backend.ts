@@ -1,0 +1,309 @@
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { decodeGenerator, encode, encodeChat } from 'gpt-tokenizer';
+import type { CatalogModel } from '@mgw/config';
+import type { ChatMessageContent, FinishReason } from '@mgw/contracts';
+import type { BackendSettings } from '../backend-settings';
+import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
+import { StopSequenceMatcher } from '../text/stop-sequence.matcher';
+import { fnv1a32, SeededRandom, toSeed32 } from './seeded-random';
+import { parseChatSimulatorOptions, type ChatSimulatorOptions } from './simulator.options';
+
+type ChatMessages = ChatInferenceRequest['messages'];
+
+/**
+ * User text is counted as text: without this, a prompt that merely mentions `<|endoftext|>` would make
+ * the tokenizer throw and fail the request.
+ */
+const ENCODE_OPTIONS = { disallowedSpecial: new Set<string>() };
+/** o200k_base is what the default export of gpt-tokenizer encodes; gpt-4o's chat format matches it. */
+const CHAT_FORMAT_MODEL = 'gpt-4o';
+/** OpenAI's flat cost of a low-detail image; the simulator never fetches the image to do better. */
+export const IMAGE_PART_TOKENS = 85;
+/** At full speed, hand the event loop back this often so one huge generation cannot starve the process. */
+const TOKENS_PER_EVENT_LOOP_TURN = 64;
+const FALLBACK_ECHO = 'This is a simulated response.';
+
+/** Common English words, most frequent first, so `top_p` can cut the tail like a real sampler would. */
+const VOCABULARY: readonly string[] = (
+  'the be to of and a in that have it for not on with he as you do at this but his by from they we say ' +
+  'her she or an will my one all would there their what so up out if about who get which go me when make ' +
+  'can like time no just him know take people into year your good some could them see other than then now ' +
+  'look only come its over think also back after use two how our work first well way even new want because ' +
+  'any these give day most us is are was were been has had did said made find here thing many long little ' +
+  'very still great old world life hand part place case week company system program question government ' +
+  'number night point home water room mother area money story fact month lot right study book eye job word ' +
+  'business issue side kind head house service friend father power hour game line end member law car city ' +
+  'community name president team minute idea kid body information school face others level office door ' +
+  'health person art war history party result change morning reason research girl guy moment air teacher ' +
+  'force education light river green small large next early young important few public bad same able'
+).split(' ');
+
+export interface TokenSegment {
+  /** Decoded text; never a broken half of a multi-byte character. */
+  text: string;
+  /** How many tokens produced this text (more than one only when a character spans tokens). */
+  tokens: number;
+}
+
+function textOf(content: ChatMessageContent): string {
+  if (typeof content === 'string') return content;
+  return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+}
+
+export function countTextTokens(text: string): number {
+  return encode(text, ENCODE_OPTIONS).length;
+}
+
+/**
+ * Prompt tokens as OpenAI would bill them: the ChatML-formatted conversation (including the primer for the
+ * assistant's reply) plus a flat cost per image. 'developer' is counted as 'system', which it replaces.
+ */
+export function countPromptTokens(messages: ChatMessages): number {
+  let extra = 0;
+  const chat = messages.map((message) => {
+    if (typeof message.content !== 'string') {
+      extra += IMAGE_PART_TOKENS * message.content.filter((part) => part.type === 'image_url').length;
+    }
+    if (message.name !== undefined) extra += countTextTokens(message.name);
+    return { role: message.role === 'developer' ? 'system' : message.role, content: textOf(message.content) };
+  });
+  return encodeChat(chat, CHAT_FORMAT_MODEL, ENCODE_OPTIONS).length + extra;
+}
+
+function decodeSegments(tokens: readonly number[]): TokenSegment[] {
+  let consumed = 0;
+  function* counted(): Generator<number> {
+    for (const token of tokens) {
+      consumed++;
+      yield token;
+    }
+  }
+  // decodeGenerator holds back bytes until they form whole characters and pulls no token ahead, so the
+  // tokens consumed between two pieces are exactly the tokens that produced that piece.
+  const segments: TokenSegment[] = [];
+  let accounted = 0;
+  for (const text of decodeGenerator(counted())) {
+    segments.push({ text, tokens: consumed - accounted });
+    accounted = consumed;
+  }
+  const last = segments.at(-1);
+  if (last !== undefined) last.tokens += consumed - accounted;
+  return segments;
+}
+
+/**
+ * Splits `text` into per-token pieces for streaming. gpt-tokenizer decodes through one module-wide
+ * streaming TextDecoder, so bytes left over by an unrelated caller's partial decode would corrupt the
+ * first piece; that shows up as a mismatch, and the first pass has flushed the stale bytes, so one retry
+ * suffices. Decoding a whole valid string at once never leaves bytes behind itself.
+ */
+export function tokenSegments(text: string): TokenSegment[] {
+  const tokens = encode(text, ENCODE_OPTIONS);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const segments = decodeSegments(tokens);
+    if (segments.map((segment) => segment.text).join('') === text) return segments;
+  }
+  return tokens.length === 0 ? [] : [{ text, tokens: tokens.length }];
+}
+
+/** A message-order-sensitive fingerprint that ignores JSON key order, which differs between clients. */
+function fingerprint(messages: ChatMessages): number {
+  const canonical = messages.map((message) => [
+    message.role,
+    message.name ?? null,
+    typeof message.content === 'string'
+      ? message.content
+      : message.content.map((part) =>
+          part.type === 'text' ? ['text', part.text] : ['image_url', part.image_url.url, part.image_url.detail ?? null],
+        ),
+  ]);
+  return fnv1a32(JSON.stringify(canonical));
+}
+
+function echoText(messages: ChatMessages): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message?.role === 'user') {
+      const text = textOf(message.content);
+      return text.length > 0 ? text : FALLBACK_ECHO;
+    }
+  }
+  return FALLBACK_ECHO;
+}
+
+function wordsText(random: SeededRandom, wordCount: number, poolSize: number): string {
+  const words: string[] = [];
+  let sentenceLeft = 0;
+  for (let i = 0; i < wordCount; i++) {
+    let word = VOCABULARY[random.nextInt(poolSize)] ?? 'the';
+    if (sentenceLeft === 0) {
+      sentenceLeft = random.nextIntBetween(6, 14);
+      word = word.charAt(0).toUpperCase() + word.slice(1);
+    }
+    sentenceLeft--;
+    if (sentenceLeft === 0 && i < wordCount - 1) word += '.';
+    words.push(word);
+  }
+  return `${words.join(' ')}.`;
+}
+
+/** Sleeps, but rejects with the abort reason itself rather than Node's wrapping AbortError. */
+async function pause(ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    await sleep(ms, undefined, { signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    throw error;
+  }
+}
+
+async function yieldTurn(signal: AbortSignal): Promise<void> {
+  try {
+    await nextTurn(undefined, { signal });
+  } catch (error) {
+    signal.throwIfAborted();
+    throw error;
+  }
+}
+
+interface ChoiceRun {
+  index: number;
+  segments: readonly TokenSegment[];
+  next: number;
+  /** Tokens generated so far, including any text a stop sequence later withholds. */
+  generated: number;
+  emitted: string;
+  matcher: StopSequenceMatcher;
+  finished: boolean;
+}
+
+/**
+ * A chat model simulator for demos, tests and load tests: deterministic text, real token counts,
+ * OpenAI-like timing (time to first token, then a steady per-choice token rate).
+ *
+ * Sampling: `seed` (or, without one, a fingerprint of the messages) seeds choice i with seed + i.
+ * `temperature` 0 is greedy: every choice gets the one sequence derived from the messages alone.
+ * Otherwise temperature does not reshape the distribution. `top_p` < 1 keeps only the first
+ * ceil(top_p × vocabulary) (most common) words. Penalties and `user` are accepted and ignored.
+ *
+ * Abort: once `signal` aborts, the generator throws `signal.reason` at its next step (waits are cut
+ * short), and yields nothing more.
+ */
+export class ChatSimulatorBackend implements ChatBackend {
+  constructor(private readonly options: ChatSimulatorOptions) {}
+
+  static fromCatalog(model: CatalogModel, settings: BackendSettings): ChatSimulatorBackend {
+    return new ChatSimulatorBackend(parseChatSimulatorOptions(model, settings));
+  }
+
+  async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
+    signal.throwIfAborted();
+    const promptTokens = countPromptTokens(request.messages);
+    const segmentCache = new Map<string, TokenSegment[]>();
+    const runs: ChoiceRun[] = this.completionTexts(request).map((text, index) => {
+      let segments = segmentCache.get(text);
+      if (segments === undefined) {
+        segments = tokenSegments(text);
+        segmentCache.set(text, segments);
+      }
+      return {
+        index,
+        segments,
+        next: 0,
+        generated: 0,
+        emitted: '',
+        matcher: new StopSequenceMatcher(request.stop),
+        finished: false,
+      };
+    });
+
+    await pause(this.options.ttftMs, signal);
+    const interval = this.options.tokensPerSecond > 0 ? 1000 / this.options.tokensPerSecond : 0;
+    // Rounds are scheduled against the start time, not chained, so timer lateness does not add up
+    // and the observed rate stays at tokensPerSecond.
+    const start = performance.now();
+    let sinceTurn = 0;
+    for (let round = 0; runs.some((run) => !run.finished); round++) {
+      const wait = start + round * interval - performance.now();
+      if (wait >= 1) {
+        await pause(wait, signal);
+        sinceTurn = 0;
+      } else if (sinceTurn >= TOKENS_PER_EVENT_LOOP_TURN) {
+        await yieldTurn(signal);
+        sinceTurn = 0;
+      }
+      for (const run of runs) {
+        if (run.finished) continue;
+        for (const event of this.step(run, request.maxTokens)) {
+          yield event;
+          signal.throwIfAborted();
+        }
+        sinceTurn++;
+      }
+    }
+
+    const completionTokens = runs.reduce(
+      // A stop sequence can cut inside a token; counting the text actually sent keeps usage equal to what
+      // a client would count, and never above what was generated.
+      (sum, run) => sum + Math.min(countTextTokens(run.emitted), run.generated),
+      0,
+    );
+    yield { type: 'usage', promptTokens, completionTokens };
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  private completionTexts(request: ChatInferenceRequest): string[] {
+    const n = Math.max(1, request.n);
+    if (this.options.mode === 'echo') return new Array<string>(n).fill(echoText(request.messages));
+
+    const poolSize = Math.min(VOCABULARY.length, Math.max(1, Math.ceil(request.topP * VOCABULARY.length)));
+    const messagesSeed = fingerprint(request.messages);
+    if (request.temperature === 0) {
+      return new Array<string>(n).fill(wordsText(new SeededRandom(messagesSeed), this.options.maxWords, poolSize));
+    }
+    const base = request.seed === null ? messagesSeed : toSeed32(request.seed);
+    return Array.from({ length: n }, (_, index) =>
+      wordsText(new SeededRandom((base + index) >>> 0), this.options.maxWords, poolSize),
+    );
+  }
+
+  /** Advances one choice by one token. */
+  private *step(run: ChoiceRun, maxTokens: number | null): Generator<ChatInferenceEvent> {
+    const segment = run.segments[run.next];
+    if (segment === undefined) {
+      yield* this.finish(run, 'stop');
+      return;
+    }
+    if (maxTokens !== null && run.generated + segment.tokens > maxTokens) {
+      yield* this.finish(run, 'length');
+      return;
+    }
+    run.next++;
+    run.generated += segment.tokens;
+    const { emit, stopped } = run.matcher.push(segment.text);
+    if (emit.length > 0) {
+      run.emitted += emit;
+      yield { type: 'delta', choice: run.index, text: emit };
+    }
+    // Finish in the same round as the last token rather than one token interval later.
+    if (stopped || run.next === run.segments.length) {
+      yield* this.finish(run, 'stop');
+    } else if (maxTokens !== null && run.generated >= maxTokens) {
+      yield* this.finish(run, 'length');
+    }
+  }
+
+  private *finish(run: ChoiceRun, reason: FinishReason): Generator<ChatInferenceEvent> {
+    run.finished = true;
+    // The held tail can no longer grow into a stop sequence, so it belongs to the answer.
+    const rest = run.matcher.flush();
+    if (rest.length > 0) {
+      run.emitted += rest;
+      yield { type: 'delta', choice: run.index, text: rest };
+    }
+    yield { type: 'finish', choice: run.index, reason };
+  }
+}

@@ -1,0 +1,2 @@
+export * from './logger.factory';
+export * from './process-lifecycle';

@@ -1,0 +1,62 @@
+import type { Redis } from 'ioredis';
+import { parseCancelMessage, type CancelMessage } from '@mgw/contracts';
+
+export interface CancelLogger {
+  warn(message: string): void;
+}
+
+/**
+ * A worker process's single subscription to its own cancel channel. Running jobs register an
+ * AbortController; a cancel message for their request aborts it.
+ */
+export class CancelListener {
+  private readonly running = new Map<string, AbortController>();
+
+  constructor(
+    private readonly subscriber: Redis,
+    readonly channel: string,
+    private readonly logger: CancelLogger,
+  ) {}
+
+  async start(): Promise<void> {
+    this.subscriber.on('message', (channel: string, raw: string) => {
+      if (channel !== this.channel) return;
+      let message: CancelMessage;
+      try {
+        message = parseCancelMessage(raw);
+      } catch (error) {
+        this.logger.warn(`ignoring malformed cancel message: ${(error as Error).message}`);
+        return;
+      }
+      this.running.get(message.requestId)?.abort(new CancelledError(message.reason));
+    });
+    await this.subscriber.subscribe(this.channel);
+  }
+
+  /** Registers a job before its `started` message goes out, so a cancel can never arrive unseen. */
+  track(requestId: string): AbortController {
+    const controller = new AbortController();
+    this.running.set(requestId, controller);
+    return controller;
+  }
+
+  untrack(requestId: string): void {
+    this.running.delete(requestId);
+  }
+
+  /** Aborts every running job (shutdown). */
+  abortAll(reason: CancelMessage['reason']): void {
+    for (const controller of this.running.values()) controller.abort(new CancelledError(reason));
+  }
+
+  get active(): number {
+    return this.running.size;
+  }
+}
+
+export class CancelledError extends Error {
+  constructor(readonly reason: CancelMessage['reason']) {
+    super(`cancelled: ${reason}`);
+    this.name = 'CancelledError';
+  }
+}

@@ -1,0 +1,15 @@
+import type { JobsOptions } from 'bullmq';
+
+/**
+ * Job defaults in one place. The request id is the job id, so a waiting job can be removed by id
+ * when its client leaves. Finished jobs are removed at once (the result already went over pub/sub);
+ * failed ones are kept, bounded, for inspection.
+ */
+export function jobOptionsFor(requestId: string, keepFailedJobs: number): JobsOptions {
+  return {
+    jobId: requestId,
+    attempts: 1,
+    removeOnComplete: true,
+    removeOnFail: { count: keepFailedJobs, age: 24 * 3600 },
+  };
+}

@@ -1,0 +1,47 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { queueNameFor, type ChatJobData, type ImageJobData, type ModelKind } from '@mgw/contracts';
+import { jobOptionsFor } from './job-options';
+
+export type JobDataOf<K extends ModelKind> = K extends 'chat' ? ChatJobData : ImageJobData;
+
+/**
+ * The gateway's only contact with BullMQ: add a job to a model's queue, or take a waiting one back.
+ * All queues share one command connection; a Queue object per model is created on first use.
+ */
+export class JobProducer {
+  private readonly queues = new Map<string, Queue>();
+
+  constructor(
+    private readonly connection: Redis,
+    private readonly namespace: string,
+    private readonly keepFailedJobs: number,
+  ) {}
+
+  queueFor(kind: ModelKind, model: string): Queue {
+    const name = queueNameFor(kind, model);
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, { connection: this.connection, prefix: this.namespace });
+      // Connection errors surface on the add() call that hit them; this keeps them from being unhandled.
+      queue.on('error', () => undefined);
+      this.queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  async enqueue<K extends ModelKind>(kind: K, data: JobDataOf<K>): Promise<void> {
+    await this.queueFor(kind, data.model).add(kind, data, jobOptionsFor(data.requestId, this.keepFailedJobs));
+  }
+
+  /** Removes a job that no worker has taken yet. False when it is already running (or gone). */
+  async removeWaiting(kind: ModelKind, model: string, requestId: string): Promise<boolean> {
+    const removed = await this.queueFor(kind, model).remove(requestId);
+    return removed === 1;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((queue) => queue.close()));
+    this.queues.clear();
+  }
+}

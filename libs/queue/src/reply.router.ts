@@ -1,0 +1,100 @@
+import type { Redis } from 'ioredis';
+import {
+  parseReplyMessage,
+  peekRequestId,
+  ProtocolError,
+  type ReplyMessage,
+} from '@mgw/contracts';
+
+export interface ReplyHandler {
+  /** Messages of this request, in order, each exactly once. */
+  onMessage(message: ReplyMessage): void;
+  /** The stream broke (gap, duplicate, malformed message): no more messages will be delivered. */
+  onProtocolError(error: ProtocolError): void;
+}
+
+interface Route {
+  handler: ReplyHandler;
+  nextSeq: number;
+  /** Only a `started` has been seen: a restart of the job on another worker is still invisible to the client. */
+  onlyStarted: boolean;
+}
+
+export interface ReplyRouterLogger {
+  warn(message: string): void;
+}
+
+/**
+ * Demultiplexes this gateway instance's single reply channel to in-flight requests by request id.
+ * There is one SUBSCRIBE per process, made at start: nothing on the request path touches subscriptions.
+ */
+export class ReplyRouter {
+  private readonly routes = new Map<string, Route>();
+  private subscribed = false;
+
+  constructor(
+    private readonly subscriber: Redis,
+    readonly channel: string,
+    private readonly logger: ReplyRouterLogger,
+  ) {}
+
+  async start(): Promise<void> {
+    this.subscriber.on('message', (channel: string, raw: string) => {
+      if (channel === this.channel) this.dispatch(raw);
+    });
+    // ioredis re-issues SUBSCRIBE after a reconnect by itself (autoResubscribe).
+    await this.subscriber.subscribe(this.channel);
+    this.subscribed = true;
+  }
+
+  get isSubscribed(): boolean {
+    return this.subscribed && this.subscriber.status === 'ready';
+  }
+
+  get size(): number {
+    return this.routes.size;
+  }
+
+  register(requestId: string, handler: ReplyHandler): void {
+    this.routes.set(requestId, { handler, nextSeq: 0, onlyStarted: false });
+  }
+
+  unregister(requestId: string): void {
+    this.routes.delete(requestId);
+  }
+
+  private dispatch(raw: string): void {
+    let message: ReplyMessage;
+    try {
+      message = parseReplyMessage(raw);
+    } catch (error) {
+      const requestId = peekRequestId(raw);
+      this.logger.warn(`dropping malformed reply (request ${requestId ?? 'unknown'}): ${(error as Error).message}`);
+      if (requestId) this.fail(requestId, error as ProtocolError);
+      return;
+    }
+    const route = this.routes.get(message.requestId);
+    if (!route) return; // the request already ended (client gone, deadline); late messages are expected
+    if (message.seq !== route.nextSeq) {
+      // A job re-run after its worker died restarts at 0; harmless while the client has seen nothing yet.
+      const restartedBeforeOutput = message.kind === 'started' && message.seq === 0 && route.onlyStarted;
+      if (!restartedBeforeOutput) {
+        this.fail(
+          message.requestId,
+          new ProtocolError(`expected message ${route.nextSeq} of request ${message.requestId}, got ${message.seq}`),
+        );
+        return;
+      }
+    }
+    route.nextSeq = message.seq + 1;
+    route.onlyStarted = message.kind === 'started';
+    route.handler.onMessage(message);
+  }
+
+  private fail(requestId: string, error: ProtocolError): void {
+    const route = this.routes.get(requestId);
+    if (!route) return;
+    this.routes.delete(requestId);
+    route.handler.onProtocolError(error);
+  }
+}

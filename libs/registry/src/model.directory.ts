@@ -1,0 +1,98 @@
+import { GatewayError, type ModelEntry, type ModelLookup } from '@mgw/contracts';
+import type { RegistryClient } from './registry.client';
+
+export interface ModelDirectoryOptions {
+  timeoutMs: number;
+  /** Answers younger than this are served without asking the registry. */
+  freshMs: number;
+  /** While the registry is unreachable, answers younger than this are still served. */
+  staleMs: number;
+  /** Bound on cached per-model answers (unknown ids are cached too, so random ids cannot grow memory). */
+  maxEntries?: number;
+}
+
+interface Cached<T> {
+  value: T;
+  fetchedAt: number;
+  refreshing: Promise<T> | null;
+}
+
+/**
+ * The gateway's view of the registry: request/response lookups behind a short in-memory cache with
+ * bounded staleness. Fresh answers cost nothing; expired ones are refreshed in the background while the
+ * old answer is served; only a cold miss waits for the registry.
+ */
+export class ModelDirectory {
+  private readonly models = new Map<string, Cached<ModelLookup>>();
+  private list: Cached<ModelEntry[]> | null = null;
+
+  constructor(
+    private readonly client: RegistryClient,
+    private readonly options: ModelDirectoryOptions,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async lookup(id: string): Promise<ModelLookup> {
+    return this.cached(
+      this.models.get(id),
+      () => this.client.getModel(id, this.options.timeoutMs),
+      (entry) => this.remember(id, entry),
+    );
+  }
+
+  async listModels(): Promise<ModelEntry[]> {
+    return this.cached(
+      this.list ?? undefined,
+      () => this.client.listModels(this.options.timeoutMs),
+      (entry) => (this.list = entry),
+    );
+  }
+
+  /** True when the registry answered within the staleness bound. */
+  async isReachable(): Promise<boolean> {
+    try {
+      await this.client.listModels(this.options.timeoutMs);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private remember(id: string, entry: Cached<ModelLookup>): void {
+    this.models.delete(id);
+    this.models.set(id, entry);
+    const max = this.options.maxEntries ?? 10_000;
+    if (this.models.size > max) this.models.delete(this.models.keys().next().value!);
+  }
+
+  private async cached<T>(
+    entry: Cached<T> | undefined,
+    fetch: () => Promise<T>,
+    store: (entry: Cached<T>) => void,
+  ): Promise<T> {
+    const age = entry ? this.now() - entry.fetchedAt : Infinity;
+    if (entry && age < this.options.freshMs) return entry.value;
+    if (entry && age < this.options.staleMs) {
+      this.refresh(entry, fetch, store).catch(() => undefined); // served stale; the next call retries
+      return entry.value;
+    }
+    try {
+      return await this.refresh(entry, fetch, store);
+    } catch {
+      throw GatewayError.serviceUnavailable('The model registry is not reachable. Try again shortly.');
+    }
+  }
+
+  private refresh<T>(entry: Cached<T> | undefined, fetch: () => Promise<T>, store: (entry: Cached<T>) => void): Promise<T> {
+    if (entry?.refreshing) return entry.refreshing;
+    const refreshing = fetch().then((value) => {
+      store({ value, fetchedAt: this.now(), refreshing: null });
+      return value;
+    });
+    if (entry) {
+      entry.refreshing = refreshing;
+      refreshing.catch(() => undefined).finally(() => (entry.refreshing = null));
+    }
+    return refreshing;
+  }
+}

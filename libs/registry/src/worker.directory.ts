@@ -1,0 +1,89 @@
+import type { Catalog } from '@mgw/config';
+import type { ModelEntry, ModelLookup, ServedModelDto, WorkerHeartbeatDto } from '@mgw/contracts';
+
+interface LiveWorker {
+  instanceId: string;
+  models: ServedModelDto[];
+  concurrency: number;
+  lastSeen: number;
+}
+
+/**
+ * The registry's state: the catalog's declared models joined with the workers that heartbeat for them.
+ * It is rebuilt from heartbeats alone, so a restarted registry is whole again after one interval.
+ */
+export class WorkerDirectory {
+  private readonly workers = new Map<string, LiveWorker>();
+  private readonly declared: Map<string, Omit<ModelEntry, 'liveWorkers' | 'concurrency'>>;
+
+  constructor(
+    catalog: Catalog,
+    private readonly workerTtlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.declared = new Map(
+      catalog.models.map((m) => [m.id, { id: m.id, type: m.type, owned_by: m.ownedBy, created: m.created }]),
+    );
+  }
+
+  heartbeat(beat: WorkerHeartbeatDto): { isNew: boolean } {
+    const isNew = !this.workers.has(beat.instanceId);
+    this.workers.set(beat.instanceId, {
+      instanceId: beat.instanceId,
+      models: beat.models,
+      concurrency: beat.concurrency,
+      lastSeen: this.now(),
+    });
+    return { isNew };
+  }
+
+  deregister(instanceId: string): boolean {
+    return this.workers.delete(instanceId);
+  }
+
+  /** Drops workers whose heartbeats stopped; returns their ids. */
+  prune(): string[] {
+    const cutoff = this.now() - this.workerTtlMs;
+    const dropped: string[] = [];
+    for (const [id, worker] of this.workers) {
+      if (worker.lastSeen < cutoff) {
+        this.workers.delete(id);
+        dropped.push(id);
+      }
+    }
+    return dropped;
+  }
+
+  /** Declared models plus any model a live worker serves, with live capacity. */
+  list(): ModelEntry[] {
+    this.prune();
+    const entries = new Map<string, ModelEntry>();
+    for (const model of this.declared.values()) entries.set(model.id, { ...model, liveWorkers: 0, concurrency: 0 });
+    for (const worker of this.workers.values()) {
+      for (const served of worker.models) {
+        const entry = entries.get(served.id) ?? {
+          id: served.id,
+          type: served.type,
+          owned_by: served.owned_by,
+          created: Math.floor(worker.lastSeen / 1000),
+          liveWorkers: 0,
+          concurrency: 0,
+        };
+        entry.liveWorkers += 1;
+        entry.concurrency += worker.concurrency;
+        entries.set(served.id, entry);
+      }
+    }
+    return [...entries.values()].sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  lookup(id: string): ModelLookup {
+    const model = this.list().find((entry) => entry.id === id);
+    if (!model) return { state: 'unknown' };
+    return model.liveWorkers > 0 ? { state: 'live', model } : { state: 'unavailable', model };
+  }
+
+  get workerCount(): number {
+    return this.workers.size;
+  }
+}

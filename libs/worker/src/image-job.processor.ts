@@ -1,0 +1,38 @@
+import type { Job } from 'bullmq';
+import { ImageJobData, imageResultKeyFor } from '@mgw/contracts';
+import { toImageInferenceRequest, type ImageBackend } from '@mgw/inference';
+import type { JobOutcome, JobRunner } from './job-runner';
+
+/**
+ * Runs image jobs of one model. Each PNG is stored under a short-lived key and referenced from the
+ * `image` message, so multi-megabyte payloads never pass through pub/sub.
+ */
+export class ImageJobProcessor {
+  constructor(
+    private readonly model: string,
+    private readonly backend: ImageBackend,
+    private readonly runner: JobRunner,
+    private readonly namespace: string,
+    private readonly resultTtlMs: number,
+  ) {}
+
+  process(job: Job<unknown>): Promise<JobOutcome> {
+    return this.runner.run(job, ImageJobData, this.model, async ({ data, signal, writer }) => {
+      const request = toImageInferenceRequest(data.request);
+      let count = 0;
+      for await (const image of this.backend.generate(request, signal)) {
+        const key = imageResultKeyFor(this.namespace, data.requestId, image.index);
+        await writer.sendWithPayload(
+          { kind: 'image', index: image.index, key, revisedPrompt: image.revisedPrompt },
+          key,
+          image.png.toString('base64'),
+          this.resultTtlMs,
+        );
+        count++;
+      }
+      signal.throwIfAborted();
+      if (count !== request.n) throw new Error(`the backend produced ${count} of ${request.n} images`);
+      await writer.send({ kind: 'image-done', count });
+    });
+  }
+}

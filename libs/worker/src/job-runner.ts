@@ -1,0 +1,110 @@
+import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { LoggerService } from '@nestjs/common';
+import { GatewayError, validateDto, type WireError } from '@mgw/contracts';
+import { CancelledError, ReplyStreamWriter, type CancelListener } from '@mgw/queue';
+
+export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'expired';
+
+interface Envelope {
+  requestId: string;
+  model: string;
+  replyTo: string;
+  deadline: number;
+}
+
+export interface JobContext<T extends Envelope> {
+  data: T;
+  signal: AbortSignal;
+  writer: ReplyStreamWriter;
+}
+
+/** How a thrown error is told to the client: our own errors keep their status; anything else is a 502. */
+export function toWireError(error: unknown): WireError {
+  if (error instanceof GatewayError) return { status: error.status, ...error.toErrorObject() };
+  const detail = error instanceof Error ? error.message : String(error);
+  return { status: 502, ...GatewayError.workerFailed(`The model backend failed: ${detail}`).toErrorObject() };
+}
+
+/**
+ * The life of one job on a worker, common to every model kind: validate what came out of Redis, refuse
+ * work whose deadline passed, announce the start, run the inference under a cancel/deadline signal, and
+ * make sure the client hears exactly one ending — success, or an error.
+ */
+export class JobRunner {
+  constructor(
+    private readonly publisher: Redis,
+    private readonly cancels: CancelListener,
+    private readonly workerId: string,
+    private readonly logger: LoggerService,
+  ) {}
+
+  async run<T extends Envelope>(
+    job: Job<unknown>,
+    cls: new () => T,
+    servedModel: string,
+    execute: (context: JobContext<T>) => Promise<void>,
+  ): Promise<JobOutcome> {
+    const data = this.parse(job, cls, servedModel);
+    const writer = new ReplyStreamWriter(this.publisher, data.replyTo, data.requestId);
+    const remaining = data.deadline - Date.now();
+    if (remaining <= 0) {
+      await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
+      this.logOutcome(data, 'expired', 0);
+      return 'expired';
+    }
+    const cancel = this.cancels.track(data.requestId);
+    const signal = AbortSignal.any([cancel.signal, AbortSignal.timeout(remaining)]);
+    const startedAt = Date.now();
+    try {
+      await writer.send({ kind: 'started', workerId: this.workerId });
+      await execute({ data, signal, writer });
+      await writer.flush();
+      this.logOutcome(data, 'completed', Date.now() - startedAt);
+      return 'completed';
+    } catch (error) {
+      if (signal.aborted) {
+        const expired = !(signal.reason instanceof CancelledError);
+        if (expired) await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
+        const outcome: JobOutcome = expired ? 'expired' : 'cancelled';
+        this.logOutcome(data, outcome, Date.now() - startedAt);
+        return outcome;
+      }
+      await this.sendError(writer, error);
+      this.logOutcome(data, 'failed', Date.now() - startedAt, error);
+      throw error;
+    } finally {
+      this.cancels.untrack(data.requestId);
+    }
+  }
+
+  private parse<T extends Envelope>(job: Job<unknown>, cls: new () => T, servedModel: string): T {
+    try {
+      const data = validateDto(cls, job.data);
+      if (data.model !== servedModel) {
+        throw new Error(`job for model "${data.model}" arrived on the queue of "${servedModel}"`);
+      }
+      return data;
+    } catch (error) {
+      const detail = error instanceof GatewayError ? error.message : String(error);
+      this.logger.error(`job ${job.id} rejected: invalid payload: ${detail}`);
+      throw new Error(`invalid job payload: ${detail}`);
+    }
+  }
+
+  private async sendError(writer: ReplyStreamWriter, error: unknown): Promise<void> {
+    try {
+      await writer.send({ kind: 'error', error: toWireError(error) });
+      await writer.flush();
+    } catch (publishError) {
+      // The gateway's deadline still ends the request; nothing more can be done from here.
+      this.logger.error(`could not publish the error of a job: ${String(publishError)}`);
+    }
+  }
+
+  private logOutcome(data: Envelope, outcome: JobOutcome, ms: number, error?: unknown): void {
+    const line = `request ${data.requestId} model ${data.model} ${outcome} in ${ms} ms`;
+    if (outcome === 'failed') this.logger.error(`${line}: ${error instanceof Error ? error.message : String(error)}`);
+    else this.logger.debug?.(line);
+  }
+}

@@ -1,0 +1,107 @@
+import { hostname } from 'node:os';
+import type { LoggerService, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import type { Catalog, WorkerConfig } from '@mgw/config';
+import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
+import { createChatBackend, createImageBackend, type ChatBackend, type ImageBackend } from '@mgw/inference';
+import {
+  CancelListener,
+  closeRedis,
+  createRedisConnection,
+  ModelQueueConsumer,
+  waitUntilReady,
+} from '@mgw/queue';
+import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
+import { ChatJobProcessor } from './chat-job.processor';
+import { ImageJobProcessor } from './image-job.processor';
+import { JobRunner } from './job-runner';
+import { selectServedModels } from './served-models';
+
+const DEFAULT_CONCURRENCY: Record<ModelKind, number> = { chat: 8, image: 2 };
+const REDIS_READY_TIMEOUT_MS = 10_000;
+
+/**
+ * A worker process: consumes its models' queues, runs inference, publishes replies, and keeps itself
+ * registered. It owns every connection it opens and closes them all on shutdown.
+ */
+export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly startedAt = Date.now();
+  private readonly concurrency: number;
+  private readonly backends: Array<ChatBackend | ImageBackend> = [];
+  private connections: Redis[] = [];
+  private consumer: ModelQueueConsumer | null = null;
+  private cancels: CancelListener | null = null;
+  private registry: RegistryClient | null = null;
+  private announcer: WorkerAnnouncer | null = null;
+
+  constructor(
+    private readonly kind: ModelKind,
+    private readonly config: WorkerConfig,
+    private readonly catalog: Catalog,
+    private readonly logger: LoggerService,
+  ) {
+    this.concurrency = config.concurrency || DEFAULT_CONCURRENCY[kind];
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { config, kind } = this;
+    const served = selectServedModels(this.catalog, kind, config.models);
+    const settings = {
+      simChatTtftMs: config.simChatTtftMs,
+      simChatTokensPerS: config.simChatTokensPerS,
+      simImageLatencyMs: config.simImageLatencyMs,
+    };
+    // Backends load (and fail on bad catalog entries) before the worker takes any job or registers.
+    const backends = served.map((model) =>
+      kind === 'chat' ? createChatBackend(model, settings) : createImageBackend(model, settings),
+    );
+    this.backends.push(...backends);
+
+    const publisher = createRedisConnection(config.redisUrl, 'command', `${config.instanceId}:publish`);
+    const subscriber = createRedisConnection(config.redisUrl, 'subscriber', `${config.instanceId}:cancel`);
+    const blocking = createRedisConnection(config.redisUrl, 'blocking', `${config.instanceId}:queue`);
+    this.connections = [publisher, subscriber, blocking];
+    for (const connection of this.connections) {
+      connection.on('error', (error: Error) => this.logger.warn(`redis: ${error.message}`));
+    }
+    await Promise.all(this.connections.map((c) => waitUntilReady(c, REDIS_READY_TIMEOUT_MS, config.redisUrl)));
+
+    this.cancels = new CancelListener(subscriber, cancelChannelFor(config.namespace, config.instanceId), this.logger);
+    await this.cancels.start();
+    const runner = new JobRunner(publisher, this.cancels, config.instanceId, this.logger);
+
+    this.consumer = new ModelQueueConsumer(blocking, config.namespace, this.logger);
+    served.forEach((model, i) => {
+      const backend = backends[i]!;
+      const processor =
+        kind === 'chat'
+          ? new ChatJobProcessor(model.id, backend as ChatBackend, runner)
+          : new ImageJobProcessor(model.id, backend as ImageBackend, runner, config.namespace, config.imageResultTtlMs);
+      this.consumer!.consume(kind, model.id, this.concurrency, (job) => processor.process(job).then(() => undefined));
+    });
+
+    this.registry = new RegistryClient(config.redisUrl, config.namespace);
+    await this.registry.connect();
+    const beat = (): WorkerHeartbeatDto => ({
+      instanceId: config.instanceId,
+      models: served.map((m) => ({ id: m.id, type: m.type, owned_by: m.ownedBy })),
+      concurrency: this.concurrency,
+      hostname: hostname(),
+      startedAt: this.startedAt,
+    });
+    this.announcer = new WorkerAnnouncer(this.registry, beat, config.heartbeatIntervalMs, this.logger);
+    await this.announcer.start();
+    this.logger.log(
+      `worker ${config.instanceId} serving ${served.map((m) => m.id).join(', ')} (concurrency ${this.concurrency})`,
+    );
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    // Leave the registry first so gateways stop sending work here, then drain, then disconnect.
+    await this.announcer?.stop();
+    await this.consumer?.close();
+    await this.registry?.close();
+    await Promise.all(this.backends.map((backend) => backend.close()));
+    await Promise.all(this.connections.map((connection) => closeRedis(connection)));
+  }
+}

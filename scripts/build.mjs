@@ -1,0 +1,18 @@
+// Compiles every app and lib in one pass, then rewrites the @mgw/* path aliases into relative requires,
+// so `node dist/apps/<app>/src/main.js` runs without a loader.
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const bin = (name) => join(root, 'node_modules', '.bin', name);
+
+for (const [cmd, args] of [
+  [bin('tsc'), ['-p', 'tsconfig.build.json']],
+  [bin('tsc-alias'), ['-p', 'tsconfig.build.json']],
+]) {
+  const result = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+writeFileSync(join(root, 'dist', '.build-stamp'), new Date().toISOString());

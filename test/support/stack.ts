@@ -1,0 +1,167 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from './free-port';
+
+const ROOT = resolve(__dirname, '..', '..');
+const APPS = ['registry', 'chat-worker', 'image-worker', 'gateway'] as const;
+export type AppName = (typeof APPS)[number];
+
+export interface StackOptions {
+  /** Env for every process. */
+  env?: Record<string, string>;
+  /** Extra env per app. */
+  appEnv?: Partial<Record<AppName, Record<string, string>>>;
+  /** A catalog document to use instead of deploy/catalog.json. */
+  catalog?: unknown;
+  /** Models that must be listed before the stack counts as up. */
+  waitForModels?: string[];
+  /** Apps not to start. */
+  without?: AppName[];
+}
+
+/**
+ * The real stack as separate processes — registry, workers, gateway — from the built `dist/`, against the
+ * real Redis, in a namespace (KEY_PREFIX) of its own so runs never see each other's keys or channels.
+ */
+export class Stack {
+  readonly apiKey = `sk-e2e-${randomBytes(12).toString('hex')}`;
+  readonly namespace = `e2e${randomBytes(5).toString('hex')}`;
+  readonly redisUrl = process.env.E2E_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  readonly processes = new Map<AppName, ChildProcess>();
+  readonly output = new Map<AppName, string[]>();
+  baseUrl = '';
+  redis!: Redis;
+  private tempDir: string | null = null;
+
+  private constructor(private readonly options: StackOptions) {}
+
+  static async start(options: StackOptions = {}): Promise<Stack> {
+    const stack = new Stack(options);
+    try {
+      await stack.boot();
+    } catch (error) {
+      await stack.stop();
+      throw error;
+    }
+    return stack;
+  }
+
+  private async boot(): Promise<void> {
+    this.redis = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await this.redis.connect();
+    const port = await freePort();
+    this.baseUrl = `http://127.0.0.1:${port}`;
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      NODE_ENV: 'test',
+      REDIS_URL: this.redisUrl,
+      KEY_PREFIX: this.namespace,
+      GATEWAY_API_KEYS: this.apiKey,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      HEARTBEAT_INTERVAL_MS: '500',
+      WORKER_TTL_MS: '2000',
+      REGISTRY_CACHE_MS: '200',
+      LOG_LEVEL: 'warn',
+      ...this.options.env,
+    };
+    if (this.options.catalog !== undefined) {
+      this.tempDir = await mkdtemp(join(tmpdir(), 'mgw-e2e-'));
+      env.CATALOG_PATH = join(this.tempDir, 'catalog.json');
+      await writeFile(env.CATALOG_PATH, JSON.stringify(this.options.catalog));
+    }
+    for (const app of APPS) {
+      if (this.options.without?.includes(app)) continue;
+      this.spawn(app, { ...env, ...this.options.appEnv?.[app] });
+    }
+    await this.waitUntilServing(this.options.waitForModels ?? ['sim-chat', 'sim-image']);
+  }
+
+  spawn(app: AppName, env: Record<string, string>): ChildProcess {
+    const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const lines: string[] = this.output.get(app) ?? [];
+    this.output.set(app, lines);
+    const collect = (chunk: Buffer) => lines.push(chunk.toString());
+    child.stdout?.on('data', collect);
+    child.stderr?.on('data', collect);
+    this.processes.set(app, child);
+    return child;
+  }
+
+  logs(app: AppName): string {
+    return (this.output.get(app) ?? []).join('');
+  }
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json', ...extra };
+  }
+
+  async post(path: string, body: unknown, init: RequestInit = {}): Promise<Response> {
+    return fetch(`${this.baseUrl}${path}`, {
+      method: 'POST',
+      headers: this.headers(),
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+      ...init,
+    });
+  }
+
+  private async waitUntilServing(models: string[]): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    let last = '';
+    while (Date.now() < deadline) {
+      for (const [app, child] of this.processes) {
+        if (child.exitCode !== null) throw new Error(`${app} exited with ${child.exitCode}:\n${this.logs(app)}`);
+      }
+      try {
+        const res = await fetch(`${this.baseUrl}/v1/models`, { headers: this.headers() });
+        last = await res.text();
+        if (res.ok) {
+          const ids = (JSON.parse(last) as { data: { id: string }[] }).data.map((m) => m.id);
+          if (models.every((id) => ids.includes(id))) return;
+        }
+      } catch (error) {
+        last = String(error);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`stack did not come up; last /v1/models answer: ${last}\n${APPS.map((a) => `--- ${a}\n${this.logs(a)}`).join('\n')}`);
+  }
+
+  /** Sends SIGTERM (or the given signal) and waits for the process to exit. */
+  async stopApp(app: AppName, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    const child = this.processes.get(app);
+    if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    const code = await exited;
+    clearTimeout(timer);
+    return code;
+  }
+
+  async stop(): Promise<void> {
+    await this.stopApp('gateway');
+    await Promise.all([this.stopApp('chat-worker'), this.stopApp('image-worker')]);
+    await this.stopApp('registry');
+    if (this.redis?.status === 'ready') {
+      let cursor = '0';
+      do {
+        const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.namespace}:*`, 'COUNT', 1000);
+        if (keys.length > 0) await this.redis.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+      await this.redis.quit();
+    } else {
+      this.redis?.disconnect();
+    }
+    if (this.tempDir) await rm(this.tempDir, { recursive: true, force: true });
+  }
+}
