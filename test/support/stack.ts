@@ -9,6 +9,8 @@ import { freePort } from './free-port';
 const ROOT = resolve(__dirname, '..', '..');
 const APPS = ['registry', 'chat-worker', 'image-worker', 'gateway'] as const;
 export type AppName = (typeof APPS)[number];
+/** An app, or an extra process of one (e.g. a second chat worker) under a label of its own. */
+export type ProcessLabel = AppName | `${AppName}:${string}`;
 
 export interface StackOptions {
   /** Env for every process. */
@@ -31,8 +33,9 @@ export class Stack {
   readonly apiKey = `sk-e2e-${randomBytes(12).toString('hex')}`;
   readonly namespace = `e2e${randomBytes(5).toString('hex')}`;
   readonly redisUrl = process.env.E2E_REDIS_URL ?? 'redis://127.0.0.1:6379';
-  readonly processes = new Map<AppName, ChildProcess>();
-  readonly output = new Map<AppName, string[]>();
+  readonly processes = new Map<ProcessLabel, ChildProcess>();
+  readonly output = new Map<ProcessLabel, string[]>();
+  private env: Record<string, string> = {};
   baseUrl = '';
   redis!: Redis;
   private tempDir: string | null = null;
@@ -74,6 +77,7 @@ export class Stack {
       env.CATALOG_PATH = join(this.tempDir, 'catalog.json');
       await writeFile(env.CATALOG_PATH, JSON.stringify(this.options.catalog));
     }
+    this.env = env;
     for (const app of APPS) {
       if (this.options.without?.includes(app)) continue;
       this.spawn(app, { ...env, ...this.options.appEnv?.[app] });
@@ -81,22 +85,28 @@ export class Stack {
     await this.waitUntilServing(this.options.waitForModels ?? ['sim-chat', 'sim-image']);
   }
 
-  spawn(app: AppName, env: Record<string, string>): ChildProcess {
+  /** Starts another process of an app with the stack's env plus `extraEnv`. */
+  spawnExtra(label: `${AppName}:${string}`, extraEnv: Record<string, string>): ChildProcess {
+    return this.spawn(label, { ...this.env, ...extraEnv });
+  }
+
+  spawn(label: ProcessLabel, env: Record<string, string>): ChildProcess {
+    const app = label.split(':')[0]!;
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const lines: string[] = this.output.get(app) ?? [];
-    this.output.set(app, lines);
+    const lines: string[] = this.output.get(label) ?? [];
+    this.output.set(label, lines);
     const collect = (chunk: Buffer) => lines.push(chunk.toString());
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
-    this.processes.set(app, child);
+    this.processes.set(label, child);
     return child;
   }
 
-  logs(app: AppName): string {
+  logs(app: ProcessLabel): string {
     return (this.output.get(app) ?? []).join('');
   }
 
@@ -113,7 +123,8 @@ export class Stack {
     });
   }
 
-  private async waitUntilServing(models: string[]): Promise<void> {
+  /** Waits until `/v1/models` lists every one of `models`. */
+  async waitUntilServing(models: string[]): Promise<void> {
     const deadline = Date.now() + 30_000;
     let last = '';
     while (Date.now() < deadline) {
@@ -132,11 +143,12 @@ export class Stack {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`stack did not come up; last /v1/models answer: ${last}\n${APPS.map((a) => `--- ${a}\n${this.logs(a)}`).join('\n')}`);
+    const logs = [...this.processes.keys()].map((label) => `--- ${label}\n${this.logs(label)}`).join('\n');
+    throw new Error(`stack did not come up; last /v1/models answer: ${last}\n${logs}`);
   }
 
   /** Sends SIGTERM (or the given signal) and waits for the process to exit. */
-  async stopApp(app: AppName, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  async stopApp(app: ProcessLabel, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
     const child = this.processes.get(app);
     if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -149,7 +161,8 @@ export class Stack {
 
   async stop(): Promise<void> {
     await this.stopApp('gateway');
-    await Promise.all([this.stopApp('chat-worker'), this.stopApp('image-worker')]);
+    const workers = [...this.processes.keys()].filter((label) => label !== 'gateway' && label !== 'registry');
+    await Promise.all(workers.map((label) => this.stopApp(label)));
     await this.stopApp('registry');
     if (this.redis?.status === 'ready') {
       let cursor = '0';

@@ -30,7 +30,10 @@ function create<T>(
   settings: BackendSettings,
 ): T {
   if (model.kind !== wanted) {
-    throw new ConfigError([`catalog model "${model.id}": is a ${model.kind} model, not a ${wanted} model`]);
+    const article = (kind: ModelKind) => (kind === 'image' ? `an ${kind}` : `a ${kind}`);
+    throw new ConfigError([
+      `catalog model "${model.id}": is ${article(model.kind)} model, not ${article(wanted)} model`,
+    ]);
   }
   const kind = model.backend.kind;
   const factory = registry.get(kind);

@@ -19,11 +19,13 @@ export interface JobContext<T extends Envelope> {
   writer: ReplyStreamWriter;
 }
 
-/** How a thrown error is told to the client: our own errors keep their status; anything else is a 502. */
+/**
+ * How a thrown error is told to the client: our own errors keep their status; anything else is a 502
+ * whose details stay in the worker's log (they may name hosts, paths or upstream secrets).
+ */
 export function toWireError(error: unknown): WireError {
   if (error instanceof GatewayError) return { status: error.status, ...error.toErrorObject() };
-  const detail = error instanceof Error ? error.message : String(error);
-  return { status: 502, ...GatewayError.workerFailed(`The model backend failed: ${detail}`).toErrorObject() };
+  return { status: 502, ...GatewayError.workerFailed('The model backend failed while generating the response.').toErrorObject() };
 }
 
 /**

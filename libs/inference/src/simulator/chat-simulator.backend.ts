@@ -114,7 +114,9 @@ function fingerprint(messages: ChatMessages): number {
     typeof message.content === 'string'
       ? message.content
       : message.content.map((part) =>
-          part.type === 'text' ? ['text', part.text] : ['image_url', part.image_url.url, part.image_url.detail ?? null],
+          part.type === 'text'
+            ? ['text', part.text]
+            : ['image_url', part.image_url.url, part.image_url.detail ?? null],
         ),
   ]);
   return fnv1a32(JSON.stringify(canonical));
@@ -192,7 +194,8 @@ interface ChoiceRun {
 export class ChatSimulatorBackend implements ChatBackend {
   constructor(private readonly options: ChatSimulatorOptions) {}
 
-  static fromCatalog(model: CatalogModel, settings: BackendSettings): ChatSimulatorBackend {
+  /** `this: void`: the backend factory keeps this function in a map and calls it unbound. */
+  static fromCatalog(this: void, model: CatalogModel, settings: BackendSettings): ChatSimulatorBackend {
     return new ChatSimulatorBackend(parseChatSimulatorOptions(model, settings));
   }
 
@@ -217,12 +220,13 @@ export class ChatSimulatorBackend implements ChatBackend {
       };
     });
 
-    await pause(this.options.ttftMs, signal);
+    if (this.options.ttftMs > 0) await pause(this.options.ttftMs, signal);
     const interval = this.options.tokensPerSecond > 0 ? 1000 / this.options.tokensPerSecond : 0;
     // Rounds are scheduled against the start time, not chained, so timer lateness does not add up
     // and the observed rate stays at tokensPerSecond.
     const start = performance.now();
     let sinceTurn = 0;
+    let deltas = 0;
     for (let round = 0; runs.some((run) => !run.finished); round++) {
       const wait = start + round * interval - performance.now();
       if (wait >= 1) {
@@ -235,6 +239,9 @@ export class ChatSimulatorBackend implements ChatBackend {
       for (const run of runs) {
         if (run.finished) continue;
         for (const event of this.step(run, request.maxTokens)) {
+          if (event.type === 'delta' && this.options.failAfterTokens > 0 && deltas++ === this.options.failAfterTokens) {
+            throw new Error(`simulated backend failure after ${this.options.failAfterTokens} tokens`);
+          }
           yield event;
           signal.throwIfAborted();
         }
@@ -262,7 +269,9 @@ export class ChatSimulatorBackend implements ChatBackend {
     const poolSize = Math.min(VOCABULARY.length, Math.max(1, Math.ceil(request.topP * VOCABULARY.length)));
     const messagesSeed = fingerprint(request.messages);
     if (request.temperature === 0) {
-      return new Array<string>(n).fill(wordsText(new SeededRandom(messagesSeed), this.options.maxWords, poolSize));
+      return new Array<string>(n).fill(
+        wordsText(new SeededRandom(messagesSeed), this.options.maxWords, poolSize),
+      );
     }
     const base = request.seed === null ? messagesSeed : toSeed32(request.seed);
     return Array.from({ length: n }, (_, index) =>

@@ -19,7 +19,17 @@ function hslToRgb(hue: number, saturation: number, lightness: number): [number, 
   const h = (((hue % 1) + 1) % 1) * 6;
   const x = chroma * (1 - Math.abs((h % 2) - 1));
   const [r, g, b] =
-    h < 1 ? [chroma, x, 0] : h < 2 ? [x, chroma, 0] : h < 3 ? [0, chroma, x] : h < 4 ? [0, x, chroma] : h < 5 ? [x, 0, chroma] : [chroma, 0, x];
+    h < 1
+      ? [chroma, x, 0]
+      : h < 2
+        ? [x, chroma, 0]
+        : h < 3
+          ? [0, chroma, x]
+          : h < 4
+            ? [0, x, chroma]
+            : h < 5
+              ? [x, 0, chroma]
+              : [chroma, 0, x];
   const m = lightness - chroma / 2;
   return [Math.round((r + m) * 255), Math.round((g + m) * 255), Math.round((b + m) * 255)];
 }
@@ -88,9 +98,9 @@ export function paintSimulatedImage(prompt: string, index: number, width: number
         pixels[offset + 1] = colour[1];
         pixels[offset + 2] = colour[2];
       } else {
-        let step = (columnTerm[x]! + rowTerm) | 0;
+        let step = (columnTerm[x] + rowTerm) | 0;
         step = step < 0 ? 0 : step > 255 ? 255 : step;
-        const ring = (sqrt(dx2[x]! + dy2) * inverseRingPeriod) & 1;
+        const ring = (sqrt(dx2[x] + dy2) * inverseRingPeriod) & 1;
         const source = (ring * 256 + step) * CHANNELS;
         pixels[offset] = palette[source]!;
         pixels[offset + 1] = palette[source + 1]!;
@@ -102,7 +112,12 @@ export function paintSimulatedImage(prompt: string, index: number, width: number
   return pixels;
 }
 
-export async function renderSimulatedPng(prompt: string, index: number, width: number, height: number): Promise<Buffer> {
+export async function renderSimulatedPng(
+  prompt: string,
+  index: number,
+  width: number,
+  height: number,
+): Promise<Buffer> {
   const raw = paintSimulatedImage(prompt, index, width, height);
   // Unfiltered rows keep deflate's input simple: encoding is several times faster and the files stay small
   // because the picture is made of flat runs.
@@ -124,7 +139,8 @@ export function revisePrompt(prompt: string): string {
 export class ImageSimulatorBackend implements ImageBackend {
   constructor(private readonly options: ImageSimulatorOptions) {}
 
-  static fromCatalog(model: CatalogModel, settings: BackendSettings): ImageSimulatorBackend {
+  /** `this: void`: the backend factory keeps this function in a map and calls it unbound. */
+  static fromCatalog(this: void, model: CatalogModel, settings: BackendSettings): ImageSimulatorBackend {
     return new ImageSimulatorBackend(parseImageSimulatorOptions(model, settings));
   }
 

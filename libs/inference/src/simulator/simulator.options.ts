@@ -15,6 +15,11 @@ export interface ChatSimulatorOptions {
   tokensPerSecond: number;
   /** Length of a 'words' answer before its natural end. */
   maxWords: number;
+  /**
+   * Fault injection for tests and demos: the backend throws after emitting this many deltas, like a
+   * backend dying mid-generation. 0 = never.
+   */
+  failAfterTokens: number;
 }
 
 export interface ImageSimulatorOptions {
@@ -27,9 +32,10 @@ export const SIMULATOR_LIMITS = {
   delayMs: { min: 0, max: 600_000 },
   tokensPerSecond: { min: 0, max: 1_000_000 },
   maxWords: { min: 1, max: 4096, default: 48 },
+  failAfterTokens: { min: 0, max: 1_000_000 },
 } as const;
 
-const CHAT_OPTION_KEYS = ['kind', 'mode', 'ttftMs', 'tokensPerSecond', 'maxWords'] as const;
+const CHAT_OPTION_KEYS = ['kind', 'mode', 'ttftMs', 'tokensPerSecond', 'maxWords', 'failAfterTokens'] as const;
 const IMAGE_OPTION_KEYS = ['kind', 'latencyMs'] as const;
 
 /** Collects every problem of one model's backend block, so an operator fixes the catalog in one pass. */
@@ -79,19 +85,30 @@ class OptionReader {
 }
 
 /** Catalog options win over the process-wide settings, so one worker can host a fast and a slow simulator. */
-export function parseChatSimulatorOptions(model: CatalogModel, settings: BackendSettings): ChatSimulatorOptions {
+export function parseChatSimulatorOptions(
+  model: CatalogModel,
+  settings: BackendSettings,
+): ChatSimulatorOptions {
   const reader = new OptionReader(model, CHAT_OPTION_KEYS);
   const options: ChatSimulatorOptions = {
     mode: reader.oneOf('mode', CHAT_SIMULATOR_MODES, 'echo'),
     ttftMs: reader.int('ttftMs', SIMULATOR_LIMITS.delayMs, settings.simChatTtftMs),
-    tokensPerSecond: reader.int('tokensPerSecond', SIMULATOR_LIMITS.tokensPerSecond, settings.simChatTokensPerS),
+    tokensPerSecond: reader.int(
+      'tokensPerSecond',
+      SIMULATOR_LIMITS.tokensPerSecond,
+      settings.simChatTokensPerS,
+    ),
     maxWords: reader.int('maxWords', SIMULATOR_LIMITS.maxWords, SIMULATOR_LIMITS.maxWords.default),
+    failAfterTokens: reader.int('failAfterTokens', SIMULATOR_LIMITS.failAfterTokens, 0),
   };
   reader.finish();
   return options;
 }
 
-export function parseImageSimulatorOptions(model: CatalogModel, settings: BackendSettings): ImageSimulatorOptions {
+export function parseImageSimulatorOptions(
+  model: CatalogModel,
+  settings: BackendSettings,
+): ImageSimulatorOptions {
   const reader = new OptionReader(model, IMAGE_OPTION_KEYS);
   const options: ImageSimulatorOptions = {
     latencyMs: reader.int('latencyMs', SIMULATOR_LIMITS.delayMs, settings.simImageLatencyMs),

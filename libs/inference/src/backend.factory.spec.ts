@@ -1,0 +1,67 @@
+import 'reflect-metadata';
+import { ConfigError, type CatalogModel } from '@mgw/config';
+import type { BackendSettings } from './backend-settings';
+import { createChatBackend, createImageBackend } from './backend.factory';
+import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
+import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
+
+const settings: BackendSettings = { simChatTtftMs: 0, simChatTokensPerS: 0, simImageLatencyMs: 0 };
+
+function model(kind: 'chat' | 'image', backend: CatalogModel['backend'], id = 'm1'): CatalogModel {
+  return {
+    id,
+    kind,
+    type: kind === 'chat' ? 'chat/compilations' : 'images/generations',
+    ownedBy: 'test',
+    created: 0,
+    backend,
+  };
+}
+
+function messageOf(create: () => unknown): string {
+  try {
+    create();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems.join('\n');
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('backend factory', () => {
+  it('creates the simulators', () => {
+    expect(createChatBackend(model('chat', { kind: 'simulator', mode: 'words' }), settings)).toBeInstanceOf(
+      ChatSimulatorBackend,
+    );
+    expect(createImageBackend(model('image', { kind: 'simulator' }), settings)).toBeInstanceOf(
+      ImageSimulatorBackend,
+    );
+  });
+
+  it('rejects an unknown backend kind, naming the model and the known kinds', () => {
+    expect(messageOf(() => createChatBackend(model('chat', { kind: 'vllm' }, 'llama'), settings))).toBe(
+      'catalog model "llama": backend.kind "vllm" is not a known chat backend (known: simulator)',
+    );
+    expect(messageOf(() => createImageBackend(model('image', { kind: 'sdxl' }, 'pics'), settings))).toBe(
+      'catalog model "pics": backend.kind "sdxl" is not a known image backend (known: simulator)',
+    );
+  });
+
+  it('does not resolve kinds through the object prototype', () => {
+    expect(messageOf(() => createChatBackend(model('chat', { kind: 'constructor' }), settings))).toContain(
+      'backend.kind "constructor" is not a known chat backend',
+    );
+  });
+
+  it('refuses a model of the other kind', () => {
+    expect(
+      messageOf(() => createImageBackend(model('chat', { kind: 'simulator' }, 'sim-chat'), settings)),
+    ).toBe('catalog model "sim-chat": is a chat model, not an image model');
+  });
+
+  it('passes option errors through', () => {
+    expect(
+      messageOf(() => createChatBackend(model('chat', { kind: 'simulator', mode: 'x' }), settings)),
+    ).toContain('backend.mode');
+  });
+});
