@@ -20,13 +20,20 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['**/libs/*/src/**', '../../libs/**'], message: 'Import libs through their @mgw/* alias.' },
+            {
+              group: ['**/libs/*/src/**', '../../libs/**'],
+              message: 'Import libs through their @mgw/* alias.',
+            },
           ],
         },
       ],
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Read configuration through the validated config in @mgw/config.' },
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Read configuration through the validated config in @mgw/config.',
+        },
       ],
     },
   },
@@ -36,8 +43,26 @@ export default tseslint.config(
     rules: { 'no-restricted-properties': 'off' },
   },
   {
+    // jest's asymmetric matchers (expect.any, expect.objectContaining) are typed `any`, and asserting on a
+    // mock's method (`expect(fake.method)`) is how jest is used.
+    files: ['test/**', '**/*.spec.ts'],
+    rules: {
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/unbound-method': 'off',
+    },
+  },
+  {
     files: ['**/*.mjs', '**/*.js'],
     extends: [tseslint.configs.disableTypeChecked],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', module: 'writable', require: 'readonly', __dirname: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        module: 'writable',
+        require: 'readonly',
+        __dirname: 'readonly',
+      },
+    },
   },
 );

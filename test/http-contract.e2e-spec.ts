@@ -27,7 +27,12 @@ describe('HTTP contract', () => {
       // `orphan-chat` is declared, but no worker serves it.
       catalog: {
         models: [
-          { id: 'sim-chat', type: 'chat', owned_by: 'model-gateway', backend: { kind: 'simulator', mode: 'echo' } },
+          {
+            id: 'sim-chat',
+            type: 'chat',
+            owned_by: 'model-gateway',
+            backend: { kind: 'simulator', mode: 'echo' },
+          },
           { id: 'orphan-chat', type: 'chat', owned_by: 'nobody', backend: { kind: 'simulator' } },
           { id: 'sim-image', type: 'image', owned_by: 'model-gateway', backend: { kind: 'simulator' } },
         ],
@@ -55,10 +60,22 @@ describe('HTTP contract', () => {
     expect(final.choices).toEqual([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]);
     expect(final.usage.total_tokens).toBe(final.usage.prompt_tokens! + final.usage.completion_tokens!);
     for (const chunk of chunks.slice(0, -1)) {
-      expect(Object.keys(chunk).sort()).toEqual(['choices', 'created', 'id', 'model', 'object', 'system_fingerprint']);
+      expect(Object.keys(chunk).sort()).toEqual([
+        'choices',
+        'created',
+        'id',
+        'model',
+        'object',
+        'system_fingerprint',
+      ]);
       expect(chunk).toMatchObject({ object: 'chat.completion.chunk', model: 'sim-chat' });
       expect(chunk.choices).toEqual([
-        { index: 0, delta: expect.objectContaining({ content: expect.any(String) }), logprobs: null, finish_reason: null },
+        {
+          index: 0,
+          delta: expect.objectContaining({ content: expect.any(String) }),
+          logprobs: null,
+          finish_reason: null,
+        },
       ]);
     }
   });
@@ -68,7 +85,15 @@ describe('HTTP contract', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('application/json');
     const body = (await res.json()) as Record<string, unknown>;
-    expect(Object.keys(body).sort()).toEqual(['choices', 'created', 'id', 'model', 'object', 'system_fingerprint', 'usage']);
+    expect(Object.keys(body).sort()).toEqual([
+      'choices',
+      'created',
+      'id',
+      'model',
+      'object',
+      'system_fingerprint',
+      'usage',
+    ]);
   });
 
   it.each([
@@ -83,8 +108,16 @@ describe('HTTP contract', () => {
     ['fractional max_tokens', { ...chatBody, max_tokens: 1.5 }, 'max_tokens'],
     ['no messages', { model: 'sim-chat' }, 'messages'],
     ['an empty message list', { model: 'sim-chat', messages: [] }, 'messages'],
-    ['an unknown role', { model: 'sim-chat', messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role'],
-    ['numeric content', { model: 'sim-chat', messages: [{ role: 'user', content: 5 }] }, 'messages[0].content'],
+    [
+      'an unknown role',
+      { model: 'sim-chat', messages: [{ role: 'robot', content: 'x' }] },
+      'messages[0].role',
+    ],
+    [
+      'numeric content',
+      { model: 'sim-chat', messages: [{ role: 'user', content: 5 }] },
+      'messages[0].content',
+    ],
     ['an unknown field', { ...chatBody, tools: [] }, 'tools'],
     ['a numeric model', { ...chatBody, model: 7 }, 'model'],
   ])('rejects chat with %s: 400 naming the param', async (_name, body, param) => {
@@ -111,7 +144,11 @@ describe('HTTP contract', () => {
   });
 
   it('accepts the bounds themselves', async () => {
-    const res = await stack.post('/v1/images/generations', { prompt: 'y'.repeat(4000), size: '256x256', user: 'u-1' });
+    const res = await stack.post('/v1/images/generations', {
+      prompt: 'y'.repeat(4000),
+      size: '256x256',
+      user: 'u-1',
+    });
     expect(res.status).toBe(200);
     const chat = await stack.post('/v1/chat/completions', {
       ...chatBody,
@@ -119,7 +156,10 @@ describe('HTTP contract', () => {
       presence_penalty: -2,
       frequency_penalty: 2,
       stop: ['q', 'w', 'e', 'r'],
-      messages: [{ role: 'developer', content: [{ type: 'text', text: 'parts work' }] }, ...chatBody.messages],
+      messages: [
+        { role: 'developer', content: [{ type: 'text', text: 'parts work' }] },
+        ...chatBody.messages,
+      ],
     });
     expect(chat.status).toBe(200);
   });
@@ -129,11 +169,16 @@ describe('HTTP contract', () => {
     expect(malformed.status).toBe(400);
     expectErrorShape(await malformed.json());
 
-    const plain = await stack.post('/v1/chat/completions', 'hello', { headers: stack.headers({ 'content-type': 'text/plain' }) });
+    const plain = await stack.post('/v1/chat/completions', 'hello', {
+      headers: stack.headers({ 'content-type': 'text/plain' }),
+    });
     expect(plain.status).toBe(415);
     expectErrorShape(await plain.json());
 
-    const huge = await stack.post('/v1/chat/completions', { ...chatBody, messages: [{ role: 'user', content: 'z'.repeat(70_000) }] });
+    const huge = await stack.post('/v1/chat/completions', {
+      ...chatBody,
+      messages: [{ role: 'user', content: 'z'.repeat(70_000) }],
+    });
     expect(huge.status).toBe(413);
     const body: unknown = await huge.json();
     expectErrorShape(body);
@@ -153,7 +198,12 @@ describe('HTTP contract', () => {
       });
       expect(missing.status).toBe(401);
       expectErrorShape(await missing.json());
-      for (const authorization of ['Bearer wrong-key-1234', stack.apiKey, `Basic ${stack.apiKey}`, `Bearer ${'k'.repeat(5000)}`]) {
+      for (const authorization of [
+        'Bearer wrong-key-1234',
+        stack.apiKey,
+        `Basic ${stack.apiKey}`,
+        `Bearer ${'k'.repeat(5000)}`,
+      ]) {
         const res = await fetch(`${stack.baseUrl}${path}`, {
           method,
           headers: { 'content-type': 'application/json', authorization },
@@ -174,7 +224,10 @@ describe('HTTP contract', () => {
   it('404s unknown models and URLs, 503s a declared model with no live worker', async () => {
     const unknown = await stack.post('/v1/chat/completions', { ...chatBody, model: 'gpt-nothing' });
     expect(unknown.status).toBe(404);
-    expect(((await unknown.json()) as ErrorBody).error).toMatchObject({ code: 'model_not_found', param: 'model' });
+    expect(((await unknown.json()) as ErrorBody).error).toMatchObject({
+      code: 'model_not_found',
+      param: 'model',
+    });
 
     const started = Date.now();
     const orphan = await stack.post('/v1/chat/completions', { ...chatBody, model: 'orphan-chat' });
@@ -183,7 +236,9 @@ describe('HTTP contract', () => {
     expect(orphan.headers.get('retry-after')).not.toBeNull();
     expect(((await orphan.json()) as ErrorBody).error).toMatchObject({ code: 'model_unavailable' });
 
-    const models = (await (await fetch(`${stack.baseUrl}/v1/models`, { headers: stack.headers() })).json()) as {
+    const models = (await (
+      await fetch(`${stack.baseUrl}/v1/models`, { headers: stack.headers() })
+    ).json()) as {
       data: { id: string }[];
     };
     expect(models.data.map((m) => m.id)).not.toContain('orphan-chat');

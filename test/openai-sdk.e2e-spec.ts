@@ -56,7 +56,10 @@ describe('the openai SDK against the gateway', () => {
     expect(completion.model).toBe('sim-chat');
     expect(completion.system_fingerprint).toMatch(/^fp_/);
     expect(completion.choices).toHaveLength(1);
-    expect(completion.choices[0]!.message).toMatchObject({ role: 'assistant', content: 'Reflect this sentence back, please.' });
+    expect(completion.choices[0]!.message).toMatchObject({
+      role: 'assistant',
+      content: 'Reflect this sentence back, please.',
+    });
     expect(completion.choices[0]!.finish_reason).toBe('stop');
     expect(completion.choices[0]!.logprobs).toBeNull();
     const usage = completion.usage!;
@@ -82,7 +85,9 @@ describe('the openai SDK against the gateway', () => {
       expect(chunk.choices[0]!.finish_reason).toBeNull();
       expect(chunk.usage ?? undefined).toBeUndefined();
     }
-    expect(middle.map((c) => c.choices[0]!.delta.content).join('')).toBe('Stream me a few tokens of text, thanks.');
+    expect(middle.map((c) => c.choices[0]!.delta.content).join('')).toBe(
+      'Stream me a few tokens of text, thanks.',
+    );
     const last = chunks.at(-1)!;
     expect(last.choices[0]!.delta).toEqual({});
     expect(last.choices[0]!.finish_reason).toBe('stop');
@@ -117,7 +122,12 @@ describe('the openai SDK against the gateway', () => {
   });
 
   it('generates PNG images of exactly the requested size', async () => {
-    const square = await client.images.generate({ model: 'sim-image', prompt: 'a lighthouse at dusk', size: '256x256', n: 2 });
+    const square = await client.images.generate({
+      model: 'sim-image',
+      prompt: 'a lighthouse at dusk',
+      size: '256x256',
+      n: 2,
+    });
     expect(square.data).toHaveLength(2);
     for (const image of square.data!) {
       const png = Buffer.from(image.b64_json!, 'base64');
@@ -128,7 +138,11 @@ describe('the openai SDK against the gateway', () => {
     }
     expect(square.data![0]!.b64_json).not.toBe(square.data![1]!.b64_json);
 
-    const wide = await client.images.generate({ model: 'sim-image', prompt: 'a wide harbour', size: '1792x1024' });
+    const wide = await client.images.generate({
+      model: 'sim-image',
+      prompt: 'a wide harbour',
+      size: '1792x1024',
+    });
     const meta = await sharp(Buffer.from(wide.data![0]!.b64_json!, 'base64')).metadata();
     expect([meta.width, meta.height]).toEqual([1792, 1024]);
   });
@@ -138,7 +152,11 @@ describe('the openai SDK against the gateway', () => {
       client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }),
     ).rejects.toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
     await expect(
-      client.chat.completions.create({ model: 'sim-chat', temperature: 2.5, messages: [{ role: 'user', content: 'x' }] }),
+      client.chat.completions.create({
+        model: 'sim-chat',
+        temperature: 2.5,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
     ).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     await expect(client.images.generate({ model: 'sim-chat', prompt: 'x' })).rejects.toMatchObject({
       status: 400,

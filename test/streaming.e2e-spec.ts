@@ -8,7 +8,12 @@ const catalog = {
   models: [
     { id: 'sim-chat', type: 'chat', owned_by: 'model-gateway', backend: { kind: 'simulator', mode: 'echo' } },
     // ~100 tokens/s: streams overlap in time, so concurrency is real.
-    { id: 'paced-chat', type: 'chat', owned_by: 'tests', backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 100 } },
+    {
+      id: 'paced-chat',
+      type: 'chat',
+      owned_by: 'tests',
+      backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 100 },
+    },
     // Would run for minutes: only a cancel or a deadline ends it early.
     {
       id: 'slow-chat',
@@ -23,7 +28,12 @@ const catalog = {
       owned_by: 'tests',
       backend: { kind: 'simulator', mode: 'words', maxWords: 4000, tokensPerSecond: 20 },
     },
-    { id: 'faulty-chat', type: 'chat', owned_by: 'tests', backend: { kind: 'simulator', mode: 'echo', failAfterTokens: 3 } },
+    {
+      id: 'faulty-chat',
+      type: 'chat',
+      owned_by: 'tests',
+      backend: { kind: 'simulator', mode: 'echo', failAfterTokens: 3 },
+    },
     { id: 'sim-image', type: 'image', owned_by: 'model-gateway', backend: { kind: 'simulator' } },
   ],
 };
@@ -45,7 +55,12 @@ describe('streaming, cancellation and failures', () => {
     stack = await Stack.start({
       catalog,
       env: { CHAT_DEADLINE_MS: String(DEADLINE_MS) },
-      appEnv: { 'chat-worker': { WORKER_MODELS: 'sim-chat,paced-chat,slow-chat,faulty-chat', WORKER_CONCURRENCY: '64' } },
+      appEnv: {
+        'chat-worker': {
+          WORKER_MODELS: 'sim-chat,paced-chat,slow-chat,faulty-chat',
+          WORKER_CONCURRENCY: '64',
+        },
+      },
     });
     stack.spawnExtra('chat-worker:lane', { WORKER_MODELS: 'lane-chat', WORKER_CONCURRENCY: '1' });
     await stack.waitUntilServing(['lane-chat', 'faulty-chat']);
@@ -59,7 +74,10 @@ describe('streaming, cancellation and failures', () => {
   });
 
   it('relays 50 concurrent streams, each complete and in order', async () => {
-    const prompts = Array.from({ length: 50 }, (_, i) => `Stream number ${i} says hello to the gateway and counts ${i * 7}.`);
+    const prompts = Array.from(
+      { length: 50 },
+      (_, i) => `Stream number ${i} says hello to the gateway and counts ${i * 7}.`,
+    );
     const started = Date.now();
     const results = await Promise.all(
       prompts.map(async (content) => {
@@ -72,7 +90,11 @@ describe('streaming, cancellation and failures', () => {
         const events = await collectSse(res.body!);
         expect(events.at(-1)).toBe('[DONE]');
         const chunks = events.slice(0, -1).map(
-          (e) => JSON.parse(e) as { id: string; choices: { delta: { content?: string }; finish_reason: string | null }[] },
+          (e) =>
+            JSON.parse(e) as {
+              id: string;
+              choices: { delta: { content?: string }; finish_reason: string | null }[];
+            },
         );
         expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
         expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
@@ -151,7 +173,9 @@ describe('streaming, cancellation and failures', () => {
     expect(events.at(-1)).toBe('[DONE]');
     const error = JSON.parse(events.at(-2)!) as { error: { type: string; code: string; message: string } };
     expect(error.error).toMatchObject({ type: 'server_error', code: 'worker_error' });
-    const chunks = events.slice(0, -2).map((e) => JSON.parse(e) as { choices: { finish_reason: string | null }[] });
+    const chunks = events
+      .slice(0, -2)
+      .map((e) => JSON.parse(e) as { choices: { finish_reason: string | null }[] });
     expect(chunks).toHaveLength(3);
     expect(chunks.every((c) => c.choices[0]!.finish_reason === null)).toBe(true);
 

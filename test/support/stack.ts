@@ -129,7 +129,8 @@ export class Stack {
     let last = '';
     while (Date.now() < deadline) {
       for (const [app, child] of this.processes) {
-        if (child.exitCode !== null) throw new Error(`${app} exited with ${child.exitCode}:\n${this.logs(app)}`);
+        if (child.exitCode !== null)
+          throw new Error(`${app} exited with ${child.exitCode}:\n${this.logs(app)}`);
       }
       try {
         const res = await fetch(`${this.baseUrl}/v1/models`, { headers: this.headers() });

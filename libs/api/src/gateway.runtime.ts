@@ -3,13 +3,7 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleIn
 import type { Redis } from 'ioredis';
 import { GatewayConfig } from '@mgw/config';
 import { cancelChannelFor, replyChannelFor, type CancelMessage } from '@mgw/contracts';
-import {
-  closeRedis,
-  createRedisConnection,
-  JobProducer,
-  ReplyRouter,
-  waitUntilReady,
-} from '@mgw/queue';
+import { closeRedis, createRedisConnection, JobProducer, ReplyRouter, waitUntilReady } from '@mgw/queue';
 import { ModelDirectory, RegistryClient } from '@mgw/registry';
 
 const REDIS_READY_TIMEOUT_MS = 10_000;
@@ -36,7 +30,11 @@ export class GatewayRuntime implements OnModuleInit, OnApplicationShutdown {
       connection.on('error', (error: Error) => this.logger.warn(`redis: ${error.message}`));
     }
     this.producer = new JobProducer(this.commands, config.namespace, config.keepFailedJobs);
-    this.router = new ReplyRouter(this.subscriber, replyChannelFor(config.namespace, this.instanceId), this.logger);
+    this.router = new ReplyRouter(
+      this.subscriber,
+      replyChannelFor(config.namespace, this.instanceId),
+      this.logger,
+    );
     this.registry = new RegistryClient(config.redisUrl, config.namespace);
     this.models = new ModelDirectory(this.registry, {
       timeoutMs: config.registryTimeoutMs,
@@ -60,9 +58,11 @@ export class GatewayRuntime implements OnModuleInit, OnApplicationShutdown {
 
   /** Tells the worker running a request to stop. Best effort: a lost cancel ends at the job's deadline. */
   cancel(workerId: string, message: CancelMessage): void {
-    this.commands.publish(cancelChannelFor(this.config.namespace, workerId), JSON.stringify(message)).catch(
-      (error: unknown) => this.logger.warn(`cancel of ${message.requestId} not sent: ${String(error)}`),
-    );
+    this.commands
+      .publish(cancelChannelFor(this.config.namespace, workerId), JSON.stringify(message))
+      .catch((error: unknown) =>
+        this.logger.warn(`cancel of ${message.requestId} not sent: ${String(error)}`),
+      );
   }
 
   async onApplicationShutdown(): Promise<void> {

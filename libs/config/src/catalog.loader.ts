@@ -42,7 +42,9 @@ export interface Catalog {
 }
 
 class CatalogModelDto {
-  @Matches(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, { message: 'id must start with a letter or digit and use only A-Z a-z 0-9 . _ : / @ + -' })
+  @Matches(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, {
+    message: 'id must start with a letter or digit and use only A-Z a-z 0-9 . _ : / @ + -',
+  })
   @MaxLength(256)
   @IsString()
   id!: string;
@@ -75,7 +77,11 @@ class CatalogFileDto {
 function describe(errors: ValidationError[], models: unknown[], prefix = ''): string[] {
   return errors.flatMap((error) => {
     const isIndex = /^\d+$/.test(error.property);
-    let name = prefix ? (isIndex ? `${prefix}[${error.property}]` : `${prefix}.${error.property}`) : error.property;
+    let name = prefix
+      ? isIndex
+        ? `${prefix}[${error.property}]`
+        : `${prefix}.${error.property}`
+      : error.property;
     if (isIndex && prefix === 'models') {
       const entry = models[Number(error.property)] as { id?: unknown } | undefined;
       if (typeof entry?.id === 'string') name += ` (model "${entry.id}")`;
@@ -93,25 +99,29 @@ export function parseCatalog(text: string, path: string): Catalog {
   } catch (error) {
     throw new ConfigError([`catalog ${path}: not valid JSON (${(error as Error).message})`]);
   }
-  const dto = plainToInstance(CatalogFileDto, raw);
-  const errors =
-    typeof raw === 'object' && raw !== null && !Array.isArray(raw)
-      ? validateSync(dto, { whitelist: true, forbidNonWhitelisted: true, validationError: { target: false } })
-      : [];
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ConfigError([`catalog ${path}: expected an object with a "models" array`]);
   }
-  const models = Array.isArray((raw as { models?: unknown }).models) ? (raw as { models: unknown[] }).models : [];
-  const problems = describe(errors, models).map((p) => `catalog ${path}: ${p}`);
-  dto.models?.forEach((model, index) => {
-    if (typeof model?.backend?.kind !== 'string' || model.backend.kind.length === 0) {
-      problems.push(`catalog ${path}: models[${index}] (model "${model.id}"): backend.kind must be a non-empty string`);
-    }
+  const dto = plainToInstance(CatalogFileDto, raw);
+  const errors = validateSync(dto, {
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    validationError: { target: false },
   });
-  const seen = new Set<string>();
-  for (const model of dto.models ?? []) {
-    if (seen.has(model.id)) problems.push(`catalog ${path}: model "${model.id}" is declared twice`);
-    seen.add(model.id);
+  const entries: unknown[] = Array.isArray(dto.models) ? dto.models : [];
+  const problems = describe(errors, entries).map((p) => `catalog ${path}: ${p}`);
+  if (problems.length === 0) {
+    // Only reached once every entry is an object with a string id and an object backend.
+    const seen = new Set<string>();
+    dto.models.forEach((model, index) => {
+      if (typeof model.backend.kind !== 'string' || model.backend.kind.length === 0) {
+        problems.push(
+          `catalog ${path}: models[${index}] (model "${model.id}"): backend.kind must be a non-empty string`,
+        );
+      }
+      if (seen.has(model.id)) problems.push(`catalog ${path}: model "${model.id}" is declared twice`);
+      seen.add(model.id);
+    });
   }
   if (problems.length > 0) throw new ConfigError(problems);
   const loadedAt = Math.floor(Date.now() / 1000);
@@ -134,7 +144,9 @@ export async function loadCatalog(path: string): Promise<Catalog> {
   try {
     text = await readFile(absolute, 'utf8');
   } catch (error) {
-    throw new ConfigError([`CATALOG_PATH: cannot read ${absolute} (${(error as NodeJS.ErrnoException).code ?? 'error'})`]);
+    throw new ConfigError([
+      `CATALOG_PATH: cannot read ${absolute} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+    ]);
   }
   return parseCatalog(text, path);
 }

@@ -21,7 +21,10 @@ export class GatewayConfig extends SharedConfig {
   /** Comma-separated Bearer keys. Empty in development: one is generated and printed. */
   @Expose({ name: 'GATEWAY_API_KEYS' })
   @ToList()
-  @Matches(/^\S{8,512}$/, { each: true, message: 'GATEWAY_API_KEYS entries must be 8-512 non-space characters' })
+  @Matches(/^\S{8,512}$/, {
+    each: true,
+    message: 'GATEWAY_API_KEYS entries must be 8-512 non-space characters',
+  })
   apiKeys: string[] = [];
 
   @Expose({ name: 'DEFAULT_CHAT_MODEL' })

@@ -23,7 +23,11 @@ function flatten(errors: ValidationError[], prefix = ''): string[] {
  */
 export function loadConfig<T extends object>(cls: ClassConstructor<T>, env: NodeJS.ProcessEnv): T {
   const config = plainToInstance(cls, env, { excludeExtraneousValues: true, exposeDefaultValues: true });
-  const errors = validateSync(config, { forbidUnknownValues: true, validationError: { target: false, value: true } });
-  if (errors.length > 0) throw new ConfigError(flatten(errors));
+  const errors = validateSync(config, {
+    forbidUnknownValues: true,
+    validationError: { target: false, value: true },
+  });
+  // Several constraints of one variable often share a message; say it once.
+  if (errors.length > 0) throw new ConfigError([...new Set(flatten(errors))]);
   return config;
 }

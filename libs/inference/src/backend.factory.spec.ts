@@ -1,4 +1,3 @@
-import 'reflect-metadata';
 import { ConfigError, type CatalogModel } from '@mgw/config';
 import type { BackendSettings } from './backend-settings';
 import { createChatBackend, createImageBackend } from './backend.factory';

@@ -13,7 +13,8 @@ export function toChatInferenceRequest(dto: ChatCompletionRequestDto): ChatInfer
     messages: dto.messages,
     n: dto.n ?? 1,
     maxTokens: dto.max_completion_tokens ?? dto.max_tokens ?? null,
-    stop: dto.stop === undefined || dto.stop === null ? [] : typeof dto.stop === 'string' ? [dto.stop] : dto.stop,
+    stop:
+      dto.stop === undefined || dto.stop === null ? [] : typeof dto.stop === 'string' ? [dto.stop] : dto.stop,
     temperature: dto.temperature ?? 1,
     topP: dto.top_p ?? 1,
     presencePenalty: dto.presence_penalty ?? 0,

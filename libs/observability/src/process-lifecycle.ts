@@ -10,7 +10,9 @@ export function runApp(app: string, bootstrap: () => Promise<void>): void {
       process.stderr.write(`[${app}] ${error.message}\n`);
       process.exit(78);
     }
-    process.stderr.write(`[${app}] failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `[${app}] failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exit(1);
   });
 }

@@ -36,7 +36,10 @@ export class ReplyStreamWriter {
 
   /** Stores a large payload under a short-lived key and publishes the message that refers to it, in one round trip. */
   async sendWithPayload(message: OutgoingReply, key: string, payload: string, ttlMs: number): Promise<void> {
-    const transaction = this.redis.multi().set(key, payload, 'PX', ttlMs).publish(this.channel, this.encode(message));
+    const transaction = this.redis
+      .multi()
+      .set(key, payload, 'PX', ttlMs)
+      .publish(this.channel, this.encode(message));
     this.track(transaction.exec());
     await this.flush();
   }

@@ -1,10 +1,5 @@
 import type { Redis } from 'ioredis';
-import {
-  parseReplyMessage,
-  peekRequestId,
-  ProtocolError,
-  type ReplyMessage,
-} from '@mgw/contracts';
+import { parseReplyMessage, peekRequestId, ProtocolError, type ReplyMessage } from '@mgw/contracts';
 
 export interface ReplyHandler {
   /** Messages of this request, in order, each exactly once. */
@@ -69,7 +64,9 @@ export class ReplyRouter {
       message = parseReplyMessage(raw);
     } catch (error) {
       const requestId = peekRequestId(raw);
-      this.logger.warn(`dropping malformed reply (request ${requestId ?? 'unknown'}): ${(error as Error).message}`);
+      this.logger.warn(
+        `dropping malformed reply (request ${requestId ?? 'unknown'}): ${(error as Error).message}`,
+      );
       if (requestId) this.fail(requestId, error as ProtocolError);
       return;
     }
@@ -81,7 +78,9 @@ export class ReplyRouter {
       if (!restartedBeforeOutput) {
         this.fail(
           message.requestId,
-          new ProtocolError(`expected message ${route.nextSeq} of request ${message.requestId}, got ${message.seq}`),
+          new ProtocolError(
+            `expected message ${route.nextSeq} of request ${message.requestId}, got ${message.seq}`,
+          ),
         );
         return;
       }

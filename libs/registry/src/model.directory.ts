@@ -83,7 +83,11 @@ export class ModelDirectory {
     }
   }
 
-  private refresh<T>(entry: Cached<T> | undefined, fetch: () => Promise<T>, store: (entry: Cached<T>) => void): Promise<T> {
+  private refresh<T>(
+    entry: Cached<T> | undefined,
+    fetch: () => Promise<T>,
+    store: (entry: Cached<T>) => void,
+  ): Promise<T> {
     if (entry?.refreshing) return entry.refreshing;
     const refreshing = fetch().then((value) => {
       store({ value, fetchedAt: this.now(), refreshing: null });

@@ -1,4 +1,11 @@
-import { Inject, Logger, Module, type DynamicModule, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Logger,
+  Module,
+  type DynamicModule,
+  type OnModuleDestroy,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { RegistryConfig, type Catalog } from '@mgw/config';
 import { registryPatterns } from '@mgw/contracts';
 import { createRegistryController } from './registry.controller';
@@ -15,9 +22,12 @@ class DirectoryPruner implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     // Reads prune lazily too; this only makes "worker dropped" visible in the logs promptly.
-    this.timer = setInterval(() => {
-      for (const id of this.directory.prune()) this.logger.warn(`worker ${id} dropped: no heartbeat`);
-    }, Math.max(100, Math.floor(this.config.workerTtlMs / 2)));
+    this.timer = setInterval(
+      () => {
+        for (const id of this.directory.prune()) this.logger.warn(`worker ${id} dropped: no heartbeat`);
+      },
+      Math.max(100, Math.floor(this.config.workerTtlMs / 2)),
+    );
     this.timer.unref();
   }
 

@@ -28,11 +28,15 @@ export class RegistryClient {
   }
 
   listModels(timeoutMs: number): Promise<ModelEntry[]> {
-    return firstValueFrom(this.proxy.send<ModelEntry[]>(this.patterns.listModels, {}).pipe(timeout(timeoutMs)));
+    return firstValueFrom(
+      this.proxy.send<ModelEntry[]>(this.patterns.listModels, {}).pipe(timeout(timeoutMs)),
+    );
   }
 
   getModel(id: string, timeoutMs: number): Promise<ModelLookup> {
-    return firstValueFrom(this.proxy.send<ModelLookup>(this.patterns.getModel, { id }).pipe(timeout(timeoutMs)));
+    return firstValueFrom(
+      this.proxy.send<ModelLookup>(this.patterns.getModel, { id }).pipe(timeout(timeoutMs)),
+    );
   }
 
   async heartbeat(beat: WorkerHeartbeatDto): Promise<void> {

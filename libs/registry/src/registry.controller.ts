@@ -55,7 +55,9 @@ export function createRegistryController(patterns: RegistryPatterns): Type<unkno
       try {
         return validateDto(cls, payload);
       } catch (error) {
-        this.logger.warn(`ignoring invalid ${what}: ${error instanceof GatewayError ? error.message : String(error)}`);
+        this.logger.warn(
+          `ignoring invalid ${what}: ${error instanceof GatewayError ? error.message : String(error)}`,
+        );
         return null;
       }
     }

@@ -58,7 +58,8 @@ export class WorkerDirectory {
   list(): ModelEntry[] {
     this.prune();
     const entries = new Map<string, ModelEntry>();
-    for (const model of this.declared.values()) entries.set(model.id, { ...model, liveWorkers: 0, concurrency: 0 });
+    for (const model of this.declared.values())
+      entries.set(model.id, { ...model, liveWorkers: 0, concurrency: 0 });
     for (const worker of this.workers.values()) {
       for (const served of worker.models) {
         const entry = entries.get(served.id) ?? {

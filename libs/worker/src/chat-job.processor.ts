@@ -19,7 +19,8 @@ export class ChatJobProcessor {
       for await (const event of this.backend.generate(request, signal)) {
         switch (event.type) {
           case 'delta':
-            if (event.text.length > 0) await writer.send({ kind: 'delta', choice: event.choice, content: event.text });
+            if (event.text.length > 0)
+              await writer.send({ kind: 'delta', choice: event.choice, content: event.text });
             break;
           case 'finish':
             finishReasons[event.choice] = event.reason;

@@ -25,7 +25,10 @@ export interface JobContext<T extends Envelope> {
  */
 export function toWireError(error: unknown): WireError {
   if (error instanceof GatewayError) return { status: error.status, ...error.toErrorObject() };
-  return { status: 502, ...GatewayError.workerFailed('The model backend failed while generating the response.').toErrorObject() };
+  return {
+    status: 502,
+    ...GatewayError.workerFailed('The model backend failed while generating the response.').toErrorObject(),
+  };
 }
 
 /**
@@ -67,7 +70,8 @@ export class JobRunner {
     } catch (error) {
       if (signal.aborted) {
         const expired = !(signal.reason instanceof CancelledError);
-        if (expired) await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
+        if (expired)
+          await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
         const outcome: JobOutcome = expired ? 'expired' : 'cancelled';
         this.logOutcome(data, outcome, Date.now() - startedAt);
         return outcome;
@@ -106,7 +110,8 @@ export class JobRunner {
 
   private logOutcome(data: Envelope, outcome: JobOutcome, ms: number, error?: unknown): void {
     const line = `request ${data.requestId} model ${data.model} ${outcome} in ${ms} ms`;
-    if (outcome === 'failed') this.logger.error(`${line}: ${error instanceof Error ? error.message : String(error)}`);
+    if (outcome === 'failed')
+      this.logger.error(`${line}: ${error instanceof Error ? error.message : String(error)}`);
     else this.logger.debug?.(line);
   }
 }

@@ -5,14 +5,16 @@ import type { ModelKind } from '@mgw/contracts';
 export function selectServedModels(catalog: Catalog, kind: ModelKind, requested: string[]): CatalogModel[] {
   if (requested.length === 0) {
     const all = catalog.models.filter((m) => m.kind === kind);
-    if (all.length === 0) throw new ConfigError([`catalog ${catalog.path}: declares no ${kind} model for this worker`]);
+    if (all.length === 0)
+      throw new ConfigError([`catalog ${catalog.path}: declares no ${kind} model for this worker`]);
     return all;
   }
   const problems: string[] = [];
   const models = requested.flatMap((id) => {
     const model = catalog.models.find((m) => m.id === id);
     if (!model) problems.push(`WORKER_MODELS: "${id}" is not declared in catalog ${catalog.path}`);
-    else if (model.kind !== kind) problems.push(`WORKER_MODELS: "${id}" is a ${model.kind} model, not a ${kind} model`);
+    else if (model.kind !== kind)
+      problems.push(`WORKER_MODELS: "${id}" is a ${model.kind} model, not a ${kind} model`);
     return model && model.kind === kind ? [model] : [];
   });
   if (problems.length > 0) throw new ConfigError(problems);

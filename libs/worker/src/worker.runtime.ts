@@ -62,11 +62,19 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     const blocking = createRedisConnection(config.redisUrl, 'blocking', `${config.instanceId}:queue`);
     this.connections = [publisher, subscriber, blocking];
     for (const connection of this.connections) {
-      connection.on('error', (error: Error) => this.logger.warn(`redis: ${error.message}`));
+      connection.on('error', (error: Error) => {
+        this.logger.warn(`redis: ${error.message}`);
+      });
     }
-    await Promise.all(this.connections.map((c) => waitUntilReady(c, REDIS_READY_TIMEOUT_MS, config.redisUrl)));
+    await Promise.all(
+      this.connections.map((c) => waitUntilReady(c, REDIS_READY_TIMEOUT_MS, config.redisUrl)),
+    );
 
-    this.cancels = new CancelListener(subscriber, cancelChannelFor(config.namespace, config.instanceId), this.logger);
+    this.cancels = new CancelListener(
+      subscriber,
+      cancelChannelFor(config.namespace, config.instanceId),
+      this.logger,
+    );
     await this.cancels.start();
     const runner = new JobRunner(publisher, this.cancels, config.instanceId, this.logger);
 
@@ -76,8 +84,16 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
       const processor =
         kind === 'chat'
           ? new ChatJobProcessor(model.id, backend as ChatBackend, runner)
-          : new ImageJobProcessor(model.id, backend as ImageBackend, runner, config.namespace, config.imageResultTtlMs);
-      this.consumer!.consume(kind, model.id, this.concurrency, (job) => processor.process(job).then(() => undefined));
+          : new ImageJobProcessor(
+              model.id,
+              backend as ImageBackend,
+              runner,
+              config.namespace,
+              config.imageResultTtlMs,
+            );
+      this.consumer!.consume(kind, model.id, this.concurrency, (job) =>
+        processor.process(job).then(() => undefined),
+      );
     });
 
     this.registry = new RegistryClient(config.redisUrl, config.namespace);

@@ -43,7 +43,12 @@ export class ChatCompletionsService {
     else await this.respond(job, model, created, reply);
   }
 
-  private async stream(job: ChatJobData, model: ModelEntry, created: number, reply: FastifyReply): Promise<void> {
+  private async stream(
+    job: ChatJobData,
+    model: ModelEntry,
+    created: number,
+    reply: FastifyReply,
+  ): Promise<void> {
     const chunks = new ChatChunkSerializer(job.requestId, model.id, created);
     let inflight: InflightRequest | null = null;
     const sse = new SseWriter(reply.raw, {
@@ -69,7 +74,12 @@ export class ChatCompletionsService {
     });
   }
 
-  private async respond(job: ChatJobData, model: ModelEntry, created: number, reply: FastifyReply): Promise<void> {
+  private async respond(
+    job: ChatJobData,
+    model: ModelEntry,
+    created: number,
+    reply: FastifyReply,
+  ): Promise<void> {
     const assembler = new CompletionAssembler(job.requestId, model.id, created);
     const completion = new Promise<ChatCompletion>((resolve, reject) => {
       const inflight = this.inflight.create(job.requestId, 'chat', model.id, {
@@ -85,5 +95,4 @@ export class ChatCompletionsService {
     });
     await reply.status(200).send(await completion);
   }
-
 }

@@ -7,11 +7,26 @@ function fromHttpException(exception: HttpException, request: FastifyRequest): G
   const status = exception.getStatus();
   switch (status) {
     case 404:
-      return new GatewayError(404, 'invalid_request_error', 'unknown_url', `Unknown request URL: ${request.method} ${request.url.split('?')[0]}.`);
+      return new GatewayError(
+        404,
+        'invalid_request_error',
+        'unknown_url',
+        `Unknown request URL: ${request.method} ${request.url.split('?')[0]}.`,
+      );
     case 405:
-      return new GatewayError(405, 'invalid_request_error', 'method_not_allowed', `Method ${request.method} is not allowed here.`);
+      return new GatewayError(
+        405,
+        'invalid_request_error',
+        'method_not_allowed',
+        `Method ${request.method} is not allowed here.`,
+      );
     case 413:
-      return new GatewayError(413, 'invalid_request_error', 'request_too_large', 'The request body is too large.');
+      return new GatewayError(
+        413,
+        'invalid_request_error',
+        'request_too_large',
+        'The request body is too large.',
+      );
     case 415:
       return new GatewayError(
         415,
@@ -26,7 +41,12 @@ function fromHttpException(exception: HttpException, request: FastifyRequest): G
         'invalid_json',
       );
     default:
-      return new GatewayError(status, status >= 500 ? 'server_error' : 'invalid_request_error', null, exception.message);
+      return new GatewayError(
+        status,
+        status >= 500 ? 'server_error' : 'invalid_request_error',
+        null,
+        exception.message,
+      );
   }
 }
 

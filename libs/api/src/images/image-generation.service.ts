@@ -46,7 +46,11 @@ export class ImageGenerationService {
         },
         onImageDone: (done) => {
           if (images.length !== done.count || images.includes(undefined as never)) {
-            reject(GatewayError.workerFailed(`The worker reported ${done.count} images but sent ${images.length}.`));
+            reject(
+              GatewayError.workerFailed(
+                `The worker reported ${done.count} images but sent ${images.length}.`,
+              ),
+            );
             return;
           }
           Promise.all(images).then((data) => resolve({ created: Math.floor(now / 1000), data }), reject);
@@ -64,7 +68,8 @@ export class ImageGenerationService {
 
   private async collect(key: string, revisedPrompt: string): Promise<GeneratedImageData> {
     const b64 = await this.runtime.commands.getdel(key);
-    if (b64 === null) throw GatewayError.workerFailed('A generated image expired before it could be delivered.');
+    if (b64 === null)
+      throw GatewayError.workerFailed('A generated image expired before it could be delivered.');
     return { b64_json: b64, revised_prompt: revisedPrompt };
   }
 }

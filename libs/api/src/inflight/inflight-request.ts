@@ -75,7 +75,8 @@ export class InflightRequest implements ReplyHandler {
       if (this.abandoned) this.cancelOnWorker(this.abandoned);
       return;
     }
-    const terminal = message.kind === 'chat-done' || message.kind === 'image-done' || message.kind === 'error';
+    const terminal =
+      message.kind === 'chat-done' || message.kind === 'image-done' || message.kind === 'error';
     if (terminal) this.end();
     if (this.abandoned) return;
     switch (message.kind) {
@@ -97,7 +98,10 @@ export class InflightRequest implements ReplyHandler {
   onProtocolError(error: ProtocolError): void {
     if (this.state === 'ended') return;
     this.deps.logger.error(`request ${this.requestId}: ${error.message}`);
-    this.fail(GatewayError.workerFailed('The reply stream from the model worker was interrupted.'), 'protocol_error');
+    this.fail(
+      GatewayError.workerFailed('The reply stream from the model worker was interrupted.'),
+      'protocol_error',
+    );
   }
 
   /** The client went away: stop the work it asked for. */
@@ -129,8 +133,12 @@ export class InflightRequest implements ReplyHandler {
     // Still queued: take the job back. If a worker got it meanwhile, its `started` message (which we
     // keep listening for until the deadline) triggers the cancel instead.
     this.deps.producer.removeWaiting(this.kind, this.model, this.requestId).then(
-      (removed) => removed && this.end(),
-      (error: unknown) => this.deps.logger.warn?.(`request ${this.requestId}: could not remove job: ${String(error)}`),
+      (removed) => {
+        if (removed) this.end();
+      },
+      (error: unknown) => {
+        this.deps.logger.warn?.(`request ${this.requestId}: could not remove job: ${String(error)}`);
+      },
     );
   }
 

@@ -16,7 +16,12 @@ export class InflightRequests {
       requestId,
       kind,
       model,
-      { router, producer, cancel: (workerId, message) => this.runtime.cancel(workerId, message), logger: this.logger },
+      {
+        router,
+        producer,
+        cancel: (workerId, message) => this.runtime.cancel(workerId, message),
+        logger: this.logger,
+      },
       sink,
     );
   }

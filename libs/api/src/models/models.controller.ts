@@ -1,5 +1,11 @@
 import { Controller, Get, Inject, Param } from '@nestjs/common';
-import { capabilitiesOf, GatewayError, type ModelEntry, type ModelList, type ModelObject } from '@mgw/contracts';
+import {
+  capabilitiesOf,
+  GatewayError,
+  type ModelEntry,
+  type ModelList,
+  type ModelObject,
+} from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
 import { GatewayRuntime } from '../gateway.runtime';
 

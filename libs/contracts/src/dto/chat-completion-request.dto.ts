@@ -60,7 +60,8 @@ function contentPartProblem(part: unknown, path: string): string | null {
   const allowed = record.type === 'text' ? ['type', 'text'] : ['type', 'image_url'];
   const extra = Object.keys(record).find((key) => !allowed.includes(key));
   if (record.type === 'text') {
-    if (typeof record.text !== 'string') return `${path}.text: expected a string, got ${describeValue(record.text)}.`;
+    if (typeof record.text !== 'string')
+      return `${path}.text: expected a string, got ${describeValue(record.text)}.`;
   } else if (record.type === 'image_url') {
     const image = record.image_url;
     if (typeof image !== 'object' || image === null || Array.isArray(image)) {
@@ -86,7 +87,8 @@ function contentPartProblem(part: unknown, path: string): string | null {
 export class IsMessageContentConstraint implements ValidatorConstraintInterface {
   private problem(value: unknown): string | null {
     if (typeof value === 'string') return null;
-    if (!Array.isArray(value)) return `expected a string or an array of content parts, got ${describeValue(value)}.`;
+    if (!Array.isArray(value))
+      return `expected a string or an array of content parts, got ${describeValue(value)}.`;
     if (value.length === 0) return 'expected at least one content part.';
     for (let i = 0; i < value.length; i++) {
       const problem = contentPartProblem(value[i], `content[${i}]`);
@@ -158,7 +160,9 @@ const { temperature, topP, penalty, n, maxTokens, messages, modelId, user } = CH
 /** `POST /v1/chat/completions` body. Unknown fields are refused, as OpenAI does. */
 export class ChatCompletionRequestDto {
   @IsOptional()
-  @MaxLength(modelId.maxLength, { message: expected(`a model id of at most ${modelId.maxLength} characters`) })
+  @MaxLength(modelId.maxLength, {
+    message: expected(`a model id of at most ${modelId.maxLength} characters`),
+  })
   @MinLength(1, { message: expected('a non-empty model id') })
   @IsString({ message: expected('a string') })
   model?: string;

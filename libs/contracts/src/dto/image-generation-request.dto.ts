@@ -24,7 +24,9 @@ const { prompt, n, user, modelId } = IMAGE_LIMITS;
 /** `POST /v1/images/generations` body. */
 export class ImageGenerationRequestDto {
   @IsOptional()
-  @MaxLength(modelId.maxLength, { message: expected(`a model id of at most ${modelId.maxLength} characters`) })
+  @MaxLength(modelId.maxLength, {
+    message: expected(`a model id of at most ${modelId.maxLength} characters`),
+  })
   @MinLength(1, { message: expected('a non-empty model id') })
   @IsString({ message: expected('a string') })
   model?: string;

@@ -6,7 +6,6 @@ import { describeValue } from './validation-message';
 /** Type problems are reported before range problems: "expected a number" beats "must be at most 2". */
 const CONSTRAINT_PRIORITY = [
   'whitelistValidation',
-  'nestedValidation',
   'isArray',
   'isObject',
   'isString',
@@ -14,6 +13,7 @@ const CONSTRAINT_PRIORITY = [
   'isInt',
   'isBoolean',
   'isIn',
+  'nestedValidation',
 ];
 
 function joinPath(parent: string, property: string): string {
@@ -21,7 +21,10 @@ function joinPath(parent: string, property: string): string {
   return /^\d+$/.test(property) ? `${parent}[${property}]` : `${parent}.${property}`;
 }
 
-function firstLeaf(errors: ValidationError[], parent: string): { path: string; error: ValidationError } | null {
+function firstLeaf(
+  errors: ValidationError[],
+  parent: string,
+): { path: string; error: ValidationError } | null {
   for (const error of errors) {
     const path = joinPath(parent, error.property);
     if (error.constraints && Object.keys(error.constraints).length > 0) return { path, error };

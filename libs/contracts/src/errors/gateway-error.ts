@@ -25,7 +25,11 @@ export class GatewayError extends Error {
     return { error: this.toErrorObject() };
   }
 
-  static invalidRequest(message: string, param: string | null = null, code: string | null = null): GatewayError {
+  static invalidRequest(
+    message: string,
+    param: string | null = null,
+    code: string | null = null,
+  ): GatewayError {
     return new GatewayError(400, 'invalid_request_error', code, message, param);
   }
 
@@ -74,7 +78,9 @@ export class GatewayError extends Error {
   }
 
   static serviceUnavailable(message: string): GatewayError {
-    return new GatewayError(503, 'server_error', 'service_unavailable', message, null, { 'retry-after': '1' });
+    return new GatewayError(503, 'server_error', 'service_unavailable', message, null, {
+      'retry-after': '1',
+    });
   }
 
   static deadlineExceeded(ms: number): GatewayError {
@@ -92,7 +98,12 @@ export class GatewayError extends Error {
 
   /** Settles a request whose client disconnected; never sent (there is nobody to send it to). */
   static clientClosed(): GatewayError {
-    return new GatewayError(499, 'invalid_request_error', 'client_closed_request', 'The client closed the request.');
+    return new GatewayError(
+      499,
+      'invalid_request_error',
+      'client_closed_request',
+      'The client closed the request.',
+    );
   }
 
   static internal(requestId: string): GatewayError {

@@ -57,12 +57,7 @@ export interface ErrorMessage extends ReplyBase {
 }
 
 export type ReplyMessage =
-  | StartedMessage
-  | DeltaMessage
-  | ChatDoneMessage
-  | ImageMessage
-  | ImageDoneMessage
-  | ErrorMessage;
+  StartedMessage | DeltaMessage | ChatDoneMessage | ImageMessage | ImageDoneMessage | ErrorMessage;
 
 export class ProtocolError extends Error {
   constructor(reason: string) {
@@ -114,7 +109,13 @@ function parseWireError(value: unknown): WireError {
   if (status < 400 || status > 599) throw new ProtocolError("'error.status' must be an HTTP error status");
   const type = str(record, 'type') as ErrorType;
   if (!ERROR_TYPES.includes(type)) throw new ProtocolError("'error.type' is not a known error type");
-  return { status, type, message: str(record, 'message'), code: nullableStr(record, 'code'), param: nullableStr(record, 'param') };
+  return {
+    status,
+    type,
+    message: str(record, 'message'),
+    code: nullableStr(record, 'code'),
+    param: nullableStr(record, 'param'),
+  };
 }
 
 /** Reply channels carry data from other processes: treat it as untrusted input and check every field. */
@@ -143,11 +144,20 @@ export function parseReplyMessage(raw: string): ReplyMessage {
         ...base,
         kind,
         finishReasons: reasons as FinishReason[],
-        usage: { prompt_tokens: nat(usage, 'prompt_tokens'), completion_tokens: nat(usage, 'completion_tokens') },
+        usage: {
+          prompt_tokens: nat(usage, 'prompt_tokens'),
+          completion_tokens: nat(usage, 'completion_tokens'),
+        },
       };
     }
     case 'image':
-      return { ...base, kind, index: nat(record, 'index'), key: str(record, 'key'), revisedPrompt: str(record, 'revisedPrompt') };
+      return {
+        ...base,
+        kind,
+        index: nat(record, 'index'),
+        key: str(record, 'key'),
+        revisedPrompt: str(record, 'revisedPrompt'),
+      };
     case 'image-done':
       return { ...base, kind, count: nat(record, 'count') };
     case 'error':

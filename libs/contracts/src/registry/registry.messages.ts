@@ -78,6 +78,4 @@ export interface ModelEntry {
 }
 
 export type ModelLookup =
-  | { state: 'live'; model: ModelEntry }
-  | { state: 'unavailable'; model: ModelEntry }
-  | { state: 'unknown' };
+  { state: 'live'; model: ModelEntry } | { state: 'unavailable'; model: ModelEntry } | { state: 'unknown' };

@@ -1,4 +1,3 @@
-import 'reflect-metadata';
 import { encode } from 'gpt-tokenizer';
 import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
 import {
@@ -72,7 +71,7 @@ function summarise(events: ChatInferenceEvent[], n: number): Summary {
     if (event.type === 'delta') {
       expect(event.text.length).toBeGreaterThan(0);
       texts[event.choice] += event.text;
-      deltas[event.choice] += 1;
+      deltas[event.choice] = (deltas[event.choice] ?? 0) + 1;
     } else {
       finished.add(event.choice);
       finishes.push(event);
@@ -227,7 +226,7 @@ describe('ChatSimulatorBackend', () => {
       );
       for (let choice = 0; choice < 3; choice++) {
         expect(summary.deltas[choice]).toBe(5);
-        expect(countTokens(summary.texts[choice])).toBe(5);
+        expect(countTokens(summary.texts[choice] ?? '')).toBe(5);
         expect(reasonOf(summary, choice)).toBe('length');
       }
       expect(summary.usage.completionTokens).toBe(15);
@@ -418,7 +417,10 @@ describe('ChatSimulatorBackend', () => {
   it('fails mid-generation after failAfterTokens deltas when asked to (fault injection)', async () => {
     const events: ChatInferenceEvent[] = [];
     const run = async () => {
-      for await (const event of backend({ failAfterTokens: 3 }).generate(chatRequest(), new AbortController().signal)) {
+      for await (const event of backend({ failAfterTokens: 3 }).generate(
+        chatRequest(),
+        new AbortController().signal,
+      )) {
         events.push(event);
       }
     };

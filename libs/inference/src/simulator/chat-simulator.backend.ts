@@ -239,7 +239,11 @@ export class ChatSimulatorBackend implements ChatBackend {
       for (const run of runs) {
         if (run.finished) continue;
         for (const event of this.step(run, request.maxTokens)) {
-          if (event.type === 'delta' && this.options.failAfterTokens > 0 && deltas++ === this.options.failAfterTokens) {
+          if (
+            event.type === 'delta' &&
+            this.options.failAfterTokens > 0 &&
+            deltas++ === this.options.failAfterTokens
+          ) {
             throw new Error(`simulated backend failure after ${this.options.failAfterTokens} tokens`);
           }
           yield event;

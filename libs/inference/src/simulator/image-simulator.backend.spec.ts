@@ -1,4 +1,3 @@
-import 'reflect-metadata';
 import sharp from 'sharp';
 import type { GeneratedImage, ImageInferenceRequest } from '../image-backend.interface';
 import { ImageSimulatorBackend, revisePrompt } from './image-simulator.backend';

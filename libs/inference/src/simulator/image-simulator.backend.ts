@@ -98,9 +98,9 @@ export function paintSimulatedImage(prompt: string, index: number, width: number
         pixels[offset + 1] = colour[1];
         pixels[offset + 2] = colour[2];
       } else {
-        let step = (columnTerm[x] + rowTerm) | 0;
+        let step = (columnTerm[x]! + rowTerm) | 0;
         step = step < 0 ? 0 : step > 255 ? 255 : step;
-        const ring = (sqrt(dx2[x] + dy2) * inverseRingPeriod) & 1;
+        const ring = (sqrt(dx2[x]! + dy2) * inverseRingPeriod) & 1;
         const source = (ring * 256 + step) * CHANNELS;
         pixels[offset] = palette[source]!;
         pixels[offset + 1] = palette[source + 1]!;

@@ -1,4 +1,3 @@
-import 'reflect-metadata';
 import { ConfigError, type CatalogModel } from '@mgw/config';
 import type { BackendSettings } from '../backend-settings';
 import { parseChatSimulatorOptions, parseImageSimulatorOptions } from './simulator.options';
@@ -47,7 +46,13 @@ describe('simulator options', () => {
       model('chat', { mode: 'words', ttftMs: 0, tokensPerSecond: 0, maxWords: 4096, failAfterTokens: 2 }),
       settings,
     );
-    expect(options).toEqual({ mode: 'words', ttftMs: 0, tokensPerSecond: 0, maxWords: 4096, failAfterTokens: 2 });
+    expect(options).toEqual({
+      mode: 'words',
+      ttftMs: 0,
+      tokensPerSecond: 0,
+      maxWords: 4096,
+      failAfterTokens: 2,
+    });
     expect(parseImageSimulatorOptions(model('image', { latencyMs: 0 }), settings)).toEqual({ latencyMs: 0 });
   });
 

@@ -35,7 +35,14 @@ export const SIMULATOR_LIMITS = {
   failAfterTokens: { min: 0, max: 1_000_000 },
 } as const;
 
-const CHAT_OPTION_KEYS = ['kind', 'mode', 'ttftMs', 'tokensPerSecond', 'maxWords', 'failAfterTokens'] as const;
+const CHAT_OPTION_KEYS = [
+  'kind',
+  'mode',
+  'ttftMs',
+  'tokensPerSecond',
+  'maxWords',
+  'failAfterTokens',
+] as const;
 const IMAGE_OPTION_KEYS = ['kind', 'latencyMs'] as const;
 
 /** Collects every problem of one model's backend block, so an operator fixes the catalog in one pass. */

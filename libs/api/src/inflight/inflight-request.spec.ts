@@ -1,0 +1,417 @@
+import type { LoggerService } from '@nestjs/common';
+import {
+  GatewayError,
+  JOB_PROTOCOL_VERSION,
+  ProtocolError,
+  type CancelMessage,
+  type ChatJobData,
+  type ReplyMessage,
+  type WireError,
+} from '@mgw/contracts';
+import type { JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
+import { InflightRequest, type ReplySink } from './inflight-request';
+
+const requestId = 'req_inflight_01';
+const model = 'sim-chat';
+const workerId = 'chat-worker-7';
+
+/** Every observable effect, in the order it happened. */
+type Event =
+  | ['register', string]
+  | ['unregister', string]
+  | ['enqueue', string]
+  | ['removeWaiting', string, string, string]
+  | ['cancel', string, CancelMessage]
+  | ['onDelta', number, string]
+  | ['onChatDone', number]
+  | ['onError', number, string | null];
+
+class Harness {
+  readonly events: Event[] = [];
+  readonly handlers = new Map<string, ReplyHandler>();
+  enqueueResult: Promise<void> = Promise.resolve();
+  removeResult: Promise<boolean> = Promise.resolve(true);
+
+  readonly router = {
+    register: jest.fn((id: string, handler: ReplyHandler) => {
+      this.events.push(['register', id]);
+      this.handlers.set(id, handler);
+    }),
+    unregister: jest.fn((id: string) => {
+      this.events.push(['unregister', id]);
+      this.handlers.delete(id);
+    }),
+  };
+
+  readonly producer = {
+    enqueue: jest.fn((_kind: string, data: ChatJobData) => {
+      this.events.push(['enqueue', data.requestId]);
+      return this.enqueueResult;
+    }),
+    removeWaiting: jest.fn((kind: string, m: string, id: string) => {
+      this.events.push(['removeWaiting', kind, m, id]);
+      return this.removeResult;
+    }),
+  };
+
+  readonly cancel = jest.fn((worker: string, message: CancelMessage) => {
+    this.events.push(['cancel', worker, message]);
+  });
+
+  readonly logger: LoggerService = { log: jest.fn(), error: jest.fn(), warn: jest.fn() };
+
+  readonly errors: GatewayError[] = [];
+
+  readonly sink: Required<ReplySink> = {
+    onDelta: jest.fn((choice: number, content: string) => {
+      this.events.push(['onDelta', choice, content]);
+    }),
+    onChatDone: jest.fn((message) => {
+      this.events.push(['onChatDone', message.seq]);
+    }),
+    onImage: jest.fn(),
+    onImageDone: jest.fn(),
+    onError: jest.fn((error: GatewayError) => {
+      this.errors.push(error);
+      this.events.push(['onError', error.status, error.code]);
+    }),
+  };
+
+  readonly request = new InflightRequest(
+    requestId,
+    'chat',
+    model,
+    {
+      router: this.router as unknown as ReplyRouter,
+      producer: this.producer as unknown as JobProducer,
+      cancel: this.cancel,
+      logger: this.logger,
+    },
+    this.sink,
+  );
+
+  get sinkCalls(): number {
+    return Object.values(this.sink).reduce((sum, fn) => sum + (fn as jest.Mock).mock.calls.length, 0);
+  }
+
+  count(kind: Event[0]): number {
+    return this.events.filter((event) => event[0] === kind).length;
+  }
+}
+
+function jobData(): ChatJobData {
+  const now = Date.now();
+  return {
+    v: JOB_PROTOCOL_VERSION,
+    requestId,
+    model,
+    replyTo: 'mgw:reply:gw-1',
+    deadline: now + 1000,
+    enqueuedAt: now,
+    request: { model, messages: [{ role: 'user', content: 'hi' }] },
+  };
+}
+
+const started = (seq = 0): ReplyMessage => ({ requestId, seq, kind: 'started', workerId });
+const delta = (seq: number, content: string, choice = 0): ReplyMessage => ({
+  requestId,
+  seq,
+  kind: 'delta',
+  choice,
+  content,
+});
+const chatDone = (seq: number): ReplyMessage => ({
+  requestId,
+  seq,
+  kind: 'chat-done',
+  finishReasons: ['stop'],
+  usage: { prompt_tokens: 1, completion_tokens: 2 },
+});
+const errorMessage = (seq: number, error: WireError): ReplyMessage => ({
+  requestId,
+  seq,
+  kind: 'error',
+  error,
+});
+
+async function flush(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+}
+
+describe('InflightRequest', () => {
+  let h: Harness;
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    h = new Harness();
+  });
+
+  afterEach(() => {
+    jest.clearAllTimers();
+    jest.useRealTimers();
+  });
+
+  it('registers for replies before enqueueing, then relays started → delta → chat-done in order and unregisters', async () => {
+    await h.request.enqueue(jobData(), 1000);
+    expect(h.events).toEqual([
+      ['register', requestId],
+      ['enqueue', requestId],
+    ]);
+    expect(h.request.ended).toBe(false);
+
+    h.request.onMessage(started());
+    h.request.onMessage(delta(1, 'Hel'));
+    h.request.onMessage(delta(2, 'lo', 1));
+    h.request.onMessage(chatDone(3));
+
+    expect(h.events.slice(2)).toEqual([
+      ['onDelta', 0, 'Hel'],
+      ['onDelta', 1, 'lo'],
+      ['unregister', requestId],
+      ['onChatDone', 3],
+    ]);
+    expect(h.sink.onError).not.toHaveBeenCalled();
+    expect(h.cancel).not.toHaveBeenCalled();
+    expect(h.request.ended).toBe(true);
+  });
+
+  it('ignores messages after the end and does not fire the deadline later', async () => {
+    await h.request.enqueue(jobData(), 1000);
+    h.request.onMessage(started());
+    h.request.onMessage(chatDone(1));
+    h.request.onMessage(delta(2, 'late'));
+    h.request.onMessage(
+      errorMessage(3, { status: 500, type: 'server_error', code: null, message: 'x', param: null }),
+    );
+    jest.advanceTimersByTime(5000);
+    expect(h.sinkCalls).toBe(1);
+    expect(h.count('unregister')).toBe(1);
+  });
+
+  it('turns an error message into sink.onError with a GatewayError of the same status, type, code, message and param', async () => {
+    await h.request.enqueue(jobData(), 1000);
+    h.request.onMessage(started());
+    h.request.onMessage(
+      errorMessage(1, {
+        status: 400,
+        type: 'invalid_request_error',
+        code: 'context_length_exceeded',
+        message: 'too long',
+        param: 'messages',
+      }),
+    );
+    expect(h.errors).toHaveLength(1);
+    const error = h.errors[0]!;
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error.status).toBe(400);
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.code).toBe('context_length_exceeded');
+    expect(error.message).toBe('too long');
+    expect(error.param).toBe('messages');
+    expect(h.count('unregister')).toBe(1);
+    expect(h.cancel).not.toHaveBeenCalled();
+  });
+
+  describe('deadline', () => {
+    it('ends a running request with 504 deadline_exceeded, cancels it on its worker and unregisters', async () => {
+      await h.request.enqueue(jobData(), 1000);
+      h.request.onMessage(started());
+      h.request.onMessage(delta(1, 'partial'));
+      jest.advanceTimersByTime(999);
+      expect(h.sink.onError).not.toHaveBeenCalled();
+      jest.advanceTimersByTime(1);
+      expect(h.errors).toHaveLength(1);
+      expect(h.errors[0]!.status).toBe(504);
+      expect(h.errors[0]!.code).toBe('deadline_exceeded');
+      expect(h.errors[0]!.message).toContain('1000 ms');
+      expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'deadline_exceeded' });
+      expect(h.count('unregister')).toBe(1);
+      expect(h.request.ended).toBe(true);
+
+      h.request.onMessage(delta(2, 'late'));
+      h.request.onMessage(chatDone(3));
+      expect(h.sinkCalls).toBe(2); // the delta before the deadline, and the error
+    });
+
+    it('ends a queued request with 504, takes the job off its queue and unregisters', async () => {
+      h.removeResult = Promise.resolve(false);
+      await h.request.enqueue(jobData(), 250);
+      jest.advanceTimersByTime(250);
+      await flush();
+      expect(h.errors.map((e) => [e.status, e.code])).toEqual([[504, 'deadline_exceeded']]);
+      expect(h.producer.removeWaiting).toHaveBeenCalledWith('chat', model, requestId);
+      expect(h.count('unregister')).toBe(1);
+      expect(h.cancel).not.toHaveBeenCalled();
+    });
+
+    it('fires even if the sink never hears from a worker (small real deadline)', async () => {
+      jest.useRealTimers();
+      const real = new Harness();
+      await real.request.enqueue(jobData(), 30);
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      expect(real.errors.map((e) => e.code)).toEqual(['deadline_exceeded']);
+      expect(real.count('unregister')).toBe(1);
+    });
+  });
+
+  it('throws a 503 GatewayError and unregisters when the enqueue fails; no sink call, no deadline later', async () => {
+    h.enqueueResult = Promise.reject(new Error('ECONNREFUSED'));
+    const failure = h.request.enqueue(jobData(), 1000);
+    await expect(failure).rejects.toBeInstanceOf(GatewayError);
+    await expect(failure).rejects.toMatchObject({ status: 503, code: 'service_unavailable' });
+    expect(h.events).toEqual([
+      ['register', requestId],
+      ['enqueue', requestId],
+      ['unregister', requestId],
+    ]);
+    jest.advanceTimersByTime(5000);
+    expect(h.sinkCalls).toBe(0);
+    expect(h.request.ended).toBe(true);
+  });
+
+  describe('abandon while queued', () => {
+    it('takes the job back; when that works it unregisters and cancels nothing', async () => {
+      h.removeResult = Promise.resolve(true);
+      await h.request.enqueue(jobData(), 1000);
+      h.request.abandon();
+      expect(h.producer.removeWaiting).toHaveBeenCalledWith('chat', model, requestId);
+      expect(h.request.ended).toBe(true);
+      await flush();
+      expect(h.count('unregister')).toBe(1);
+      expect(h.cancel).not.toHaveBeenCalled();
+      jest.advanceTimersByTime(5000);
+      expect(h.sinkCalls).toBe(0);
+    });
+
+    it('when the job was already taken, cancels it on the worker that reports started, and tells the sink nothing', async () => {
+      h.removeResult = Promise.resolve(false);
+      await h.request.enqueue(jobData(), 1000);
+      h.request.abandon();
+      await flush();
+      expect(h.count('unregister')).toBe(0);
+      expect(h.cancel).not.toHaveBeenCalled();
+
+      h.request.onMessage(started());
+      expect(h.cancel).toHaveBeenCalledTimes(1);
+      expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'client_disconnected' });
+      expect(h.count('unregister')).toBe(1);
+
+      h.request.onMessage(delta(1, 'x'));
+      h.request.onMessage(chatDone(2));
+      jest.advanceTimersByTime(5000);
+      expect(h.sinkCalls).toBe(0);
+      expect(h.cancel).toHaveBeenCalledTimes(1);
+    });
+
+    it('tells the sink nothing when the deadline passes after abandon', async () => {
+      h.removeResult = Promise.resolve(false);
+      await h.request.enqueue(jobData(), 1000);
+      h.request.abandon();
+      await flush();
+      jest.advanceTimersByTime(1000);
+      await flush();
+      expect(h.sinkCalls).toBe(0);
+      expect(h.count('unregister')).toBe(1);
+    });
+
+    it('logs and keeps waiting when removing the job fails', async () => {
+      h.removeResult = Promise.reject(new Error('redis down'));
+      await h.request.enqueue(jobData(), 1000);
+      h.request.abandon();
+      await flush();
+      expect(h.logger.warn).toHaveBeenCalled();
+      expect(h.count('unregister')).toBe(0);
+      h.request.onMessage(started());
+      expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'client_disconnected' });
+      expect(h.sinkCalls).toBe(0);
+    });
+
+    it('is idempotent', async () => {
+      await h.request.enqueue(jobData(), 1000);
+      h.request.abandon();
+      h.request.abandon();
+      expect(h.producer.removeWaiting).toHaveBeenCalledTimes(1);
+    });
+  });
+
+  it('abandon while running sends the cancel at once and unregisters', async () => {
+    await h.request.enqueue(jobData(), 1000);
+    h.request.onMessage(started());
+    h.request.onMessage(delta(1, 'a'));
+    h.request.abandon();
+    expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'client_disconnected' });
+    expect(h.producer.removeWaiting).not.toHaveBeenCalled();
+    expect(h.count('unregister')).toBe(1);
+    h.request.onMessage(delta(2, 'b'));
+    jest.advanceTimersByTime(5000);
+    expect(h.sinkCalls).toBe(1);
+    h.request.abandon();
+    expect(h.cancel).toHaveBeenCalledTimes(1);
+  });
+
+  it('abandon after the end does nothing', async () => {
+    await h.request.enqueue(jobData(), 1000);
+    h.request.onMessage(started());
+    h.request.onMessage(chatDone(1));
+    h.request.abandon();
+    expect(h.cancel).not.toHaveBeenCalled();
+    expect(h.producer.removeWaiting).not.toHaveBeenCalled();
+  });
+
+  describe('protocol error', () => {
+    it('while running: sink.onError 502 and a cancel with reason protocol_error', async () => {
+      await h.request.enqueue(jobData(), 1000);
+      h.request.onMessage(started());
+      h.request.onProtocolError(new ProtocolError('gap'));
+      expect(h.errors.map((e) => [e.status, e.type, e.code])).toEqual([
+        [502, 'server_error', 'worker_error'],
+      ]);
+      expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'protocol_error' });
+      expect(h.count('unregister')).toBe(1);
+      expect(h.logger.error).toHaveBeenCalled();
+      h.request.onProtocolError(new ProtocolError('again'));
+      expect(h.errors).toHaveLength(1);
+    });
+
+    it('while queued: sink.onError 502 and the job is taken back, no cancel', async () => {
+      await h.request.enqueue(jobData(), 1000);
+      h.request.onProtocolError(new ProtocolError('garbage'));
+      await flush();
+      expect(h.errors.map((e) => e.status)).toEqual([502]);
+      expect(h.producer.removeWaiting).toHaveBeenCalledWith('chat', model, requestId);
+      expect(h.cancel).not.toHaveBeenCalled();
+      expect(h.count('unregister')).toBe(1);
+    });
+
+    it('after the end is ignored', async () => {
+      await h.request.enqueue(jobData(), 1000);
+      h.request.onMessage(started());
+      h.request.onMessage(chatDone(1));
+      h.request.onProtocolError(new ProtocolError('late'));
+      expect(h.sink.onError).not.toHaveBeenCalled();
+      expect(h.cancel).not.toHaveBeenCalled();
+    });
+  });
+
+  it('fail() tells the sink once and stops the work', async () => {
+    await h.request.enqueue(jobData(), 1000);
+    h.request.onMessage(started());
+    h.request.fail(GatewayError.serviceUnavailable('shutting down'), 'gateway_shutdown');
+    h.request.fail(GatewayError.serviceUnavailable('again'), 'gateway_shutdown');
+    expect(h.errors.map((e) => e.message)).toEqual(['shutting down']);
+    expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'gateway_shutdown' });
+    expect(h.cancel).toHaveBeenCalledTimes(1);
+  });
+
+  it('routes image messages to the image callbacks', async () => {
+    await h.request.enqueue(jobData(), 1000);
+    h.request.onMessage(started());
+    const image: ReplyMessage = { requestId, seq: 1, kind: 'image', index: 0, key: 'k', revisedPrompt: 'p' };
+    const imageDone: ReplyMessage = { requestId, seq: 2, kind: 'image-done', count: 1 };
+    h.request.onMessage(image);
+    h.request.onMessage(imageDone);
+    expect(h.sink.onImage).toHaveBeenCalledWith(image);
+    expect(h.sink.onImageDone).toHaveBeenCalledWith(imageDone);
+    expect(h.count('unregister')).toBe(1);
+  });
+});

@@ -1,0 +1,154 @@
+import { GatewayConfig, loadGatewayConfig } from './gateway.config';
+import { ConfigError } from './load-config';
+
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadGatewayConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error(`expected ${JSON.stringify(env)} to be refused`);
+}
+
+describe('loadGatewayConfig', () => {
+  it('applies the defaults to an empty environment', () => {
+    const config = loadGatewayConfig({});
+    expect(config).toBeInstanceOf(GatewayConfig);
+    expect(config.port).toBe(8080);
+    expect(config.host).toBe('0.0.0.0');
+    expect(config.redisUrl).toBe('redis://127.0.0.1:6379');
+    expect(config.namespace).toBe('mgw');
+    expect(config.chatDeadlineMs).toBe(600_000);
+    expect(config.imageDeadlineMs).toBe(300_000);
+    expect(config.bodyLimitBytes).toBe(10 * 1024 * 1024);
+    expect(config.modelsRequireAuth).toBe(true);
+    expect(config.defaultChatModel).toBe('sim-chat');
+    expect(config.defaultImageModel).toBe('sim-image');
+    expect(config.nodeEnv).toBe('development');
+    expect(config.isProduction).toBe(false);
+  });
+
+  it('reads typed values from the environment', () => {
+    const config = loadGatewayConfig({
+      PORT: ' 9000 ',
+      REDIS_URL: 'rediss://cache.internal:6380',
+      CHAT_DEADLINE_MS: '1000',
+      IMAGE_DEADLINE_MS: '2000',
+      BODY_LIMIT_BYTES: '2048',
+      SSE_KEEPALIVE_MS: '0',
+      GATEWAY_API_KEYS: 'key-12345678',
+    });
+    expect(config.port).toBe(9000);
+    expect(config.redisUrl).toBe('rediss://cache.internal:6380');
+    expect(config.chatDeadlineMs).toBe(1000);
+    expect(config.imageDeadlineMs).toBe(2000);
+    expect(config.bodyLimitBytes).toBe(2048);
+    expect(config.sseKeepAliveMs).toBe(0);
+  });
+
+  it('ignores unrelated environment variables', () => {
+    expect(() => loadGatewayConfig({ PATH: '/usr/bin', HOME: '/root', SOMETHING: 'x' })).not.toThrow();
+  });
+
+  it.each(['abc', '80.5', '-1', '65536', '8080abc', ''])(
+    'refuses PORT=%p with a message naming PORT',
+    (port) => {
+      const error = configError({ PORT: port });
+      expect(error.message).toContain('PORT');
+      expect(error.problems.some((p) => p.includes('PORT must be an integer between 0 and 65535'))).toBe(
+        true,
+      );
+    },
+  );
+
+  it.each(['0', '65535'])('accepts PORT=%p', (port) => {
+    expect(loadGatewayConfig({ PORT: port }).port).toBe(Number(port));
+  });
+
+  it('reports every problem at once', () => {
+    const error = configError({ PORT: 'x', REDIS_URL: 'http://nope', CHAT_DEADLINE_MS: '5' });
+    // A non-integer PORT fails several constraints that share one message; distinct problems count.
+    expect(new Set(error.problems).size).toBe(3);
+    expect(error.message).toContain('PORT');
+    expect(error.message).toContain('REDIS_URL');
+    expect(error.message).toContain('CHAT_DEADLINE_MS');
+  });
+
+  it('refuses production without API keys, naming GATEWAY_API_KEYS', () => {
+    const error = configError({ NODE_ENV: 'production' });
+    expect(error.message).toContain('GATEWAY_API_KEYS');
+    expect(error.problems).toHaveLength(1);
+  });
+
+  it('refuses production with only blank keys', () => {
+    expect(configError({ NODE_ENV: 'production', GATEWAY_API_KEYS: ' , ,' }).message).toContain(
+      'GATEWAY_API_KEYS',
+    );
+  });
+
+  it('accepts production with keys and generates none', () => {
+    const config = loadGatewayConfig({ NODE_ENV: 'production', GATEWAY_API_KEYS: 'prod-key-123456' });
+    expect(config.isProduction).toBe(true);
+    expect(config.apiKeys).toEqual(['prod-key-123456']);
+    expect(config.generatedDevKey).toBeNull();
+  });
+
+  it('generates a development key when none is configured', () => {
+    const config = loadGatewayConfig({});
+    expect(config.generatedDevKey).toEqual(expect.any(String));
+    expect(config.generatedDevKey).toMatch(/^sk-gw-dev-[A-Za-z0-9_-]{32}$/);
+    expect(config.apiKeys).toEqual([config.generatedDevKey]);
+  });
+
+  it('generates a different development key on each load', () => {
+    expect(loadGatewayConfig({}).generatedDevKey).not.toBe(loadGatewayConfig({}).generatedDevKey);
+  });
+
+  it('splits and trims GATEWAY_API_KEYS', () => {
+    const config = loadGatewayConfig({ GATEWAY_API_KEYS: 'a-key-123456, b-key-123456' });
+    expect(config.apiKeys).toEqual(['a-key-123456', 'b-key-123456']);
+    expect(config.generatedDevKey).toBeNull();
+  });
+
+  it('drops empty entries from GATEWAY_API_KEYS', () => {
+    expect(loadGatewayConfig({ GATEWAY_API_KEYS: ',a-key-123456,, ' }).apiKeys).toEqual(['a-key-123456']);
+  });
+
+  it.each(['short', 'has space-123456'])('refuses a malformed key %p naming GATEWAY_API_KEYS', (key) => {
+    expect(configError({ GATEWAY_API_KEYS: key }).message).toContain('GATEWAY_API_KEYS');
+  });
+
+  it.each([
+    ['false', false],
+    ['FALSE', false],
+    ['0', false],
+    ['no', false],
+    ['true', true],
+    ['1', true],
+    [' On ', true],
+  ])('reads MODELS_REQUIRE_AUTH=%p as %p', (value, expected) => {
+    expect(loadGatewayConfig({ MODELS_REQUIRE_AUTH: value }).modelsRequireAuth).toBe(expected);
+  });
+
+  it('refuses a MODELS_REQUIRE_AUTH that is not a boolean', () => {
+    expect(configError({ MODELS_REQUIRE_AUTH: 'maybe' }).message).toContain('MODELS_REQUIRE_AUTH');
+  });
+
+  it.each([
+    ['CHAT_DEADLINE_MS', '99'],
+    ['IMAGE_DEADLINE_MS', 'soon'],
+    ['BODY_LIMIT_BYTES', '1023'],
+    ['STREAM_BUFFER_LIMIT_BYTES', '10'],
+    ['SSE_KEEPALIVE_MS', '-5'],
+  ])('refuses %s=%p naming it', (name, value) => {
+    expect(configError({ [name]: value }).message).toContain(name);
+  });
+
+  it.each([
+    ['CHAT_DEADLINE_MS', '100', 'chatDeadlineMs'],
+    ['BODY_LIMIT_BYTES', '1024', 'bodyLimitBytes'],
+  ] as const)('accepts the lower bound %s=%p', (name, value, key) => {
+    expect(loadGatewayConfig({ [name]: value })[key]).toBe(Number(value));
+  });
+});

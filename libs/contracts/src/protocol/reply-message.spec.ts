@@ -1,0 +1,232 @@
+import {
+  parseCancelMessage,
+  parseReplyMessage,
+  peekRequestId,
+  ProtocolError,
+  type ReplyMessage,
+} from './reply-message';
+
+const requestId = 'req_0123456789';
+
+const valid: Record<ReplyMessage['kind'], ReplyMessage> = {
+  started: { requestId, seq: 0, kind: 'started', workerId: 'chat-host-1-abc' },
+  delta: { requestId, seq: 1, kind: 'delta', choice: 0, content: 'He said "hi"\n😀' },
+  'chat-done': {
+    requestId,
+    seq: 2,
+    kind: 'chat-done',
+    finishReasons: ['stop', 'length'],
+    usage: { prompt_tokens: 5, completion_tokens: 7 },
+  },
+  image: {
+    requestId,
+    seq: 1,
+    kind: 'image',
+    index: 0,
+    key: 'mgw:image:req_0123456789:0',
+    revisedPrompt: 'a cat',
+  },
+  'image-done': { requestId, seq: 2, kind: 'image-done', count: 1 },
+  error: {
+    requestId,
+    seq: 1,
+    kind: 'error',
+    error: { status: 502, type: 'server_error', code: 'worker_error', message: 'boom', param: null },
+  },
+};
+
+function raw(message: unknown): string {
+  return JSON.stringify(message);
+}
+
+function withFields(kind: ReplyMessage['kind'], fields: Record<string, unknown>): string {
+  return raw({ ...valid[kind], ...fields });
+}
+
+function expectProtocolError(text: string, reason?: string): void {
+  let caught: unknown;
+  try {
+    parseReplyMessage(text);
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(ProtocolError);
+  if (caught instanceof ProtocolError) {
+    expect(caught.message).toMatch(/^Malformed reply message: /);
+    if (reason !== undefined) expect(caught.message).toContain(reason);
+  }
+}
+
+describe('parseReplyMessage', () => {
+  it.each(Object.keys(valid) as ReplyMessage['kind'][])('accepts a valid %s message', (kind) => {
+    expect(parseReplyMessage(raw(valid[kind]))).toEqual(valid[kind]);
+  });
+
+  it('accepts an error message with string code and param', () => {
+    const error = { status: 400, type: 'invalid_request_error', code: 'bad', message: 'no', param: 'stop' };
+    expect(parseReplyMessage(withFields('error', { error }))).toEqual({ ...valid.error, error });
+  });
+
+  it('accepts an empty delta and an empty finishReasons list', () => {
+    expect(parseReplyMessage(withFields('delta', { content: '' }))).toMatchObject({ content: '' });
+    expect(parseReplyMessage(withFields('chat-done', { finishReasons: [] }))).toMatchObject({
+      finishReasons: [],
+    });
+  });
+
+  it('drops fields that are not part of the message', () => {
+    expect(parseReplyMessage(withFields('image-done', { extra: 'x' }))).toEqual(valid['image-done']);
+  });
+
+  it.each(['not json', '{"requestId":', '', 'undefined'])('rejects non-JSON %p', (text) => {
+    expectProtocolError(text, 'not JSON');
+  });
+
+  it.each(['[]', 'null', '"started"', '42'])('rejects a JSON value that is not an object: %s', (text) => {
+    expectProtocolError(text, 'message must be an object');
+  });
+
+  it('rejects a missing requestId', () => {
+    const { requestId: _omit, ...rest } = valid.started;
+    expectProtocolError(raw(rest), "'requestId' must be a string");
+  });
+
+  it('rejects a non-string requestId', () => {
+    expectProtocolError(withFields('started', { requestId: 12345678 }), "'requestId' must be a string");
+  });
+
+  it.each([-1, 1.5, '0', null, Number.MAX_SAFE_INTEGER + 2])('rejects seq %p', (seq) => {
+    expectProtocolError(withFields('delta', { seq }), "'seq' must be a non-negative integer");
+  });
+
+  it('rejects a missing seq', () => {
+    const { seq: _omit, ...rest } = valid.delta;
+    expectProtocolError(raw(rest), "'seq'");
+  });
+
+  it.each(['finished', 'Delta', null, undefined])('rejects unknown kind %p', (kind) => {
+    expectProtocolError(withFields('delta', { kind }), 'unknown kind');
+  });
+
+  it('rejects a started message without workerId', () => {
+    expectProtocolError(withFields('started', { workerId: 1 }), "'workerId'");
+  });
+
+  it.each([
+    ['a negative choice', { choice: -1 }, "'choice'"],
+    ['a non-string content', { content: 5 }, "'content'"],
+  ])('rejects a delta with %s', (_label, fields, reason) => {
+    expectProtocolError(withFields('delta', fields), reason);
+  });
+
+  it.each([
+    ['an unknown reason', ['stop', 'eos']],
+    ['a null reason', [null]],
+    ['a string instead of an array', 'stop'],
+    ['a missing list', undefined],
+  ])('rejects chat-done with %s in finishReasons', (_label, finishReasons) => {
+    expectProtocolError(withFields('chat-done', { finishReasons }), "'finishReasons'");
+  });
+
+  it.each([
+    ['missing usage', undefined, "'usage' must be an object"],
+    ['usage as an array', [1, 2], "'usage' must be an object"],
+    ['a negative prompt_tokens', { prompt_tokens: -1, completion_tokens: 1 }, "'prompt_tokens'"],
+    ['a missing completion_tokens', { prompt_tokens: 1 }, "'completion_tokens'"],
+  ])('rejects chat-done with %s', (_label, usage, reason) => {
+    expectProtocolError(withFields('chat-done', { usage }), reason);
+  });
+
+  it.each([
+    ['index', { index: 0.5 }],
+    ['key', { key: null }],
+    ['revisedPrompt', { revisedPrompt: undefined }],
+  ])('rejects an image message with a bad %s', (field, fields) => {
+    expectProtocolError(withFields('image', fields), `'${field}'`);
+  });
+
+  it('rejects image-done with a negative count', () => {
+    expectProtocolError(withFields('image-done', { count: -2 }), "'count'");
+  });
+
+  it.each([200, 399, 600, 0])('rejects an error with status %p', (status) => {
+    const error = { status, type: 'server_error', code: null, message: 'x', param: null };
+    expectProtocolError(withFields('error', { error }), "'error.status' must be an HTTP error status");
+  });
+
+  it.each([400, 599])('accepts an error with status %p', (status) => {
+    const error = { status, type: 'server_error', code: null, message: 'x', param: null };
+    expect(parseReplyMessage(withFields('error', { error }))).toMatchObject({ error: { status } });
+  });
+
+  it('rejects an error with a non-string type', () => {
+    const error = { status: 500, type: 5, code: null, message: 'x', param: null };
+    expectProtocolError(withFields('error', { error }), "'type' must be a string");
+  });
+
+  it.each(['fatal_error', 'Server_Error', ''])('rejects an error with type %p', (type) => {
+    const error = { status: 500, type, code: null, message: 'x', param: null };
+    expectProtocolError(withFields('error', { error }), "'error.type' is not a known error type");
+  });
+
+  it.each([
+    ['a missing error object', undefined, "'error' must be an object"],
+    [
+      'a non-string message',
+      { status: 500, type: 'server_error', code: null, message: 1, param: null },
+      "'message'",
+    ],
+    ['a numeric code', { status: 500, type: 'server_error', code: 1, message: 'x', param: null }, "'code'"],
+    ['a missing param', { status: 500, type: 'server_error', code: null, message: 'x' }, "'param'"],
+  ])('rejects an error message with %s', (_label, error, reason) => {
+    expectProtocolError(withFields('error', { error }), reason);
+  });
+});
+
+describe('peekRequestId', () => {
+  it('finds the request id in a truncated message', () => {
+    expect(peekRequestId('{"requestId":"req_0123456789","seq":')).toBe(requestId);
+  });
+
+  it('tolerates whitespace around the colon', () => {
+    expect(peekRequestId('{ "requestId" :  "abc-DEF_123" }')).toBe('abc-DEF_123');
+  });
+
+  it.each([
+    ['no request id at all', '{"seq":1}'],
+    ['a numeric request id', '{"requestId":12345678}'],
+    ['plain text', 'garbage'],
+    ['an id with forbidden characters', '{"requestId":"a b"}'],
+  ])('returns null for %s', (_label, text) => {
+    expect(peekRequestId(text)).toBeNull();
+  });
+});
+
+describe('parseCancelMessage', () => {
+  it.each(['client_disconnected', 'deadline_exceeded', 'gateway_shutdown', 'protocol_error'])(
+    'accepts reason %s',
+    (reason) => {
+      expect(parseCancelMessage(raw({ requestId, reason }))).toEqual({ requestId, reason });
+    },
+  );
+
+  it('drops unknown fields', () => {
+    expect(parseCancelMessage(raw({ requestId, reason: 'gateway_shutdown', x: 1 }))).toEqual({
+      requestId,
+      reason: 'gateway_shutdown',
+    });
+  });
+
+  it.each([
+    ['non-JSON', '{', 'not JSON'],
+    ['an array', '[]', 'must be an object'],
+    ['null', 'null', 'must be an object'],
+    ['an unknown reason', raw({ requestId, reason: 'bored' }), "'reason'"],
+    ['a missing reason', raw({ requestId }), "'reason'"],
+    ['a missing requestId', raw({ reason: 'client_disconnected' }), "'requestId'"],
+    ['a numeric requestId', raw({ requestId: 1, reason: 'client_disconnected' }), "'requestId'"],
+  ])('rejects %s', (_label, text, reason) => {
+    expect(() => parseCancelMessage(text)).toThrow(ProtocolError);
+    expect(() => parseCancelMessage(text)).toThrow(reason);
+  });
+});

@@ -1,0 +1,254 @@
+import { EventEmitter } from 'node:events';
+import type { Redis } from 'ioredis';
+import { ProtocolError, type ReplyMessage } from '@mgw/contracts';
+import { ReplyRouter, type ReplyHandler } from './reply.router';
+
+const channel = 'mgw:reply:gw-1';
+
+class FakeSubscriber extends EventEmitter {
+  status = 'ready';
+  subscribe = jest.fn((_channel: string) => Promise.resolve(1));
+}
+
+class RecordingHandler implements ReplyHandler {
+  readonly messages: ReplyMessage[] = [];
+  readonly protocolErrors: ProtocolError[] = [];
+  onMessage(message: ReplyMessage): void {
+    this.messages.push(message);
+  }
+  onProtocolError(error: ProtocolError): void {
+    this.protocolErrors.push(error);
+  }
+  get seqs(): number[] {
+    return this.messages.map((m) => m.seq);
+  }
+}
+
+const A = 'req_aaaaaaaa';
+const B = 'req_bbbbbbbb';
+
+const startedRaw = (requestId: string, seq = 0) =>
+  JSON.stringify({ requestId, seq, kind: 'started', workerId: 'worker-1' });
+const deltaRaw = (requestId: string, seq: number, content = `t${seq}`) =>
+  JSON.stringify({ requestId, seq, kind: 'delta', choice: 0, content });
+const doneRaw = (requestId: string, seq: number) =>
+  JSON.stringify({
+    requestId,
+    seq,
+    kind: 'chat-done',
+    finishReasons: ['stop'],
+    usage: { prompt_tokens: 1, completion_tokens: 1 },
+  });
+
+describe('ReplyRouter', () => {
+  let subscriber: FakeSubscriber;
+  let logger: { warn: jest.Mock };
+  let router: ReplyRouter;
+
+  const publish = (raw: string, on = channel) => subscriber.emit('message', on, raw);
+
+  beforeEach(async () => {
+    subscriber = new FakeSubscriber();
+    logger = { warn: jest.fn() };
+    router = new ReplyRouter(subscriber as unknown as Redis, channel, logger);
+    await router.start();
+  });
+
+  it('subscribes to its channel once at start and reports readiness from the connection status', () => {
+    expect(subscriber.subscribe).toHaveBeenCalledTimes(1);
+    expect(subscriber.subscribe).toHaveBeenCalledWith(channel);
+    expect(router.isSubscribed).toBe(true);
+    subscriber.status = 'reconnecting';
+    expect(router.isSubscribed).toBe(false);
+  });
+
+  it('is not subscribed before start() has finished', () => {
+    const fresh = new ReplyRouter(new FakeSubscriber() as unknown as Redis, channel, logger);
+    expect(fresh.isSubscribed).toBe(false);
+  });
+
+  it('routes messages by request id, in order, each exactly once', () => {
+    const a = new RecordingHandler();
+    const b = new RecordingHandler();
+    router.register(A, a);
+    router.register(B, b);
+    expect(router.size).toBe(2);
+
+    publish(startedRaw(A));
+    publish(startedRaw(B));
+    publish(deltaRaw(A, 1, 'a1'));
+    publish(deltaRaw(B, 1, 'b1'));
+    publish(deltaRaw(A, 2, 'a2'));
+    publish(doneRaw(A, 3));
+
+    expect(a.seqs).toEqual([0, 1, 2, 3]);
+    expect(a.messages.map((m) => m.kind)).toEqual(['started', 'delta', 'delta', 'chat-done']);
+    expect(
+      a.messages.filter((m) => m.kind === 'delta').map((m) => (m.kind === 'delta' ? m.content : '')),
+    ).toEqual(['a1', 'a2']);
+    expect(b.seqs).toEqual([0, 1]);
+    expect(a.protocolErrors).toEqual([]);
+    expect(b.protocolErrors).toEqual([]);
+  });
+
+  it('stops delivering after unregister', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(startedRaw(A));
+    router.unregister(A);
+    expect(router.size).toBe(0);
+    publish(deltaRaw(A, 1));
+    expect(a.seqs).toEqual([0]);
+    expect(a.protocolErrors).toEqual([]);
+  });
+
+  it('fails the request on a gap and removes its route', () => {
+    const a = new RecordingHandler();
+    const b = new RecordingHandler();
+    router.register(A, a);
+    router.register(B, b);
+    publish(startedRaw(A, 0));
+    publish(deltaRaw(A, 2));
+    expect(a.seqs).toEqual([0]);
+    expect(a.protocolErrors).toHaveLength(1);
+    expect(a.protocolErrors[0]).toBeInstanceOf(ProtocolError);
+    expect(a.protocolErrors[0]!.message).toContain('expected message 1');
+    expect(a.protocolErrors[0]!.message).toContain('got 2');
+    expect(router.size).toBe(1);
+
+    // Nothing more reaches the failed request, and other requests are unaffected.
+    publish(deltaRaw(A, 1));
+    publish(startedRaw(B));
+    expect(a.seqs).toEqual([0]);
+    expect(a.protocolErrors).toHaveLength(1);
+    expect(b.seqs).toEqual([0]);
+  });
+
+  it('fails the request on a duplicate output message', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(startedRaw(A));
+    publish(deltaRaw(A, 1));
+    publish(deltaRaw(A, 1));
+    expect(a.seqs).toEqual([0, 1]);
+    expect(a.protocolErrors).toHaveLength(1);
+    expect(router.size).toBe(0);
+  });
+
+  it('fails the request when the first message does not have seq 0', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(startedRaw(A, 1));
+    expect(a.messages).toEqual([]);
+    expect(a.protocolErrors).toHaveLength(1);
+  });
+
+  it('accepts a repeated started seq 0 while only a started was seen (job restarted before output)', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(startedRaw(A, 0));
+    publish(startedRaw(A, 0));
+    publish(deltaRaw(A, 1));
+    publish(doneRaw(A, 2));
+    expect(a.messages.map((m) => `${m.kind}:${m.seq}`)).toEqual([
+      'started:0',
+      'started:0',
+      'delta:1',
+      'chat-done:2',
+    ]);
+    expect(a.protocolErrors).toEqual([]);
+  });
+
+  it('refuses a started seq 0 after output went out', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(startedRaw(A, 0));
+    publish(deltaRaw(A, 1));
+    publish(startedRaw(A, 0));
+    expect(a.seqs).toEqual([0, 1]);
+    expect(a.protocolErrors).toHaveLength(1);
+    expect(router.size).toBe(0);
+  });
+
+  it('refuses a non-started message with seq 0 repeated after a started', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(startedRaw(A, 0));
+    publish(deltaRaw(A, 0));
+    expect(a.seqs).toEqual([0]);
+    expect(a.protocolErrors).toHaveLength(1);
+  });
+
+  it('fails the request named in a malformed message and logs it', () => {
+    const a = new RecordingHandler();
+    const b = new RecordingHandler();
+    router.register(A, a);
+    router.register(B, b);
+    publish(startedRaw(A));
+    publish(`{"requestId":"${A}","seq":1,"kind":"delta","choice":0,"content":`);
+    expect(a.protocolErrors).toHaveLength(1);
+    expect(a.protocolErrors[0]).toBeInstanceOf(ProtocolError);
+    expect(a.protocolErrors[0]!.message).toContain('not JSON');
+    expect(router.size).toBe(1);
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+    expect(logger.warn.mock.calls[0]![0]).toContain(A);
+    expect(b.protocolErrors).toEqual([]);
+  });
+
+  it('fails the request named in a well-formed JSON message with an invalid field', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(JSON.stringify({ requestId: A, seq: 0, kind: 'exploded' }));
+    expect(a.messages).toEqual([]);
+    expect(a.protocolErrors).toHaveLength(1);
+    expect(a.protocolErrors[0]!.message).toContain('unknown kind');
+    expect(router.size).toBe(0);
+  });
+
+  it('only logs a malformed message without a recognisable request id', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    expect(() => publish('total garbage')).not.toThrow();
+    expect(logger.warn).toHaveBeenCalledTimes(1);
+    expect(logger.warn.mock.calls[0]![0]).toContain('unknown');
+    expect(a.protocolErrors).toEqual([]);
+    expect(router.size).toBe(1);
+  });
+
+  it('ignores well-formed and malformed messages for unknown request ids', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    expect(() => {
+      publish(startedRaw(B));
+      publish(deltaRaw(B, 5));
+      publish(`{"requestId":"${B}",`);
+    }).not.toThrow();
+    expect(a.messages).toEqual([]);
+    expect(a.protocolErrors).toEqual([]);
+    expect(router.size).toBe(1);
+  });
+
+  it('ignores messages on other channels', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(startedRaw(A), 'mgw:reply:gw-2');
+    publish('garbage', 'other');
+    expect(a.messages).toEqual([]);
+    expect(logger.warn).not.toHaveBeenCalled();
+    publish(startedRaw(A));
+    expect(a.seqs).toEqual([0]);
+  });
+
+  it('starts a re-registered request id from seq 0 again', () => {
+    const first = new RecordingHandler();
+    router.register(A, first);
+    publish(startedRaw(A));
+    publish(deltaRaw(A, 1));
+    const second = new RecordingHandler();
+    router.register(A, second);
+    publish(startedRaw(A));
+    expect(second.seqs).toEqual([0]);
+    expect(second.protocolErrors).toEqual([]);
+    expect(first.seqs).toEqual([0, 1]);
+  });
+});
