@@ -19,7 +19,7 @@ export interface StackOptions {
   appEnv?: Partial<Record<AppName, Record<string, string>>>;
   /** A catalog document to use instead of deploy/catalog.json. */
   catalog?: unknown;
-  /** Models that must be listed before the stack counts as up. */
+  /** Models that must be listed before the stack counts as up (without a gateway, callers wait themselves). */
   waitForModels?: string[];
   /** Apps not to start. */
   without?: AppName[];
@@ -82,7 +82,9 @@ export class Stack {
       if (this.options.without?.includes(app)) continue;
       this.spawn(app, { ...env, ...this.options.appEnv?.[app] });
     }
-    await this.waitUntilServing(this.options.waitForModels ?? ['sim-chat', 'sim-image']);
+    if (!this.options.without?.includes('gateway')) {
+      await this.waitUntilServing(this.options.waitForModels ?? ['sim-chat', 'sim-image']);
+    }
   }
 
   /** Starts another process of an app with the stack's env plus `extraEnv`. */

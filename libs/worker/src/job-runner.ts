@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { LoggerService } from '@nestjs/common';
-import { GatewayError, validateDto, type WireError } from '@mgw/contracts';
+import { GatewayError, REQUEST_ID_PATTERN, validateDto, type WireError } from '@mgw/contracts';
 import { CancelledError, ReplyStreamWriter, type CancelListener } from '@mgw/queue';
 
 export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'expired';
@@ -50,7 +50,7 @@ export class JobRunner {
     servedModel: string,
     execute: (context: JobContext<T>) => Promise<void>,
   ): Promise<JobOutcome> {
-    const data = this.parse(job, cls, servedModel);
+    const data = await this.parse(job, cls, servedModel);
     const writer = new ReplyStreamWriter(this.publisher, data.replyTo, data.requestId);
     const remaining = data.deadline - Date.now();
     if (remaining <= 0) {
@@ -84,7 +84,11 @@ export class JobRunner {
     }
   }
 
-  private parse<T extends Envelope>(job: Job<unknown>, cls: new () => T, servedModel: string): T {
+  /**
+   * A job that fails validation (a gateway of another protocol version, or tampering) is refused; if it
+   * says where its answer goes, the waiting client gets an opaque 500 now instead of waiting for its deadline.
+   */
+  private async parse<T extends Envelope>(job: Job<unknown>, cls: new () => T, servedModel: string): Promise<T> {
     try {
       const data = validateDto(cls, job.data);
       if (data.model !== servedModel) {
@@ -94,6 +98,10 @@ export class JobRunner {
     } catch (error) {
       const detail = error instanceof GatewayError ? error.message : String(error);
       this.logger.error(`job ${job.id} rejected: invalid payload: ${detail}`);
+      const { requestId, replyTo } = (job.data ?? {}) as Partial<Record<'requestId' | 'replyTo', unknown>>;
+      if (typeof requestId === 'string' && REQUEST_ID_PATTERN.test(requestId) && typeof replyTo === 'string') {
+        await this.sendError(new ReplyStreamWriter(this.publisher, replyTo, requestId), GatewayError.internal(requestId));
+      }
       throw new Error(`invalid job payload: ${detail}`);
     }
   }

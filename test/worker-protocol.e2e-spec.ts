@@ -1,0 +1,110 @@
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { randomBytes } from 'node:crypto';
+import { Stack } from './support/stack';
+
+interface Wire {
+  requestId: string;
+  seq: number;
+  kind: string;
+  error?: { status: number; code: string };
+}
+
+/** The worker's side of the job protocol, driven directly through BullMQ and a reply channel of our own. */
+describe('worker job protocol', () => {
+  let stack: Stack;
+  let queue: Queue;
+  let subscriber: Redis;
+  const received: Wire[] = [];
+  let replyTo = '';
+
+  beforeAll(async () => {
+    stack = await Stack.start({ without: ['gateway'] });
+    replyTo = `${stack.namespace}:reply:test-${randomBytes(4).toString('hex')}`;
+    subscriber = new Redis(stack.redisUrl);
+    subscriber.on('message', (_channel: string, raw: string) => received.push(JSON.parse(raw) as Wire));
+    await subscriber.subscribe(replyTo);
+    queue = new Queue('chat.sim-chat', { connection: stack.redis, prefix: stack.namespace });
+    const deadline = Date.now() + 20_000;
+    while ((await queue.getWorkersCount()) === 0) {
+      if (Date.now() > deadline) throw new Error(`no worker consumes the queue:\n${stack.logs('chat-worker')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
+  afterAll(async () => {
+    await queue?.close();
+    await subscriber?.quit();
+    await stack?.stop();
+  });
+
+  const messagesOf = async (requestId: string, last: string): Promise<Wire[]> => {
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline) {
+      const mine = received.filter((m) => m.requestId === requestId);
+      if (mine.some((m) => m.kind === last)) return mine;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`no ${last} message for ${requestId}: ${JSON.stringify(received)}`);
+  };
+
+  const envelope = (requestId: string) => ({
+    v: 1,
+    requestId,
+    model: 'sim-chat',
+    replyTo,
+    deadline: Date.now() + 60_000,
+    enqueuedAt: Date.now(),
+  });
+
+  it('answers a valid job with numbered started, delta and chat-done messages', async () => {
+    const requestId = randomBytes(16).toString('hex');
+    await queue.add(
+      'chat',
+      { ...envelope(requestId), request: { messages: [{ role: 'user', content: 'three small words' }] } },
+      { jobId: requestId },
+    );
+    const messages = await messagesOf(requestId, 'chat-done');
+    expect(messages.map((m) => m.seq)).toEqual(messages.map((_, i) => i));
+    expect(messages[0]!.kind).toBe('started');
+    expect(messages.slice(1, -1).every((m) => m.kind === 'delta')).toBe(true);
+  });
+
+  it('refuses a job that fails validation and tells the waiting gateway at once', async () => {
+    const requestId = randomBytes(16).toString('hex');
+    await queue.add(
+      'chat',
+      {
+        ...envelope(requestId),
+        v: 99,
+        request: { messages: [{ role: 'user', content: 'x' }], temperature: 9 },
+      },
+      { jobId: requestId },
+    );
+    const [error] = await messagesOf(requestId, 'error');
+    expect(error).toMatchObject({ kind: 'error', seq: 0, error: { status: 500, code: 'internal_error' } });
+    const job = await queue.getJob(requestId);
+    expect(await job?.getState()).toBe('failed');
+    expect(job?.failedReason).toContain('invalid job payload');
+  });
+
+  it('does not start a job whose deadline passed while it waited', async () => {
+    const requestId = randomBytes(16).toString('hex');
+    await queue.add(
+      'chat',
+      {
+        ...envelope(requestId),
+        deadline: Date.now() - 1,
+        request: { messages: [{ role: 'user', content: 'late' }] },
+      },
+      { jobId: requestId },
+    );
+    const messages = await messagesOf(requestId, 'error');
+    expect(messages).toEqual([
+      expect.objectContaining({
+        kind: 'error',
+        error: expect.objectContaining({ code: 'deadline_exceeded' }),
+      }),
+    ]);
+  });
+});
