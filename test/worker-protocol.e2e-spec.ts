@@ -27,7 +27,8 @@ describe('worker job protocol', () => {
     queue = new Queue('chat.sim-chat', { connection: stack.redis, prefix: stack.namespace });
     const deadline = Date.now() + 20_000;
     while ((await queue.getWorkersCount()) === 0) {
-      if (Date.now() > deadline) throw new Error(`no worker consumes the queue:\n${stack.logs('chat-worker')}`);
+      if (Date.now() > deadline)
+        throw new Error(`no worker consumes the queue:\n${stack.logs('chat-worker')}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   });

@@ -9,7 +9,9 @@ runApp('chat-worker', async () => {
   const config = loadWorkerConfig(process.env, 'chat');
   const catalog = await loadCatalog(config.catalogPath);
   const logger = createAppLogger('chat-worker', config.logLevel, config.isProduction);
-  const app = await NestFactory.createApplicationContext(ChatWorkerModule.forRoot(config, catalog, logger), { logger });
+  const app = await NestFactory.createApplicationContext(ChatWorkerModule.forRoot(config, catalog, logger), {
+    logger,
+  });
   app.enableShutdownHooks();
   await app.init();
 });

@@ -19,6 +19,8 @@ runApp('gateway', async () => {
   await app.listen(config.port, config.host);
   logger.log(`listening on http://${config.host}:${config.port}`);
   if (config.generatedDevKey) {
-    logger.warn(`no GATEWAY_API_KEYS set: generated a development key for this run: ${config.generatedDevKey}`);
+    logger.warn(
+      `no GATEWAY_API_KEYS set: generated a development key for this run: ${config.generatedDevKey}`,
+    );
   }
 });

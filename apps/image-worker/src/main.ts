@@ -9,7 +9,9 @@ runApp('image-worker', async () => {
   const config = loadWorkerConfig(process.env, 'image');
   const catalog = await loadCatalog(config.catalogPath);
   const logger = createAppLogger('image-worker', config.logLevel, config.isProduction);
-  const app = await NestFactory.createApplicationContext(ImageWorkerModule.forRoot(config, catalog, logger), { logger });
+  const app = await NestFactory.createApplicationContext(ImageWorkerModule.forRoot(config, catalog, logger), {
+    logger,
+  });
   app.enableShutdownHooks();
   await app.init();
 });

@@ -10,11 +10,18 @@ runApp('registry', async () => {
   const config = loadConfig(RegistryConfig, process.env);
   const catalog = await loadCatalog(config.catalogPath);
   const logger = createAppLogger('registry', config.logLevel, config.isProduction);
-  const app = await NestFactory.createMicroservice<MicroserviceOptions>(RegistryAppModule.forRoot(config, catalog), {
-    transport: Transport.REDIS,
-    options: { ...redisOptionsFromUrl(config.redisUrl), retryAttempts: Number.MAX_SAFE_INTEGER, retryDelay: 500 },
-    logger,
-  });
+  const app = await NestFactory.createMicroservice<MicroserviceOptions>(
+    RegistryAppModule.forRoot(config, catalog),
+    {
+      transport: Transport.REDIS,
+      options: {
+        ...redisOptionsFromUrl(config.redisUrl),
+        retryAttempts: Number.MAX_SAFE_INTEGER,
+        retryDelay: 500,
+      },
+      logger,
+    },
+  );
   app.enableShutdownHooks();
   await app.listen();
   logger.log(`registry up: ${catalog.models.length} declared models from ${catalog.path}`);

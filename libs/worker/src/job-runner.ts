@@ -88,7 +88,11 @@ export class JobRunner {
    * A job that fails validation (a gateway of another protocol version, or tampering) is refused; if it
    * says where its answer goes, the waiting client gets an opaque 500 now instead of waiting for its deadline.
    */
-  private async parse<T extends Envelope>(job: Job<unknown>, cls: new () => T, servedModel: string): Promise<T> {
+  private async parse<T extends Envelope>(
+    job: Job<unknown>,
+    cls: new () => T,
+    servedModel: string,
+  ): Promise<T> {
     try {
       const data = validateDto(cls, job.data);
       if (data.model !== servedModel) {
@@ -99,8 +103,15 @@ export class JobRunner {
       const detail = error instanceof GatewayError ? error.message : String(error);
       this.logger.error(`job ${job.id} rejected: invalid payload: ${detail}`);
       const { requestId, replyTo } = (job.data ?? {}) as Partial<Record<'requestId' | 'replyTo', unknown>>;
-      if (typeof requestId === 'string' && REQUEST_ID_PATTERN.test(requestId) && typeof replyTo === 'string') {
-        await this.sendError(new ReplyStreamWriter(this.publisher, replyTo, requestId), GatewayError.internal(requestId));
+      if (
+        typeof requestId === 'string' &&
+        REQUEST_ID_PATTERN.test(requestId) &&
+        typeof replyTo === 'string'
+      ) {
+        await this.sendError(
+          new ReplyStreamWriter(this.publisher, replyTo, requestId),
+          GatewayError.internal(requestId),
+        );
       }
       throw new Error(`invalid job payload: ${detail}`);
     }
