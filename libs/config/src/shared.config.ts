@@ -1,6 +1,6 @@
 import { Expose } from 'class-transformer';
 import { IsIn, IsString, Matches } from 'class-validator';
-import { Trimmed } from './env-transforms';
+import { Trimmed } from './env.decorators';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

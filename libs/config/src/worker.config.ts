@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { Expose } from 'class-transformer';
-import { IsInt, IsString, Matches, Max, Min } from 'class-validator';
+import { IsString, Matches } from 'class-validator';
 import { CatalogAwareConfig } from './shared.config';
-import { ToInt, ToList, Trimmed } from './env-transforms';
+import { EnvInt, ToList, Trimmed } from './env.decorators';
 import { loadConfig } from './load-config';
 
 /** Settings of a worker process (chat or image). */
@@ -15,11 +15,7 @@ export class WorkerConfig extends CatalogAwareConfig {
   models: string[] = [];
 
   /** Jobs run at once per served model. 0 picks the kind's default. */
-  @Expose({ name: 'WORKER_CONCURRENCY' })
-  @ToInt()
-  @Max(10_000, { message: 'WORKER_CONCURRENCY must be an integer between 0 and 10000' })
-  @Min(0, { message: 'WORKER_CONCURRENCY must be an integer between 0 and 10000' })
-  @IsInt({ message: 'WORKER_CONCURRENCY must be an integer between 0 and 10000' })
+  @EnvInt('WORKER_CONCURRENCY', 0, 10_000)
   concurrency = 0;
 
   @Expose({ name: 'WORKER_ID' })
@@ -27,36 +23,21 @@ export class WorkerConfig extends CatalogAwareConfig {
   @Matches(/^[A-Za-z0-9_.:-]{0,128}$/, { message: 'WORKER_ID must be up to 128 letters, digits, . _ : -' })
   instanceId = '';
 
-  @Expose({ name: 'HEARTBEAT_INTERVAL_MS' })
-  @ToInt()
-  @Min(50, { message: 'HEARTBEAT_INTERVAL_MS must be an integer of at least 50' })
-  @IsInt({ message: 'HEARTBEAT_INTERVAL_MS must be an integer of at least 50' })
+  @EnvInt('HEARTBEAT_INTERVAL_MS', 50)
   heartbeatIntervalMs = 2000;
 
   /** How long a finished image stays in Redis for the gateway to collect. */
-  @Expose({ name: 'IMAGE_RESULT_TTL_MS' })
-  @ToInt()
-  @Min(1000)
-  @IsInt()
+  @EnvInt('IMAGE_RESULT_TTL_MS', 1000)
   imageResultTtlMs = 120_000;
 
-  @Expose({ name: 'SIM_CHAT_TTFT_MS' })
-  @ToInt()
-  @Min(0, { message: 'SIM_CHAT_TTFT_MS must be a non-negative integer' })
-  @IsInt({ message: 'SIM_CHAT_TTFT_MS must be a non-negative integer' })
+  @EnvInt('SIM_CHAT_TTFT_MS', 0)
   simChatTtftMs = 0;
 
   /** Simulated decoding speed; 0 = as fast as possible. */
-  @Expose({ name: 'SIM_CHAT_TOKENS_PER_S' })
-  @ToInt()
-  @Min(0, { message: 'SIM_CHAT_TOKENS_PER_S must be a non-negative integer (0 = unlimited)' })
-  @IsInt({ message: 'SIM_CHAT_TOKENS_PER_S must be a non-negative integer (0 = unlimited)' })
+  @EnvInt('SIM_CHAT_TOKENS_PER_S', 0)
   simChatTokensPerS = 0;
 
-  @Expose({ name: 'SIM_IMAGE_LATENCY_MS' })
-  @ToInt()
-  @Min(0, { message: 'SIM_IMAGE_LATENCY_MS must be a non-negative integer' })
-  @IsInt({ message: 'SIM_IMAGE_LATENCY_MS must be a non-negative integer' })
+  @EnvInt('SIM_IMAGE_LATENCY_MS', 0)
   simImageLatencyMs = 0;
 }
 

@@ -8,6 +8,7 @@ export * from './dto/chat-completion-request.dto';
 export * from './dto/image-generation-request.dto';
 export * from './dto/validate-dto';
 export * from './dto/validation-message';
+export * from './dto/model-request.dto';
 export * from './protocol/names';
 export * from './protocol/job-data';
 export * from './protocol/reply-message';

@@ -3,7 +3,6 @@ import type { FastifyReply } from 'fastify';
 import { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
-  JOB_PROTOCOL_VERSION,
   type ChatCompletion,
   type ChatCompletionRequestDto,
   type ChatJobData,
@@ -28,17 +27,11 @@ export class ChatCompletionsService {
 
   async handle(requestId: string, body: ChatCompletionRequestDto, reply: FastifyReply): Promise<void> {
     const model = await this.resolver.resolve(body.model ?? this.config.defaultChatModel, 'chat');
-    const now = Date.now();
     const job: ChatJobData = {
-      v: JOB_PROTOCOL_VERSION,
-      requestId,
-      model: model.id,
-      replyTo: this.inflight.replyChannel,
-      deadline: now + this.config.chatDeadlineMs,
-      enqueuedAt: now,
+      ...this.inflight.envelope(requestId, model.id, this.config.chatDeadlineMs),
       request: body,
     };
-    const created = Math.floor(now / 1000);
+    const created = Math.floor(job.enqueuedAt / 1000);
     if (body.stream === true) await this.stream(job, model, created, reply);
     else await this.respond(job, model, created, reply);
   }

@@ -3,7 +3,6 @@ import type { FastifyReply } from 'fastify';
 import { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
-  JOB_PROTOCOL_VERSION,
   type GeneratedImageData,
   type ImageGenerationRequestDto,
   type ImageJobData,
@@ -26,14 +25,8 @@ export class ImageGenerationService {
 
   async handle(requestId: string, body: ImageGenerationRequestDto, reply: FastifyReply): Promise<void> {
     const model = await this.resolver.resolve(body.model ?? this.config.defaultImageModel, 'image');
-    const now = Date.now();
     const job: ImageJobData = {
-      v: JOB_PROTOCOL_VERSION,
-      requestId,
-      model: model.id,
-      replyTo: this.inflight.replyChannel,
-      deadline: now + this.config.imageDeadlineMs,
-      enqueuedAt: now,
+      ...this.inflight.envelope(requestId, model.id, this.config.imageDeadlineMs),
       request: body,
     };
     const images: Promise<GeneratedImageData>[] = [];
@@ -53,7 +46,10 @@ export class ImageGenerationService {
             );
             return;
           }
-          Promise.all(images).then((data) => resolve({ created: Math.floor(now / 1000), data }), reject);
+          Promise.all(images).then(
+            (data) => resolve({ created: Math.floor(job.enqueuedAt / 1000), data }),
+            reject,
+          );
         },
         onError: reject,
       });

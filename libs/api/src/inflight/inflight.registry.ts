@@ -1,5 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { ModelKind } from '@mgw/contracts';
+import { JOB_PROTOCOL_VERSION, type ChatJobData, type ModelKind } from '@mgw/contracts';
+
+export type JobEnvelopeFields = Omit<ChatJobData, 'request'>;
 import { GatewayRuntime } from '../gateway.runtime';
 import { InflightRequest, type ReplySink } from './inflight-request';
 
@@ -26,8 +28,16 @@ export class InflightRequests {
     );
   }
 
-  get replyChannel(): string {
-    return this.runtime.router.channel;
+  /** The part of a job that says who asked, by when, and where the answer goes. */
+  envelope(requestId: string, model: string, deadlineMs: number, now = Date.now()): JobEnvelopeFields {
+    return {
+      v: JOB_PROTOCOL_VERSION,
+      requestId,
+      model,
+      replyTo: this.runtime.router.channel,
+      deadline: now + deadlineMs,
+      enqueuedAt: now,
+    };
   }
 
   get active(): number {

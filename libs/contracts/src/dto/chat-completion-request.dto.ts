@@ -5,21 +5,18 @@ import {
   IsArray,
   IsBoolean,
   IsIn,
-  IsInt,
-  IsNumber,
   IsObject,
   IsOptional,
   IsString,
-  Max,
   MaxLength,
-  Min,
-  MinLength,
   Validate,
   ValidateNested,
   ValidatorConstraint,
   type ValidationArguments,
   type ValidatorConstraintInterface,
 } from 'class-validator';
+import { OptionalIntIn, OptionalNumberIn } from './bounded.decorators';
+import { MODEL_REQUEST_LIMITS, ModelRequestDto } from './model-request.dto';
 import { describeValue, expected } from './validation-message';
 
 export const CHAT_ROLES = ['system', 'user', 'assistant', 'developer'] as const;
@@ -34,8 +31,7 @@ export const CHAT_LIMITS = {
   maxTokens: { min: 1, max: 1_000_000 },
   messages: { min: 1, max: 4096 },
   stop: { min: 1, max: 4, maxLength: 256 },
-  modelId: { maxLength: 256 },
-  user: { maxLength: 256 },
+  ...MODEL_REQUEST_LIMITS,
   imageParts: { detail: ['auto', 'low', 'high'] as const },
 } as const;
 
@@ -153,20 +149,10 @@ export class StreamOptionsDto {
   include_usage?: boolean;
 }
 
-const number = (min: number, max: number) => expected(`a number between ${min} and ${max}`);
-const integer = (min: number, max: number) => expected(`an integer between ${min} and ${max}`);
-const { temperature, topP, penalty, n, maxTokens, messages, modelId, user } = CHAT_LIMITS;
+const { temperature, topP, penalty, n, maxTokens, messages } = CHAT_LIMITS;
 
 /** `POST /v1/chat/completions` body. Unknown fields are refused, as OpenAI does. */
-export class ChatCompletionRequestDto {
-  @IsOptional()
-  @MaxLength(modelId.maxLength, {
-    message: expected(`a model id of at most ${modelId.maxLength} characters`),
-  })
-  @MinLength(1, { message: expected('a non-empty model id') })
-  @IsString({ message: expected('a string') })
-  model?: string;
-
+export class ChatCompletionRequestDto extends ModelRequestDto {
   @ValidateNested({ each: true })
   @Type(() => ChatMessageDto)
   @ArrayMaxSize(messages.max, { message: expected(`at most ${messages.max} messages`) })
@@ -184,60 +170,31 @@ export class ChatCompletionRequestDto {
   @IsObject({ message: expected('an object') })
   stream_options?: StreamOptionsDto;
 
-  @IsOptional()
-  @Max(temperature.max, { message: number(temperature.min, temperature.max) })
-  @Min(temperature.min, { message: number(temperature.min, temperature.max) })
-  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: number(temperature.min, temperature.max) })
+  @OptionalNumberIn(temperature.min, temperature.max)
   temperature?: number;
 
-  @IsOptional()
-  @Max(topP.max, { message: number(topP.min, topP.max) })
-  @Min(topP.min, { message: number(topP.min, topP.max) })
-  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: number(topP.min, topP.max) })
+  @OptionalNumberIn(topP.min, topP.max)
   top_p?: number;
 
-  @IsOptional()
-  @Max(n.max, { message: integer(n.min, n.max) })
-  @Min(n.min, { message: integer(n.min, n.max) })
-  @IsInt({ message: integer(n.min, n.max) })
+  @OptionalIntIn(n.min, n.max)
   n?: number;
 
-  @IsOptional()
-  @Max(maxTokens.max, { message: integer(maxTokens.min, maxTokens.max) })
-  @Min(maxTokens.min, { message: integer(maxTokens.min, maxTokens.max) })
-  @IsInt({ message: integer(maxTokens.min, maxTokens.max) })
+  @OptionalIntIn(maxTokens.min, maxTokens.max)
   max_tokens?: number;
 
-  @IsOptional()
-  @Max(maxTokens.max, { message: integer(maxTokens.min, maxTokens.max) })
-  @Min(maxTokens.min, { message: integer(maxTokens.min, maxTokens.max) })
-  @IsInt({ message: integer(maxTokens.min, maxTokens.max) })
+  @OptionalIntIn(maxTokens.min, maxTokens.max)
   max_completion_tokens?: number;
 
   @IsOptional()
   @Validate(IsStopConstraint)
   stop?: string | string[];
 
-  @IsOptional()
-  @Max(penalty.max, { message: number(penalty.min, penalty.max) })
-  @Min(penalty.min, { message: number(penalty.min, penalty.max) })
-  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: number(penalty.min, penalty.max) })
+  @OptionalNumberIn(penalty.min, penalty.max)
   presence_penalty?: number;
 
-  @IsOptional()
-  @Max(penalty.max, { message: number(penalty.min, penalty.max) })
-  @Min(penalty.min, { message: number(penalty.min, penalty.max) })
-  @IsNumber({ allowNaN: false, allowInfinity: false }, { message: number(penalty.min, penalty.max) })
+  @OptionalNumberIn(penalty.min, penalty.max)
   frequency_penalty?: number;
 
-  @IsOptional()
-  @Max(Number.MAX_SAFE_INTEGER, { message: expected('a safe integer') })
-  @Min(Number.MIN_SAFE_INTEGER, { message: expected('a safe integer') })
-  @IsInt({ message: expected('an integer') })
+  @OptionalIntIn(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'a safe integer')
   seed?: number;
-
-  @IsOptional()
-  @MaxLength(user.maxLength, { message: expected(`a string of at most ${user.maxLength} characters`) })
-  @IsString({ message: expected('a string') })
-  user?: string;
 }

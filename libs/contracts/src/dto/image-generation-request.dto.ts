@@ -1,4 +1,6 @@
-import { IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { OptionalIntIn } from './bounded.decorators';
+import { MODEL_REQUEST_LIMITS, ModelRequestDto } from './model-request.dto';
 import { expected } from './validation-message';
 
 export const IMAGE_SIZES = ['256x256', '512x512', '1024x1024', '1792x1024', '1024x1792'] as const;
@@ -10,8 +12,7 @@ export const IMAGE_LIMITS = {
   prompt: { min: 1, max: 4000 },
   n: { min: 1, max: 10, default: 1 },
   size: { default: '1024x1024' as ImageSize },
-  user: { maxLength: 256 },
-  modelId: { maxLength: 256 },
+  ...MODEL_REQUEST_LIMITS,
 } as const;
 
 export function parseImageSize(size: ImageSize): { width: number; height: number } {
@@ -19,27 +20,16 @@ export function parseImageSize(size: ImageSize): { width: number; height: number
   return { width, height };
 }
 
-const { prompt, n, user, modelId } = IMAGE_LIMITS;
+const { prompt, n } = IMAGE_LIMITS;
 
 /** `POST /v1/images/generations` body. */
-export class ImageGenerationRequestDto {
-  @IsOptional()
-  @MaxLength(modelId.maxLength, {
-    message: expected(`a model id of at most ${modelId.maxLength} characters`),
-  })
-  @MinLength(1, { message: expected('a non-empty model id') })
-  @IsString({ message: expected('a string') })
-  model?: string;
-
+export class ImageGenerationRequestDto extends ModelRequestDto {
   @MaxLength(prompt.max, { message: expected(`a prompt of at most ${prompt.max} characters`) })
   @MinLength(prompt.min, { message: expected('a non-empty prompt') })
   @IsString({ message: expected('a string') })
   prompt!: string;
 
-  @IsOptional()
-  @Max(n.max, { message: expected(`an integer between ${n.min} and ${n.max}`) })
-  @Min(n.min, { message: expected(`an integer between ${n.min} and ${n.max}`) })
-  @IsInt({ message: expected(`an integer between ${n.min} and ${n.max}`) })
+  @OptionalIntIn(n.min, n.max)
   n?: number;
 
   @IsOptional()
@@ -49,9 +39,4 @@ export class ImageGenerationRequestDto {
   @IsOptional()
   @IsIn(IMAGE_RESPONSE_FORMATS, { message: expected("'b64_json' (the only supported response format)") })
   response_format?: 'b64_json';
-
-  @IsOptional()
-  @MaxLength(user.maxLength, { message: expected(`a string of at most ${user.maxLength} characters`) })
-  @IsString({ message: expected('a string') })
-  user?: string;
 }

@@ -1,4 +1,5 @@
-import { Transform } from 'class-transformer';
+import { Expose, Transform } from 'class-transformer';
+import { IsBoolean, IsInt, Max, Min } from 'class-validator';
 
 /** Env values arrive as strings; these turn them into typed values, leaving garbage for the validators to name. */
 export const ToInt = () =>
@@ -27,3 +28,24 @@ export const ToList = () =>
 
 export const Trimmed = () =>
   Transform(({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value));
+
+/** An integer env variable with its bounds; one message names the variable and the allowed range. */
+export function EnvInt(name: string, min: number, max?: number): PropertyDecorator {
+  const message =
+    max === undefined
+      ? `${name} must be an integer of at least ${min}`
+      : `${name} must be an integer between ${min} and ${max}`;
+  const decorators = [
+    Expose({ name }),
+    ToInt(),
+    IsInt({ message }),
+    Min(min, { message }),
+    ...(max === undefined ? [] : [Max(max, { message })]),
+  ];
+  return (target, key) => decorators.forEach((decorate) => decorate(target, key));
+}
+
+export function EnvBool(name: string): PropertyDecorator {
+  const decorators = [Expose({ name }), ToBool(), IsBoolean({ message: `${name} must be true or false` })];
+  return (target, key) => decorators.forEach((decorate) => decorate(target, key));
+}
