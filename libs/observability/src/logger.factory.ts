@@ -10,7 +10,7 @@ const ORDER: NestLogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbos
 export function createAppLogger(app: string, level: LogLevel, json: boolean): ConsoleLogger {
   return new ConsoleLogger(app, {
     json,
-    colors: !json && process.stdout.isTTY,
+    colors: !json && Boolean(process.stdout.isTTY),
     prefix: app,
     logLevels: ORDER.slice(0, ORDER.indexOf(level) + 1),
   });
