@@ -150,11 +150,20 @@ export class Stack {
     throw new Error(`stack did not come up; last /v1/models answer: ${last}\n${logs}`);
   }
 
-  /** Sends SIGTERM (or the given signal) and waits for the process to exit. */
-  async stopApp(app: ProcessLabel, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  /**
+   * Sends SIGTERM (or the given signal) and waits for the process to exit; resolves to its exit code, or to
+   * the signal that ended it (Nest re-raises SIGTERM after its shutdown hooks ran).
+   */
+  async stopApp(
+    app: ProcessLabel,
+    signal: NodeJS.Signals = 'SIGTERM',
+  ): Promise<number | NodeJS.Signals | null> {
     const child = this.processes.get(app);
-    if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    if (!child || child.exitCode !== null || child.signalCode !== null)
+      return child?.exitCode ?? child?.signalCode ?? null;
+    const exited = new Promise<number | NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (code, endedBy) => resolve(code ?? endedBy)),
+    );
     child.kill(signal);
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     const code = await exited;

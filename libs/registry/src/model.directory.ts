@@ -37,6 +37,9 @@ export class ModelDirectory {
       this.models.get(id),
       () => this.client.getModel(id, this.options.timeoutMs),
       (entry) => this.remember(id, entry),
+      // Only a live answer is worth serving while it is refreshed: a model that just got its first worker
+      // must not be refused once more from an expired "unavailable".
+      (lookup) => lookup.state === 'live',
     );
   }
 
@@ -45,6 +48,7 @@ export class ModelDirectory {
       this.list ?? undefined,
       () => this.client.listModels(this.options.timeoutMs),
       (entry) => (this.list = entry),
+      () => false,
     );
   }
 
@@ -65,20 +69,28 @@ export class ModelDirectory {
     if (this.models.size > max) this.models.delete(this.models.keys().next().value!);
   }
 
+  /**
+   * Fresh answers are served as they are. An expired one is served at once while a refresh runs in the
+   * background if `serveWhileRefreshing` allows it; otherwise the caller waits for the registry. While the
+   * registry is unreachable, any answer younger than `staleMs` is still served.
+   */
   private async cached<T>(
     entry: Cached<T> | undefined,
     fetch: () => Promise<T>,
     store: (entry: Cached<T>) => void,
+    serveWhileRefreshing: (value: T) => boolean,
   ): Promise<T> {
     const age = entry ? this.now() - entry.fetchedAt : Infinity;
     if (entry && age < this.options.freshMs) return entry.value;
-    if (entry && age < this.options.staleMs) {
-      this.refresh(entry, fetch, store).catch(() => undefined); // served stale; the next call retries
+    const usable = entry !== undefined && age < this.options.staleMs;
+    if (usable && serveWhileRefreshing(entry.value)) {
+      this.refresh(entry, fetch, store).catch(() => undefined); // the next call retries
       return entry.value;
     }
     try {
       return await this.refresh(entry, fetch, store);
     } catch {
+      if (usable) return entry.value;
       throw GatewayError.serviceUnavailable('The model registry is not reachable. Try again shortly.');
     }
   }
