@@ -34,10 +34,18 @@ describe('HTTP contract', () => {
             backend: { kind: 'simulator', mode: 'echo' },
           },
           { id: 'orphan-chat', type: 'chat', owned_by: 'nobody', backend: { kind: 'simulator' } },
+          // Ids as Ollama and Hugging Face spell them: the queue name must encode them.
+          {
+            id: 'acme/llama3:8b',
+            type: 'chat',
+            owned_by: 'acme',
+            backend: { kind: 'simulator', mode: 'echo' },
+          },
           { id: 'sim-image', type: 'image', owned_by: 'model-gateway', backend: { kind: 'simulator' } },
         ],
       },
-      appEnv: { 'chat-worker': { WORKER_MODELS: 'sim-chat' } },
+      appEnv: { 'chat-worker': { WORKER_MODELS: 'sim-chat,acme/llama3:8b' } },
+      waitForModels: ['sim-chat', 'sim-image', 'acme/llama3:8b'],
     });
   });
 
@@ -246,6 +254,23 @@ describe('HTTP contract', () => {
     const nowhere = await fetch(`${stack.baseUrl}/v2/anything`, { headers: stack.headers() });
     expect(nowhere.status).toBe(404);
     expectErrorShape(await nowhere.json());
+  });
+
+  it('serves models whose ids contain slashes and colons', async () => {
+    const res = await stack.post('/v1/chat/completions', { ...chatBody, model: 'acme/llama3:8b' });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      model: 'acme/llama3:8b',
+      choices: [{ message: { content: 'hello contract' } }],
+    });
+    const one = await fetch(`${stack.baseUrl}/v1/models/${encodeURIComponent('acme/llama3:8b')}`, {
+      headers: stack.headers(),
+    });
+    expect(await one.json()).toMatchObject({
+      id: 'acme/llama3:8b',
+      object: 'model',
+      type: 'chat/compilations',
+    });
   });
 
   it('reports health and readiness without a key', async () => {
