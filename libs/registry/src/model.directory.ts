@@ -19,8 +19,9 @@ interface Cached<T> {
 
 /**
  * The gateway's view of the registry: request/response lookups behind a short in-memory cache with
- * bounded staleness. Fresh answers cost nothing; expired ones are refreshed in the background while the
- * old answer is served; only a cold miss waits for the registry.
+ * bounded staleness. Fresh answers cost nothing; an expired "live" answer is served while it is refreshed
+ * in the background; other expired answers and cold misses wait for the registry. While the registry is
+ * unreachable, answers younger than `staleMs` keep being served.
  */
 export class ModelDirectory {
   private readonly models = new Map<string, Cached<ModelLookup>>();

@@ -30,7 +30,8 @@ export class WorkerDirectory {
     const isNew = !this.workers.has(beat.instanceId);
     this.workers.set(beat.instanceId, {
       instanceId: beat.instanceId,
-      models: beat.models,
+      // The DTO already refuses repeats; a worker counted twice would inflate live capacity, so make sure.
+      models: [...new Map(beat.models.map((model) => [model.id, model])).values()],
       concurrency: beat.concurrency,
       lastSeen: this.now(),
     });

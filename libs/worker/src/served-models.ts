@@ -9,7 +9,9 @@ export function selectServedModels(catalog: Catalog, kind: ModelKind, requested:
       throw new ConfigError([`catalog ${catalog.path}: declares no ${kind} model for this worker`]);
     return all;
   }
-  const problems: string[] = [];
+  const problems = requested
+    .filter((id, index) => requested.indexOf(id) !== index)
+    .map((id) => `WORKER_MODELS: "${id}" is named more than once`);
   const models = requested.flatMap((id) => {
     const model = catalog.models.find((m) => m.id === id);
     if (!model) problems.push(`WORKER_MODELS: "${id}" is not declared in catalog ${catalog.path}`);

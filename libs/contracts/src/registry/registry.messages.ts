@@ -2,6 +2,7 @@ import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayMinSize,
+  ArrayUnique,
   IsArray,
   IsIn,
   IsInt,
@@ -37,6 +38,7 @@ export class WorkerHeartbeatDto {
 
   @ValidateNested({ each: true })
   @Type(() => ServedModelDto)
+  @ArrayUnique((model: ServedModelDto) => model.id, { message: 'models must not list a model twice' })
   @ArrayMaxSize(256)
   @ArrayMinSize(1)
   @IsArray()

@@ -1,0 +1,267 @@
+import { createHash } from 'node:crypto';
+import type { ExecutionContext } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { loadGatewayConfig, type GatewayConfig } from '@mgw/config';
+import { GatewayError } from '@mgw/contracts';
+import { ApiKeyGuard, hashApiKey } from './api-key.guard';
+import { Auth } from './auth-policy.decorator';
+
+const GOOD_KEY = 'sk-good-key-123';
+
+class PlainController {
+  handle(): void {}
+}
+
+class PolicyController {
+  @Auth('public')
+  health(): void {}
+
+  @Auth('models')
+  models(): void {}
+
+  @Auth('required')
+  chat(): void {}
+}
+
+@Auth('public')
+class PublicController {
+  handle(): void {}
+
+  @Auth('required')
+  secret(): void {}
+}
+
+@Auth('models')
+class ModelsController {
+  list(): void {}
+}
+
+interface FakeRequest {
+  headers: Record<string, string>;
+}
+
+type Handler = () => void;
+type ControllerClass = new () => object;
+
+function contextFor(
+  authorization: string | undefined,
+  handler: Handler = PlainController.prototype.handle,
+  controller: ControllerClass = PlainController,
+): { context: ExecutionContext; getRequest: jest.Mock<FakeRequest, []> } {
+  const headers: Record<string, string> = {};
+  if (authorization !== undefined) headers.authorization = authorization;
+  const getRequest = jest.fn<FakeRequest, []>(() => ({ headers }));
+  const context = {
+    getHandler: () => handler,
+    getClass: () => controller,
+    switchToHttp: () => ({ getRequest }),
+  } as unknown as ExecutionContext;
+  return { context, getRequest };
+}
+
+function refusal(guard: ApiKeyGuard, context: ExecutionContext): GatewayError {
+  try {
+    guard.canActivate(context);
+  } catch (error) {
+    if (error instanceof GatewayError) return error;
+    throw error;
+  }
+  throw new Error('expected the guard to refuse the request');
+}
+
+function expectMissingKey(error: GatewayError): void {
+  expect(error.status).toBe(401);
+  expect(error.type).toBe('invalid_request_error');
+  expect(error.code).toBeNull();
+  expect(error.message).toContain('API key');
+}
+
+function expectInvalidKey(error: GatewayError): void {
+  expect(error.status).toBe(401);
+  expect(error.type).toBe('invalid_request_error');
+  expect(error.code).toBe('invalid_api_key');
+}
+
+describe('ApiKeyGuard', () => {
+  let config: GatewayConfig;
+  let guard: ApiKeyGuard;
+
+  beforeEach(() => {
+    config = loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test' });
+    guard = new ApiKeyGuard(config, new Reflector());
+  });
+
+  describe('with the default (required) policy', () => {
+    it.each([
+      `Bearer ${GOOD_KEY}`,
+      `bearer ${GOOD_KEY}`,
+      `BEARER ${GOOD_KEY}`,
+      `Bearer    ${GOOD_KEY}`,
+      `Bearer ${GOOD_KEY}   `,
+      `bearer   ${GOOD_KEY}  `,
+    ])('accepts %p', (authorization) => {
+      expect(guard.canActivate(contextFor(authorization).context)).toBe(true);
+    });
+
+    it('accepts any of several configured keys', () => {
+      guard = new ApiKeyGuard(
+        loadGatewayConfig({ GATEWAY_API_KEYS: `${GOOD_KEY}, sk-other-key-456`, NODE_ENV: 'test' }),
+        new Reflector(),
+      );
+
+      expect(guard.canActivate(contextFor(`Bearer ${GOOD_KEY}`).context)).toBe(true);
+      expect(guard.canActivate(contextFor('Bearer sk-other-key-456').context)).toBe(true);
+      expectInvalidKey(refusal(guard, contextFor('Bearer sk-third-key-789').context));
+    });
+
+    it('accepts a configured key of the longest allowed length (512 characters)', () => {
+      const longKey = `sk-${'x'.repeat(509)}`;
+      guard = new ApiKeyGuard(
+        loadGatewayConfig({ GATEWAY_API_KEYS: longKey, NODE_ENV: 'test' }),
+        new Reflector(),
+      );
+
+      expect(guard.canActivate(contextFor(`Bearer ${longKey}`).context)).toBe(true);
+      expectInvalidKey(refusal(guard, contextFor(`Bearer ${longKey}x`).context));
+    });
+
+    it.each([
+      ['a missing header', undefined],
+      ['an empty header', ''],
+      ['a whitespace-only header', '   '],
+      ['a tab-only header', '\t'],
+    ])('refuses %s as a missing API key (401, code null)', (_what, authorization) => {
+      expectMissingKey(refusal(guard, contextFor(authorization).context));
+    });
+
+    it.each([
+      ['a wrong key', 'Bearer sk-wrong-key-123'],
+      ['a key differing only in case', `Bearer ${GOOD_KEY.toUpperCase()}`],
+      ['a prefix of the key', `Bearer ${GOOD_KEY.slice(0, -1)}`],
+      ['the key with a suffix', `Bearer ${GOOD_KEY}4`],
+      ['the Basic scheme', `Basic ${Buffer.from(`user:${GOOD_KEY}`).toString('base64')}`],
+      ['the Basic scheme with the raw key', `Basic ${GOOD_KEY}`],
+      ['no scheme', GOOD_KEY],
+      ['the scheme without a key', 'Bearer'],
+      ['the scheme followed by spaces only', 'Bearer    '],
+      ['the scheme glued to the key', `Bearer${GOOD_KEY}`],
+      ['a key with an inner space', 'Bearer sk-good key-123'],
+      ['two keys', `Bearer ${GOOD_KEY} ${GOOD_KEY}`],
+      ['a 5000-character key', `Bearer ${'k'.repeat(5000)}`],
+      ['a 5000-character key that starts with the good key', `Bearer ${GOOD_KEY}${'k'.repeat(4985)}`],
+    ])('refuses %s as an invalid API key (401 invalid_api_key)', (_what, authorization) => {
+      expectInvalidKey(refusal(guard, contextFor(authorization).context));
+    });
+
+    it('applies to an undecorated handler of an undecorated controller', () => {
+      expectMissingKey(refusal(guard, contextFor(undefined).context));
+    });
+
+    it("applies to a handler decorated with @Auth('required')", () => {
+      const { context } = contextFor(undefined, PolicyController.prototype.chat, PolicyController);
+      expectMissingKey(refusal(guard, context));
+    });
+  });
+
+  describe("with the 'public' policy", () => {
+    it('lets a request without a header through, without reading the request', () => {
+      const { context, getRequest } = contextFor(
+        undefined,
+        PolicyController.prototype.health,
+        PolicyController,
+      );
+
+      expect(guard.canActivate(context)).toBe(true);
+      expect(getRequest).not.toHaveBeenCalled();
+    });
+
+    it('lets a request with a wrong key through', () => {
+      const { context } = contextFor('Bearer nope', PolicyController.prototype.health, PolicyController);
+
+      expect(guard.canActivate(context)).toBe(true);
+    });
+
+    it('applies when set on the controller class', () => {
+      const { context } = contextFor(undefined, PublicController.prototype.handle, PublicController);
+
+      expect(guard.canActivate(context)).toBe(true);
+    });
+
+    it('is overridden by a handler-level policy', () => {
+      const { context } = contextFor(undefined, PublicController.prototype.secret, PublicController);
+
+      expectMissingKey(refusal(guard, context));
+    });
+  });
+
+  describe("with the 'models' policy", () => {
+    it('requires a key when MODELS_REQUIRE_AUTH is left at its default', () => {
+      expect(config.modelsRequireAuth).toBe(true);
+
+      expectMissingKey(
+        refusal(guard, contextFor(undefined, PolicyController.prototype.models, PolicyController).context),
+      );
+      expectInvalidKey(
+        refusal(
+          guard,
+          contextFor('Bearer wrong-key-1', ModelsController.prototype.list, ModelsController).context,
+        ),
+      );
+      expect(
+        guard.canActivate(
+          contextFor(`Bearer ${GOOD_KEY}`, PolicyController.prototype.models, PolicyController).context,
+        ),
+      ).toBe(true);
+    });
+
+    it("is public when MODELS_REQUIRE_AUTH='false'", () => {
+      const open = loadGatewayConfig({
+        GATEWAY_API_KEYS: GOOD_KEY,
+        NODE_ENV: 'test',
+        MODELS_REQUIRE_AUTH: 'false',
+      });
+      expect(open.modelsRequireAuth).toBe(false);
+      guard = new ApiKeyGuard(open, new Reflector());
+
+      expect(
+        guard.canActivate(contextFor(undefined, PolicyController.prototype.models, PolicyController).context),
+      ).toBe(true);
+      expect(
+        guard.canActivate(
+          contextFor('Bearer wrong-key-1', ModelsController.prototype.list, ModelsController).context,
+        ),
+      ).toBe(true);
+    });
+
+    it("does not open other routes when MODELS_REQUIRE_AUTH='false'", () => {
+      guard = new ApiKeyGuard(
+        loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test', MODELS_REQUIRE_AUTH: 'false' }),
+        new Reflector(),
+      );
+
+      expectMissingKey(refusal(guard, contextFor(undefined).context));
+      expectMissingKey(
+        refusal(guard, contextFor(undefined, PolicyController.prototype.chat, PolicyController).context),
+      );
+    });
+  });
+});
+
+describe('hashApiKey', () => {
+  it('is the sha256 hex digest of the key', () => {
+    expect(hashApiKey(GOOD_KEY)).toBe(createHash('sha256').update(GOOD_KEY, 'utf8').digest('hex'));
+    // Known vector: sha256("abc").
+    expect(hashApiKey('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  it('is deterministic and 64 lowercase hex characters', () => {
+    const hash = hashApiKey(GOOD_KEY);
+
+    expect(hashApiKey(GOOD_KEY)).toBe(hash);
+    expect(hash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('differs for different keys', () => {
+    expect(hashApiKey('sk-key-one-1')).not.toBe(hashApiKey('sk-key-one-2'));
+  });
+});
