@@ -23,6 +23,8 @@ export interface StackOptions {
   waitForModels?: string[];
   /** Apps not to start. */
   without?: AppName[];
+  /** Redis to use instead of E2E_REDIS_URL / the local default (e.g. a private one a test stops). */
+  redisUrl?: string;
 }
 
 /**
@@ -32,7 +34,7 @@ export interface StackOptions {
 export class Stack {
   readonly apiKey = `sk-e2e-${randomBytes(12).toString('hex')}`;
   readonly namespace = `e2e${randomBytes(5).toString('hex')}`;
-  readonly redisUrl = process.env.E2E_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  readonly redisUrl: string;
   readonly processes = new Map<ProcessLabel, ChildProcess>();
   readonly output = new Map<ProcessLabel, string[]>();
   private env: Record<string, string> = {};
@@ -40,7 +42,9 @@ export class Stack {
   redis!: Redis;
   private tempDir: string | null = null;
 
-  private constructor(private readonly options: StackOptions) {}
+  private constructor(private readonly options: StackOptions) {
+    this.redisUrl = options.redisUrl ?? process.env.E2E_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  }
 
   static async start(options: StackOptions = {}): Promise<Stack> {
     const stack = new Stack(options);
