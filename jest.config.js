@@ -13,6 +13,7 @@ const swc = [
 
 const moduleNameMapper = {
   '^@mgw/(api|config|contracts|inference|observability|queue|registry|worker)$': '<rootDir>/libs/$1/src',
+  '^@mgw/testing$': '<rootDir>/test/fixtures',
 };
 
 /** @type {import('jest').Config} */

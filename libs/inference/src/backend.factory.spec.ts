@@ -1,4 +1,5 @@
 import { ConfigError, type CatalogModel } from '@mgw/config';
+import { catalogModel } from '@mgw/testing';
 import type { BackendSettings } from './backend-settings';
 import { createChatBackend, createImageBackend } from './backend.factory';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
@@ -6,16 +7,8 @@ import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
 
 const settings: BackendSettings = { simChatTtftMs: 0, simChatTokensPerS: 0, simImageLatencyMs: 0 };
 
-function model(kind: 'chat' | 'image', backend: CatalogModel['backend'], id = 'm1'): CatalogModel {
-  return {
-    id,
-    kind,
-    type: kind === 'chat' ? 'chat/compilations' : 'images/generations',
-    ownedBy: 'test',
-    created: 0,
-    backend,
-  };
-}
+const model = (kind: 'chat' | 'image', backend: CatalogModel['backend'], id = 'm1'): CatalogModel =>
+  catalogModel(kind, backend, id);
 
 function messageOf(create: () => unknown): string {
   try {

@@ -1,4 +1,5 @@
-import { GatewayError } from '../errors/gateway-error';
+import { expectRejectedParam, rejectionOf } from '@mgw/testing';
+import type { GatewayError } from '../errors/gateway-error';
 import { ChatCompletionRequestDto } from './chat-completion-request.dto';
 import { validateDto } from './validate-dto';
 
@@ -15,26 +16,9 @@ function withField(field: string, value: unknown): Record<string, unknown> {
   return { ...base(), [field]: value };
 }
 
-/** Runs validation expecting a 400 and returns the error for further checks. */
-function rejection(body: unknown): GatewayError {
-  try {
-    validate(body);
-  } catch (error) {
-    if (!(error instanceof GatewayError)) throw error;
-    expect(error.status).toBe(400);
-    expect(error.type).toBe('invalid_request_error');
-    return error;
-  }
-  throw new Error(`expected ${JSON.stringify(body)} to be rejected`);
-}
-
-function expectRejected(body: unknown, param: string): GatewayError {
-  const error = rejection(body);
-  expect(error.param).toBe(param);
-  // Human-readable: the message names the offending parameter.
-  expect(error.message).toContain(param);
-  return error;
-}
+const rejection = (body: unknown): GatewayError => rejectionOf(validate, body);
+const expectRejected = (body: unknown, param: string): GatewayError =>
+  expectRejectedParam(validate, body, param);
 
 describe('ChatCompletionRequestDto via validateDto', () => {
   it('accepts a minimal request and returns a DTO instance with the given values', () => {

@@ -1,3 +1,4 @@
+import { expectRejectedParam } from '@mgw/testing';
 import { GatewayError } from '../errors/gateway-error';
 import { IMAGE_SIZES, ImageGenerationRequestDto, parseImageSize } from './image-generation-request.dto';
 import { validateDto } from './validate-dto';
@@ -11,19 +12,8 @@ const withField = (field: string, value: unknown): Record<string, unknown> => ({
   [field]: value,
 });
 
-function expectRejected(body: unknown, param: string): GatewayError {
-  try {
-    validate(body);
-  } catch (error) {
-    if (!(error instanceof GatewayError)) throw error;
-    expect(error.status).toBe(400);
-    expect(error.type).toBe('invalid_request_error');
-    expect(error.param).toBe(param);
-    expect(error.message).toContain(param);
-    return error;
-  }
-  throw new Error(`expected ${JSON.stringify(body)} to be rejected`);
-}
+const expectRejected = (body: unknown, param: string): GatewayError =>
+  expectRejectedParam(validate, body, param);
 
 describe('ImageGenerationRequestDto via validateDto', () => {
   it('accepts a minimal request', () => {

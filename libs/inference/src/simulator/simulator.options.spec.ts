@@ -1,23 +1,12 @@
 import { ConfigError, type CatalogModel } from '@mgw/config';
+import { catalogModel } from '@mgw/testing';
 import type { BackendSettings } from '../backend-settings';
 import { parseChatSimulatorOptions, parseImageSimulatorOptions } from './simulator.options';
 
 const settings: BackendSettings = { simChatTtftMs: 100, simChatTokensPerS: 30, simImageLatencyMs: 500 };
 
-function model(
-  kind: 'chat' | 'image',
-  backend: Record<string, unknown>,
-  id = kind === 'chat' ? 'sim-chat' : 'sim-image',
-): CatalogModel {
-  return {
-    id,
-    kind,
-    type: kind === 'chat' ? 'chat/compilations' : 'images/generations',
-    ownedBy: 'test',
-    created: 0,
-    backend: { kind: 'simulator', ...backend },
-  };
-}
+const model = (kind: 'chat' | 'image', backend: Record<string, unknown>, id?: string): CatalogModel =>
+  catalogModel(kind, { kind: 'simulator', ...backend }, id);
 
 function problemsOf(parse: () => unknown): string[] {
   try {
