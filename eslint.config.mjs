@@ -62,6 +62,8 @@ export default tseslint.config(
         module: 'writable',
         require: 'readonly',
         __dirname: 'readonly',
+        URL: 'readonly',
+        Buffer: 'readonly',
       },
     },
   },
