@@ -24,11 +24,18 @@ export class GatewayRuntime implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger('Gateway');
 
   constructor(@Inject(GatewayConfig) private readonly config: GatewayConfig) {
-    this.commands = createRedisConnection(config.redisUrl, 'command', `${this.instanceId}:commands`);
-    this.subscriber = createRedisConnection(config.redisUrl, 'subscriber', `${this.instanceId}:replies`);
-    for (const connection of [this.commands, this.subscriber]) {
-      connection.on('error', (error: Error) => this.logger.warn(`redis: ${error.message}`));
-    }
+    this.commands = createRedisConnection(
+      config.redisUrl,
+      'command',
+      `${this.instanceId}:commands`,
+      this.logger,
+    );
+    this.subscriber = createRedisConnection(
+      config.redisUrl,
+      'subscriber',
+      `${this.instanceId}:replies`,
+      this.logger,
+    );
     this.producer = new JobProducer(this.commands, config.namespace, config.keepFailedJobs);
     this.router = new ReplyRouter(
       this.subscriber,

@@ -7,10 +7,6 @@ export const MODEL_TYPES: readonly ModelType[] = [CHAT_MODEL_TYPE, IMAGE_MODEL_T
 /** The short name used in queue names, env values and the catalog. */
 export type ModelKind = 'chat' | 'image';
 
-export function modelKindOf(type: ModelType): ModelKind {
-  return type === CHAT_MODEL_TYPE ? 'chat' : 'image';
-}
-
 export function modelTypeOf(kind: ModelKind): ModelType {
   return kind === 'chat' ? CHAT_MODEL_TYPE : IMAGE_MODEL_TYPE;
 }

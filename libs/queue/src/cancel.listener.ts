@@ -43,15 +43,6 @@ export class CancelListener {
   untrack(requestId: string): void {
     this.running.delete(requestId);
   }
-
-  /** Aborts every running job (shutdown). */
-  abortAll(reason: CancelMessage['reason']): void {
-    for (const controller of this.running.values()) controller.abort(new CancelledError(reason));
-  }
-
-  get active(): number {
-    return this.running.size;
-  }
 }
 
 export class CancelledError extends Error {

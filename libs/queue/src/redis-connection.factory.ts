@@ -32,7 +32,26 @@ export function redisOptionsFromUrl(url: string): RedisEndpoint {
  */
 export type RedisRole = 'command' | 'subscriber' | 'blocking';
 
-export function createRedisConnection(url: string, role: RedisRole, name: string): Redis {
+export interface RedisLogger {
+  warn(message: string): void;
+}
+
+/**
+ * A connection for `role`, named `name` in CLIENT LIST. Its errors go to `logger`: ioredis reports every
+ * failed reconnect as an 'error' event, and an unlistened one would crash the process.
+ */
+export function createRedisConnection(
+  url: string,
+  role: RedisRole,
+  name: string,
+  logger: RedisLogger,
+): Redis {
+  const redis = connectionFor(url, role, name);
+  redis.on('error', (error: Error) => logger.warn(`redis (${name}): ${error.message}`));
+  return redis;
+}
+
+function connectionFor(url: string, role: RedisRole, name: string): Redis {
   const base: RedisOptions = {
     ...redisOptionsFromUrl(url),
     connectionName: name,

@@ -57,15 +57,25 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     );
     this.backends.push(...backends);
 
-    const publisher = createRedisConnection(config.redisUrl, 'command', `${config.instanceId}:publish`);
-    const subscriber = createRedisConnection(config.redisUrl, 'subscriber', `${config.instanceId}:cancel`);
-    const blocking = createRedisConnection(config.redisUrl, 'blocking', `${config.instanceId}:queue`);
+    const publisher = createRedisConnection(
+      config.redisUrl,
+      'command',
+      `${config.instanceId}:publish`,
+      this.logger,
+    );
+    const subscriber = createRedisConnection(
+      config.redisUrl,
+      'subscriber',
+      `${config.instanceId}:cancel`,
+      this.logger,
+    );
+    const blocking = createRedisConnection(
+      config.redisUrl,
+      'blocking',
+      `${config.instanceId}:queue`,
+      this.logger,
+    );
     this.connections = [publisher, subscriber, blocking];
-    for (const connection of this.connections) {
-      connection.on('error', (error: Error) => {
-        this.logger.warn(`redis: ${error.message}`);
-      });
-    }
     await Promise.all(
       this.connections.map((c) => waitUntilReady(c, REDIS_READY_TIMEOUT_MS, config.redisUrl)),
     );

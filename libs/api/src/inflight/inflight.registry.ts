@@ -1,7 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { JOB_PROTOCOL_VERSION, type ChatJobData, type ModelKind } from '@mgw/contracts';
-
-export type JobEnvelopeFields = Omit<ChatJobData, 'request'>;
+import { JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
 import { GatewayRuntime } from '../gateway.runtime';
 import { InflightRequest, type ReplySink } from './inflight-request';
 
@@ -38,9 +36,5 @@ export class InflightRequests {
       deadline: now + deadlineMs,
       enqueuedAt: now,
     };
-  }
-
-  get active(): number {
-    return this.runtime.router.size;
   }
 }

@@ -34,6 +34,9 @@ abstract class JobEnvelope {
   enqueuedAt!: number;
 }
 
+/** The envelope fields alone, as the gateway builds them before adding the request. */
+export type JobEnvelopeFields = Omit<ChatJobData, 'request'>;
+
 export class ChatJobData extends JobEnvelope {
   @ValidateNested()
   @Type(() => ChatCompletionRequestDto)
