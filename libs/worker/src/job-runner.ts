@@ -24,11 +24,8 @@ export interface JobContext<T extends Envelope> {
  * whose details stay in the worker's log (they may name hosts, paths or upstream secrets).
  */
 export function toWireError(error: unknown): WireError {
-  if (error instanceof GatewayError) return { status: error.status, ...error.toErrorObject() };
-  return {
-    status: 502,
-    ...GatewayError.workerFailed('The model backend failed while generating the response.').toErrorObject(),
-  };
+  if (error instanceof GatewayError) return error.toWire();
+  return GatewayError.workerFailed('The model backend failed while generating the response.').toWire();
 }
 
 /**

@@ -88,10 +88,8 @@ export class InflightRequest implements ReplyHandler {
         return this.sink.onChatDone?.(message);
       case 'image-done':
         return this.sink.onImageDone?.(message);
-      case 'error': {
-        const { status, type, code, message: text, param } = message.error;
-        return this.sink.onError(new GatewayError(status, type, code, text, param));
-      }
+      case 'error':
+        return this.sink.onError(GatewayError.fromWire(message.error));
     }
   }
 

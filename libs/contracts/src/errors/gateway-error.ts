@@ -1,4 +1,5 @@
 import type { ErrorBody, ErrorObject, ErrorType } from '../openai/error.types';
+import type { WireError } from '../protocol/reply-message';
 
 /**
  * A failure with a place on the wire: an HTTP status and an OpenAI error object. Thrown by the gateway,
@@ -15,6 +16,20 @@ export class GatewayError extends Error {
   ) {
     super(message);
     this.name = 'GatewayError';
+  }
+
+  /** The error as a worker sends it to the gateway (see `fromWire`). */
+  toWire(): WireError {
+    const wire: WireError = { status: this.status, ...this.toErrorObject() };
+    const retryAfter = Number(this.headers['retry-after']);
+    if (Number.isSafeInteger(retryAfter) && retryAfter >= 0) wire.retryAfter = retryAfter;
+    return wire;
+  }
+
+  static fromWire(wire: WireError): GatewayError {
+    const headers: Record<string, string> =
+      wire.retryAfter === undefined ? {} : { 'retry-after': String(wire.retryAfter) };
+    return new GatewayError(wire.status, wire.type, wire.code, wire.message, wire.param, headers);
   }
 
   toErrorObject(): ErrorObject {

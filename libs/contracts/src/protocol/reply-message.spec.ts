@@ -159,6 +159,15 @@ describe('parseReplyMessage', () => {
     expect(parseReplyMessage(withFields('error', { error }))).toMatchObject({ error: { status } });
   });
 
+  it('keeps a retryAfter hint and rejects a bad one', () => {
+    const error = { status: 429, type: 'rate_limit_error', code: null, message: 'x', param: null };
+    expect(parseReplyMessage(withFields('error', { error: { ...error, retryAfter: 7 } }))).toMatchObject({
+      error: { retryAfter: 7 },
+    });
+    expectProtocolError(withFields('error', { error: { ...error, retryAfter: -1 } }), "'retryAfter'");
+    expectProtocolError(withFields('error', { error: { ...error, retryAfter: '7' } }), "'retryAfter'");
+  });
+
   it('rejects an error with a non-string type', () => {
     const error = { status: 500, type: 5, code: null, message: 'x', param: null };
     expectProtocolError(withFields('error', { error }), "'type' must be a string");

@@ -49,6 +49,8 @@ export interface ImageDoneMessage extends ReplyBase {
 
 export interface WireError extends ErrorObject {
   status: number;
+  /** Seconds the client should wait before retrying (an upstream's `Retry-After`), passed on as a header. */
+  retryAfter?: number;
 }
 
 export interface ErrorMessage extends ReplyBase {
@@ -109,13 +111,15 @@ function parseWireError(value: unknown): WireError {
   if (status < 400 || status > 599) throw new ProtocolError("'error.status' must be an HTTP error status");
   const type = str(record, 'type') as ErrorType;
   if (!ERROR_TYPES.includes(type)) throw new ProtocolError("'error.type' is not a known error type");
-  return {
+  const error: WireError = {
     status,
     type,
     message: str(record, 'message'),
     code: nullableStr(record, 'code'),
     param: nullableStr(record, 'param'),
   };
+  if (record.retryAfter !== undefined) error.retryAfter = nat(record, 'retryAfter');
+  return error;
 }
 
 /** Reply channels carry data from other processes: treat it as untrusted input and check every field. */
