@@ -1,2 +1,3 @@
 export * from './logger.factory';
 export * from './process-lifecycle';
+export * from './metrics/metric-names';

@@ -1,0 +1,35 @@
+/**
+ * Every metric name we export, in one place: the apps register them, and the Grafana dashboard, the
+ * Prometheus rules and the README reference table are checked against this list in tests.
+ */
+export const GATEWAY_METRICS = {
+  httpRequests: 'gateway_http_requests_total',
+  httpRequestDuration: 'gateway_http_request_duration_seconds',
+  timeToFirstToken: 'gateway_time_to_first_token_seconds',
+  queueWait: 'gateway_queue_wait_seconds',
+  activeStreams: 'gateway_active_streams',
+  clientDisconnects: 'gateway_client_disconnects_total',
+  rejectedRequests: 'gateway_rejected_requests_total',
+  overhead: 'gateway_overhead_seconds',
+} as const;
+
+export const WORKER_METRICS = {
+  jobs: 'worker_jobs_total',
+  jobDuration: 'worker_job_duration_seconds',
+  tokens: 'worker_tokens_total',
+  images: 'worker_images_total',
+  interTokenLatency: 'worker_inter_token_seconds',
+  activeJobs: 'worker_active_jobs',
+} as const;
+
+export const QUEUE_METRICS = {
+  jobs: 'queue_jobs',
+  oldestWaitingAge: 'queue_oldest_waiting_age_seconds',
+  registryWorkers: 'registry_workers',
+} as const;
+
+export const METRIC_NAMES: readonly string[] = [
+  ...Object.values(GATEWAY_METRICS),
+  ...Object.values(WORKER_METRICS),
+  ...Object.values(QUEUE_METRICS),
+];
