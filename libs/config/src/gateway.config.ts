@@ -63,6 +63,13 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('STREAM_BUFFER_LIMIT_BYTES', 1024)
   streamBufferLimitBytes = 1024 * 1024;
 
+  /**
+   * A running request whose worker has been silent this long is considered orphaned (the worker died): with
+   * output already sent it ends with an error; before any output it waits for the job to run again elsewhere.
+   */
+  @EnvInt('WORKER_LEASE_MS', 100, 600_000)
+  workerLeaseMs = 3000;
+
   @EnvInt('SSE_KEEPALIVE_MS', 0)
   sseKeepAliveMs = 15_000;
 

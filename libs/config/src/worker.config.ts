@@ -26,6 +26,20 @@ export class WorkerConfig extends CatalogAwareConfig {
   @EnvInt('HEARTBEAT_INTERVAL_MS', 50)
   heartbeatIntervalMs = 2000;
 
+  /**
+   * A running job that has sent nothing for this long sends an `alive` message, so its gateway can tell a
+   * slow backend from a dead worker (keep it well under the gateways' WORKER_LEASE_MS).
+   */
+  @EnvInt('REPLY_HEARTBEAT_MS', 10, 60_000)
+  replyHeartbeatMs = 1000;
+
+  /**
+   * BullMQ's job lock: a worker killed with a job still holding this lock gives the job back to the queue
+   * (to run on another worker) once the lock expires. Shorter re-runs sooner but costs more lock renewals.
+   */
+  @EnvInt('JOB_LOCK_MS', 1000, 600_000)
+  jobLockMs = 10_000;
+
   /** How long a finished image stays in Redis for the gateway to collect. */
   @EnvInt('IMAGE_RESULT_TTL_MS', 1000)
   imageResultTtlMs = 120_000;

@@ -45,8 +45,11 @@ export class CancelListener {
   }
 }
 
+/** Why a job stopped early: a gateway's cancel, or the worker noticing that no gateway listens any more. */
+export type CancelReason = CancelMessage['reason'] | 'nobody_listening';
+
 export class CancelledError extends Error {
-  constructor(readonly reason: CancelMessage['reason']) {
+  constructor(readonly reason: CancelReason) {
     super(`cancelled: ${reason}`);
     this.name = 'CancelledError';
   }

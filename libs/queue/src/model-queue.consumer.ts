@@ -19,6 +19,7 @@ export class ModelQueueConsumer {
     private readonly connection: Redis,
     private readonly namespace: string,
     private readonly logger: ConsumerLogger,
+    private readonly lockMs: number,
   ) {}
 
   consume(kind: ModelKind, model: string, concurrency: number, handler: JobHandler): void {
@@ -29,6 +30,9 @@ export class ModelQueueConsumer {
       // The reply stream is already gone if a job is re-run after a crash mid-stream; one retry of a
       // stalled job covers the case where the worker died before producing anything.
       maxStalledCount: 1,
+      // A dead worker's job is found by any live worker's stalled check within lockMs + lockMs/2.
+      lockDuration: this.lockMs,
+      stalledInterval: Math.max(500, Math.floor(this.lockMs / 2)),
     });
     worker.on('error', (error) => this.logger.error(`queue ${worker.name}: ${error.message}`));
     this.workers.push(worker);

@@ -155,6 +155,55 @@ describe('ReplyStreamWriter', () => {
     expect(redis.publish).toHaveBeenCalledTimes(1);
   });
 
+  describe('noticing that nobody listens', () => {
+    let unheard: jest.Mock;
+
+    beforeEach(() => {
+      unheard = jest.fn();
+      writer = new ReplyStreamWriter(redis as unknown as Redis, CHANNEL, REQUEST_ID, unheard);
+    });
+
+    it('stays quiet while the gateway receives the messages', async () => {
+      await writer.send(delta('a'));
+      redis.publishAt(0).reply.resolve(1);
+      await writer.flush();
+      expect(unheard).not.toHaveBeenCalled();
+    });
+
+    it('reports a publish that reached no subscriber', async () => {
+      await writer.send(delta('a'));
+      redis.publishAt(0).reply.resolve(0);
+      await writer.flush();
+      expect(unheard).toHaveBeenCalledTimes(1);
+    });
+
+    it('reports an image message that reached no subscriber', async () => {
+      const sending = writer.sendWithPayload(
+        { kind: 'image', index: 0, key: 'k0', revisedPrompt: 'p' },
+        'k0',
+        'data',
+        1000,
+      );
+      redis.transactionAt(0).result.resolve([
+        [null, 'OK'],
+        [null, 0],
+      ]);
+      await sending;
+      expect(unheard).toHaveBeenCalledTimes(1);
+    });
+
+    it('records when it last sent, for idle heartbeats', async () => {
+      const before = writer.lastSentAt;
+      jest.useFakeTimers({ now: before + 5000 });
+      try {
+        await writer.send(delta('a'));
+        expect(writer.lastSentAt).toBe(before + 5000);
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+  });
+
   describe('sendWithPayload', () => {
     it('stores the payload with a PX ttl and publishes the message in one transaction', async () => {
       const image: OutgoingReply = {

@@ -11,25 +11,36 @@ const MAX_IN_FLIGHT = 256;
  * The worker's side of one request's reply stream: numbers messages and publishes them in order on one
  * connection. Publishes are pipelined rather than awaited one by one (ordering is guaranteed by the single
  * connection), with a bound on how many may be outstanding.
+ *
+ * PUBLISH answers how many subscribers received the message. A reply channel has exactly one subscriber,
+ * its gateway instance, so a count of 0 means the gateway is gone (crashed, or lost its connection and
+ * with it this request): `onUnheard` fires so the job stops generating for nobody — at no extra cost.
  */
 export class ReplyStreamWriter {
   private seq = 0;
   private inFlight = new Set<Promise<unknown>>();
   private failure: Error | null = null;
+  private lastSend = Date.now();
 
   constructor(
     private readonly redis: Redis,
     private readonly channel: string,
     private readonly requestId: string,
+    private readonly onUnheard: () => void = () => undefined,
   ) {}
 
   get sent(): number {
     return this.seq;
   }
 
+  /** When the last message was handed to Redis (ms epoch). */
+  get lastSentAt(): number {
+    return this.lastSend;
+  }
+
   /** Publishes a message; resolves immediately unless too many are outstanding. Throws once Redis failed. */
   async send(message: OutgoingReply): Promise<void> {
-    this.track(this.redis.publish(this.channel, this.encode(message)));
+    this.track(this.redis.publish(this.channel, this.encode(message)).then((n) => this.checkHeard(n)));
     if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
     if (this.failure) throw this.failure;
   }
@@ -40,7 +51,13 @@ export class ReplyStreamWriter {
       .multi()
       .set(key, payload, 'PX', ttlMs)
       .publish(this.channel, this.encode(message));
-    this.track(transaction.exec());
+    this.track(
+      transaction.exec().then((results) => {
+        const [error, receivers] = results?.[1] ?? [null, null];
+        if (error) throw error;
+        this.checkHeard(receivers);
+      }),
+    );
     await this.flush();
   }
 
@@ -50,7 +67,12 @@ export class ReplyStreamWriter {
     if (this.failure) throw this.failure;
   }
 
+  private checkHeard(receivers: unknown): void {
+    if (receivers === 0) this.onUnheard();
+  }
+
   private encode(message: OutgoingReply): string {
+    this.lastSend = Date.now();
     return JSON.stringify({ requestId: this.requestId, seq: this.seq++, ...message });
   }
 

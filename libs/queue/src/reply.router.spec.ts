@@ -13,6 +13,10 @@ class FakeSubscriber extends EventEmitter {
 class RecordingHandler implements ReplyHandler {
   readonly messages: ReplyMessage[] = [];
   readonly protocolErrors: ProtocolError[] = [];
+  connectionLost = 0;
+  onConnectionLost(): void {
+    this.connectionLost++;
+  }
   onMessage(message: ReplyMessage): void {
     this.messages.push(message);
   }
@@ -157,6 +161,43 @@ describe('ReplyRouter', () => {
       'chat-done:2',
     ]);
     expect(a.protocolErrors).toEqual([]);
+  });
+
+  it('still accepts a restart after alive messages, which are not output', () => {
+    const a = new RecordingHandler();
+    router.register(A, a);
+    publish(startedRaw(A, 0));
+    publish(JSON.stringify({ requestId: A, seq: 1, kind: 'alive' }));
+    publish(JSON.stringify({ requestId: A, seq: 2, kind: 'alive' }));
+    publish(startedRaw(A, 0));
+    publish(deltaRaw(A, 1));
+    expect(a.messages.map((m) => `${m.kind}:${m.seq}`)).toEqual([
+      'started:0',
+      'alive:1',
+      'alive:2',
+      'started:0',
+      'delta:1',
+    ]);
+    expect(a.protocolErrors).toEqual([]);
+  });
+
+  it('ends every open request when the subscription drops, and forgets them', () => {
+    const a = new RecordingHandler();
+    const b = new RecordingHandler();
+    router.register(A, a);
+    router.register(B, b);
+    publish(startedRaw(A, 0));
+    subscriber.emit('close');
+    expect([a.connectionLost, b.connectionLost]).toEqual([1, 1]);
+    expect(router.size).toBe(0);
+    publish(deltaRaw(A, 1));
+    expect(a.messages).toHaveLength(1);
+    expect(logger.warn).toHaveBeenCalledWith(expect.stringContaining('2 open request(s)'));
+  });
+
+  it('says nothing when the subscription drops with no request open', () => {
+    subscriber.emit('close');
+    expect(logger.warn).not.toHaveBeenCalled();
   });
 
   it('refuses a started seq 0 after output went out', () => {

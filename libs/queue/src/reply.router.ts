@@ -6,13 +6,15 @@ export interface ReplyHandler {
   onMessage(message: ReplyMessage): void;
   /** The stream broke (gap, duplicate, malformed message): no more messages will be delivered. */
   onProtocolError(error: ProtocolError): void;
+  /** The subscription dropped (Redis restarted or the link broke): messages may have been lost meanwhile. */
+  onConnectionLost(): void;
 }
 
 interface Route {
   handler: ReplyHandler;
   nextSeq: number;
-  /** Only a `started` has been seen: a restart of the job on another worker is still invisible to the client. */
-  onlyStarted: boolean;
+  /** Nothing but `started`/`alive` seen: a restart of the job on another worker is still invisible to the client. */
+  noOutput: boolean;
 }
 
 export interface ReplyRouterLogger {
@@ -37,6 +39,7 @@ export class ReplyRouter {
     this.subscriber.on('message', (channel: string, raw: string) => {
       if (channel === this.channel) this.dispatch(raw);
     });
+    this.subscriber.on('close', () => this.failAll());
     // ioredis re-issues SUBSCRIBE after a reconnect by itself (autoResubscribe).
     await this.subscriber.subscribe(this.channel);
     this.subscribed = true;
@@ -51,7 +54,7 @@ export class ReplyRouter {
   }
 
   register(requestId: string, handler: ReplyHandler): void {
-    this.routes.set(requestId, { handler, nextSeq: 0, onlyStarted: false });
+    this.routes.set(requestId, { handler, nextSeq: 0, noOutput: true });
   }
 
   unregister(requestId: string): void {
@@ -74,7 +77,7 @@ export class ReplyRouter {
     if (!route) return; // the request already ended (client gone, deadline); late messages are expected
     if (message.seq !== route.nextSeq) {
       // A job re-run after its worker died restarts at 0; harmless while the client has seen nothing yet.
-      const restartedBeforeOutput = message.kind === 'started' && message.seq === 0 && route.onlyStarted;
+      const restartedBeforeOutput = message.kind === 'started' && message.seq === 0 && route.noOutput;
       if (!restartedBeforeOutput) {
         this.fail(
           message.requestId,
@@ -86,8 +89,17 @@ export class ReplyRouter {
       }
     }
     route.nextSeq = message.seq + 1;
-    route.onlyStarted = message.kind === 'started';
+    route.noOutput &&= message.kind === 'started' || message.kind === 'alive';
     route.handler.onMessage(message);
+  }
+
+  /** Whatever was published while we were not subscribed is gone, so no open request can complete. */
+  private failAll(): void {
+    if (this.routes.size === 0) return;
+    this.logger.warn(`reply subscription lost: ending ${this.routes.size} open request(s)`);
+    const handlers = [...this.routes.values()].map((route) => route.handler);
+    this.routes.clear();
+    for (const handler of handlers) handler.onConnectionLost();
   }
 
   private fail(requestId: string, error: ProtocolError): void {

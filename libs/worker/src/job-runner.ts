@@ -28,18 +28,39 @@ export function toWireError(error: unknown): WireError {
   return GatewayError.workerFailed('The model backend failed while generating the response.').toWire();
 }
 
+export interface JobRunnerOptions {
+  /** A running job that has published nothing for this long sends an `alive` message (its lease). */
+  heartbeatMs: number;
+}
+
 /**
  * The life of one job on a worker, common to every model kind: validate what came out of Redis, refuse
  * work whose deadline passed, announce the start, run the inference under a cancel/deadline signal, and
  * make sure the client hears exactly one ending — success, or an error.
+ *
+ * While a job runs, its reply stream doubles as a lease in both directions: the gateway hears at least one
+ * message per heartbeat interval (else it knows the worker died), and every publish tells the worker whether
+ * the gateway still listens (else the job stops).
  */
 export class JobRunner {
+  private readonly active = new Set<ReplyStreamWriter>();
+  private readonly heartbeat: NodeJS.Timeout;
+
   constructor(
     private readonly publisher: Redis,
     private readonly cancels: CancelListener,
     private readonly workerId: string,
     private readonly logger: LoggerService,
-  ) {}
+    private readonly options: JobRunnerOptions,
+  ) {
+    // One timer per process, not per job; checking twice per interval keeps the worst-case gap at 1.5×.
+    this.heartbeat = setInterval(() => this.beat(), Math.max(10, Math.floor(options.heartbeatMs / 2)));
+    this.heartbeat.unref();
+  }
+
+  close(): void {
+    clearInterval(this.heartbeat);
+  }
 
   async run<T extends Envelope>(
     job: Job<unknown>,
@@ -48,7 +69,10 @@ export class JobRunner {
     execute: (context: JobContext<T>) => Promise<void>,
   ): Promise<JobOutcome> {
     const data = await this.parse(job, cls, servedModel);
-    const writer = new ReplyStreamWriter(this.publisher, data.replyTo, data.requestId);
+    const unheard = new AbortController();
+    const writer = new ReplyStreamWriter(this.publisher, data.replyTo, data.requestId, () =>
+      unheard.abort(new CancelledError('nobody_listening')),
+    );
     const remaining = data.deadline - Date.now();
     if (remaining <= 0) {
       await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
@@ -56,11 +80,13 @@ export class JobRunner {
       return 'expired';
     }
     const cancel = this.cancels.track(data.requestId);
-    const signal = AbortSignal.any([cancel.signal, AbortSignal.timeout(remaining)]);
+    const signal = AbortSignal.any([cancel.signal, unheard.signal, AbortSignal.timeout(remaining)]);
     const startedAt = Date.now();
     try {
       await writer.send({ kind: 'started', workerId: this.workerId });
+      this.active.add(writer);
       await execute({ data, signal, writer });
+      this.active.delete(writer);
       await writer.flush();
       this.logOutcome(data, 'completed', Date.now() - startedAt);
       return 'completed';
@@ -70,6 +96,10 @@ export class JobRunner {
         if (expired)
           await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
         const outcome: JobOutcome = expired ? 'expired' : 'cancelled';
+        if (signal.reason instanceof CancelledError && signal.reason.reason === 'nobody_listening') {
+          // Not a client's choice: its gateway died or lost Redis, so this is worth an operator's eye.
+          this.logger.warn?.(`request ${data.requestId} model ${data.model} cancelled: its gateway is gone`);
+        }
         this.logOutcome(data, outcome, Date.now() - startedAt);
         return outcome;
       }
@@ -77,7 +107,17 @@ export class JobRunner {
       this.logOutcome(data, 'failed', Date.now() - startedAt, error);
       throw error;
     } finally {
+      this.active.delete(writer);
       this.cancels.untrack(data.requestId);
+    }
+  }
+
+  private beat(): void {
+    const quietSince = Date.now() - this.options.heartbeatMs;
+    for (const writer of this.active) {
+      if (writer.lastSentAt > quietSince) continue;
+      // A failed publish is remembered by the writer and fails the job at its next send.
+      writer.send({ kind: 'alive' }).catch(() => undefined);
     }
   }
 

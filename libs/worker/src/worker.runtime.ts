@@ -31,6 +31,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
   private connections: Redis[] = [];
   private consumer: ModelQueueConsumer | null = null;
   private cancels: CancelListener | null = null;
+  private runner: JobRunner | null = null;
   private registry: RegistryClient | null = null;
   private announcer: WorkerAnnouncer | null = null;
 
@@ -86,9 +87,12 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
       this.logger,
     );
     await this.cancels.start();
-    const runner = new JobRunner(publisher, this.cancels, config.instanceId, this.logger);
+    this.runner = new JobRunner(publisher, this.cancels, config.instanceId, this.logger, {
+      heartbeatMs: config.replyHeartbeatMs,
+    });
+    const runner = this.runner;
 
-    this.consumer = new ModelQueueConsumer(blocking, config.namespace, this.logger);
+    this.consumer = new ModelQueueConsumer(blocking, config.namespace, this.logger, config.jobLockMs);
     served.forEach((model, i) => {
       const backend = backends[i]!;
       const processor =
@@ -126,6 +130,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     // Leave the registry first so gateways stop sending work here, then drain, then disconnect.
     await this.announcer?.stop();
     await this.consumer?.close();
+    this.runner?.close();
     await this.registry?.close();
     await Promise.all(this.backends.map((backend) => backend.close()));
     await Promise.all(this.connections.map((connection) => closeRedis(connection)));

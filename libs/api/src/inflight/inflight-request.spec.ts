@@ -414,4 +414,86 @@ describe('InflightRequest', () => {
     expect(h.sink.onImageDone).toHaveBeenCalledWith(imageDone);
     expect(h.count('unregister')).toBe(1);
   });
+
+  describe('worker lease', () => {
+    const LEASE = 3000;
+    const alive = (seq: number): ReplyMessage => ({ requestId, seq, kind: 'alive' });
+
+    it('keeps a quiet job alive as long as it sends alive messages', async () => {
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      for (let seq = 1; seq <= 5; seq++) {
+        jest.advanceTimersByTime(LEASE - 1);
+        h.request.onMessage(alive(seq));
+        h.request.checkLease(Date.now(), LEASE);
+      }
+      expect(h.sinkCalls).toBe(0);
+      expect(h.request.ended).toBe(false);
+    });
+
+    it('ends a stream whose worker went silent after output with a 502 and a cancel', async () => {
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      h.request.onMessage(delta(1, 'Hel'));
+      jest.advanceTimersByTime(LEASE - 1);
+      h.request.checkLease(Date.now(), LEASE);
+      expect(h.errors).toEqual([]);
+      jest.advanceTimersByTime(1);
+      h.request.checkLease(Date.now(), LEASE);
+      expect(h.errors.map((e) => [e.status, e.code])).toEqual([[502, 'worker_error']]);
+      expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'worker_unresponsive' });
+      expect(h.request.ended).toBe(true);
+    });
+
+    it('before any output, waits for the job to run again and accepts the new worker', async () => {
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      h.request.onMessage(alive(1));
+      jest.advanceTimersByTime(LEASE);
+      h.request.checkLease(Date.now(), LEASE);
+      expect(h.sinkCalls).toBe(0);
+      expect(h.request.ended).toBe(false);
+      // Re-checking while requeued changes nothing.
+      jest.advanceTimersByTime(LEASE * 3);
+      h.request.checkLease(Date.now(), LEASE);
+      expect(h.sinkCalls).toBe(0);
+      const other: ReplyMessage = { requestId, seq: 0, kind: 'started', workerId: 'chat-worker-8' };
+      h.request.onMessage(other);
+      h.request.onMessage(delta(1, 'Hi'));
+      h.request.onMessage(chatDone(2));
+      expect(h.events.filter((e) => e[0] === 'onDelta' || e[0] === 'onChatDone')).toEqual([
+        ['onDelta', 0, 'Hi'],
+        ['onChatDone', 2],
+      ]);
+      // A client leaving now cancels on the worker that really runs the job.
+      expect(h.cancel).not.toHaveBeenCalled();
+    });
+
+    it('does not judge a request that is still queued', async () => {
+      await h.request.enqueue(jobData(), 60_000);
+      jest.advanceTimersByTime(LEASE * 10);
+      h.request.checkLease(Date.now(), LEASE);
+      expect(h.sinkCalls).toBe(0);
+    });
+  });
+
+  it('a lost reply subscription ends the request with 503 and stops the work', async () => {
+    await h.request.enqueue(jobData(), 60_000);
+    h.request.onMessage(started());
+    h.request.onConnectionLost();
+    expect(h.errors.map((e) => [e.status, e.code])).toEqual([[503, 'service_unavailable']]);
+    expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'connection_lost' });
+    expect(h.request.ended).toBe(true);
+    h.request.onConnectionLost();
+    expect(h.errors).toHaveLength(1);
+  });
+
+  it('a lost subscription ends a queued request too, even when its job cannot be taken back', async () => {
+    h.removeResult = Promise.reject(new Error('Redis is down'));
+    await h.request.enqueue(jobData(), 60_000);
+    h.request.onConnectionLost();
+    await flush();
+    expect(h.errors.map((e) => e.status)).toEqual([503]);
+    expect(h.request.ended).toBe(true);
+  });
 });

@@ -26,6 +26,8 @@ export interface InflightDeps {
   producer: JobProducer;
   cancel(workerId: string, message: CancelMessage): void;
   logger: LoggerService;
+  /** Called once when the request stops needing replies. */
+  onEnd?(request: InflightRequest): void;
 }
 
 type State = 'queued' | 'running' | 'ended';
@@ -40,6 +42,10 @@ export class InflightRequest implements ReplyHandler {
   private workerId: string | null = null;
   private abandoned: CancelMessage['reason'] | null = null;
   private deadlineTimer: NodeJS.Timeout | undefined;
+  /** When the running job last spoke (any message, `alive` included): its lease. */
+  private lastHeard = 0;
+  /** Whether the client has been sent anything from the job; after that a re-run cannot be hidden. */
+  private outputSent = false;
 
   constructor(
     readonly requestId: string,
@@ -68,6 +74,7 @@ export class InflightRequest implements ReplyHandler {
 
   onMessage(message: ReplyMessage): void {
     if (this.state === 'ended') return;
+    this.lastHeard = Date.now();
     if (message.kind === 'started') {
       this.state = 'running';
       this.workerId = message.workerId;
@@ -75,6 +82,8 @@ export class InflightRequest implements ReplyHandler {
       if (this.abandoned) this.cancelOnWorker(this.abandoned);
       return;
     }
+    if (message.kind === 'alive') return;
+    if (message.kind === 'delta' || message.kind === 'image') this.outputSent = true;
     const terminal =
       message.kind === 'chat-done' || message.kind === 'image-done' || message.kind === 'error';
     if (terminal) this.end();
@@ -100,6 +109,39 @@ export class InflightRequest implements ReplyHandler {
       GatewayError.workerFailed('The reply stream from the model worker was interrupted.'),
       'protocol_error',
     );
+  }
+
+  onConnectionLost(): void {
+    if (this.state === 'ended') return;
+    this.fail(
+      GatewayError.serviceUnavailable(
+        'The connection to the job queue was lost while waiting for the answer. Try again shortly.',
+      ),
+      'connection_lost',
+    );
+    this.end();
+  }
+
+  /**
+   * Called periodically: a running job whose worker has been silent longer than the lease lost its worker.
+   * Before any output the loss is invisible — the queue hands the job to another worker once its lock
+   * expires, so keep waiting; after output, the answer cannot be completed, so end it with an error now.
+   */
+  checkLease(now: number, leaseMs: number): void {
+    if (this.state !== 'running' || this.abandoned || now - this.lastHeard < leaseMs) return;
+    if (this.outputSent) {
+      this.deps.logger.warn?.(`request ${this.requestId}: worker ${this.workerId} stopped responding`);
+      this.fail(
+        GatewayError.workerFailed('The model worker stopped responding while generating the answer.'),
+        'worker_unresponsive',
+      );
+      return;
+    }
+    this.deps.logger.warn?.(
+      `request ${this.requestId}: worker ${this.workerId} stopped responding before any output; waiting for the job to run again`,
+    );
+    this.state = 'queued';
+    this.workerId = null;
   }
 
   /** The client went away: stop the work it asked for. */
@@ -150,5 +192,6 @@ export class InflightRequest implements ReplyHandler {
     this.state = 'ended';
     clearTimeout(this.deadlineTimer);
     this.deps.router.unregister(this.requestId);
+    this.deps.onEnd?.(this);
   }
 }

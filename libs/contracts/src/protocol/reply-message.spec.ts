@@ -10,6 +10,7 @@ const requestId = 'req_0123456789';
 
 const valid: Record<ReplyMessage['kind'], ReplyMessage> = {
   started: { requestId, seq: 0, kind: 'started', workerId: 'chat-host-1-abc' },
+  alive: { requestId, seq: 1, kind: 'alive' },
   delta: { requestId, seq: 1, kind: 'delta', choice: 0, content: 'He said "hi"\n😀' },
   'chat-done': {
     requestId,

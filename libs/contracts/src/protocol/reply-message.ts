@@ -16,6 +16,14 @@ export interface StartedMessage extends ReplyBase {
   workerId: string;
 }
 
+/**
+ * Sent by a worker when a running job has been silent for a while (waiting on a slow backend), so the
+ * gateway can tell a quiet worker from a dead one; carries nothing for the client.
+ */
+export interface AliveMessage extends ReplyBase {
+  kind: 'alive';
+}
+
 export interface DeltaMessage extends ReplyBase {
   kind: 'delta';
   choice: number;
@@ -59,7 +67,13 @@ export interface ErrorMessage extends ReplyBase {
 }
 
 export type ReplyMessage =
-  StartedMessage | DeltaMessage | ChatDoneMessage | ImageMessage | ImageDoneMessage | ErrorMessage;
+  | StartedMessage
+  | AliveMessage
+  | DeltaMessage
+  | ChatDoneMessage
+  | ImageMessage
+  | ImageDoneMessage
+  | ErrorMessage;
 
 export class ProtocolError extends Error {
   constructor(reason: string) {
@@ -136,6 +150,8 @@ export function parseReplyMessage(raw: string): ReplyMessage {
   switch (kind) {
     case 'started':
       return { ...base, kind, workerId: str(record, 'workerId') };
+    case 'alive':
+      return { ...base, kind };
     case 'delta':
       return { ...base, kind, choice: nat(record, 'choice'), content: str(record, 'content') };
     case 'chat-done': {
@@ -179,7 +195,13 @@ export function peekRequestId(raw: string): string | null {
 
 export interface CancelMessage {
   requestId: string;
-  reason: 'client_disconnected' | 'deadline_exceeded' | 'gateway_shutdown' | 'protocol_error';
+  reason:
+    | 'client_disconnected'
+    | 'deadline_exceeded'
+    | 'gateway_shutdown'
+    | 'protocol_error'
+    | 'worker_unresponsive'
+    | 'connection_lost';
 }
 
 const CANCEL_REASONS: readonly CancelMessage['reason'][] = [
@@ -187,6 +209,8 @@ const CANCEL_REASONS: readonly CancelMessage['reason'][] = [
   'deadline_exceeded',
   'gateway_shutdown',
   'protocol_error',
+  'worker_unresponsive',
+  'connection_lost',
 ];
 
 export function parseCancelMessage(raw: string): CancelMessage {
