@@ -20,6 +20,12 @@ export const FAULT_CATALOG = {
       owned_by: 'faults',
       backend: { kind: 'simulator', mode: 'words', maxWords: 4096, tokensPerSecond: 0 },
     },
+    {
+      id: 'sim-echo',
+      type: 'chat',
+      owned_by: 'faults',
+      backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 0 },
+    },
     { id: 'sim-image', type: 'image', owned_by: 'faults', backend: { kind: 'simulator' } },
   ],
 };

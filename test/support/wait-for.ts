@@ -10,13 +10,13 @@ export async function waitFor<T>(
   for (;;) {
     try {
       const value = await check();
-      if (value) return value as NonNullable<T>;
+      if (value) return value;
     } catch (error) {
       last = error;
     }
     if (Date.now() > deadline) {
       throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
+        `timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? `: ${last.message}` : ''}`,
       );
     }
     await new Promise((resolve) => setTimeout(resolve, everyMs));

@@ -70,6 +70,10 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('WORKER_LEASE_MS', 100, 600_000)
   workerLeaseMs = 3000;
 
+  /** An ended stream a client has not read within this long has its connection dropped (0 = never). */
+  @EnvInt('STREAM_FLUSH_TIMEOUT_MS', 0)
+  streamFlushTimeoutMs = 30_000;
+
   @EnvInt('SSE_KEEPALIVE_MS', 0)
   sseKeepAliveMs = 15_000;
 

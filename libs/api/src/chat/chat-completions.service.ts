@@ -47,6 +47,7 @@ export class ChatCompletionsService {
     const sse = new SseWriter(reply.raw, {
       bufferLimitBytes: this.config.streamBufferLimitBytes,
       keepAliveMs: this.config.sseKeepAliveMs,
+      flushTimeoutMs: this.config.streamFlushTimeoutMs,
       onOverflow: () => inflight?.abandon(),
     });
     inflight = this.inflight.create(job.requestId, 'chat', model.id, {

@@ -282,6 +282,40 @@ describe('SseWriter', () => {
     expect(client.received.complete).toBe(false);
   });
 
+  it('drops the connection of a client that never reads the end of a finished stream', async () => {
+    const { res, client } = await connectClient();
+    client.socket.pause();
+    const writer = writerFor(res, { bufferLimitBytes: 64 * 1024 * 1024, flushTimeoutMs: 200 });
+    writer.open({});
+    // More than the kernel buffers hold, but under the cap: the stream ends with bytes still unsent.
+    const event = JSON.stringify({ pad: 'z'.repeat(64 * 1024) });
+    for (let i = 0; i < 200 && res.writableLength === 0; i++) {
+      writer.data(event);
+      await sleep(1);
+    }
+    for (let i = 0; i < 64; i++) writer.data(event);
+    writer.done();
+    expect(res.writableFinished).toBe(false);
+    const startedAt = Date.now();
+    while (!res.destroyed && Date.now() - startedAt < 3000) await sleep(10);
+    expect(res.destroyed).toBe(true);
+    client.socket.resume();
+    await client.until(() => client.closed, 3000);
+    expect(client.received.complete).toBe(false);
+  });
+
+  it('leaves a finished stream alone once it reached the client', async () => {
+    const { res, client } = await connectClient();
+    const writer = writerFor(res, { flushTimeoutMs: 50 });
+    writer.open({});
+    writer.data('{}');
+    writer.done();
+    const received = await client.until((r) => r.complete, 2000);
+    expect(received.chunks).toHaveLength(2);
+    await sleep(100);
+    expect(client.received.complete).toBe(true);
+  });
+
   it('does not overflow a client that keeps reading', async () => {
     const { res, client } = await connectClient();
     const onOverflow = jest.fn();

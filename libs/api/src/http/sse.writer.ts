@@ -7,6 +7,11 @@ export interface SseWriterOptions {
   keepAliveMs: number;
   /** Called once when the client stopped reading and the stream was cut. */
   onOverflow: () => void;
+  /**
+   * How long an ended stream may take to reach a client before its connection is dropped: a client that
+   * stopped reading would otherwise hold the socket and its unsent bytes forever (0 = wait forever).
+   */
+  flushTimeoutMs?: number;
 }
 
 const DONE = 'data: [DONE]\n\n';
@@ -41,6 +46,7 @@ export class SseWriter {
     if (early.length > 0) this.push(early);
     if (this.ended) {
       this.res.end();
+      this.dropIfNeverFlushed();
       return;
     }
     if (this.options.keepAliveMs > 0) {
@@ -72,7 +78,19 @@ export class SseWriter {
     if (this.ended) return;
     this.ended = true;
     clearInterval(this.keepAlive);
-    if (this.early === null && !this.res.destroyed) this.res.end();
+    if (this.early === null && !this.res.destroyed) {
+      this.res.end();
+      this.dropIfNeverFlushed();
+    }
+  }
+
+  private dropIfNeverFlushed(): void {
+    const timeoutMs = this.options.flushTimeoutMs ?? 0;
+    if (timeoutMs <= 0 || this.res.writableFinished) return;
+    const timer = setTimeout(() => this.res.destroy(), timeoutMs);
+    timer.unref();
+    this.res.once('finish', () => clearTimeout(timer));
+    this.res.once('close', () => clearTimeout(timer));
   }
 
   private write(text: string): void {
