@@ -40,6 +40,7 @@ export class InflightRequest implements ReplyHandler {
   private workerId: string | null = null;
   private abandoned: CancelMessage['reason'] | null = null;
   private deadlineTimer: NodeJS.Timeout | undefined;
+  private startTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly requestId: string,
@@ -53,8 +54,12 @@ export class InflightRequest implements ReplyHandler {
     return this.state === 'ended' || this.abandoned !== null;
   }
 
-  /** Registers for replies before the job exists, so not even the first message can be missed. */
-  async enqueue(data: JobDataOf<ModelKind>, deadlineMs: number): Promise<void> {
+  /**
+   * Registers for replies before the job exists, so not even the first message can be missed.
+   * `startWithinMs` bounds the wait for a worker to take the job: set for a scale-to-zero model that has
+   * no live worker yet, whose queue makes an autoscaler start one.
+   */
+  async enqueue(data: JobDataOf<ModelKind>, deadlineMs: number, startWithinMs?: number): Promise<void> {
     this.deps.router.register(this.requestId, this);
     this.deadlineTimer = setTimeout(() => this.onDeadline(deadlineMs), deadlineMs);
     try {
@@ -64,11 +69,15 @@ export class InflightRequest implements ReplyHandler {
       this.deps.logger.warn?.(`request ${this.requestId}: enqueue failed: ${String(error)}`);
       throw GatewayError.serviceUnavailable('The job queue is not reachable. Try again shortly.');
     }
+    if (startWithinMs !== undefined && startWithinMs < deadlineMs && this.state === 'queued') {
+      this.startTimer = setTimeout(() => this.onNoWorkerStarted(startWithinMs), startWithinMs);
+    }
   }
 
   onMessage(message: ReplyMessage): void {
     if (this.state === 'ended') return;
     if (message.kind === 'started') {
+      clearTimeout(this.startTimer);
       this.state = 'running';
       this.workerId = message.workerId;
       // The client left while the job was being picked up: it could not be removed, so stop it now.
@@ -121,6 +130,24 @@ export class InflightRequest implements ReplyHandler {
     this.end();
   }
 
+  /**
+   * No worker came up in time. The job is taken back first: only if it was still waiting does the client
+   * hear 503; a worker that took it in the meantime is left to answer (the deadline still bounds it).
+   */
+  private onNoWorkerStarted(waitedMs: number): void {
+    if (this.state !== 'queued' || this.abandoned) return;
+    this.deps.producer.removeWaiting(this.kind, this.model, this.requestId).then(
+      (removed) => {
+        if (!removed || this.state !== 'queued' || this.abandoned) return;
+        this.end();
+        this.sink.onError(GatewayError.modelUnavailable(this.model, waitedMs));
+      },
+      (error: unknown) => {
+        this.deps.logger.warn?.(`request ${this.requestId}: could not remove job: ${String(error)}`);
+      },
+    );
+  }
+
   private stopWork(reason: CancelMessage['reason']): void {
     this.abandoned = reason;
     if (this.state === 'running') {
@@ -149,6 +176,7 @@ export class InflightRequest implements ReplyHandler {
     if (this.state === 'ended') return;
     this.state = 'ended';
     clearTimeout(this.deadlineTimer);
+    clearTimeout(this.startTimer);
     this.deps.router.unregister(this.requestId);
   }
 }
