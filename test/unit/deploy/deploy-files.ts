@@ -42,13 +42,13 @@ export function appOfCommand(command: unknown): string | null {
 export function interpolate(text: string, env: Record<string, string | undefined>): string {
   return text.replace(
     /\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}/g,
-    (_all, name: string, op, arg) => {
+    (_all, name: string, op: string | undefined, arg: string | undefined) => {
       const value = env[name];
       const unset = op?.startsWith(':') ? value === undefined || value === '' : value === undefined;
       if (!unset) return value!;
       if (op === undefined) return '';
-      if ((op as string).endsWith('-')) return arg as string;
-      throw new Error(`\${${name}} is required: ${arg as string}`);
+      if (op.endsWith('-')) return arg ?? '';
+      throw new Error(`\${${name}} is required: ${arg ?? ''}`);
     },
   );
 }
