@@ -156,6 +156,36 @@ describe('parseCatalog', () => {
   });
 });
 
+describe('parseCatalog scaleToZero', () => {
+  it('leaves scaleToZero out when a model does not declare it', () => {
+    expect(parseCatalog(catalog(chat), PATH).models[0]).not.toHaveProperty('scaleToZero');
+  });
+
+  it('reads maxWaitMs', () => {
+    const model = { ...chat, scaleToZero: { maxWaitMs: 30_000 } };
+    expect(parseCatalog(catalog(model), PATH).models[0]!.scaleToZero).toEqual({ maxWaitMs: 30_000 });
+  });
+
+  it('defaults maxWaitMs to two minutes', () => {
+    const model = { ...image, scaleToZero: {} };
+    expect(parseCatalog(catalog(model), PATH).models[0]!.scaleToZero).toEqual({ maxWaitMs: 120_000 });
+  });
+
+  it.each([
+    ['true', true, 'scaleToZero must be an object'],
+    ['a number', 5, 'scaleToZero must be an object'],
+    ['a zero wait', { maxWaitMs: 0 }, 'maxWaitMs must be an integer between 1 and 3600000'],
+    ['a fractional wait', { maxWaitMs: 1.5 }, 'maxWaitMs must be an integer'],
+    ['an hour and a bit', { maxWaitMs: 3_600_001 }, 'maxWaitMs must be an integer between 1 and 3600000'],
+    ['an unknown field', { maxWait: 5 }, 'maxWait'],
+  ])('refuses %s, naming the model and the field', (_label, scaleToZero, message) => {
+    const error = problemsOf(catalog({ ...chat, scaleToZero }));
+    expect(error.message).toContain('sim-chat');
+    expect(error.message).toContain('scaleToZero');
+    expect(error.message).toContain(message);
+  });
+});
+
 describe('loadCatalog', () => {
   let dir: string;
 

@@ -10,6 +10,7 @@ import {
   IsOptional,
   IsString,
   Matches,
+  Max,
   MaxLength,
   Min,
   MinLength,
@@ -27,6 +28,14 @@ export interface BackendSpec {
   [option: string]: unknown;
 }
 
+/** A model that may have no worker at all while idle (an autoscaler starts one when its queue fills). */
+export interface ScaleToZeroSpec {
+  /** How long a request waits in the queue for a worker to start before `503 model_unavailable`. */
+  maxWaitMs: number;
+}
+
+export const DEFAULT_SCALE_TO_ZERO_MAX_WAIT_MS = 120_000;
+
 export interface CatalogModel {
   id: string;
   kind: ModelKind;
@@ -34,11 +43,21 @@ export interface CatalogModel {
   ownedBy: string;
   created: number;
   backend: BackendSpec;
+  /** Present only for models declared `scaleToZero`. */
+  scaleToZero?: ScaleToZeroSpec;
 }
 
 export interface Catalog {
   path: string;
   models: CatalogModel[];
+}
+
+class ScaleToZeroDto {
+  @IsOptional()
+  @Max(3_600_000, { message: 'maxWaitMs must be an integer between 1 and 3600000' })
+  @Min(1, { message: 'maxWaitMs must be an integer between 1 and 3600000' })
+  @IsInt({ message: 'maxWaitMs must be an integer between 1 and 3600000' })
+  maxWaitMs?: number;
 }
 
 class CatalogModelDto {
@@ -64,6 +83,12 @@ class CatalogModelDto {
 
   @IsObject({ message: 'backend must be an object with a "kind"' })
   backend!: BackendSpec;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ScaleToZeroDto)
+  @IsObject({ message: 'scaleToZero must be an object such as {"maxWaitMs": 120000}' })
+  scaleToZero?: ScaleToZeroDto;
 }
 
 class CatalogFileDto {
@@ -134,6 +159,9 @@ export function parseCatalog(text: string, path: string): Catalog {
       ownedBy: m.owned_by,
       created: m.created ?? loadedAt,
       backend: m.backend,
+      ...(m.scaleToZero
+        ? { scaleToZero: { maxWaitMs: m.scaleToZero.maxWaitMs ?? DEFAULT_SCALE_TO_ZERO_MAX_WAIT_MS } }
+        : {}),
     })),
   };
 }

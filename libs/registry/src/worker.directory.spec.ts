@@ -334,4 +334,29 @@ describe('WorkerDirectory', () => {
     const ids = directory.list().map((e) => e.id);
     expect(ids).toEqual(['alpha', 'mid-model', 'sim-chat', 'sim-image', 'zeta']);
   });
+  it('carries a scaleToZero declaration into the entry, live or not', () => {
+    const coldCatalog = parseCatalog(
+      JSON.stringify({
+        models: [
+          {
+            id: 'sim-chat',
+            type: 'chat',
+            owned_by: 'model-gateway',
+            backend: { kind: 'simulator' },
+            scaleToZero: { maxWaitMs: 45_000 },
+          },
+        ],
+      }),
+      'cold-catalog.json',
+    );
+    const cold = new WorkerDirectory(coldCatalog, TTL_MS, () => clock);
+    const idle = cold.lookup('sim-chat');
+    expect(idle.state).toBe('unavailable');
+    expect(idle.state !== 'unknown' && idle.model.scaleToZero).toEqual({ maxWaitMs: 45_000 });
+    cold.heartbeat(beat('chat-1', [simChat]));
+    const live = cold.lookup('sim-chat');
+    expect(live.state).toBe('live');
+    expect(live.state !== 'unknown' && live.model.scaleToZero).toEqual({ maxWaitMs: 45_000 });
+    expect(directory.lookup('sim-chat')).not.toHaveProperty('model.scaleToZero');
+  });
 });

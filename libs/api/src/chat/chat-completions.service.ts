@@ -26,14 +26,17 @@ export class ChatCompletionsService {
   ) {}
 
   async handle(requestId: string, body: ChatCompletionRequestDto, reply: FastifyReply): Promise<void> {
-    const model = await this.resolver.resolve(body.model ?? this.config.defaultChatModel, 'chat');
+    const { model, startWithinMs } = await this.resolver.resolve(
+      body.model ?? this.config.defaultChatModel,
+      'chat',
+    );
     const job: ChatJobData = {
       ...this.inflight.envelope(requestId, model.id, this.config.chatDeadlineMs),
       request: body,
     };
     const created = Math.floor(job.enqueuedAt / 1000);
-    if (body.stream === true) await this.stream(job, model, created, reply);
-    else await this.respond(job, model, created, reply);
+    if (body.stream === true) await this.stream(job, model, created, reply, startWithinMs);
+    else await this.respond(job, model, created, reply, startWithinMs);
   }
 
   private async stream(
@@ -41,6 +44,7 @@ export class ChatCompletionsService {
     model: ModelEntry,
     created: number,
     reply: FastifyReply,
+    startWithinMs: number | undefined,
   ): Promise<void> {
     const chunks = new ChatChunkSerializer(job.requestId, model.id, created);
     let inflight: InflightRequest | null = null;
@@ -58,8 +62,10 @@ export class ChatCompletionsService {
       },
       onError: (error) => sse.fail(JSON.stringify(error.toBody())),
     });
-    // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status.
-    await inflight.enqueue(job, this.config.chatDeadlineMs);
+    // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status. A cold start
+    // (scale-to-zero) still opens the stream at once: keep-alive comments hold proxies while a worker
+    // starts, and a wait that runs out ends the stream with the model_unavailable error.
+    await inflight.enqueue(job, this.config.chatDeadlineMs, startWithinMs);
     reply.hijack();
     sse.open({ 'x-request-id': job.requestId });
     onClientGone(reply, () => {
@@ -73,6 +79,7 @@ export class ChatCompletionsService {
     model: ModelEntry,
     created: number,
     reply: FastifyReply,
+    startWithinMs: number | undefined,
   ): Promise<void> {
     const assembler = new CompletionAssembler(job.requestId, model.id, created);
     const completion = new Promise<ChatCompletion>((resolve, reject) => {
@@ -85,7 +92,7 @@ export class ChatCompletionsService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight.enqueue(job, this.config.chatDeadlineMs).catch(reject);
+      inflight.enqueue(job, this.config.chatDeadlineMs, startWithinMs).catch(reject);
     });
     await reply.status(200).send(await completion);
   }

@@ -24,7 +24,10 @@ export class ImageGenerationService {
   ) {}
 
   async handle(requestId: string, body: ImageGenerationRequestDto, reply: FastifyReply): Promise<void> {
-    const model = await this.resolver.resolve(body.model ?? this.config.defaultImageModel, 'image');
+    const { model, startWithinMs } = await this.resolver.resolve(
+      body.model ?? this.config.defaultImageModel,
+      'image',
+    );
     const job: ImageJobData = {
       ...this.inflight.envelope(requestId, model.id, this.config.imageDeadlineMs),
       request: body,
@@ -57,7 +60,7 @@ export class ImageGenerationService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight.enqueue(job, this.config.imageDeadlineMs).catch(reject);
+      inflight.enqueue(job, this.config.imageDeadlineMs, startWithinMs).catch(reject);
     });
     await reply.status(200).send(await result);
   }

@@ -496,4 +496,71 @@ describe('InflightRequest', () => {
     expect(h.errors.map((e) => e.status)).toEqual([503]);
     expect(h.request.ended).toBe(true);
   });
+
+  describe('bounded wait for a worker to start (scale to zero)', () => {
+    it('takes the job back and answers 503 model_unavailable when no worker started in time', async () => {
+      await h.request.enqueue(jobData(), 10_000, 300);
+      jest.advanceTimersByTime(299);
+      expect(h.producer.removeWaiting).not.toHaveBeenCalled();
+      jest.advanceTimersByTime(1);
+      await flush();
+      expect(h.producer.removeWaiting).toHaveBeenCalledWith('chat', model, requestId);
+      expect(h.errors.map((e) => [e.status, e.code])).toEqual([[503, 'model_unavailable']]);
+      expect(h.errors[0]!.message).toContain('300 ms');
+      expect(h.errors[0]!.headers).toEqual({ 'retry-after': '5' });
+      expect(h.count('unregister')).toBe(1);
+      expect(h.request.ended).toBe(true);
+      jest.advanceTimersByTime(20_000);
+      expect(h.sinkCalls).toBe(1); // no deadline error afterwards
+    });
+
+    it('lets a worker that took the job at the last instant answer', async () => {
+      h.removeResult = Promise.resolve(false);
+      await h.request.enqueue(jobData(), 10_000, 300);
+      jest.advanceTimersByTime(300);
+      await flush();
+      expect(h.sink.onError).not.toHaveBeenCalled();
+      expect(h.request.ended).toBe(false);
+      h.request.onMessage(started());
+      h.request.onMessage(delta(1, 'late but fine'));
+      h.request.onMessage(chatDone(2));
+      expect(h.events.slice(-3)).toEqual([
+        ['onDelta', 0, 'late but fine'],
+        ['unregister', requestId],
+        ['onChatDone', 2],
+      ]);
+      expect(h.cancel).not.toHaveBeenCalled();
+    });
+
+    it('stops waiting once the job started', async () => {
+      await h.request.enqueue(jobData(), 10_000, 300);
+      h.request.onMessage(started());
+      jest.advanceTimersByTime(1000);
+      await flush();
+      expect(h.producer.removeWaiting).not.toHaveBeenCalled();
+      expect(h.sink.onError).not.toHaveBeenCalled();
+      h.request.onMessage(chatDone(1));
+      expect(h.sink.onChatDone).toHaveBeenCalledTimes(1);
+    });
+
+    it('leaves a wait longer than the deadline to the deadline', async () => {
+      await h.request.enqueue(jobData(), 500, 800);
+      jest.advanceTimersByTime(500);
+      await flush();
+      expect(h.errors.map((e) => e.code)).toEqual(['deadline_exceeded']);
+      jest.advanceTimersByTime(1000);
+      await flush();
+      expect(h.sinkCalls).toBe(1);
+    });
+
+    it('does not answer twice when the client left before the wait ran out', async () => {
+      h.removeResult = Promise.resolve(false);
+      await h.request.enqueue(jobData(), 10_000, 300);
+      h.request.abandon();
+      jest.advanceTimersByTime(300);
+      await flush();
+      expect(h.count('removeWaiting')).toBe(1);
+      expect(h.sink.onError).not.toHaveBeenCalled();
+    });
+  });
 });

@@ -46,6 +46,7 @@ export class InflightRequest implements ReplyHandler {
   private lastHeard = 0;
   /** Whether the client has been sent anything from the job; after that a re-run cannot be hidden. */
   private outputSent = false;
+  private startTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly requestId: string,
@@ -59,8 +60,12 @@ export class InflightRequest implements ReplyHandler {
     return this.state === 'ended' || this.abandoned !== null;
   }
 
-  /** Registers for replies before the job exists, so not even the first message can be missed. */
-  async enqueue(data: JobDataOf<ModelKind>, deadlineMs: number): Promise<void> {
+  /**
+   * Registers for replies before the job exists, so not even the first message can be missed.
+   * `startWithinMs` bounds the wait for a worker to take the job: set for a scale-to-zero model that has
+   * no live worker yet, whose queue makes an autoscaler start one.
+   */
+  async enqueue(data: JobDataOf<ModelKind>, deadlineMs: number, startWithinMs?: number): Promise<void> {
     this.deps.router.register(this.requestId, this);
     this.deadlineTimer = setTimeout(() => this.onDeadline(deadlineMs), deadlineMs);
     try {
@@ -70,12 +75,16 @@ export class InflightRequest implements ReplyHandler {
       this.deps.logger.warn?.(`request ${this.requestId}: enqueue failed: ${String(error)}`);
       throw GatewayError.serviceUnavailable('The job queue is not reachable. Try again shortly.');
     }
+    if (startWithinMs !== undefined && startWithinMs < deadlineMs && this.state === 'queued') {
+      this.startTimer = setTimeout(() => this.onNoWorkerStarted(startWithinMs), startWithinMs);
+    }
   }
 
   onMessage(message: ReplyMessage): void {
     if (this.state === 'ended') return;
     this.lastHeard = Date.now();
     if (message.kind === 'started') {
+      clearTimeout(this.startTimer);
       this.state = 'running';
       this.workerId = message.workerId;
       // The client left while the job was being picked up: it could not be removed, so stop it now.
@@ -163,6 +172,24 @@ export class InflightRequest implements ReplyHandler {
     this.end();
   }
 
+  /**
+   * No worker came up in time. The job is taken back first: only if it was still waiting does the client
+   * hear 503; a worker that took it in the meantime is left to answer (the deadline still bounds it).
+   */
+  private onNoWorkerStarted(waitedMs: number): void {
+    if (this.state !== 'queued' || this.abandoned) return;
+    this.deps.producer.removeWaiting(this.kind, this.model, this.requestId).then(
+      (removed) => {
+        if (!removed || this.state !== 'queued' || this.abandoned) return;
+        this.end();
+        this.sink.onError(GatewayError.modelUnavailable(this.model, waitedMs));
+      },
+      (error: unknown) => {
+        this.deps.logger.warn?.(`request ${this.requestId}: could not remove job: ${String(error)}`);
+      },
+    );
+  }
+
   private stopWork(reason: CancelMessage['reason']): void {
     this.abandoned = reason;
     if (this.state === 'running') {
@@ -191,6 +218,7 @@ export class InflightRequest implements ReplyHandler {
     if (this.state === 'ended') return;
     this.state = 'ended';
     clearTimeout(this.deadlineTimer);
+    clearTimeout(this.startTimer);
     this.deps.router.unregister(this.requestId);
     this.deps.onEnd?.(this);
   }

@@ -2,17 +2,30 @@ import { Inject, Injectable } from '@nestjs/common';
 import { GatewayError, modelTypeOf, type ModelEntry, type ModelKind } from '@mgw/contracts';
 import { GatewayRuntime } from '../gateway.runtime';
 
-/** Turns a requested model id into a live model of the right kind, or the matching 404/400/503. */
+/** A model a request may be queued for; `startWithinMs` is set when no worker runs it yet. */
+export interface ResolvedModel {
+  model: ModelEntry;
+  /** Scale-to-zero model without a live worker: how long the job may wait for one to start. */
+  startWithinMs?: number;
+}
+
+/**
+ * Turns a requested model id into a model of the right kind that can take the request, or the matching
+ * 404/400/503. A declared model without live workers is refused at once, unless the catalog declares it
+ * `scaleToZero`: then the request is queued and waits (bounded) for an autoscaler to start a worker.
+ */
 @Injectable()
 export class ModelResolver {
   constructor(@Inject(GatewayRuntime) private readonly runtime: GatewayRuntime) {}
 
-  async resolve(id: string, kind: ModelKind): Promise<ModelEntry> {
+  async resolve(id: string, kind: ModelKind): Promise<ResolvedModel> {
     const lookup = await this.runtime.models.lookup(id);
     if (lookup.state === 'unknown') throw GatewayError.modelNotFound(id);
     const expected = modelTypeOf(kind);
     if (lookup.model.type !== expected) throw GatewayError.wrongModelType(id, expected, lookup.model.type);
-    if (lookup.state === 'unavailable') throw GatewayError.modelUnavailable(id);
-    return lookup.model;
+    if (lookup.state === 'live') return { model: lookup.model };
+    const scaleToZero = lookup.model.scaleToZero;
+    if (!scaleToZero) throw GatewayError.modelUnavailable(id);
+    return { model: lookup.model, startWithinMs: scaleToZero.maxWaitMs };
   }
 }

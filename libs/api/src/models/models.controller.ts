@@ -9,6 +9,10 @@ import {
 import { Auth } from '../auth/auth-policy.decorator';
 import { GatewayRuntime } from '../gateway.runtime';
 
+function isServable(entry: ModelEntry): boolean {
+  return entry.liveWorkers > 0 || entry.scaleToZero !== undefined;
+}
+
 function toModelObject(entry: ModelEntry): ModelObject {
   return {
     id: entry.id,
@@ -20,7 +24,7 @@ function toModelObject(entry: ModelEntry): ModelObject {
   };
 }
 
-/** Models with at least one live worker; a declared model without workers is not offered. */
+/** Models that can take a request now: those with a live worker, and scale-to-zero models (queued until one starts). */
 @Controller('v1/models')
 @Auth('models')
 export class ModelsController {
@@ -29,13 +33,13 @@ export class ModelsController {
   @Get()
   async list(): Promise<ModelList> {
     const models = await this.runtime.models.listModels();
-    return { object: 'list', data: models.filter((m) => m.liveWorkers > 0).map(toModelObject) };
+    return { object: 'list', data: models.filter(isServable).map(toModelObject) };
   }
 
   @Get(':id')
   async retrieve(@Param('id') id: string): Promise<ModelObject> {
     const lookup = await this.runtime.models.lookup(id);
-    if (lookup.state !== 'live') throw GatewayError.modelNotFound(id);
+    if (lookup.state === 'unknown' || !isServable(lookup.model)) throw GatewayError.modelNotFound(id);
     return toModelObject(lookup.model);
   }
 }

@@ -81,15 +81,15 @@ export class GatewayError extends Error {
     );
   }
 
-  static modelUnavailable(model: string): GatewayError {
-    return new GatewayError(
-      503,
-      'server_error',
-      'model_unavailable',
-      `The model \`${model}\` has no live worker right now. Try again later.`,
-      'model',
-      { 'retry-after': '5' },
-    );
+  /** `waitedMs`: a scale-to-zero model whose queued request saw no worker start within its bounded wait. */
+  static modelUnavailable(model: string, waitedMs?: number): GatewayError {
+    const message =
+      waitedMs === undefined
+        ? `The model \`${model}\` has no live worker right now. Try again later.`
+        : `The model \`${model}\` has no live worker and none started within ${waitedMs} ms. Try again later.`;
+    return new GatewayError(503, 'server_error', 'model_unavailable', message, 'model', {
+      'retry-after': '5',
+    });
   }
 
   static serviceUnavailable(message: string): GatewayError {

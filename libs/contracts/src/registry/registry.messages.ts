@@ -77,6 +77,11 @@ export interface ModelEntry {
   created: number;
   liveWorkers: number;
   concurrency: number;
+  /**
+   * Set for models declared `scaleToZero` in the catalog: with no live worker, a request is queued and
+   * waits up to `maxWaitMs` for one to start (an autoscaler watches the queue) instead of a 503 at once.
+   */
+  scaleToZero?: { maxWaitMs: number };
 }
 
 export type ModelLookup =

@@ -1,0 +1,56 @@
+import { GatewayError, type ModelEntry, type ModelLookup } from '@mgw/contracts';
+import type { GatewayRuntime } from '../gateway.runtime';
+import { ModelResolver } from './model.resolver';
+
+const entry = (overrides: Partial<ModelEntry> = {}): ModelEntry => ({
+  id: 'm',
+  type: 'chat/compilations',
+  owned_by: 'tests',
+  created: 0,
+  liveWorkers: 0,
+  concurrency: 0,
+  ...overrides,
+});
+
+function resolverFor(lookup: ModelLookup): ModelResolver {
+  const runtime = { models: { lookup: jest.fn(() => Promise.resolve(lookup)) } };
+  return new ModelResolver(runtime as unknown as GatewayRuntime);
+}
+
+async function errorOf(promise: Promise<unknown>): Promise<GatewayError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof GatewayError) return error;
+    throw error;
+  }
+  throw new Error('expected a GatewayError');
+}
+
+describe('ModelResolver', () => {
+  it('resolves a live model without a start bound', async () => {
+    const model = entry({ liveWorkers: 2, concurrency: 16, scaleToZero: { maxWaitMs: 5000 } });
+    await expect(resolverFor({ state: 'live', model }).resolve('m', 'chat')).resolves.toEqual({ model });
+  });
+
+  it('refuses a declared model without workers at once: 503 model_unavailable', async () => {
+    const error = await errorOf(resolverFor({ state: 'unavailable', model: entry() }).resolve('m', 'chat'));
+    expect([error.status, error.code]).toEqual([503, 'model_unavailable']);
+  });
+
+  it('queues for a scale-to-zero model without workers, bounded by its maxWaitMs', async () => {
+    const model = entry({ scaleToZero: { maxWaitMs: 45_000 } });
+    await expect(resolverFor({ state: 'unavailable', model }).resolve('m', 'chat')).resolves.toEqual({
+      model,
+      startWithinMs: 45_000,
+    });
+  });
+
+  it('still refuses the wrong kind and unknown ids before any queueing', async () => {
+    const model = entry({ scaleToZero: { maxWaitMs: 45_000 } });
+    const wrong = await errorOf(resolverFor({ state: 'unavailable', model }).resolve('m', 'image'));
+    expect([wrong.status, wrong.code]).toEqual([400, 'model_type_mismatch']);
+    const unknown = await errorOf(resolverFor({ state: 'unknown' }).resolve('nope', 'chat'));
+    expect([unknown.status, unknown.code]).toEqual([404, 'model_not_found']);
+  });
+});

@@ -1,0 +1,215 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import {
+  GatewayConfig,
+  loadConfig,
+  loadGatewayConfig,
+  loadWorkerConfig,
+  RegistryConfig,
+  WorkerConfig,
+} from '@mgw/config';
+import {
+  appOfCommand,
+  dotenvNames,
+  envNamesOf,
+  interpolate,
+  interpolatedNames,
+  readText,
+  readYaml,
+  ROOT,
+} from './deploy-files';
+
+interface ComposeService {
+  image?: string;
+  build?: unknown;
+  command?: unknown;
+  environment?: Record<string, string | number | boolean>;
+  ports?: string[];
+  healthcheck?: { test: unknown };
+  deploy?: { replicas?: unknown };
+  depends_on?: Record<string, { condition: string }> | string[];
+}
+
+interface ComposeFile {
+  services: Record<string, ComposeService>;
+}
+
+const CONFIG_OF: Record<string, new () => object> = {
+  gateway: GatewayConfig,
+  registry: RegistryConfig,
+  'chat-worker': WorkerConfig,
+  'image-worker': WorkerConfig,
+};
+
+const APP_SERVICES = Object.keys(CONFIG_OF);
+
+/** The compose file with every `${...}` resolved as compose would, from `env` (e.g. .env.example). */
+function composeWith(env: Record<string, string | undefined>): ComposeFile {
+  return parse(interpolate(readText('docker-compose.yml'), env), { merge: true }) as ComposeFile;
+}
+
+const example = dotenvNames(readText('.env.example'));
+
+describe('docker-compose.yml', () => {
+  const raw = readYaml<ComposeFile>('docker-compose.yml');
+  const compose = composeWith(example.set);
+  const services = compose.services;
+
+  it('runs every part of the stack', () => {
+    expect(Object.keys(services).sort()).toEqual(
+      ['chat-worker', 'gateway', 'grafana', 'image-worker', 'prometheus', 'redis', 'registry'].sort(),
+    );
+  });
+
+  it('runs each app from the one image, with the command of an existing entry point', () => {
+    for (const name of APP_SERVICES) {
+      const service = services[name]!;
+      expect(service.image).toBe('model-gateway:local');
+      expect(service.build).toBe('.');
+      expect(appOfCommand(service.command)).toBe(name);
+    }
+  });
+
+  it('runs Redis 7 without eviction and without persistence', () => {
+    const redis = services.redis!;
+    expect(redis.image).toMatch(/^redis:7/);
+    const args = redis.command as string[];
+    const flag = (name: string) => args[args.indexOf(name) + 1];
+    expect(flag('--maxmemory-policy')).toBe('noeviction');
+    expect(flag('--save')).toBe('');
+    expect(flag('--appendonly')).toBe('no');
+  });
+
+  it('publishes the gateway on port 8080 and points every app at the compose Redis', () => {
+    expect(services.gateway!.ports).toEqual(['8080:8080']);
+    expect(composeWith({ ...example.set, GATEWAY_PORT: '18080' }).services.gateway!.ports).toEqual([
+      '18080:8080',
+    ]);
+    for (const name of APP_SERVICES) {
+      expect(services[name]!.environment!.REDIS_URL).toBe('redis://redis:6379');
+    }
+  });
+
+  it('refuses to start without GATEWAY_API_KEYS', () => {
+    const { GATEWAY_API_KEYS: _omit, ...rest } = example.set;
+    expect(() => composeWith(rest)).toThrow(/GATEWAY_API_KEYS/);
+  });
+
+  it('makes worker replicas settable, with defaults', () => {
+    expect(raw.services['chat-worker']!.deploy!.replicas).toBe('${CHAT_WORKERS:-2}');
+    expect(raw.services['image-worker']!.deploy!.replicas).toBe('${IMAGE_WORKERS:-1}');
+    const scaled = composeWith({ GATEWAY_API_KEYS: 'sk-12345678', CHAT_WORKERS: '5', IMAGE_WORKERS: '0' });
+    expect(Number(scaled.services['chat-worker']!.deploy!.replicas)).toBe(5);
+    expect(Number(scaled.services['image-worker']!.deploy!.replicas)).toBe(0);
+    const defaults = composeWith({ GATEWAY_API_KEYS: 'sk-12345678' });
+    expect(Number(defaults.services['chat-worker']!.deploy!.replicas)).toBe(2);
+    expect(Number(defaults.services['image-worker']!.deploy!.replicas)).toBe(1);
+  });
+
+  it('knows the env names of the config classes', () => {
+    expect(envNamesOf(GatewayConfig)).toEqual(expect.any(Set));
+    expect([...envNamesOf(GatewayConfig)]).toEqual(
+      expect.arrayContaining(['PORT', 'GATEWAY_API_KEYS', 'REDIS_URL', 'KEY_PREFIX', 'NODE_ENV']),
+    );
+    expect([...envNamesOf(WorkerConfig)]).toEqual(
+      expect.arrayContaining(['WORKER_MODELS', 'CATALOG_PATH', 'REDIS_URL']),
+    );
+    expect(envNamesOf(RegistryConfig).has('WORKER_MODELS')).toBe(false);
+  });
+
+  it('gives every app only env variables its config class reads', () => {
+    for (const name of APP_SERVICES) {
+      const known = envNamesOf(CONFIG_OF[name]!);
+      for (const variable of Object.keys(services[name]!.environment ?? {})) {
+        expect(`${name}: ${variable} ${known.has(variable) ? 'is read' : 'is not read by its config'}`).toBe(
+          `${name}: ${variable} is read`,
+        );
+      }
+    }
+  });
+
+  it("gives every app an environment its config accepts (with .env.example's values and with defaults)", () => {
+    for (const env of [example.set, { GATEWAY_API_KEYS: 'sk-12345678' }]) {
+      const { services: s } = composeWith(env);
+      const envOf = (name: string) =>
+        Object.fromEntries(Object.entries(s[name]!.environment!).map(([k, v]) => [k, String(v)]));
+      expect(() => loadGatewayConfig(envOf('gateway'))).not.toThrow();
+      expect(() => loadConfig(RegistryConfig, envOf('registry'))).not.toThrow();
+      expect(() => loadWorkerConfig(envOf('chat-worker'), 'chat')).not.toThrow();
+      expect(() => loadWorkerConfig(envOf('image-worker'), 'image')).not.toThrow();
+      expect(loadGatewayConfig(envOf('gateway')).port).toBe(8080);
+      expect(loadGatewayConfig(envOf('gateway')).isProduction).toBe(true);
+    }
+  });
+
+  it('documents every variable it interpolates in .env.example', () => {
+    const used = interpolatedNames(readText('docker-compose.yml'));
+    const undocumented = [...used].filter((name) => !example.documented.has(name));
+    expect(undocumented).toEqual([]);
+  });
+
+  it('health-checks each app on its real endpoint and port', () => {
+    const probeOf = (name: string) => JSON.stringify(services[name]!.healthcheck!.test);
+    expect(probeOf('gateway')).toContain('http://127.0.0.1:8080/readyz');
+    for (const name of ['registry', 'chat-worker', 'image-worker']) {
+      expect(probeOf(name)).toContain('http://127.0.0.1:9464/readyz');
+    }
+    expect(probeOf('redis')).toContain('ping');
+  });
+
+  it('starts the apps once Redis is healthy, and the gateway once the registry is', () => {
+    for (const name of APP_SERVICES) {
+      expect(services[name]!.depends_on).toMatchObject({ redis: { condition: 'service_healthy' } });
+    }
+    expect(services.gateway!.depends_on).toMatchObject({ registry: { condition: 'service_healthy' } });
+  });
+
+  it('mounts the Prometheus and Grafana configuration from deploy/', () => {
+    const volumes = (name: string) => (services[name] as { volumes: string[] }).volumes;
+    expect(volumes('prometheus')).toContain(
+      './deploy/prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro',
+    );
+    expect(volumes('grafana')).toEqual(
+      expect.arrayContaining([
+        './deploy/grafana/provisioning:/etc/grafana/provisioning:ro',
+        './deploy/grafana/dashboards:/var/lib/grafana/dashboards:ro',
+      ]),
+    );
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = readText('Dockerfile');
+  const stages = dockerfile.split(/^FROM /m).slice(1);
+
+  it('builds in one stage and runs production dependencies only in the last', () => {
+    expect(stages).toHaveLength(2);
+    expect(stages[0]).toMatch(/RUN npm ci\b/);
+    expect(stages[0]).toMatch(/RUN npm run build\b/);
+    expect(stages[1]).toMatch(/npm ci --omit=dev\b/);
+    expect(stages[1]).toMatch(/COPY --from=build \/app\/dist \.\/dist/);
+    expect(stages[1]).toMatch(/COPY deploy\/catalog\.json \.\/deploy\/catalog\.json/);
+  });
+
+  it('runs as a non-root user', () => {
+    const users = [...stages[1]!.matchAll(/^USER (\S+)/gm)].map((m) => m[1]);
+    expect(users.length).toBeGreaterThan(0);
+    expect(users.at(-1)).not.toMatch(/^(root|0)$/);
+  });
+
+  it('defaults to an existing app entry point', () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)![1]!;
+    expect(appOfCommand(JSON.parse(cmd))).toBe('gateway');
+  });
+
+  it('copies only what exists', () => {
+    for (const match of dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)) {
+      for (const source of match[1]!.split(/\s+/)) {
+        expect(`${source}: ${existsSync(join(ROOT, source)) ? 'exists' : 'missing'}`).toBe(
+          `${source}: exists`,
+        );
+      }
+    }
+  });
+});

@@ -1,0 +1,316 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { ConfigMap, Namespace, Secret, Service } from 'kubernetes-models/v1';
+import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
+import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { loadConfig, loadGatewayConfig, loadWorkerConfig, parseCatalog, RegistryConfig } from '@mgw/config';
+import { queueNameFor, type ModelKind } from '@mgw/contracts';
+import { appOfCommand, envNamesOf, parseYamlDocuments, ROOT } from './deploy-files';
+import { GatewayConfig, WorkerConfig } from '@mgw/config';
+
+const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((path) => existsSync(path));
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+
+interface Container {
+  name: string;
+  command?: string[];
+  args?: string[];
+  env?: { name: string; value?: string }[];
+  envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
+  ports?: { name?: string; containerPort: number }[];
+  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  readinessProbe?: { httpGet?: { path: string; port: string | number } };
+  volumeMounts?: { name: string; mountPath: string }[];
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+}
+
+/** A model class per kind we ship; validate() checks an object against the Kubernetes/CRD JSON schema. */
+const MODELS: Record<string, { validate(data: unknown): void }> = {
+  'v1/Namespace': { validate: (d) => new Namespace(d as never).validate() },
+  'v1/ConfigMap': { validate: (d) => new ConfigMap(d as never).validate() },
+  'v1/Secret': { validate: (d) => new Secret(d as never).validate() },
+  'v1/Service': { validate: (d) => new Service(d as never).validate() },
+  'apps/v1/Deployment': { validate: (d) => new Deployment(d as never).validate() },
+  'apps/v1/StatefulSet': { validate: (d) => new StatefulSet(d as never).validate() },
+  'policy/v1/PodDisruptionBudget': { validate: (d) => new PodDisruptionBudget(d as never).validate() },
+  'keda.sh/v1alpha1/ScaledObject': { validate: (d) => new ScaledObject(d as never).validate() },
+  'monitoring.coreos.com/v1/ServiceMonitor': { validate: (d) => new ServiceMonitor(d as never).validate() },
+};
+
+function render(): K8sObject[] {
+  const result = spawnSync(KUBECTL!, ['kustomize', 'deploy/k8s'], { cwd: ROOT, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`kubectl kustomize deploy/k8s failed:\n${result.stderr}`);
+  return parseYamlDocuments(result.stdout) as K8sObject[];
+}
+
+const describeWithKubectl = KUBECTL ? describe : describe.skip;
+if (!KUBECTL) {
+  console.warn('kubectl not found: skipping the deploy/k8s rendering checks (install kubectl to run them)');
+}
+
+describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
+  let objects: K8sObject[];
+  const all = (kind: string) => objects.filter((o) => o.kind === kind);
+  const one = (kind: string, name: string) => {
+    const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+    if (!found) throw new Error(`no ${kind} ${name}`);
+    return found;
+  };
+  const containerOf = (o: K8sObject): Container => o.spec.template.spec.containers[0] as Container;
+  const configMapByPrefix = (prefix: string) =>
+    all('ConfigMap').find((c) => c.metadata.name === prefix || c.metadata.name.startsWith(`${prefix}-`))!;
+  const workers = () => all('Deployment').filter((d) => d.metadata.name.startsWith('worker-'));
+
+  /** The env a container gets: its ConfigMap/Secret envFrom sources, then its own `env`. */
+  const envOf = (container: Container): Record<string, string> => {
+    const env: Record<string, string> = {};
+    for (const source of container.envFrom ?? []) {
+      const ref = source.configMapRef ?? source.secretRef;
+      const object = one(source.configMapRef ? 'ConfigMap' : 'Secret', ref!.name);
+      Object.assign(env, object.data ?? {}, object.stringData ?? {});
+    }
+    for (const item of container.env ?? []) env[item.name] = item.value ?? '';
+    return env;
+  };
+
+  beforeAll(() => {
+    objects = render();
+  });
+
+  it('renders the objects of the stack', () => {
+    const kinds = new Set(objects.map((o) => o.kind));
+    for (const kind of [
+      'Namespace',
+      'ConfigMap',
+      'Secret',
+      'Service',
+      'Deployment',
+      'StatefulSet',
+      'PodDisruptionBudget',
+      'ScaledObject',
+      'ServiceMonitor',
+    ]) {
+      expect(kinds).toContain(kind);
+    }
+    expect(
+      all('Deployment')
+        .map((d) => d.metadata.name)
+        .sort(),
+    ).toEqual(['gateway', 'registry', 'worker-sim-chat', 'worker-sim-chat-words', 'worker-sim-image']);
+  });
+
+  it('validates every rendered object against its Kubernetes or CRD schema', () => {
+    for (const object of objects) {
+      const model = MODELS[`${object.apiVersion}/${object.kind}`];
+      expect(`${object.kind} ${object.metadata.name}: ${model ? 'has a schema' : 'has no schema'}`).toBe(
+        `${object.kind} ${object.metadata.name}: has a schema`,
+      );
+      expect(() => model!.validate(object)).not.toThrow();
+    }
+  });
+
+  it('catches a broken object (checks the checker)', () => {
+    const broken = structuredClone(one('Deployment', 'gateway'));
+    broken.spec.template.spec.containers[0].ports[0].containerPort = 'http';
+    expect(() => MODELS['apps/v1/Deployment']!.validate(broken)).toThrow(/containerPort/);
+  });
+
+  it('puts everything in the model-gateway namespace', () => {
+    for (const object of objects.filter((o) => o.kind !== 'Namespace')) {
+      expect(object.metadata.namespace).toBe('model-gateway');
+    }
+  });
+
+  it('runs each app with the command of an existing entry point, as non-root, with resources', () => {
+    for (const object of [...all('Deployment')]) {
+      const container = containerOf(object);
+      const app = appOfCommand(container.command);
+      expect(app).not.toBeNull();
+      expect(object.spec.template.spec.securityContext.runAsNonRoot).toBe(true);
+      expect(container.resources?.requests).toEqual(
+        expect.objectContaining({ cpu: expect.any(String), memory: expect.any(String) }),
+      );
+      expect(container.resources?.limits).toEqual(expect.objectContaining({ memory: expect.any(String) }));
+    }
+    expect(appOfCommand(containerOf(one('Deployment', 'gateway')).command)).toBe('gateway');
+    expect(appOfCommand(containerOf(one('Deployment', 'registry')).command)).toBe('registry');
+  });
+
+  it('probes the real endpoints: the gateway on its HTTP port, the others on METRICS_PORT 9464', () => {
+    for (const object of all('Deployment')) {
+      const container = containerOf(object);
+      const isGateway = object.metadata.name === 'gateway';
+      const portName = isGateway ? 'http' : 'metrics';
+      const port = container.ports!.find((p) => p.name === portName)!;
+      expect(port.containerPort).toBe(isGateway ? 8080 : 9464);
+      expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: portName });
+      expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: portName });
+      if (isGateway) expect(envOf(container).PORT).toBe('8080');
+      else expect(envOf(container)).not.toHaveProperty('METRICS_PORT');
+    }
+  });
+
+  it('gives each app only env variables its config reads, and values it accepts', () => {
+    for (const object of all('Deployment')) {
+      const container = containerOf(object);
+      const app = appOfCommand(container.command)!;
+      const cls = app === 'gateway' ? GatewayConfig : app === 'registry' ? RegistryConfig : WorkerConfig;
+      const env = envOf(container);
+      const known = envNamesOf(cls);
+      for (const name of Object.keys(env)) {
+        expect(`${object.metadata.name}: ${name} ${known.has(name) ? 'is read' : 'is not read'}`).toBe(
+          `${object.metadata.name}: ${name} is read`,
+        );
+      }
+      if (app === 'gateway') expect(loadGatewayConfig(env).isProduction).toBe(true);
+      else if (app === 'registry') expect(() => loadConfig(RegistryConfig, env)).not.toThrow();
+      else expect(() => loadWorkerConfig(env, app === 'chat-worker' ? 'chat' : 'image')).not.toThrow();
+    }
+  });
+
+  it('mounts the catalog ConfigMap where CATALOG_PATH points, for the registry and every worker', () => {
+    const catalog = configMapByPrefix('catalog');
+    for (const object of [one('Deployment', 'registry'), ...workers()]) {
+      const volumes = object.spec.template.spec.volumes as { name: string; configMap?: { name: string } }[];
+      const volume = volumes.find((v) => v.configMap?.name === catalog.metadata.name);
+      expect(volume).toBeDefined();
+      const mount = containerOf(object).volumeMounts!.find((m) => m.name === volume!.name)!;
+      expect(envOf(containerOf(object)).CATALOG_PATH).toBe(`${mount.mountPath}/catalog.json`);
+    }
+  });
+
+  it('ships a catalog the loader accepts', () => {
+    const text = configMapByPrefix('catalog').data!['catalog.json']!;
+    expect(parseCatalog(text, 'catalog ConfigMap').models.length).toBeGreaterThan(0);
+  });
+
+  it('has a Redis StatefulSet without eviction or persistence, behind the REDIS_URL service', () => {
+    const redis = one('StatefulSet', 'redis');
+    const args = containerOf(redis).args!;
+    expect(args[args.indexOf('--maxmemory-policy') + 1]).toBe('noeviction');
+    expect(args[args.indexOf('--appendonly') + 1]).toBe('no');
+    const url = configMapByPrefix('mgw-env').data!.REDIS_URL!;
+    expect(url).toBe(`redis://${one('Service', 'redis').metadata.name}:6379`);
+  });
+
+  it('reads the API keys from a Secret', () => {
+    const gateway = containerOf(one('Deployment', 'gateway'));
+    const ref = gateway.envFrom!.find((s) => s.secretRef)!.secretRef!.name;
+    expect(one('Secret', ref).stringData).toHaveProperty('GATEWAY_API_KEYS');
+  });
+
+  it('covers every Deployment with a PodDisruptionBudget that selects exactly its pods', () => {
+    for (const deployment of all('Deployment')) {
+      const podLabels = deployment.spec.template.metadata.labels as Record<string, string>;
+      const budgets = all('PodDisruptionBudget').filter((pdb) =>
+        Object.entries(pdb.spec.selector.matchLabels as Record<string, string>).every(
+          ([k, v]) => podLabels[k] === v,
+        ),
+      );
+      expect(`${deployment.metadata.name}: ${budgets.length}`).toBe(`${deployment.metadata.name}: 1`);
+      expect(budgets[0]!.spec.selector.matchLabels).toEqual(deployment.spec.selector.matchLabels);
+    }
+  });
+
+  it('scrapes the gateway, the registry and every worker through the ServiceMonitor', () => {
+    const monitor = all('ServiceMonitor')[0]!;
+    const selector = monitor.spec.selector.matchLabels as Record<string, string>;
+    const endpoint = monitor.spec.endpoints[0] as { port: string; path: string };
+    expect(endpoint.path).toBe('/metrics');
+    for (const deployment of all('Deployment')) {
+      const podLabels = deployment.spec.template.metadata.labels as Record<string, string>;
+      const services = all('Service').filter(
+        (s) =>
+          Object.entries(selector).every(([k, v]) => s.metadata.labels?.[k] === v) &&
+          Object.entries(s.spec.selector as Record<string, string>).every(([k, v]) => podLabels[k] === v),
+      );
+      expect(`${deployment.metadata.name}: ${services.length}`).toBe(`${deployment.metadata.name}: 1`);
+      const port = (services[0]!.spec.ports as { name: string; targetPort: string }[]).find(
+        (p) => p.name === endpoint.port,
+      );
+      expect(port).toBeDefined();
+      const containerPort = containerOf(deployment).ports!.find((p) => p.name === port!.targetPort);
+      expect(containerPort?.containerPort).toBe(deployment.metadata.name === 'gateway' ? 8080 : 9464);
+    }
+  });
+
+  describe('one worker Deployment and KEDA ScaledObject per model', () => {
+    const catalogModels = () =>
+      parseCatalog(configMapByPrefix('catalog').data!['catalog.json']!, 'catalog ConfigMap').models;
+
+    it('has one worker Deployment per catalog model, serving exactly that model with the right app', () => {
+      const served = workers().map((worker) => {
+        const container = containerOf(worker);
+        const models = envOf(container).WORKER_MODELS!.split(',');
+        expect(models).toHaveLength(1);
+        const model = catalogModels().find((m) => m.id === models[0]);
+        expect(model).toBeDefined();
+        expect(appOfCommand(container.command)).toBe(`${model!.kind}-worker`);
+        return model!.id;
+      });
+      expect(served.sort()).toEqual(
+        catalogModels()
+          .map((m) => m.id)
+          .sort(),
+      );
+      expect(served).toEqual(expect.arrayContaining(['sim-chat', 'sim-chat-words', 'sim-image']));
+    });
+
+    it("scales each worker Deployment on the BullMQ lists of its model's queue", () => {
+      const prefix = configMapByPrefix('mgw-env').data!.KEY_PREFIX!;
+      for (const worker of workers()) {
+        const container = containerOf(worker);
+        const model = envOf(container).WORKER_MODELS!;
+        const kind = appOfCommand(container.command)!.replace('-worker', '') as ModelKind;
+        const scaled = all('ScaledObject').filter((s) => s.spec.scaleTargetRef.name === worker.metadata.name);
+        expect(`${worker.metadata.name}: ${scaled.length}`).toBe(`${worker.metadata.name}: 1`);
+        const triggers = scaled[0]!.spec.triggers as { type: string; metadata: Record<string, string> }[];
+        const queueKey = `${prefix}:${queueNameFor(kind, model)}`;
+        const lists = triggers.filter((t) => t.type === 'redis').map((t) => t.metadata.listName);
+        expect(lists).toEqual([`${queueKey}:wait`, `${queueKey}:active`]);
+        for (const trigger of triggers) {
+          expect(trigger.metadata.address).toBe('redis.model-gateway.svc.cluster.local:6379');
+          expect(Number(trigger.metadata.listLength)).toBeGreaterThan(0);
+        }
+        // A replica is full once it runs WORKER_CONCURRENCY jobs.
+        expect(triggers[1]!.metadata.listLength).toBe(envOf(container).WORKER_CONCURRENCY);
+      }
+      expect(all('ScaledObject')).toHaveLength(workers().length);
+    });
+
+    it('percent-encodes model ids in queue names as the code does', () => {
+      expect(queueNameFor('chat', 'acme/llama3:8b')).toBe('chat.acme%2Fllama3%3A8b');
+    });
+
+    it('scales to zero only models the catalog declares scaleToZero (the gateway then queues)', () => {
+      const zero: string[] = [];
+      for (const scaled of all('ScaledObject')) {
+        const worker = one('Deployment', scaled.spec.scaleTargetRef.name as string);
+        const model = catalogModels().find((m) => m.id === envOf(containerOf(worker)).WORKER_MODELS)!;
+        const min = scaled.spec.minReplicaCount as number;
+        expect(scaled.spec.maxReplicaCount).toBeGreaterThanOrEqual(Math.max(min, 1));
+        expect({ model: model.id, scalesToZero: min === 0 }).toEqual({
+          model: model.id,
+          scalesToZero: model.scaleToZero !== undefined,
+        });
+        if (min === 0) zero.push(model.id);
+      }
+      expect(zero.sort()).toEqual(['sim-chat-words', 'sim-image']);
+      expect(catalogModels().find((m) => m.id === 'sim-chat')!.scaleToZero).toBeUndefined();
+    });
+
+    it('leaves the replica count of workers to KEDA', () => {
+      for (const worker of workers()) expect(worker.spec.replicas).toBeUndefined();
+    });
+  });
+});
