@@ -40,7 +40,7 @@ const OPTION_KEYS = [
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** RFC 9110 token characters. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-// eslint-disable-next-line no-control-regex -- a header value must not smuggle a line break or a NUL.
+/** A header value must not smuggle in a line break or a NUL. */
 const HEADER_VALUE_FORBIDDEN = /[\r\n\0]/;
 /**
  * Headers the backend sets itself, or that belong to the connection. `authorization` is among them so a
