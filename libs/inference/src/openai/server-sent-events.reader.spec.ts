@@ -33,4 +33,18 @@ describe('readServerSentEvents', () => {
   it('drops an event cut off before its blank line', async () => {
     expect(await collect(chunks('data: one\n\ndata: tw'))).toEqual(['one']);
   });
+
+  it('fails a stream whose event grows past the limit', async () => {
+    const seen: string[] = [];
+    await expect(
+      (async () => {
+        for await (const event of readServerSentEvents(
+          chunks('data: ok\n\ndata: ', 'x'.repeat(50), 'x'.repeat(50)),
+          64,
+        ))
+          seen.push(event.data);
+      })(),
+    ).rejects.toThrow('The upstream model server sent a stream event of more than 64 characters.');
+    expect(seen).toEqual(['ok']);
+  });
 });
