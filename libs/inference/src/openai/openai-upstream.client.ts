@@ -3,6 +3,11 @@ import { Pool, type Dispatcher } from 'undici';
 import type { OpenAIUpstreamOptions } from './openai.options';
 import { upstreamStatusError, upstreamTransportError, type UpstreamHeaders } from './upstream-error.mapper';
 
+/**
+ * A bound on one upstream response (ten large base64 PNGs are well under it), so a broken upstream
+ * cannot fill the worker's memory.
+ */
+export const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 /** Enough of an error body to find its message; the rest is dropped unread. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
@@ -35,6 +40,7 @@ export class OpenAIUpstreamClient {
       connections: options.maxConnections,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
+      maxResponseSize: MAX_RESPONSE_BYTES,
     });
     this.headers = {
       ...options.headers,

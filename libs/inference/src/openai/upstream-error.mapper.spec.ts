@@ -138,6 +138,14 @@ describe('upstream error mapping', () => {
       });
     });
 
+    it('an oversized response → 502 upstream_protocol_error', () => {
+      const error = upstreamTransportError(
+        Object.assign(new Error('big'), { code: 'UND_ERR_RES_EXCEEDED_MAX_SIZE' }),
+        1,
+      );
+      expect(error).toMatchObject({ status: 502, code: 'upstream_protocol_error' });
+    });
+
     it.each(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT'])(
       '%s → 502 upstream_unavailable, without host details',
       (code) => {

@@ -137,6 +137,7 @@ function upstreamTimeout(timeoutMs?: number): GatewayError {
 export function upstreamTransportError(error: unknown, timeoutMs: number): GatewayError {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && TIMEOUT_CODES.has(code)) return upstreamTimeout(timeoutMs);
+  if (code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') return upstreamProtocolError('sent an oversized response');
   // The cause (host, port, errno) stays out of the message: it describes our network, not the request.
   return new GatewayError(
     502,
