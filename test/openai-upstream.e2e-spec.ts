@@ -205,6 +205,22 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
     });
   });
 
+  it('reuses its keep-alive connection to the upstream for the next request', async () => {
+    fake.handle(CHAT, async (_request, res) => {
+      startStream(res);
+      await sendEvent(res, chunk([{ content: 'again', finish_reason: 'stop' }]));
+      await sendEvent(res, '[DONE]');
+      res.end();
+    });
+    const ask = () =>
+      client.chat.completions.create({ model: 'up-chat', messages: [{ role: 'user', content: 'x' }] });
+    expect((await ask()).choices[0]!.message.content).toBe('again');
+    const first = fake.last;
+    expect((await ask()).choices[0]!.message.content).toBe('again');
+    expect(fake.last).not.toBe(first);
+    expect(fake.last.connection).toBe(first.connection);
+  });
+
   it('relays images as the PNGs the upstream made', async () => {
     const pngs = [await solidPng(256, 256, 200), await solidPng(256, 256, 20)];
     fake.handle(IMAGES, (_request, res) =>

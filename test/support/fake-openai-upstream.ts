@@ -7,6 +7,8 @@ export interface UpstreamRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: Record<string, unknown>;
+  /** Which TCP connection carried it (numbered from 1 in order of arrival): shows keep-alive reuse. */
+  connection: number;
   /** Resolves when the connection closes before the response was finished (the client aborted). */
   aborted: Promise<void>;
 }
@@ -30,6 +32,8 @@ export class FakeOpenAIUpstream {
 
   static async start(): Promise<FakeOpenAIUpstream> {
     let fake: FakeOpenAIUpstream | null = null;
+    const connections = new WeakMap<object, number>();
+    let opened = 0;
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -41,9 +45,11 @@ export class FakeOpenAIUpstream {
         } catch {
           body = { unparsed: text };
         }
-        fake?.receive(req.method ?? '', req.url ?? '', req.headers, body, res);
+        const request = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body };
+        fake?.receive({ ...request, connection: connections.get(req.socket) ?? 0 }, res);
       });
     });
+    server.on('connection', (socket) => connections.set(socket, ++opened));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     fake = new FakeOpenAIUpstream(server, `http://127.0.0.1:${port}/v1`);
@@ -72,13 +78,7 @@ export class FakeOpenAIUpstream {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private receive(
-    method: string,
-    path: string,
-    headers: IncomingHttpHeaders,
-    body: Record<string, unknown>,
-    res: ServerResponse,
-  ): void {
+  private receive(received: Omit<UpstreamRequest, 'aborted'>, res: ServerResponse): void {
     this.responses.add(res);
     const aborted = new Promise<void>((resolve) =>
       res.on('close', () => {
@@ -86,12 +86,12 @@ export class FakeOpenAIUpstream {
         if (!res.writableFinished) resolve();
       }),
     );
-    const request: UpstreamRequest = { method, path, headers, body, aborted };
+    const request: UpstreamRequest = { ...received, aborted };
     this.requests.push(request);
     this.arrivals.shift()?.(request);
-    const handler = this.handlers.get(path);
+    const handler = this.handlers.get(request.path);
     if (!handler) {
-      json(res, 404, { error: { message: `no handler for ${path}`, type: 'invalid_request_error' } });
+      json(res, 404, { error: { message: `no handler for ${request.path}`, type: 'invalid_request_error' } });
       return;
     }
     Promise.resolve(handler(request, res)).catch((error: unknown) => {
