@@ -53,10 +53,19 @@ export class WorkerConfig extends CatalogAwareConfig {
 
   @EnvInt('SIM_IMAGE_LATENCY_MS', 0)
   simImageLatencyMs = 0;
+
+  /**
+   * The environment as read at start, for catalog options that name a variable (an upstream's API key):
+   * the catalog is loaded after this config, so its backends check the variables they need themselves.
+   */
+  environment: ReadonlyMap<string, string> = new Map();
 }
 
 export function loadWorkerConfig(env: NodeJS.ProcessEnv, kind: 'chat' | 'image'): WorkerConfig {
   const config = loadConfig(WorkerConfig, env);
+  config.environment = new Map(
+    Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
   if (config.instanceId === '') {
     config.instanceId = `${kind}-${hostname().replace(/[^A-Za-z0-9_.-]/g, '-')}-${process.pid}-${randomBytes(3).toString('hex')}`;
   }

@@ -3,4 +3,11 @@ export interface BackendSettings {
   simChatTtftMs: number;
   simChatTokensPerS: number;
   simImageLatencyMs: number;
+  /** Jobs the worker runs at once per model: what a backend sizes its connection pool or contexts by. */
+  concurrency: number;
+  /**
+   * The process environment as the worker config read it at start. Catalog options that name a variable
+   * (an upstream API key, which never belongs in the catalog file) are resolved here, not in `process.env`.
+   */
+  environment: ReadonlyMap<string, string>;
 }

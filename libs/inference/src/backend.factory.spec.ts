@@ -5,7 +5,13 @@ import { createChatBackend, createImageBackend } from './backend.factory';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
 import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
 
-const settings: BackendSettings = { simChatTtftMs: 0, simChatTokensPerS: 0, simImageLatencyMs: 0 };
+const settings: BackendSettings = {
+  simChatTtftMs: 0,
+  simChatTokensPerS: 0,
+  simImageLatencyMs: 0,
+  concurrency: 1,
+  environment: new Map(),
+};
 
 const model = (kind: 'chat' | 'image', backend: CatalogModel['backend'], id = 'm1'): CatalogModel =>
   catalogModel(kind, backend, id);
@@ -32,10 +38,10 @@ describe('backend factory', () => {
 
   it('rejects an unknown backend kind, naming the model and the known kinds', () => {
     expect(messageOf(() => createChatBackend(model('chat', { kind: 'vllm' }, 'llama'), settings))).toBe(
-      'catalog model "llama": backend.kind "vllm" is not a known chat backend (known: simulator)',
+      'catalog model "llama": backend.kind "vllm" is not a known chat backend (known: simulator, openai)',
     );
     expect(messageOf(() => createImageBackend(model('image', { kind: 'sdxl' }, 'pics'), settings))).toBe(
-      'catalog model "pics": backend.kind "sdxl" is not a known image backend (known: simulator)',
+      'catalog model "pics": backend.kind "sdxl" is not a known image backend (known: simulator, openai)',
     );
   });
 

@@ -3,6 +3,9 @@ import type { ModelKind } from '@mgw/contracts';
 import type { BackendSettings } from './backend-settings';
 import type { ChatBackend } from './chat-backend.interface';
 import type { ImageBackend } from './image-backend.interface';
+import { OpenAIChatBackend } from './openai/openai-chat.backend';
+import { OpenAIImageBackend } from './openai/openai-image.backend';
+import { OPENAI_BACKEND_KIND } from './openai/openai.options';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
 import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
 import { SIMULATOR_BACKEND_KIND } from './simulator/simulator.options';
@@ -12,12 +15,14 @@ export type BackendFactory<T> = (model: CatalogModel, settings: BackendSettings)
 
 // A new backend is one folder exporting a factory plus one entry here. Maps rather than object literals,
 // so a catalog `kind` such as "constructor" cannot resolve to an Object.prototype member.
-const CHAT_BACKENDS: ReadonlyMap<string, BackendFactory<ChatBackend>> = new Map([
+const CHAT_BACKENDS = new Map<string, BackendFactory<ChatBackend>>([
   [SIMULATOR_BACKEND_KIND, ChatSimulatorBackend.fromCatalog],
+  [OPENAI_BACKEND_KIND, OpenAIChatBackend.fromCatalog],
 ]);
 
-const IMAGE_BACKENDS: ReadonlyMap<string, BackendFactory<ImageBackend>> = new Map([
+const IMAGE_BACKENDS = new Map<string, BackendFactory<ImageBackend>>([
   [SIMULATOR_BACKEND_KIND, ImageSimulatorBackend.fromCatalog],
+  [OPENAI_BACKEND_KIND, OpenAIImageBackend.fromCatalog],
 ]);
 
 export const KNOWN_CHAT_BACKENDS: readonly string[] = [...CHAT_BACKENDS.keys()];

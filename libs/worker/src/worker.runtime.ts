@@ -3,7 +3,13 @@ import type { LoggerService, OnApplicationBootstrap, OnApplicationShutdown } fro
 import type { Redis } from 'ioredis';
 import type { Catalog, WorkerConfig } from '@mgw/config';
 import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
-import { createChatBackend, createImageBackend, type ChatBackend, type ImageBackend } from '@mgw/inference';
+import {
+  createChatBackend,
+  createImageBackend,
+  type BackendSettings,
+  type ChatBackend,
+  type ImageBackend,
+} from '@mgw/inference';
 import {
   CancelListener,
   closeRedis,
@@ -47,10 +53,12 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
   async onApplicationBootstrap(): Promise<void> {
     const { config, kind } = this;
     const served = selectServedModels(this.catalog, kind, config.models);
-    const settings = {
+    const settings: BackendSettings = {
       simChatTtftMs: config.simChatTtftMs,
       simChatTokensPerS: config.simChatTokensPerS,
       simImageLatencyMs: config.simImageLatencyMs,
+      concurrency: this.concurrency,
+      environment: config.environment,
     };
     // Backends load (and fail on bad catalog entries) before the worker takes any job or registers.
     const backends = served.map((model) =>

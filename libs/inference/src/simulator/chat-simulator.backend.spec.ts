@@ -1,11 +1,7 @@
 import { encode } from 'gpt-tokenizer';
 import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
-import {
-  ChatSimulatorBackend,
-  countPromptTokens,
-  IMAGE_PART_TOKENS,
-  tokenSegments,
-} from './chat-simulator.backend';
+import { countPromptTokens, IMAGE_PART_TOKENS } from '../text/token-count';
+import { ChatSimulatorBackend, tokenSegments } from './chat-simulator.backend';
 import type { ChatSimulatorOptions } from './simulator.options';
 
 const countTokens = (text: string) => encode(text, { disallowedSpecial: new Set() }).length;

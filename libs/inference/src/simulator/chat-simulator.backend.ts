@@ -1,24 +1,16 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
-import { decodeGenerator, encode, encodeChat } from 'gpt-tokenizer';
+import { decodeGenerator, encode } from 'gpt-tokenizer';
 import type { CatalogModel } from '@mgw/config';
-import type { ChatMessageContent, FinishReason } from '@mgw/contracts';
+import type { FinishReason } from '@mgw/contracts';
 import type { BackendSettings } from '../backend-settings';
 import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
 import { StopSequenceMatcher } from '../text/stop-sequence.matcher';
+import { countPromptTokens, countTextTokens, textOf, TOKENIZER_OPTIONS } from '../text/token-count';
 import { fnv1a32, SeededRandom, toSeed32 } from './seeded-random';
 import { parseChatSimulatorOptions, type ChatSimulatorOptions } from './simulator.options';
 
 type ChatMessages = ChatInferenceRequest['messages'];
 
-/**
- * User text is counted as text: without this, a prompt that merely mentions `<|endoftext|>` would make
- * the tokenizer throw and fail the request.
- */
-const ENCODE_OPTIONS = { disallowedSpecial: new Set<string>() };
-/** o200k_base is what the default export of gpt-tokenizer encodes; gpt-4o's chat format matches it. */
-const CHAT_FORMAT_MODEL = 'gpt-4o';
-/** OpenAI's flat cost of a low-detail image; the simulator never fetches the image to do better. */
-export const IMAGE_PART_TOKENS = 85;
 /** At full speed, hand the event loop back this often so one huge generation cannot starve the process. */
 const TOKENS_PER_EVENT_LOOP_TURN = 64;
 const FALLBACK_ECHO = 'This is a simulated response.';
@@ -43,31 +35,6 @@ export interface TokenSegment {
   text: string;
   /** How many tokens produced this text (more than one only when a character spans tokens). */
   tokens: number;
-}
-
-function textOf(content: ChatMessageContent): string {
-  if (typeof content === 'string') return content;
-  return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
-}
-
-export function countTextTokens(text: string): number {
-  return encode(text, ENCODE_OPTIONS).length;
-}
-
-/**
- * Prompt tokens as OpenAI would bill them: the ChatML-formatted conversation (including the primer for the
- * assistant's reply) plus a flat cost per image. 'developer' is counted as 'system', which it replaces.
- */
-export function countPromptTokens(messages: ChatMessages): number {
-  let extra = 0;
-  const chat = messages.map((message) => {
-    if (typeof message.content !== 'string') {
-      extra += IMAGE_PART_TOKENS * message.content.filter((part) => part.type === 'image_url').length;
-    }
-    if (message.name !== undefined) extra += countTextTokens(message.name);
-    return { role: message.role === 'developer' ? 'system' : message.role, content: textOf(message.content) };
-  });
-  return encodeChat(chat, CHAT_FORMAT_MODEL, ENCODE_OPTIONS).length + extra;
 }
 
 function decodeSegments(tokens: readonly number[]): TokenSegment[] {
@@ -98,7 +65,7 @@ function decodeSegments(tokens: readonly number[]): TokenSegment[] {
  * suffices. Decoding a whole valid string at once never leaves bytes behind itself.
  */
 export function tokenSegments(text: string): TokenSegment[] {
-  const tokens = encode(text, ENCODE_OPTIONS);
+  const tokens = encode(text, TOKENIZER_OPTIONS);
   for (let attempt = 0; attempt < 2; attempt++) {
     const segments = decodeSegments(tokens);
     if (segments.map((segment) => segment.text).join('') === text) return segments;

@@ -3,7 +3,13 @@ import { catalogModel } from '@mgw/testing';
 import type { BackendSettings } from '../backend-settings';
 import { parseChatSimulatorOptions, parseImageSimulatorOptions } from './simulator.options';
 
-const settings: BackendSettings = { simChatTtftMs: 100, simChatTokensPerS: 30, simImageLatencyMs: 500 };
+const settings: BackendSettings = {
+  simChatTtftMs: 100,
+  simChatTokensPerS: 30,
+  simImageLatencyMs: 500,
+  concurrency: 1,
+  environment: new Map(),
+};
 
 const model = (kind: 'chat' | 'image', backend: Record<string, unknown>, id?: string): CatalogModel =>
   catalogModel(kind, { kind: 'simulator', ...backend }, id);

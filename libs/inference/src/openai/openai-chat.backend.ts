@@ -1,0 +1,82 @@
+import type { CatalogModel } from '@mgw/config';
+import type { BackendSettings } from '../backend-settings';
+import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
+import { ChatStreamReader } from './chat-stream.reader';
+import { OpenAIUpstreamClient } from './openai-upstream.client';
+import { parseOpenAIUpstreamOptions, type OpenAIUpstreamOptions } from './openai.options';
+import { readServerSentEvents } from './server-sent-events.reader';
+
+/**
+ * The upstream request for ours. Sampling parameters at OpenAI's defaults are left out, so that the
+ * upstream's own defaults for its model (vLLM's generation config, an Ollama Modelfile) apply as they
+ * would for a client talking to it directly.
+ */
+export function toUpstreamChatRequest(request: ChatInferenceRequest, upstreamModel: string): object {
+  return {
+    model: upstreamModel,
+    messages: request.messages,
+    // Always streamed, also for our non-streaming clients: the worker relays deltas to the gateway anyway.
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(request.n !== 1 && { n: request.n }),
+    ...(request.maxTokens !== null && { max_tokens: request.maxTokens }),
+    ...(request.stop.length > 0 && { stop: request.stop }),
+    ...(request.temperature !== 1 && { temperature: request.temperature }),
+    ...(request.topP !== 1 && { top_p: request.topP }),
+    ...(request.presencePenalty !== 0 && { presence_penalty: request.presencePenalty }),
+    ...(request.frequencyPenalty !== 0 && { frequency_penalty: request.frequencyPenalty }),
+    ...(request.seed !== null && { seed: request.seed }),
+    ...(request.user !== null && { user: request.user }),
+  };
+}
+
+const isJson = (contentType: string | string[] | undefined): boolean =>
+  /^application\/json\b/i.test(String(contentType ?? ''));
+
+/**
+ * Chat through an OpenAI-compatible upstream: POST /chat/completions with `stream: true`, relayed event by
+ * event as the upstream sends them (one upstream content chunk → one delta). Abort closes the upstream
+ * connection, so the upstream stops generating as well.
+ */
+export class OpenAIChatBackend implements ChatBackend {
+  private readonly client: OpenAIUpstreamClient;
+
+  constructor(private readonly options: OpenAIUpstreamOptions) {
+    this.client = new OpenAIUpstreamClient(options);
+  }
+
+  /** `this: void`: the backend factory keeps this function in a map and calls it unbound. */
+  static fromCatalog(this: void, model: CatalogModel, settings: BackendSettings): OpenAIChatBackend {
+    return new OpenAIChatBackend(parseOpenAIUpstreamOptions(model, settings));
+  }
+
+  async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
+    signal.throwIfAborted();
+    const response = await this.client.post(
+      '/chat/completions',
+      toUpstreamChatRequest(request, this.options.upstreamModel),
+      'text/event-stream',
+      signal,
+    );
+    const reader = new ChatStreamReader(request);
+    try {
+      if (isJson(response.headers['content-type'])) {
+        yield* reader.readCompletion(await response.body.text());
+      } else {
+        // Read on past [DONE] to the end of the body, so its connection goes back to the pool.
+        for await (const event of readServerSentEvents(response.body)) yield* reader.readEvent(event.data);
+      }
+    } catch (error) {
+      // Past [DONE] the answer is complete; a connection failing then changes nothing for the client.
+      if (!reader.ended || signal.aborted) throw this.client.failure(error, signal);
+    } finally {
+      // An unread (aborted or failed) body must not keep its pooled connection.
+      if (!response.body.readableEnded) response.body.destroy();
+    }
+    yield* reader.end();
+  }
+
+  close(): Promise<void> {
+    return this.client.close();
+  }
+}

@@ -1,0 +1,421 @@
+import type { ChildProcess } from 'node:child_process';
+import OpenAI from 'openai';
+import sharp from 'sharp';
+import { freePort } from './support/free-port';
+import { chunk, FakeOpenAIUpstream, json, sendEvent, startStream } from './support/fake-openai-upstream';
+import { Stack } from './support/stack';
+
+const UPSTREAM_KEY = 'sk-upstream-e2e-0123456789abcdef';
+const CHAT = '/v1/chat/completions';
+const SLOW_CHAT = '/slow/v1/chat/completions';
+const IMAGES = '/v1/images/generations';
+
+/** Fails with `what` unless `promise` settles within `ms`: a bound on a wait, never a sleep. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function exitOf(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+const solidPng = (width: number, height: number, red: number) =>
+  sharp({ create: { width, height, channels: 3, background: { r: red, g: 80, b: 160 } } })
+    .png()
+    .toBuffer();
+
+/**
+ * Models of kind `openai` in front of a scripted OpenAI-compatible server (a real HTTP server in this
+ * process), reached through the whole stack with the official client: what the client sees, and what the
+ * upstream receives.
+ */
+describe('the openai backend against an OpenAI-compatible upstream', () => {
+  let fake: FakeOpenAIUpstream;
+  let stack: Stack;
+  let client: OpenAI;
+
+  beforeAll(async () => {
+    fake = await FakeOpenAIUpstream.start();
+    const deadPort = await freePort();
+    const openai = (backend: Record<string, unknown>) => ({
+      kind: 'openai',
+      baseUrl: fake.baseUrl,
+      ...backend,
+    });
+    stack = await Stack.start({
+      catalog: {
+        models: [
+          {
+            id: 'up-chat',
+            type: 'chat',
+            owned_by: 'upstream',
+            backend: openai({
+              apiKeyEnv: 'E2E_UPSTREAM_KEY',
+              upstreamModel: 'upstream-llama',
+              headers: { 'X-Tenant': 'e2e' },
+            }),
+          },
+          {
+            id: 'up-slow',
+            type: 'chat',
+            owned_by: 'upstream',
+            backend: openai({ baseUrl: fake.baseUrl.replace(/\/v1$/, '/slow/v1'), timeoutMs: 500 }),
+          },
+          {
+            id: 'up-dead',
+            type: 'chat',
+            owned_by: 'upstream',
+            backend: openai({ baseUrl: `http://127.0.0.1:${deadPort}/v1` }),
+          },
+          {
+            id: 'up-missing-key',
+            type: 'chat',
+            owned_by: 'upstream',
+            backend: openai({ apiKeyEnv: 'E2E_UNSET_UPSTREAM_KEY' }),
+          },
+          {
+            id: 'up-image',
+            type: 'image',
+            owned_by: 'upstream',
+            backend: openai({ apiKeyEnv: 'E2E_UPSTREAM_KEY', upstreamModel: 'upstream-diffusion' }),
+          },
+        ],
+      },
+      env: { DEFAULT_CHAT_MODEL: 'up-chat', DEFAULT_IMAGE_MODEL: 'up-image' },
+      appEnv: {
+        'chat-worker': { E2E_UPSTREAM_KEY: UPSTREAM_KEY, WORKER_MODELS: 'up-chat,up-slow,up-dead' },
+        'image-worker': { E2E_UPSTREAM_KEY: UPSTREAM_KEY },
+      },
+      waitForModels: ['up-chat', 'up-slow', 'up-dead', 'up-image'],
+    });
+    client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await fake?.stop();
+  });
+
+  it('relays a stream chunk by chunk as the upstream sends it, with its usage', async () => {
+    const pieces = ['Hello', ' from', ' the', ' upstream', '.'];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    fake.handle(CHAT, async (_request, res) => {
+      startStream(res);
+      await sendEvent(res, chunk([{ role: 'assistant', content: '' }]));
+      await sendEvent(res, chunk([{ content: pieces[0] }]));
+      // The rest only once the client holds the first piece: a relay that buffered would never get here.
+      await released;
+      for (const piece of pieces.slice(1)) await sendEvent(res, chunk([{ content: piece }]));
+      await sendEvent(res, chunk([{ finish_reason: 'stop' }]));
+      await sendEvent(res, chunk([], { prompt_tokens: 17, completion_tokens: 5 }));
+      await sendEvent(res, '[DONE]');
+      res.end();
+    });
+
+    const stream = await client.chat.completions.create({
+      model: 'up-chat',
+      stream: true,
+      messages: [{ role: 'user', content: 'Say hello.' }],
+      temperature: 0.3,
+      top_p: 0.9,
+      presence_penalty: 0.5,
+      frequency_penalty: 0.25,
+      max_tokens: 50,
+      stop: ['END'],
+      seed: 7,
+      user: 'user-1',
+    });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const received of stream) {
+      chunks.push(received);
+      if (received.choices[0]?.delta.content) release();
+    }
+
+    const contents = chunks
+      .map((c) => c.choices[0]?.delta.content)
+      .filter((c) => c !== undefined && c !== '');
+    expect(contents).toEqual(pieces);
+    const last = chunks.at(-1)!;
+    expect(last.choices[0]!.finish_reason).toBe('stop');
+    expect(last.usage).toEqual({ prompt_tokens: 17, completion_tokens: 5, total_tokens: 22 });
+
+    const upstream = fake.last;
+    expect(upstream.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+    expect(upstream.headers['x-tenant']).toBe('e2e');
+    expect(upstream.headers.accept).toBe('text/event-stream');
+    expect(upstream.body).toEqual({
+      model: 'upstream-llama',
+      messages: [{ role: 'user', content: 'Say hello.' }],
+      stream: true,
+      stream_options: { include_usage: true },
+      temperature: 0.3,
+      top_p: 0.9,
+      presence_penalty: 0.5,
+      frequency_penalty: 0.25,
+      max_tokens: 50,
+      stop: ['END'],
+      seed: 7,
+      user: 'user-1',
+    });
+  });
+
+  it('answers a non-streaming request with n choices, counting usage the upstream did not send', async () => {
+    fake.handle(CHAT, async (_request, res) => {
+      startStream(res);
+      await sendEvent(
+        res,
+        chunk([
+          { index: 0, role: 'assistant' },
+          { index: 1, role: 'assistant' },
+        ]),
+      );
+      await sendEvent(res, chunk([{ index: 0, content: 'Red sky' }]));
+      await sendEvent(res, chunk([{ index: 1, content: 'Blue' }]));
+      await sendEvent(res, chunk([{ index: 0, content: ' at night.' }]));
+      await sendEvent(res, chunk([{ index: 1, content: ' sea', finish_reason: 'length' }]));
+      await sendEvent(res, chunk([{ index: 0, finish_reason: 'stop' }]));
+      await sendEvent(res, '[DONE]');
+      res.end();
+    });
+
+    const completion = await client.chat.completions.create({
+      model: 'up-chat',
+      n: 2,
+      messages: [{ role: 'user', content: 'Two colours, please.' }],
+    });
+    expect(completion.choices.map((c) => [c.index, c.message.content, c.finish_reason])).toEqual([
+      [0, 'Red sky at night.', 'stop'],
+      [1, 'Blue sea', 'length'],
+    ]);
+    expect(completion.usage!.prompt_tokens).toBeGreaterThan(0);
+    expect(completion.usage!.completion_tokens).toBeGreaterThanOrEqual(4);
+    // Parameters at OpenAI's defaults are left to the upstream's own defaults.
+    expect(fake.last.body).toEqual({
+      model: 'upstream-llama',
+      messages: [{ role: 'user', content: 'Two colours, please.' }],
+      stream: true,
+      stream_options: { include_usage: true },
+      n: 2,
+    });
+  });
+
+  it('reuses its keep-alive connection to the upstream for the next request', async () => {
+    fake.handle(CHAT, async (_request, res) => {
+      startStream(res);
+      await sendEvent(res, chunk([{ content: 'again', finish_reason: 'stop' }]));
+      await sendEvent(res, '[DONE]');
+      res.end();
+    });
+    const ask = () =>
+      client.chat.completions.create({ model: 'up-chat', messages: [{ role: 'user', content: 'x' }] });
+    expect((await ask()).choices[0]!.message.content).toBe('again');
+    const first = fake.last;
+    expect((await ask()).choices[0]!.message.content).toBe('again');
+    expect(fake.last).not.toBe(first);
+    expect(fake.last.connection).toBe(first.connection);
+  });
+
+  it('relays images as the PNGs the upstream made', async () => {
+    const pngs = [await solidPng(256, 256, 200), await solidPng(256, 256, 20)];
+    fake.handle(IMAGES, (_request, res) =>
+      json(res, 200, {
+        created: 1_700_000_000,
+        data: pngs.map((png, i) => ({ b64_json: png.toString('base64'), revised_prompt: `lighthouse ${i}` })),
+      }),
+    );
+
+    const result = await client.images.generate({
+      model: 'up-image',
+      prompt: 'a lighthouse',
+      n: 2,
+      size: '256x256',
+      user: 'painter',
+    });
+    expect(result.data!.map((d) => Buffer.from(d.b64_json!, 'base64'))).toEqual(pngs);
+    expect(result.data!.map((d) => d.revised_prompt)).toEqual(['lighthouse 0', 'lighthouse 1']);
+    expect(fake.last.headers.authorization).toBe(`Bearer ${UPSTREAM_KEY}`);
+    expect(fake.last.body).toEqual({
+      model: 'upstream-diffusion',
+      prompt: 'a lighthouse',
+      n: 2,
+      size: '256x256',
+      response_format: 'b64_json',
+      user: 'painter',
+    });
+  });
+
+  it('refuses an upstream image that is not a PNG, saying so', async () => {
+    const jpeg = await sharp({ create: { width: 256, height: 256, channels: 3, background: '#888' } })
+      .jpeg()
+      .toBuffer();
+    fake.handle(IMAGES, (_request, res) => json(res, 200, { data: [{ b64_json: jpeg.toString('base64') }] }));
+    const res = await stack.post('/v1/images/generations', {
+      model: 'up-image',
+      prompt: 'x',
+      size: '256x256',
+    });
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('upstream_protocol_error');
+    expect(body.error.message).toContain('JPEG');
+  });
+
+  it("passes an upstream validation error on as a 400 with the upstream's message", async () => {
+    const message = "This model's maximum context length is 4096 tokens.";
+    fake.handle(CHAT, (_request, res) =>
+      json(res, 400, { error: { message, type: 'invalid_request_error', param: 'messages', code: null } }),
+    );
+    const error = await client.chat.completions
+      .create({ model: 'up-chat', messages: [{ role: 'user', content: 'long' }] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'messages' });
+    expect((error as Error).message).toContain(message);
+
+    fake.handle(CHAT, (_request, res) =>
+      json(res, 422, { detail: [{ loc: ['body', 'top_k'], msg: 'Input should be a valid integer' }] }),
+    );
+    await expect(
+      client.chat.completions.create({ model: 'up-chat', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('Input should be a valid integer'),
+    });
+  });
+
+  it('turns an upstream auth failure into 502 upstream_auth_error without a trace of the key', async () => {
+    fake.handle(CHAT, (_request, res) =>
+      json(
+        res,
+        401,
+        { error: { message: `Incorrect API key provided: ${UPSTREAM_KEY}`, code: 'invalid_api_key' } },
+        { 'www-authenticate': 'Bearer realm="upstream"' },
+      ),
+    );
+    const res = await stack.post(CHAT, { model: 'up-chat', messages: [{ role: 'user', content: 'x' }] });
+    expect(res.status).toBe(502);
+    expect(res.headers.get('www-authenticate')).toBeNull();
+    const text = await res.text();
+    expect(text).not.toContain(UPSTREAM_KEY);
+    expect(text).not.toContain('Incorrect API key');
+    expect(JSON.parse(text)).toMatchObject({ error: { type: 'server_error', code: 'upstream_auth_error' } });
+
+    fake.handle(CHAT, (_request, res) => json(res, 403, { error: { message: 'forbidden' } }));
+    await expect(
+      client.chat.completions.create({ model: 'up-chat', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({ status: 502, code: 'upstream_auth_error' });
+  });
+
+  it('passes an upstream 429 on with its Retry-After', async () => {
+    fake.handle(CHAT, (_request, res) =>
+      json(res, 429, { error: { message: 'Too many requests, slow down.' } }, { 'retry-after': '7' }),
+    );
+    const res = await stack.post(CHAT, { model: 'up-chat', messages: [{ role: 'user', content: 'x' }] });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('7');
+    expect(await res.json()).toMatchObject({
+      error: {
+        type: 'rate_limit_error',
+        code: 'rate_limit_exceeded',
+        message: 'Too many requests, slow down.',
+      },
+    });
+  });
+
+  it('turns an upstream 5xx into a 502 that keeps its internals out', async () => {
+    fake.handle(CHAT, (_request, res) =>
+      json(res, 500, { error: { message: 'CUDA out of memory in /srv/models/secret-path' } }),
+    );
+    const res = await stack.post(CHAT, { model: 'up-chat', messages: [{ role: 'user', content: 'x' }] });
+    expect(res.status).toBe(502);
+    const text = await res.text();
+    expect(text).not.toContain('CUDA');
+    expect(JSON.parse(text)).toMatchObject({ error: { type: 'server_error', code: 'upstream_error' } });
+  });
+
+  it('answers 502 when the upstream refuses connections', async () => {
+    await expect(
+      client.chat.completions.create({ model: 'up-dead', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toMatchObject({ status: 502, code: 'upstream_unavailable' });
+  });
+
+  it('answers 504 when the upstream stays silent past timeoutMs, and hangs up on it', async () => {
+    const arrived = fake.nextRequest();
+    fake.handle(SLOW_CHAT, () => undefined); // never answers
+    const answer = client.chat.completions
+      .create({ model: 'up-slow', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e: unknown) => e);
+    const request = await within(arrived, 20_000, 'the upstream request');
+    expect(request.path).toBe(SLOW_CHAT);
+    expect(await answer).toMatchObject({ status: 504, type: 'timeout_error', code: 'upstream_timeout' });
+    await within(request.aborted, 10_000, 'the upstream connection to close');
+  });
+
+  it('ends a stream with an error when the upstream fails mid-stream', async () => {
+    fake.handle(CHAT, async (_request, res) => {
+      startStream(res);
+      await sendEvent(res, chunk([{ content: 'partial' }]));
+      await sendEvent(res, chunk([{ content: ' answer' }]));
+      await sendEvent(res, { error: { message: 'engine died', type: 'InternalServerError', code: 500 } });
+      res.end();
+    });
+    const received: string[] = [];
+    const read = async () => {
+      const stream = await client.chat.completions.create({
+        model: 'up-chat',
+        stream: true,
+        messages: [{ role: 'user', content: 'x' }],
+      });
+      for await (const c of stream) received.push(c.choices[0]?.delta.content ?? '');
+    };
+    const error = await read().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect((error as Error).message).toContain('engine died');
+    expect(received.join('')).toBe('partial answer');
+
+    fake.handle(CHAT, async (_request, res) => {
+      startStream(res);
+      await sendEvent(res, chunk([{ content: 'cut' }]));
+      res.destroy();
+    });
+    received.length = 0;
+    const cut = await read().catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(OpenAI.APIError);
+    expect(received.join('')).toBe('cut');
+  });
+
+  it('aborts the upstream request when the client goes away', async () => {
+    const arrived = fake.nextRequest();
+    fake.handle(CHAT, async (_request, res) => {
+      startStream(res);
+      await sendEvent(res, chunk([{ content: 'first and only' }]));
+      // …then hold the stream open, as a model that is still generating.
+    });
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create(
+      { model: 'up-chat', stream: true, messages: [{ role: 'user', content: 'x' }] },
+      { signal: controller.signal },
+    );
+    const request = await within(arrived, 20_000, 'the upstream request');
+    for await (const received of stream) {
+      if (received.choices[0]?.delta.content) break; // leaving the loop aborts the HTTP request
+    }
+    controller.abort();
+    await within(request.aborted, 5_000, 'the upstream to see its request aborted');
+  });
+
+  it('stops a worker at start when the variable holding an upstream key is missing', async () => {
+    const worker = stack.spawnExtra('chat-worker:missing-key', { WORKER_MODELS: 'up-missing-key' });
+    expect(await within(exitOf(worker), 30_000, 'the worker to exit')).toBe(78);
+    const logs = stack.logs('chat-worker:missing-key');
+    expect(logs).toContain('catalog model "up-missing-key"');
+    expect(logs).toContain('backend.apiKeyEnv');
+    expect(logs).toContain('E2E_UNSET_UPSTREAM_KEY');
+  });
+});
