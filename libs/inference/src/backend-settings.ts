@@ -3,4 +3,6 @@ export interface BackendSettings {
   simChatTtftMs: number;
   simChatTokensPerS: number;
   simImageLatencyMs: number;
+  /** Directory of the catalog file: relative paths in backend options resolve against it (default: cwd). */
+  catalogDir?: string;
 }

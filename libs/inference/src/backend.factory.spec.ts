@@ -32,10 +32,10 @@ describe('backend factory', () => {
 
   it('rejects an unknown backend kind, naming the model and the known kinds', () => {
     expect(messageOf(() => createChatBackend(model('chat', { kind: 'vllm' }, 'llama'), settings))).toBe(
-      'catalog model "llama": backend.kind "vllm" is not a known chat backend (known: simulator)',
+      'catalog model "llama": backend.kind "vllm" is not a known chat backend (known: simulator, llamacpp)',
     );
     expect(messageOf(() => createImageBackend(model('image', { kind: 'sdxl' }, 'pics'), settings))).toBe(
-      'catalog model "pics": backend.kind "sdxl" is not a known image backend (known: simulator)',
+      'catalog model "pics": backend.kind "sdxl" is not a known image backend (known: simulator, llamacpp)',
     );
   });
 

@@ -3,6 +3,8 @@ import type { ModelKind } from '@mgw/contracts';
 import type { BackendSettings } from './backend-settings';
 import type { ChatBackend } from './chat-backend.interface';
 import type { ImageBackend } from './image-backend.interface';
+import { LlamaCppChatBackend } from './llamacpp/llamacpp-chat.backend';
+import { LLAMACPP_BACKEND_KIND } from './llamacpp/llamacpp.options';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
 import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
 import { SIMULATOR_BACKEND_KIND } from './simulator/simulator.options';
@@ -12,8 +14,12 @@ export type BackendFactory<T> = (model: CatalogModel, settings: BackendSettings)
 
 // A new backend is one folder exporting a factory plus one entry here. Maps rather than object literals,
 // so a catalog `kind` such as "constructor" cannot resolve to an Object.prototype member.
-const CHAT_BACKENDS: ReadonlyMap<string, BackendFactory<ChatBackend>> = new Map([
+const CHAT_BACKENDS: ReadonlyMap<string, BackendFactory<ChatBackend>> = new Map<
+  string,
+  BackendFactory<ChatBackend>
+>([
   [SIMULATOR_BACKEND_KIND, ChatSimulatorBackend.fromCatalog],
+  [LLAMACPP_BACKEND_KIND, LlamaCppChatBackend.fromCatalog],
 ]);
 
 const IMAGE_BACKENDS: ReadonlyMap<string, BackendFactory<ImageBackend>> = new Map([

@@ -1,5 +1,6 @@
-import { ConfigError, type CatalogModel } from '@mgw/config';
+import type { CatalogModel } from '@mgw/config';
 import type { BackendSettings } from '../backend-settings';
+import { CatalogOptionReader } from '../catalog-option.reader';
 
 export const SIMULATOR_BACKEND_KIND = 'simulator';
 
@@ -45,58 +46,12 @@ const CHAT_OPTION_KEYS = [
 ] as const;
 const IMAGE_OPTION_KEYS = ['kind', 'latencyMs'] as const;
 
-/** Collects every problem of one model's backend block, so an operator fixes the catalog in one pass. */
-class OptionReader {
-  private readonly problems: string[] = [];
-
-  constructor(
-    private readonly model: CatalogModel,
-    allowed: readonly string[],
-  ) {
-    for (const key of Object.keys(model.backend)) {
-      if (!allowed.includes(key)) {
-        const known = allowed.filter((k) => k !== 'kind').join(', ');
-        this.problem(`backend.${key} is not an option of the ${model.kind} simulator (known: ${known})`);
-      }
-    }
-  }
-
-  int(field: string, bounds: { min: number; max: number }, fallback: number): number {
-    const value = this.model.backend[field];
-    if (value === undefined) return fallback;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < bounds.min || value > bounds.max) {
-      this.problem(`backend.${field} must be an integer from ${bounds.min} to ${bounds.max}`);
-      return fallback;
-    }
-    return value;
-  }
-
-  oneOf<T extends string>(field: string, values: readonly T[], fallback: T): T {
-    const value = this.model.backend[field];
-    if (value === undefined) return fallback;
-    if (typeof value !== 'string' || !(values as readonly string[]).includes(value)) {
-      this.problem(`backend.${field} must be ${values.map((v) => `'${v}'`).join(' or ')}`);
-      return fallback;
-    }
-    return value as T;
-  }
-
-  /** Throws all collected problems at once. */
-  finish(): void {
-    if (this.problems.length > 0) throw new ConfigError(this.problems);
-  }
-
-  private problem(message: string): void {
-    this.problems.push(`catalog model "${this.model.id}": ${message}`);
-  }
-}
-
 /** Catalog options win over the process-wide settings, so one worker can host a fast and a slow simulator. */
 export function parseChatSimulatorOptions(
   model: CatalogModel,
   settings: BackendSettings,
 ): ChatSimulatorOptions {
-  const reader = new OptionReader(model, CHAT_OPTION_KEYS);
+  const reader = new CatalogOptionReader(model, CHAT_OPTION_KEYS, 'chat simulator');
   const options: ChatSimulatorOptions = {
     mode: reader.oneOf('mode', CHAT_SIMULATOR_MODES, 'echo'),
     ttftMs: reader.int('ttftMs', SIMULATOR_LIMITS.delayMs, settings.simChatTtftMs),
@@ -116,7 +71,7 @@ export function parseImageSimulatorOptions(
   model: CatalogModel,
   settings: BackendSettings,
 ): ImageSimulatorOptions {
-  const reader = new OptionReader(model, IMAGE_OPTION_KEYS);
+  const reader = new CatalogOptionReader(model, IMAGE_OPTION_KEYS, 'image simulator');
   const options: ImageSimulatorOptions = {
     latencyMs: reader.int('latencyMs', SIMULATOR_LIMITS.delayMs, settings.simImageLatencyMs),
   };
