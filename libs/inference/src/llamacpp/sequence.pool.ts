@@ -26,11 +26,11 @@ export class SequencePool {
   }
 
   /** Resolves to a release function (safe to call more than once), or rejects with the abort reason. */
-  acquire(signal: AbortSignal): Promise<() => void> {
+  async acquire(signal: AbortSignal): Promise<() => void> {
     signal.throwIfAborted();
     if (this.free > 0) {
       this.free--;
-      return Promise.resolve(this.releaser());
+      return this.releaser();
     }
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
@@ -42,7 +42,8 @@ export class SequencePool {
         onAbort: () => {
           const at = this.waiters.indexOf(waiter);
           if (at !== -1) this.waiters.splice(at, 1);
-          reject(signal.reason);
+          const reason: unknown = signal.reason;
+          reject(reason instanceof Error ? reason : new Error(String(reason)));
         },
       };
       signal.addEventListener('abort', waiter.onAbort, { once: true });
