@@ -1,13 +1,6 @@
 import { randomInt } from 'node:crypto';
-import type {
-  ChatWrapper,
-  Llama,
-  LlamaContext,
-  LlamaModel,
-  SequenceEvaluateOptions,
-  Token,
-} from 'node-llama-cpp';
-import { ConfigError, type CatalogModel } from '@mgw/config';
+import type { SequenceEvaluateOptions, Token } from 'node-llama-cpp';
+import type { CatalogModel } from '@mgw/config';
 import { GatewayError, type FinishReason } from '@mgw/contracts';
 import type { BackendSettings } from '../backend-settings';
 import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
@@ -15,22 +8,14 @@ import { toSeed32 } from '../simulator/seeded-random';
 import { StopSequenceMatcher } from '../text/stop-sequence.matcher';
 import { toChatHistory } from './chat-history.mapper';
 import { EventChannel } from './event.channel';
-import { LLAMACPP_LIMITS, parseLlamaCppOptions, type LlamaCppOptions } from './llamacpp.options';
-import { acquireLlama, importNodeLlamaCpp, releaseLlama } from './node-llama-cpp.loader';
+import type { LlamaModelLoader, LoadedLlamaModel } from './loaded-model';
+import { parseLlamaCppOptions, type LlamaCppOptions } from './llamacpp.options';
+import { loadLlamaModel } from './node-llama-cpp.loader';
 import { SequencePool } from './sequence.pool';
 import { TokenTextDecoder } from './token-text.decoder';
 
 /** OpenAI applies its penalties to the tokens generated so far; llama.cpp needs a bound on that list. */
 const PENALTY_WINDOW = 1024;
-
-interface LoadedModel {
-  llama: Llama;
-  model: LlamaModel;
-  context: LlamaContext;
-  chatWrapper: ChatWrapper;
-  /** Tokens one sequence holds: the prompt and the completion together must fit. */
-  contextSize: number;
-}
 
 /** What every choice of one request shares. */
 interface PreparedPrompt {
@@ -64,13 +49,14 @@ function endsWith(tokens: readonly Token[], suffix: readonly Token[]): boolean {
  * Sequences are given back on every path.
  */
 export class LlamaCppChatBackend implements ChatBackend {
-  private loaded: LoadedModel | null = null;
+  private loaded: LoadedLlamaModel | null = null;
   private loading: Promise<void> | null = null;
   private readonly pool: SequencePool;
 
   constructor(
     private readonly modelId: string,
     private readonly options: LlamaCppOptions,
+    private readonly loader: LlamaModelLoader = loadLlamaModel,
   ) {
     this.pool = new SequencePool(options.sequences);
   }
@@ -82,15 +68,15 @@ export class LlamaCppChatBackend implements ChatBackend {
 
   /** Loads the model and creates its context; once, however often it is called. */
   load(): Promise<void> {
-    this.loading ??= this.loadModel();
+    this.loading ??= this.loader(this.modelId, this.options).then((loaded) => {
+      this.loaded = loaded;
+    });
     return this.loading;
   }
 
   /** A short description for the worker's start-up log. */
   describe(): string {
-    const loaded = this.loaded;
-    if (loaded === null) return 'not loaded';
-    return `${loaded.model.filename ?? this.options.modelPath}: context ${loaded.contextSize} × ${this.options.sequences} sequences, chat wrapper ${loaded.chatWrapper.wrapperName}, ${loaded.llama.gpu === false ? 'CPU' : String(loaded.llama.gpu)}`;
+    return this.loaded?.description ?? 'not loaded';
   }
 
   async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
@@ -135,72 +121,28 @@ export class LlamaCppChatBackend implements ChatBackend {
     await this.loading?.catch(() => undefined);
     const loaded = this.loaded;
     this.loaded = null;
-    if (loaded === null) return;
-    await loaded.context.dispose();
-    await loaded.model.dispose();
-    await releaseLlama(this.options.gpuLayers > 0);
+    await loaded?.dispose();
   }
 
-  private async loadModel(): Promise<void> {
-    const { modelPath, gpuLayers, sequences, threads, batchSize } = this.options;
-    const gpu = gpuLayers > 0;
-    const llama = await acquireLlama(gpu);
-    let model: LlamaModel;
-    try {
-      model = await llama.loadModel({ modelPath, gpuLayers });
-    } catch (error) {
-      await releaseLlama(gpu);
-      // A file llama.cpp cannot read is a catalog error like a missing one: stop at start, naming it.
-      throw new ConfigError([
-        `catalog model "${this.modelId}": backend.modelPath: llama.cpp cannot load ${modelPath} (${error instanceof Error ? error.message : String(error)})`,
-      ]);
-    }
-    try {
-      const contextSize =
-        this.options.contextSize ?? Math.min(LLAMACPP_LIMITS.contextSize.default, model.trainContextSize);
-      const context = await model.createContext({
-        contextSize,
-        sequences,
-        ...(threads > 0 ? { threads } : {}),
-        ...(batchSize !== null ? { batchSize } : {}),
-      });
-      const { resolveChatWrapper } = await importNodeLlamaCpp();
-      const chatWrapper = resolveChatWrapper(model);
-      this.loaded = { llama, model, context, chatWrapper, contextSize: context.contextSize };
-    } catch (error) {
-      await model.dispose();
-      await releaseLlama(gpu);
-      throw error;
-    }
-  }
-
-  private prepare(loaded: LoadedModel, request: ChatInferenceRequest): PreparedPrompt {
-    const { model, chatWrapper, contextSize } = loaded;
-    const state = chatWrapper.generateContextState({
-      chatHistory: toChatHistory(request.messages, this.modelId),
-    });
-    const tokens = state.contextText.tokenize(model.tokenizer);
-    if (tokens.length >= contextSize) {
+  private prepare(loaded: LoadedLlamaModel, request: ChatInferenceRequest): PreparedPrompt {
+    const { tokens, stopTexts, stopTokenSequences } = loaded.renderPrompt(
+      toChatHistory(request.messages, this.modelId),
+    );
+    if (tokens.length >= loaded.contextSize) {
       throw GatewayError.invalidRequest(
-        `This model's maximum context length is ${contextSize} tokens, and the messages take ${tokens.length}; shorten them.`,
+        `This model's maximum context length is ${loaded.contextSize} tokens, and the messages take ${tokens.length}; shorten them.`,
         'messages',
         'context_length_exceeded',
       );
     }
-    const stopTexts = [...request.stop];
-    const stopTokenSequences: Token[][] = [];
-    for (const trigger of state.stopGenerationTriggers) {
-      if (trigger.values.every((value) => typeof value === 'string')) stopTexts.push(trigger.toString());
-      else stopTokenSequences.push(trigger.tokenize(model.tokenizer));
-    }
-    const room = contextSize - tokens.length;
+    const room = loaded.contextSize - tokens.length;
     const budget = request.maxTokens === null ? room : Math.min(request.maxTokens, room);
-    return { tokens, stopTexts, stopTokenSequences, budget, request };
+    return { tokens, stopTexts: [...request.stop, ...stopTexts], stopTokenSequences, budget, request };
   }
 
   /** Generates one choice on a sequence of its own; resolves to the number of tokens it generated. */
   private async runChoice(
-    loaded: LoadedModel,
+    loaded: LoadedLlamaModel,
     prompt: PreparedPrompt,
     choice: number,
     stop: AbortSignal,
@@ -209,18 +151,15 @@ export class LlamaCppChatBackend implements ChatBackend {
     const release = await this.pool.acquire(stop);
     const sequence = (() => {
       try {
-        return loaded.context.getSequence();
+        return loaded.getSequence();
       } catch (error) {
         release();
         throw error;
       }
     })();
     try {
-      const { model } = loaded;
       const generated: Token[] = [];
-      const decoder = new TokenTextDecoder<Token>((tokens, context) =>
-        model.detokenize(tokens, false, context),
-      );
+      const decoder = new TokenTextDecoder<Token>((tokens, context) => loaded.detokenize(tokens, context));
       const matcher = new StopSequenceMatcher(prompt.stopTexts);
       const send = (text: string): void => {
         if (text.length > 0) channel.push({ type: 'delta', choice, text });

@@ -1,6 +1,9 @@
 import { pathToFileURL } from 'node:url';
 import type * as NodeLlamaCpp from 'node-llama-cpp';
-import type { Llama } from 'node-llama-cpp';
+import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
+import { ConfigError } from '@mgw/config';
+import type { LoadedLlamaModel, RenderedPrompt } from './loaded-model';
+import { LLAMACPP_LIMITS, type LlamaCppOptions } from './llamacpp.options';
 
 export type NodeLlamaCppModule = typeof NodeLlamaCpp;
 
@@ -69,4 +72,61 @@ export async function releaseLlama(gpu: boolean): Promise<void> {
   shared.delete(key);
   const llama = await entry.llama.catch(() => null);
   await llama?.dispose();
+}
+
+/**
+ * Loads a GGUF with node-llama-cpp: the model, one context of `sequences` sequences, and the chat wrapper
+ * node-llama-cpp resolves from the model's own chat template (a specialised one when the template is a
+ * known format, else the template itself via Jinja). A file llama.cpp cannot read is a catalog error.
+ */
+export async function loadLlamaModel(modelId: string, options: LlamaCppOptions): Promise<LoadedLlamaModel> {
+  const { modelPath, gpuLayers, sequences, threads, batchSize } = options;
+  const gpu = gpuLayers > 0;
+  const llama = await acquireLlama(gpu);
+  let model: LlamaModel;
+  try {
+    model = await llama.loadModel({ modelPath, gpuLayers });
+  } catch (error) {
+    await releaseLlama(gpu);
+    throw new ConfigError([
+      `catalog model "${modelId}": backend.modelPath: llama.cpp cannot load ${modelPath} (${error instanceof Error ? error.message : String(error)})`,
+    ]);
+  }
+  try {
+    const context = await model.createContext({
+      contextSize:
+        options.contextSize ?? Math.min(LLAMACPP_LIMITS.contextSize.default, model.trainContextSize),
+      sequences,
+      ...(threads > 0 ? { threads } : {}),
+      ...(batchSize !== null ? { batchSize } : {}),
+    });
+    const { resolveChatWrapper } = await importNodeLlamaCpp();
+    const chatWrapper = resolveChatWrapper(model);
+    const compute = llama.gpu === false ? 'CPU' : `${llama.gpu}, ${gpuLayers} GPU layers`;
+    return {
+      contextSize: context.contextSize,
+      description: `${modelPath}: context ${context.contextSize} × ${sequences} sequences, chat wrapper ${chatWrapper.wrapperName}, ${compute}`,
+      renderPrompt(history): RenderedPrompt {
+        const state = chatWrapper.generateContextState({ chatHistory: history });
+        const stopTexts: string[] = [];
+        const stopTokenSequences: Token[][] = [];
+        for (const trigger of state.stopGenerationTriggers) {
+          if (trigger.values.every((value) => typeof value === 'string')) stopTexts.push(trigger.toString());
+          else stopTokenSequences.push(trigger.tokenize(model.tokenizer));
+        }
+        return { tokens: state.contextText.tokenize(model.tokenizer), stopTexts, stopTokenSequences };
+      },
+      detokenize: (tokens, previous) => model.detokenize(tokens, false, previous),
+      getSequence: () => context.getSequence(),
+      async dispose() {
+        await context.dispose();
+        await model.dispose();
+        await releaseLlama(gpu);
+      },
+    };
+  } catch (error) {
+    await model.dispose();
+    await releaseLlama(gpu);
+    throw error;
+  }
 }
