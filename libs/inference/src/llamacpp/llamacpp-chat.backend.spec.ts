@@ -25,7 +25,7 @@ class FakeModel implements LoadedLlamaModel {
 
   constructor(
     readonly contextSize: number,
-    private readonly script: (seed: number | undefined) => {
+    readonly script: (seed: number | undefined) => {
       text: string;
       endless?: boolean;
       tail?: Token[];
@@ -33,7 +33,9 @@ class FakeModel implements LoadedLlamaModel {
   ) {}
 
   renderPrompt(history: Parameters<LoadedLlamaModel['renderPrompt']>[0]) {
-    const text = history.map((item) => ('text' in item ? `${item.type}:${item.text}\n` : 'model:')).join('');
+    const text = history
+      .map((item) => ('text' in item ? `${item.type}:${JSON.stringify(item.text).slice(1, -1)}\n` : 'model:'))
+      .join('');
     return { tokens: tokensOf(text), stopTexts: ['<|end|>'], stopTokenSequences: [[END_OF_TURN]] };
   }
 
@@ -44,33 +46,38 @@ class FakeModel implements LoadedLlamaModel {
   getSequence(): LlamaSequence {
     this.active++;
     this.maxActive = Math.max(this.maxActive, this.active);
-    let disposed = false;
-    const model = this;
-    return {
-      async *evaluate(_prompt, options) {
-        model.evaluations.push(options);
-        const { text, endless, tail } = model.script(options.seed);
-        do {
-          for (const token of tokensOf(text)) {
-            await nextTurn();
-            yield token;
-          }
-        } while (endless);
-        for (const token of tail ?? []) yield token;
-      },
-      dispose() {
-        if (!disposed) {
-          disposed = true;
-          model.active--;
-          model.disposedSequences++;
-        }
-        return Promise.resolve();
-      },
-    };
+    return new FakeSequence(this);
   }
 
   dispose(): Promise<void> {
     this.disposed = true;
+    return Promise.resolve();
+  }
+}
+
+class FakeSequence implements LlamaSequence {
+  private disposed = false;
+
+  constructor(private readonly model: FakeModel) {}
+
+  async *evaluate(_prompt: Token[], options: SequenceEvaluateOptions): AsyncGenerator<Token, void, void> {
+    this.model.evaluations.push(options);
+    const { text, endless, tail } = this.model.script(options.seed);
+    do {
+      for (const token of tokensOf(text)) {
+        await nextTurn();
+        yield token;
+      }
+    } while (endless);
+    for (const token of tail ?? []) yield token;
+  }
+
+  dispose(): Promise<void> {
+    if (!this.disposed) {
+      this.disposed = true;
+      this.model.active--;
+      this.model.disposedSequences++;
+    }
     return Promise.resolve();
   }
 }
