@@ -49,7 +49,8 @@ describe('the llamacpp backend', () => {
     client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
 
     // The worker starts only now, so every listing from its start until it is served is observed.
-    const worker = stack.spawnExtra('chat-worker:llama', { WORKER_MODELS: MODEL, LOG_LEVEL: 'log' });
+    // Debug level: the worker then logs each job's outcome (completed / cancelled).
+    const worker = stack.spawnExtra('chat-worker:llama', { WORKER_MODELS: MODEL, LOG_LEVEL: 'debug' });
     const deadline = Date.now() + 60_000;
     for (;;) {
       if (worker.exitCode !== null) throw new Error(`worker exited:\n${stack.logs('chat-worker:llama')}`);
@@ -205,6 +206,41 @@ describe('the llamacpp backend', () => {
       expect(answer.choices[0]!.finish_reason).toBe('length');
       expect(answer.usage!.completion_tokens).toBe(5);
     }
+  });
+
+  it('stops generating for a client that goes away, and keeps serving', async () => {
+    const controller = new AbortController();
+    // No max_tokens: left alone, this would generate until the context is full.
+    const stream = await client.chat.completions.create(
+      { model: MODEL, stream: true, messages: [{ role: 'user', content: 'Never stop talking.' }] },
+      { signal: controller.signal },
+    );
+    let id = '';
+    let chunks = 0;
+    try {
+      for await (const chunk of stream) {
+        id = chunk.id;
+        if (++chunks === 3) controller.abort();
+      }
+    } catch {
+      // The SDK reports the abort it was asked for.
+    }
+    expect(controller.signal.aborted).toBe(true);
+    const cancelled = `request ${id.replace(/^chatcmpl-/, '')} model ${MODEL} cancelled`;
+    const deadline = Date.now() + 30_000;
+    while (!stack.logs('chat-worker:llama').includes(cancelled)) {
+      if (Date.now() > deadline) throw new Error(`no "${cancelled}" in:\n${stack.logs('chat-worker:llama')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+
+    // Every sequence is usable again: one request takes all four.
+    const after = await client.chat.completions.create({
+      model: MODEL,
+      n: 4,
+      max_tokens: 3,
+      messages: [{ role: 'user', content: 'Still there?' }],
+    });
+    expect(after.choices.map((c) => c.finish_reason)).toEqual(['length', 'length', 'length', 'length']);
   });
 
   it('refuses image input with a 400 naming the field', async () => {
