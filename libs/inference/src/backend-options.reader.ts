@@ -62,6 +62,16 @@ export class BackendOptionReader {
     return value;
   }
 
+  /** A required non-empty string; '' when missing or invalid (the problem is recorded). */
+  requiredString(field: string): string {
+    const value = this.model.backend[field];
+    if (typeof value !== 'string' || value.trim().length === 0) {
+      this.problem(`backend.${field} is required and must be a non-empty string`);
+      return '';
+    }
+    return value;
+  }
+
   /** A JSON object whose values are all strings. */
   stringRecord(field: string): Record<string, string> {
     const value = this.model.backend[field];

@@ -10,4 +10,6 @@ export interface BackendSettings {
    * (an upstream API key, which never belongs in the catalog file) are resolved here, not in `process.env`.
    */
   environment: ReadonlyMap<string, string>;
+  /** Directory of the catalog file: relative paths in backend options resolve against it (default: cwd). */
+  catalogDir?: string;
 }

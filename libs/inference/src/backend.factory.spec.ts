@@ -2,6 +2,7 @@ import { ConfigError, type CatalogModel } from '@mgw/config';
 import { catalogModel } from '@mgw/testing';
 import type { BackendSettings } from './backend-settings';
 import { createChatBackend, createImageBackend } from './backend.factory';
+import { LlamaCppChatBackend } from './llamacpp/llamacpp-chat.backend';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
 import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
 
@@ -36,9 +37,22 @@ describe('backend factory', () => {
     );
   });
 
+  it('creates the llamacpp backend without loading its model, and refuses a missing GGUF', () => {
+    // Any existing file passes the factory's check; the weights are only read by load().
+    const backend = { kind: 'llamacpp', modelPath: 'package.json' };
+    expect(
+      createChatBackend(model('chat', backend), { ...settings, catalogDir: process.cwd() }),
+    ).toBeInstanceOf(LlamaCppChatBackend);
+    expect(
+      messageOf(() =>
+        createChatBackend(model('chat', { kind: 'llamacpp', modelPath: '/nope.gguf' }), settings),
+      ),
+    ).toBe('catalog model "m1": backend.modelPath: no GGUF file at /nope.gguf');
+  });
+
   it('rejects an unknown backend kind, naming the model and the known kinds', () => {
     expect(messageOf(() => createChatBackend(model('chat', { kind: 'vllm' }, 'llama'), settings))).toBe(
-      'catalog model "llama": backend.kind "vllm" is not a known chat backend (known: simulator, openai)',
+      'catalog model "llama": backend.kind "vllm" is not a known chat backend (known: simulator, openai, llamacpp)',
     );
     expect(messageOf(() => createImageBackend(model('image', { kind: 'sdxl' }, 'pics'), settings))).toBe(
       'catalog model "pics": backend.kind "sdxl" is not a known image backend (known: simulator, openai)',

@@ -6,6 +6,8 @@ import type { ImageBackend } from './image-backend.interface';
 import { OpenAIChatBackend } from './openai/openai-chat.backend';
 import { OpenAIImageBackend } from './openai/openai-image.backend';
 import { OPENAI_BACKEND_KIND } from './openai/openai.options';
+import { LlamaCppChatBackend } from './llamacpp/llamacpp-chat.backend';
+import { LLAMACPP_BACKEND_KIND } from './llamacpp/llamacpp.options';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
 import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
 import { SIMULATOR_BACKEND_KIND } from './simulator/simulator.options';
@@ -18,6 +20,7 @@ export type BackendFactory<T> = (model: CatalogModel, settings: BackendSettings)
 const CHAT_BACKENDS = new Map<string, BackendFactory<ChatBackend>>([
   [SIMULATOR_BACKEND_KIND, ChatSimulatorBackend.fromCatalog],
   [OPENAI_BACKEND_KIND, OpenAIChatBackend.fromCatalog],
+  [LLAMACPP_BACKEND_KIND, LlamaCppChatBackend.fromCatalog],
 ]);
 
 const IMAGE_BACKENDS = new Map<string, BackendFactory<ImageBackend>>([

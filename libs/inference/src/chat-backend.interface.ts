@@ -24,10 +24,21 @@ export type ChatInferenceEvent =
   | { type: 'usage'; promptTokens: number; completionTokens: number };
 
 /**
+ * Start-up work a backend cannot do in its (synchronous) factory, such as loading model weights. The
+ * worker awaits `load` for every backend before it consumes a queue or registers, so a model is never
+ * listed before it can answer. Optional: backends with nothing to load omit it.
+ */
+export interface BackendLifecycle {
+  load?(): Promise<void>;
+  /** One line for the start-up log once loaded (e.g. what was loaded, and how). */
+  describe?(): string;
+}
+
+/**
  * The one interface every chat backend implements. `generate` must stop producing promptly once
  * `signal` aborts (returning or throwing); it must never keep generating for nobody.
  */
-export interface ChatBackend {
+export interface ChatBackend extends BackendLifecycle {
   generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncIterable<ChatInferenceEvent>;
   close(): Promise<void>;
 }

@@ -1,3 +1,5 @@
+import type { BackendLifecycle } from './chat-backend.interface';
+
 export interface ImageInferenceRequest {
   prompt: string;
   n: number;
@@ -14,7 +16,7 @@ export interface GeneratedImage {
 }
 
 /** The one interface every image backend implements; images are yielded as each one is ready. */
-export interface ImageBackend {
+export interface ImageBackend extends BackendLifecycle {
   generate(request: ImageInferenceRequest, signal: AbortSignal): AsyncIterable<GeneratedImage>;
   close(): Promise<void>;
 }

@@ -13,3 +13,5 @@ export * from './simulator/image-simulator.backend';
 export * from './openai/openai.options';
 export * from './openai/openai-chat.backend';
 export * from './openai/openai-image.backend';
+export * from './llamacpp/llamacpp.options';
+export * from './llamacpp/llamacpp-chat.backend';

@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import type { LoggerService, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import type { Catalog, WorkerConfig } from '@mgw/config';
+import type { Catalog, CatalogModel, WorkerConfig } from '@mgw/config';
 import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
 import {
   createChatBackend,
@@ -59,12 +60,14 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
       simImageLatencyMs: config.simImageLatencyMs,
       concurrency: this.concurrency,
       environment: config.environment,
+      catalogDir: dirname(resolve(config.catalogPath)),
     };
     // Backends load (and fail on bad catalog entries) before the worker takes any job or registers.
     const backends = served.map((model) =>
       kind === 'chat' ? createChatBackend(model, settings) : createImageBackend(model, settings),
     );
     this.backends.push(...backends);
+    await this.loadBackends(served, backends);
 
     const publisher = createRedisConnection(
       config.redisUrl,
@@ -131,6 +134,27 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     await this.announcer.start();
     this.logger.log(
       `worker ${config.instanceId} serving ${served.map((m) => m.id).join(', ')} (concurrency ${this.concurrency})`,
+    );
+  }
+
+  /**
+   * Loads what backends load at start (model weights), all before the worker takes a job or registers:
+   * the registry must never list a model this process cannot answer yet.
+   */
+  private async loadBackends(
+    served: CatalogModel[],
+    backends: Array<ChatBackend | ImageBackend>,
+  ): Promise<void> {
+    await Promise.all(
+      backends.map(async (backend, i) => {
+        if (backend.load === undefined) return;
+        const startedAt = Date.now();
+        await backend.load();
+        const detail = backend.describe?.();
+        this.logger.log(
+          `model ${served[i]!.id} loaded in ${Date.now() - startedAt} ms${detail ? ` (${detail})` : ''}`,
+        );
+      }),
     );
   }
 

@@ -1,0 +1,274 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { SequenceEvaluateOptions, Token } from 'node-llama-cpp';
+import { GatewayError } from '@mgw/contracts';
+import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
+import type { LlamaSequence, LoadedLlamaModel } from './loaded-model';
+import { LlamaCppChatBackend } from './llamacpp-chat.backend';
+import type { LlamaCppOptions } from './llamacpp.options';
+
+/** The template's end-of-turn special token in the fake model. */
+const END_OF_TURN = 999 as Token;
+
+const tokensOf = (text: string) => [...text].map((c) => c.charCodeAt(0) as Token);
+
+/**
+ * A fake loaded model at the node-llama-cpp seam: one token per character, prompts rendered as
+ * "<role>:text" lines, and sequences that "generate" a scripted text (forever, when `endless`).
+ */
+class FakeModel implements LoadedLlamaModel {
+  readonly description = 'fake';
+  readonly evaluations: SequenceEvaluateOptions[] = [];
+  active = 0;
+  maxActive = 0;
+  disposedSequences = 0;
+  disposed = false;
+
+  constructor(
+    readonly contextSize: number,
+    readonly script: (seed: number | undefined) => {
+      text: string;
+      endless?: boolean;
+      tail?: Token[];
+    },
+  ) {}
+
+  renderPrompt(history: Parameters<LoadedLlamaModel['renderPrompt']>[0]) {
+    const text = history
+      .map((item) => ('text' in item ? `${item.type}:${JSON.stringify(item.text).slice(1, -1)}\n` : 'model:'))
+      .join('');
+    return { tokens: tokensOf(text), stopTexts: ['<|end|>'], stopTokenSequences: [[END_OF_TURN]] };
+  }
+
+  detokenize(tokens: readonly Token[]): string {
+    return tokens.map((t) => (t === END_OF_TURN ? '' : String.fromCharCode(t))).join('');
+  }
+
+  getSequence(): LlamaSequence {
+    this.active++;
+    this.maxActive = Math.max(this.maxActive, this.active);
+    return new FakeSequence(this);
+  }
+
+  dispose(): Promise<void> {
+    this.disposed = true;
+    return Promise.resolve();
+  }
+}
+
+class FakeSequence implements LlamaSequence {
+  private disposed = false;
+
+  constructor(private readonly model: FakeModel) {}
+
+  async *evaluate(_prompt: Token[], options: SequenceEvaluateOptions): AsyncGenerator<Token, void, void> {
+    this.model.evaluations.push(options);
+    const { text, endless, tail } = this.model.script(options.seed);
+    do {
+      for (const token of tokensOf(text)) {
+        await nextTurn();
+        yield token;
+      }
+    } while (endless);
+    for (const token of tail ?? []) yield token;
+  }
+
+  dispose(): Promise<void> {
+    if (!this.disposed) {
+      this.disposed = true;
+      this.model.active--;
+      this.model.disposedSequences++;
+    }
+    return Promise.resolve();
+  }
+}
+
+const OPTIONS: LlamaCppOptions = {
+  modelPath: '/models/fake.gguf',
+  contextSize: null,
+  sequences: 2,
+  threads: 0,
+  gpuLayers: 0,
+  batchSize: null,
+};
+
+function request(over: Partial<ChatInferenceRequest> = {}): ChatInferenceRequest {
+  return {
+    messages: [{ role: 'user', content: 'hi' }],
+    n: 1,
+    maxTokens: null,
+    stop: [],
+    temperature: 1,
+    topP: 1,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
+    seed: null,
+    user: null,
+    ...over,
+  };
+}
+
+async function backendWith(model: FakeModel, options: Partial<LlamaCppOptions> = {}) {
+  const loader = jest.fn(() => Promise.resolve(model));
+  const backend = new LlamaCppChatBackend('fake', { ...OPTIONS, ...options }, loader);
+  await backend.load();
+  return { backend, loader };
+}
+
+async function collect(
+  iterable: AsyncIterable<ChatInferenceEvent>,
+): Promise<{ events: ChatInferenceEvent[]; texts: string[] }> {
+  const events: ChatInferenceEvent[] = [];
+  for await (const event of iterable) events.push(event);
+  const texts: string[] = [];
+  for (const event of events)
+    if (event.type === 'delta') texts[event.choice] = (texts[event.choice] ?? '') + event.text;
+  return { events, texts };
+}
+
+const never = () => new AbortController().signal;
+const PROMPT_TOKENS = 'user:hi\nmodel:'.length;
+
+describe('LlamaCppChatBackend', () => {
+  it('streams one delta per token, stops at max_tokens with length, and counts usage', async () => {
+    const model = new FakeModel(4096, () => ({ text: 'abcdefgh' }));
+    const { backend } = await backendWith(model);
+
+    const { events } = await collect(backend.generate(request({ maxTokens: 5 }), never()));
+
+    expect(events).toEqual([
+      ...[...'abcde'].map((text) => ({ type: 'delta', choice: 0, text })),
+      { type: 'finish', choice: 0, reason: 'length' },
+      { type: 'usage', promptTokens: PROMPT_TOKENS, completionTokens: 5 },
+    ]);
+    expect(model.disposedSequences).toBe(1);
+  });
+
+  it('finishes with stop when the model ends its turn by itself', async () => {
+    const model = new FakeModel(4096, () => ({ text: 'done' }));
+    const { backend } = await backendWith(model);
+
+    const { events, texts } = await collect(backend.generate(request(), never()));
+
+    expect(texts).toEqual(['done']);
+    expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+    expect(events.at(-1)).toEqual({ type: 'usage', promptTokens: PROMPT_TOKENS, completionTokens: 4 });
+  });
+
+  it('cuts at a stop sequence spread over several tokens and never sends it', async () => {
+    const model = new FakeModel(4096, () => ({ text: 'hello STOP there' }));
+    const { backend } = await backendWith(model);
+
+    const { events, texts } = await collect(backend.generate(request({ stop: ['STOP'] }), never()));
+
+    expect(texts).toEqual(['hello ']);
+    expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+    // Generated up to the token that completed the stop sequence.
+    expect(events.at(-1)).toMatchObject({ completionTokens: 'hello STOP'.length });
+  });
+
+  it("stops at the chat template's end-of-turn markers, text or special token", async () => {
+    const special = new FakeModel(4096, () => ({ text: 'ok', tail: [END_OF_TURN, 120 as Token] }));
+    expect((await collect((await backendWith(special)).backend.generate(request(), never()))).texts).toEqual([
+      'ok',
+    ]);
+    const text = new FakeModel(4096, () => ({ text: 'ok<|end|>more' }));
+    const { events, texts } = await collect((await backendWith(text)).backend.generate(request(), never()));
+    expect(texts).toEqual(['ok']);
+    expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+  });
+
+  it('ends with length when the context is full, and refuses a prompt that does not fit', async () => {
+    const model = new FakeModel(PROMPT_TOKENS + 3, () => ({ text: 'abcdef' }));
+    const { backend } = await backendWith(model);
+
+    const { events } = await collect(backend.generate(request({ maxTokens: 100 }), never()));
+    expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'length' });
+    expect(events.at(-1)).toMatchObject({ completionTokens: 3 });
+
+    const long = request({ messages: [{ role: 'user', content: 'far too long for this context' }] });
+    const error = await collect(backend.generate(long, never())).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'messages' });
+  });
+
+  it('generates n choices on their own sequences, seeded seed + i, within the pool size', async () => {
+    const model = new FakeModel(4096, (seed) => ({ text: `s${seed}` }));
+    const { backend } = await backendWith(model, { sequences: 2 });
+
+    const { events, texts } = await collect(backend.generate(request({ n: 3, seed: 40 }), never()));
+
+    expect(texts).toEqual(['s40', 's41', 's42']);
+    expect(
+      events
+        .filter((e) => e.type === 'finish')
+        .map((e) => e.choice)
+        .sort(),
+    ).toEqual([0, 1, 2]);
+    expect(events.at(-1)).toEqual({ type: 'usage', promptTokens: PROMPT_TOKENS, completionTokens: 9 });
+    expect(model.maxActive).toBe(2);
+    expect(model.disposedSequences).toBe(3);
+  });
+
+  it('maps sampling parameters, with penalties over the generated tokens only when asked', async () => {
+    const model = new FakeModel(4096, () => ({ text: 'abc' }));
+    const { backend } = await backendWith(model);
+
+    await collect(backend.generate(request({ temperature: 0.3, topP: 0.9, seed: 7 }), never()));
+    expect(model.evaluations[0]).toEqual({ temperature: 0.3, topP: 0.9, seed: 7 });
+
+    await collect(backend.generate(request({ presencePenalty: 0.5, frequencyPenalty: -0.25 }), never()));
+    const penalty = model.evaluations[1]!.repeatPenalty!;
+    expect(penalty).toMatchObject({ penalty: 1, presencePenalty: 0.5, frequencyPenalty: -0.25 });
+    expect(typeof penalty.punishTokens === 'function' && penalty.punishTokens()).toEqual(tokensOf('abc'));
+    expect(model.evaluations[1]!.seed).toEqual(expect.any(Number));
+  });
+
+  it('stops promptly on abort, throws the reason and gives every sequence back', async () => {
+    const model = new FakeModel(1_000_000, () => ({ text: 'x', endless: true }));
+    const { backend } = await backendWith(model, { sequences: 2 });
+    const controller = new AbortController();
+    const reason = new Error('client went away');
+
+    let deltas = 0;
+    const run = (async () => {
+      for await (const event of backend.generate(request({ n: 2 }), controller.signal)) {
+        if (event.type === 'delta' && ++deltas === 10) controller.abort(reason);
+      }
+    })();
+
+    await expect(run).rejects.toBe(reason);
+    expect(deltas).toBeLessThan(20);
+    expect(model.active).toBe(0);
+    expect(model.disposedSequences).toBe(2);
+    // Both sequences are free again: a request needing both runs at once.
+    const { texts } = await collect(
+      backend.generate(request({ n: 2, maxTokens: 2 }), AbortSignal.timeout(10_000)),
+    );
+    expect(texts).toEqual(['xx', 'xx']);
+  });
+
+  it('frees the sequences of a waiting choice and of running ones when the caller stops early', async () => {
+    const model = new FakeModel(1_000_000, () => ({ text: 'y', endless: true }));
+    const { backend } = await backendWith(model, { sequences: 1 });
+
+    for await (const event of backend.generate(request({ n: 2 }), never())) {
+      if (event.type === 'delta') break;
+    }
+
+    expect(model.active).toBe(0);
+    expect(model.disposedSequences).toBe(1);
+  });
+
+  it('loads once, refuses to generate before loading, and disposes the model on close', async () => {
+    const model = new FakeModel(4096, () => ({ text: 'a' }));
+    const loader = jest.fn(() => Promise.resolve(model));
+    const backend = new LlamaCppChatBackend('fake', OPTIONS, loader);
+
+    await expect(collect(backend.generate(request(), never()))).rejects.toThrow('not loaded');
+    await Promise.all([backend.load(), backend.load()]);
+    expect(loader).toHaveBeenCalledTimes(1);
+    expect(backend.describe()).toBe('fake');
+    await backend.close();
+    expect(model.disposed).toBe(true);
+  });
+});

@@ -1,0 +1,277 @@
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { writeTinyLlamaGguf } from './fixtures/gguf/tiny-llama.gguf-writer';
+import { Stack } from './support/stack';
+
+const MODEL = 'tiny-llama';
+/** Letters the fixture's tokenizer has no merges for: one token per character. */
+const UNMERGED = 'xyzzyqxkv';
+
+function catalogFor(modelPath: string) {
+  return {
+    models: [
+      {
+        id: MODEL,
+        type: 'chat',
+        owned_by: 'e2e',
+        // One thread: the CI machine is shared, and llama.cpp's spinning worker threads hurt more than help.
+        backend: { kind: 'llamacpp', modelPath, contextSize: 512, sequences: 4, threads: 1 },
+      },
+    ],
+  };
+}
+
+/**
+ * Real llama.cpp inference through the real stack: a tiny random-weight llama GGUF is generated for the
+ * run, a chat worker loads it with the `llamacpp` backend, and the official client talks to the gateway.
+ */
+describe('the llamacpp backend', () => {
+  let dir: string;
+  let stack: Stack;
+  let client: OpenAI;
+  /** Every /v1/models answer seen while the worker started, with whether it had logged its model loaded. */
+  const listings: Array<{ listed: boolean; loadedLogged: boolean }> = [];
+
+  const loadedLine = `model ${MODEL} loaded in`;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mgw-llamacpp-'));
+    const modelPath = join(dir, 'tiny-llama.gguf');
+    await writeTinyLlamaGguf(modelPath, { seed: 7 });
+    stack = await Stack.start({
+      catalog: catalogFor(modelPath),
+      without: ['chat-worker', 'image-worker'],
+      waitForModels: [],
+    });
+    client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
+
+    // The worker starts only now, so every listing from its start until it is served is observed.
+    // Debug level: the worker then logs each job's outcome (completed / cancelled).
+    const worker = stack.spawnExtra('chat-worker:llama', { WORKER_MODELS: MODEL, LOG_LEVEL: 'debug' });
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (worker.exitCode !== null) throw new Error(`worker exited:\n${stack.logs('chat-worker:llama')}`);
+      if (Date.now() > deadline) throw new Error(`not served:\n${stack.logs('chat-worker:llama')}`);
+      const models = await client.models.list();
+      const listed = models.data.some((m) => m.id === MODEL);
+      // Read after the answer: a worker that registers only after logging its load has logged it by now.
+      const loadedLogged = stack.logs('chat-worker:llama').includes(loadedLine);
+      listings.push({ listed, loadedLogged });
+      if (listed) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('registers the worker only after the model is loaded', () => {
+    expect(listings.at(-1)).toEqual({ listed: true, loadedLogged: true });
+    expect(listings.filter((l) => l.listed && !l.loadedLogged)).toEqual([]);
+    const logs = stack.logs('chat-worker:llama');
+    expect(logs).toContain('chat wrapper ChatML');
+    expect(logs.indexOf(loadedLine)).toBeLessThan(logs.indexOf(`serving ${MODEL}`));
+  });
+
+  it('streams several content chunks as they are generated, then ends with length and usage', async () => {
+    const stream = await client.chat.completions.create({
+      model: MODEL,
+      stream: true,
+      max_tokens: 24,
+      temperature: 0,
+      messages: [{ role: 'user', content: 'Tell me a story.' }],
+    });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const content = chunks.filter((c) => (c.choices[0]?.delta.content ?? '') !== '');
+    expect(content.length).toBeGreaterThanOrEqual(5);
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+    const last = chunks.at(-1)!;
+    expect(last.choices[0]!.finish_reason).toBe('length');
+    expect(last.usage!.completion_tokens).toBe(24);
+    expect(last.usage!.prompt_tokens).toBeGreaterThan(0);
+    expect(content.length).toBeLessThanOrEqual(24);
+  });
+
+  it('stops at max_tokens with finish_reason length and exactly that many completion tokens', async () => {
+    const completion = await client.chat.completions.create({
+      model: MODEL,
+      max_tokens: 7,
+      messages: [{ role: 'user', content: 'Count to ten.' }],
+    });
+    expect(completion.choices).toHaveLength(1);
+    expect(completion.choices[0]!.finish_reason).toBe('length');
+    expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    const usage = completion.usage!;
+    expect(usage.completion_tokens).toBe(7);
+    expect(usage.total_tokens).toBe(usage.prompt_tokens + usage.completion_tokens);
+  });
+
+  it("counts prompt tokens with llama.cpp's tokenizer over the templated prompt", async () => {
+    const promptTokens = async (content: string) =>
+      (
+        await client.chat.completions.create({
+          model: MODEL,
+          max_tokens: 1,
+          messages: [{ role: 'user', content }],
+        })
+      ).usage!.prompt_tokens;
+
+    // node-llama-cpp's ChatML wrapper (resolved from the GGUF's template) renders BOS <|im_start|> "u" "s"
+    // "er" "\n" … <|im_end|> "\n" <|im_start|> "a" "s" "s" "is" "t" "an" "t" "\n": 17 tokens with the
+    // fixture's merges, plus one per unmerged letter of the content.
+    const CHATML = 17;
+    expect(await promptTokens(UNMERGED)).toBe(CHATML + UNMERGED.length);
+    expect(await promptTokens(UNMERGED + UNMERGED)).toBe(CHATML + 2 * UNMERGED.length);
+    // " the" is one token ("Ġthe") after merges: the model's tokenizer counts, not characters.
+    expect(await promptTokens(`${UNMERGED} the`)).toBe(CHATML + UNMERGED.length + 1);
+  });
+
+  it('truncates at a stop sequence found in a deterministic answer, with finish_reason stop', async () => {
+    const request = {
+      model: MODEL,
+      max_tokens: 40,
+      temperature: 0,
+      messages: [{ role: 'user' as const, content: 'Say something long.' }],
+    };
+    const full = (await client.chat.completions.create(request)).choices[0]!.message.content!;
+    const again = (await client.chat.completions.create(request)).choices[0]!.message.content!;
+    expect(again).toBe(full);
+
+    // A 3-character piece that first occurs well inside the answer.
+    let at = -1;
+    for (let k = 4; k + 3 <= full.length - 4; k++) {
+      if (full.indexOf(full.slice(k, k + 3)) === k) {
+        at = k;
+        break;
+      }
+    }
+    expect(at).toBeGreaterThan(0);
+    const stop = full.slice(at, at + 3);
+
+    const stopped = await client.chat.completions.create({ ...request, stop: [stop] });
+    expect(stopped.choices[0]!.message.content).toBe(full.slice(0, at));
+    expect(stopped.choices[0]!.finish_reason).toBe('stop');
+    expect(stopped.usage!.completion_tokens).toBeLessThan(40);
+
+    const streamed = await client.chat.completions.create({ ...request, stop: stop, stream: true });
+    let text = '';
+    let finish: string | null = null;
+    for await (const chunk of streamed) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(text).toBe(full.slice(0, at));
+    expect(finish).toBe('stop');
+  });
+
+  it('returns n independent choices, and the same text again for the same seed', async () => {
+    const request = {
+      model: MODEL,
+      n: 2,
+      max_tokens: 8,
+      temperature: 1,
+      seed: 1234,
+      messages: [{ role: 'user' as const, content: 'Two answers, please.' }],
+    };
+    const completion = await client.chat.completions.create(request);
+    expect(completion.choices.map((c) => c.index)).toEqual([0, 1]);
+    expect(completion.choices.every((c) => c.finish_reason === 'length')).toBe(true);
+    expect(completion.usage!.completion_tokens).toBe(16);
+    const [first, second] = completion.choices.map((c) => c.message.content);
+    expect(first).not.toBe(second);
+
+    const single = { ...request, n: 1 };
+    const a = (await client.chat.completions.create(single)).choices[0]!.message.content;
+    const b = (await client.chat.completions.create(single)).choices[0]!.message.content;
+    expect(a).toBe(b);
+  });
+
+  it('serves concurrent requests on the shared context', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        client.chat.completions.create({
+          model: MODEL,
+          max_tokens: 5,
+          messages: [{ role: 'user', content: `request ${i}` }],
+        }),
+      ),
+    );
+    for (const answer of answers) {
+      expect(answer.choices[0]!.finish_reason).toBe('length');
+      expect(answer.usage!.completion_tokens).toBe(5);
+    }
+  });
+
+  it('stops generating for a client that goes away, and keeps serving', async () => {
+    const controller = new AbortController();
+    // No max_tokens: left alone, this would generate until the context is full.
+    const stream = await client.chat.completions.create(
+      { model: MODEL, stream: true, messages: [{ role: 'user', content: 'Never stop talking.' }] },
+      { signal: controller.signal },
+    );
+    let id = '';
+    let chunks = 0;
+    try {
+      for await (const chunk of stream) {
+        id = chunk.id;
+        if (++chunks === 3) controller.abort();
+      }
+    } catch {
+      // The SDK reports the abort it was asked for.
+    }
+    expect(controller.signal.aborted).toBe(true);
+    const cancelled = `request ${id.replace(/^chatcmpl-/, '')} model ${MODEL} cancelled`;
+    const deadline = Date.now() + 30_000;
+    while (!stack.logs('chat-worker:llama').includes(cancelled)) {
+      if (Date.now() > deadline) throw new Error(`no "${cancelled}" in:\n${stack.logs('chat-worker:llama')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+
+    // Every sequence is usable again: one request takes all four.
+    const after = await client.chat.completions.create({
+      model: MODEL,
+      n: 4,
+      max_tokens: 3,
+      messages: [{ role: 'user', content: 'Still there?' }],
+    });
+    expect(after.choices.map((c) => c.finish_reason)).toEqual(['length', 'length', 'length', 'length']);
+  });
+
+  it('refuses image input with a 400 naming the field', async () => {
+    await expect(
+      client.chat.completions.create({
+        model: MODEL,
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }],
+          },
+        ],
+      }),
+    ).rejects.toMatchObject({ status: 400, param: 'messages[0].content' });
+  });
+
+  it('stops the worker at start when the GGUF file is missing, naming the model and the field', async () => {
+    const catalogPath = join(dir, 'broken-catalog.json');
+    const broken = catalogFor('models/missing.gguf');
+    broken.models[0]!.id = 'broken-llama';
+    await writeFile(catalogPath, JSON.stringify(broken));
+    const worker = stack.spawnExtra('chat-worker:broken', {
+      CATALOG_PATH: catalogPath,
+      WORKER_MODELS: 'broken-llama',
+    });
+    const [code] = (await once(worker, 'exit')) as [number | null];
+    expect(code).toBe(78);
+    const logs = stack.logs('chat-worker:broken');
+    // A relative modelPath is resolved against the catalog's directory.
+    expect(logs).toContain(
+      `catalog model "broken-llama": backend.modelPath: no GGUF file at ${join(dir, 'models', 'missing.gguf')}`,
+    );
+  });
+});
