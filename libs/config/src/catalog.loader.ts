@@ -34,6 +34,8 @@ export interface CatalogModel {
   ownedBy: string;
   created: number;
   backend: BackendSpec;
+  /** Jobs allowed to wait in this model's queue before the gateway answers 503 `overloaded`. */
+  maxQueueDepth?: number;
 }
 
 export interface Catalog {
@@ -64,6 +66,11 @@ class CatalogModelDto {
 
   @IsObject({ message: 'backend must be an object with a "kind"' })
   backend!: BackendSpec;
+
+  @IsOptional()
+  @Min(1, { message: 'maxQueueDepth must be an integer of at least 1' })
+  @IsInt({ message: 'maxQueueDepth must be an integer of at least 1' })
+  maxQueueDepth?: number;
 }
 
 class CatalogFileDto {
@@ -134,6 +141,7 @@ export function parseCatalog(text: string, path: string): Catalog {
       ownedBy: m.owned_by,
       created: m.created ?? loadedAt,
       backend: m.backend,
+      ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
     })),
   };
 }

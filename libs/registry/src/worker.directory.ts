@@ -22,7 +22,16 @@ export class WorkerDirectory {
     private readonly now: () => number = Date.now,
   ) {
     this.declared = new Map(
-      catalog.models.map((m) => [m.id, { id: m.id, type: m.type, owned_by: m.ownedBy, created: m.created }]),
+      catalog.models.map((m) => [
+        m.id,
+        {
+          id: m.id,
+          type: m.type,
+          owned_by: m.ownedBy,
+          created: m.created,
+          ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
+        },
+      ]),
     );
   }
 

@@ -77,6 +77,8 @@ export interface ModelEntry {
   created: number;
   liveWorkers: number;
   concurrency: number;
+  /** The catalog's bound on waiting jobs; absent when the catalog sets none. */
+  maxQueueDepth?: number;
 }
 
 export type ModelLookup =
