@@ -42,5 +42,3 @@ export function newKeyId(): string {
 export function bootstrapKeyIdOf(keyHash: string): string {
   return `bootstrap_${keyHash.slice(0, 16)}`;
 }
-
-export const KEY_ID_PATTERN = /^(key_[0-9a-f]{24}|bootstrap_[0-9a-f]{16})$/;

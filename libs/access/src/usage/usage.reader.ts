@@ -1,6 +1,5 @@
 import type { Redis } from 'ioredis';
-import { GatewayError } from '@mgw/contracts';
-import { KEY_ID_PATTERN } from '../keys/api-key.secret';
+import { GatewayError, KEY_ID_PATTERN } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
 import { DAY_MS, dayOf, daysBetween, parseDay } from './usage.days';
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { loadGatewayConfig, type GatewayConfig } from '@mgw/config';
+import { KeyAuthenticator, type KeyStore } from '@mgw/access';
 import { GatewayError } from '@mgw/contracts';
 import { ApiKeyGuard, hashApiKey } from './api-key.guard';
 import { Auth } from './auth-policy.decorator';
@@ -34,6 +35,13 @@ class PublicController {
 @Auth('models')
 class ModelsController {
   list(): void {}
+}
+
+/** A guard whose issued-key lookups find nothing (these tests exercise the bootstrap keys and the policies). */
+function guardFor(config: GatewayConfig): ApiKeyGuard {
+  const store = { findByHash: () => Promise.resolve(null) } as unknown as KeyStore;
+  const authenticator = new KeyAuthenticator(store, config.apiKeys, { ttlMs: 1000, maxEntries: 10 });
+  return new ApiKeyGuard(config, new Reflector(), { authenticator });
 }
 
 interface FakeRequest {
@@ -88,7 +96,7 @@ describe('ApiKeyGuard', () => {
 
   beforeEach(() => {
     config = loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test' });
-    guard = new ApiKeyGuard(config, new Reflector());
+    guard = guardFor(config);
   });
 
   describe('with the default (required) policy', () => {
@@ -104,9 +112,8 @@ describe('ApiKeyGuard', () => {
     });
 
     it('accepts any of several configured keys', () => {
-      guard = new ApiKeyGuard(
+      guard = guardFor(
         loadGatewayConfig({ GATEWAY_API_KEYS: `${GOOD_KEY}, sk-other-key-456`, NODE_ENV: 'test' }),
-        new Reflector(),
       );
 
       expect(guard.canActivate(contextFor(`Bearer ${GOOD_KEY}`).context)).toBe(true);
@@ -116,10 +123,7 @@ describe('ApiKeyGuard', () => {
 
     it('accepts a configured key of the longest allowed length (512 characters)', () => {
       const longKey = `sk-${'x'.repeat(509)}`;
-      guard = new ApiKeyGuard(
-        loadGatewayConfig({ GATEWAY_API_KEYS: longKey, NODE_ENV: 'test' }),
-        new Reflector(),
-      );
+      guard = guardFor(loadGatewayConfig({ GATEWAY_API_KEYS: longKey, NODE_ENV: 'test' }));
 
       expect(guard.canActivate(contextFor(`Bearer ${longKey}`).context)).toBe(true);
       expectInvalidKey(refusal(guard, contextFor(`Bearer ${longKey}x`).context));
@@ -221,7 +225,7 @@ describe('ApiKeyGuard', () => {
         MODELS_REQUIRE_AUTH: 'false',
       });
       expect(open.modelsRequireAuth).toBe(false);
-      guard = new ApiKeyGuard(open, new Reflector());
+      guard = guardFor(open);
 
       expect(
         guard.canActivate(contextFor(undefined, PolicyController.prototype.models, PolicyController).context),
@@ -234,9 +238,8 @@ describe('ApiKeyGuard', () => {
     });
 
     it("does not open other routes when MODELS_REQUIRE_AUTH='false'", () => {
-      guard = new ApiKeyGuard(
+      guard = guardFor(
         loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test', MODELS_REQUIRE_AUTH: 'false' }),
-        new Reflector(),
       );
 
       expectMissingKey(refusal(guard, contextFor(undefined).context));

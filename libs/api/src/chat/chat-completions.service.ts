@@ -8,6 +8,8 @@ import {
   type ChatJobData,
   type ModelEntry,
 } from '@mgw/contracts';
+import { estimateChatTokens, type Principal } from '@mgw/access';
+import { AccessService, type Admission } from '../access/access.service';
 import { InflightRequests } from '../inflight/inflight.registry';
 import type { InflightRequest } from '../inflight/inflight-request';
 import { onClientGone } from '../http/request-context';
@@ -23,17 +25,26 @@ export class ChatCompletionsService {
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(ModelResolver) private readonly resolver: ModelResolver,
     @Inject(InflightRequests) private readonly inflight: InflightRequests,
+    @Inject(AccessService) private readonly access: AccessService,
   ) {}
 
-  async handle(requestId: string, body: ChatCompletionRequestDto, reply: FastifyReply): Promise<void> {
-    const model = await this.resolver.resolve(body.model ?? this.config.defaultChatModel, 'chat');
+  async handle(
+    requestId: string,
+    body: ChatCompletionRequestDto,
+    reply: FastifyReply,
+    principal: Principal,
+  ): Promise<void> {
+    const model = await this.resolver.resolve(body.model ?? this.config.defaultChatModel, 'chat', principal);
+    const estimate = estimateChatTokens(body, this.config.tpmDefaultMaxTokens);
+    const admission = await this.access.admit(principal, 'chat', model, requestId, estimate, reply);
     const job: ChatJobData = {
       ...this.inflight.envelope(requestId, model.id, this.config.chatDeadlineMs),
+      ...admission.fields,
       request: body,
     };
     const created = Math.floor(job.enqueuedAt / 1000);
-    if (body.stream === true) await this.stream(job, model, created, reply);
-    else await this.respond(job, model, created, reply);
+    if (body.stream === true) await this.stream(job, model, created, reply, admission);
+    else await this.respond(job, model, created, reply, admission);
   }
 
   private async stream(
@@ -41,6 +52,7 @@ export class ChatCompletionsService {
     model: ModelEntry,
     created: number,
     reply: FastifyReply,
+    admission: Admission,
   ): Promise<void> {
     const chunks = new ChatChunkSerializer(job.requestId, model.id, created);
     let inflight: InflightRequest | null = null;
@@ -58,7 +70,13 @@ export class ChatCompletionsService {
       onError: (error) => sse.fail(JSON.stringify(error.toBody())),
     });
     // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status.
-    await inflight.enqueue(job, this.config.chatDeadlineMs);
+    try {
+      await inflight.enqueue(job, this.config.chatDeadlineMs);
+    } catch (error) {
+      admission.failed();
+      throw error;
+    }
+    admission.enqueued();
     reply.hijack();
     sse.open({ 'x-request-id': job.requestId });
     onClientGone(reply, () => {
@@ -72,6 +90,7 @@ export class ChatCompletionsService {
     model: ModelEntry,
     created: number,
     reply: FastifyReply,
+    admission: Admission,
   ): Promise<void> {
     const assembler = new CompletionAssembler(job.requestId, model.id, created);
     const completion = new Promise<ChatCompletion>((resolve, reject) => {
@@ -84,7 +103,10 @@ export class ChatCompletionsService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight.enqueue(job, this.config.chatDeadlineMs).catch(reject);
+      inflight.enqueue(job, this.config.chatDeadlineMs).then(admission.enqueued, (error: unknown) => {
+        admission.failed();
+        reject(error);
+      });
     });
     await reply.status(200).send(await completion);
   }

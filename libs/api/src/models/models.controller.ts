@@ -1,4 +1,6 @@
-import { Controller, Get, Inject, Param } from '@nestjs/common';
+import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { allowsModel } from '@mgw/access';
 import {
   capabilitiesOf,
   GatewayError,
@@ -7,6 +9,7 @@ import {
   type ModelObject,
 } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
+import { principalOf } from '../auth/request-principal';
 import { GatewayRuntime } from '../gateway.runtime';
 
 function toModelObject(entry: ModelEntry): ModelObject {
@@ -20,20 +23,28 @@ function toModelObject(entry: ModelEntry): ModelObject {
   };
 }
 
-/** Models with at least one live worker; a declared model without workers is not offered. */
+/**
+ * Models with at least one live worker; a declared model without workers is not offered, nor is a model
+ * the caller's key may not use.
+ */
 @Controller('v1/models')
 @Auth('models')
 export class ModelsController {
   constructor(@Inject(GatewayRuntime) private readonly runtime: GatewayRuntime) {}
 
   @Get()
-  async list(): Promise<ModelList> {
+  async list(@Req() request: FastifyRequest): Promise<ModelList> {
+    const principal = principalOf(request);
     const models = await this.runtime.models.listModels();
-    return { object: 'list', data: models.filter((m) => m.liveWorkers > 0).map(toModelObject) };
+    return {
+      object: 'list',
+      data: models.filter((m) => m.liveWorkers > 0 && allowsModel(principal, m.id)).map(toModelObject),
+    };
   }
 
   @Get(':id')
-  async retrieve(@Param('id') id: string): Promise<ModelObject> {
+  async retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ModelObject> {
+    if (!allowsModel(principalOf(request), id)) throw GatewayError.modelNotFound(id);
     const lookup = await this.runtime.models.lookup(id);
     if (lookup.state !== 'live') throw GatewayError.modelNotFound(id);
     return toModelObject(lookup.model);
