@@ -1,13 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
-import {
-  CreateKeyDto,
-  KeyStore,
-  PRIORITY_TIERS,
-  UpdateKeyDto,
-  UsageReader,
-  type PriorityTier,
-} from '@mgw/access';
+import { CreateKeyDto, KeyStore, PRIORITY_TIERS, UpdateKeyDto, UsageReader } from '@mgw/access';
 import { GatewayError, validateDto } from '@mgw/contracts';
 
 export const USAGE = `Usage: npm run keys -- <command> [options]
@@ -84,7 +77,7 @@ function settingsOf(values: Values): Record<string, unknown> {
     if (!(PRIORITY_TIERS as readonly string[]).includes(values.priority)) {
       throw new CliUsageError(`--priority must be one of ${PRIORITY_TIERS.join(', ')}`);
     }
-    settings.priority = values.priority as PriorityTier;
+    settings.priority = values.priority;
   }
   return settings;
 }

@@ -27,9 +27,9 @@ export interface AdmittedFields {
 export interface Admission {
   fields: AdmittedFields;
   /** The job is in its queue. */
-  enqueued(): void;
+  enqueued: () => void;
   /** The job never reached the queue: nothing of this request is counted. */
-  failed(): void;
+  failed: () => void;
 }
 
 /** Retry-After for a full queue when the model finished nothing in the last minute. */

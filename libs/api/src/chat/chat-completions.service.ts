@@ -103,7 +103,7 @@ export class ChatCompletionsService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight.enqueue(job, this.config.chatDeadlineMs).then(admission.enqueued, (error: unknown) => {
+      inflight.enqueue(job, this.config.chatDeadlineMs).then(admission.enqueued, (error: Error) => {
         admission.failed();
         reject(error);
       });

@@ -72,7 +72,7 @@ export class ImageGenerationService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight.enqueue(job, this.config.imageDeadlineMs).then(admission.enqueued, (error: unknown) => {
+      inflight.enqueue(job, this.config.imageDeadlineMs).then(admission.enqueued, (error: Error) => {
         admission.failed();
         reject(error);
       });
