@@ -13,6 +13,7 @@ import {
   MaxLength,
   Min,
   MinLength,
+  ValidateIf,
   ValidateNested,
   validateSync,
   type ValidationError,
@@ -67,7 +68,7 @@ class CatalogModelDto {
   @IsObject({ message: 'backend must be an object with a "kind"' })
   backend!: BackendSpec;
 
-  @IsOptional()
+  @ValidateIf((model: CatalogModelDto) => model.maxQueueDepth !== undefined)
   @Min(1, { message: 'maxQueueDepth must be an integer of at least 1' })
   @IsInt({ message: 'maxQueueDepth must be an integer of at least 1' })
   maxQueueDepth?: number;
