@@ -12,7 +12,8 @@ const swc = [
 ];
 
 const moduleNameMapper = {
-  '^@mgw/(api|config|contracts|inference|observability|queue|registry|worker)$': '<rootDir>/libs/$1/src',
+  '^@mgw/(access|api|config|contracts|inference|observability|queue|registry|worker)$':
+    '<rootDir>/libs/$1/src',
   '^@mgw/testing$': '<rootDir>/test/fixtures',
 };
 

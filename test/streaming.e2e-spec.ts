@@ -151,12 +151,14 @@ describe('streaming, cancellation and failures', () => {
       { model: 'lane-chat', messages: [{ role: 'user', content: 'i will not wait' }] },
       { signal: leave.signal },
     );
-    await waitFor(async () => (await queue.getWaitingCount()) === 1, 3000);
-    const [waitingJob] = await queue.getWaiting();
+    // Every job carries its key's BullMQ priority, so waiting jobs are in the `prioritized` state.
+    const waitingCount = () => queue.getJobCountByTypes('waiting', 'prioritized');
+    await waitFor(async () => (await waitingCount()) === 1, 3000);
+    const [waitingJob] = await queue.getJobs(['waiting', 'prioritized']);
     leave.abort();
     await expect(waiting).rejects.toThrow();
     await waitFor(async () => (await queue.getJob(waitingJob!.id!)) === undefined, 3000);
-    expect(await queue.getWaitingCount()).toBe(0);
+    expect(await waitingCount()).toBe(0);
     occupy.abort();
     await waitFor(async () => (await queue.getActiveCount()) === 0, 3000);
     expect(spy.messages(waitingJob!.id!)).toEqual([]); // it never started

@@ -1,6 +1,9 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { GatewayConfig } from '@mgw/config';
+import { AccessService } from './access/access.service';
+import { AdminKeysController } from './admin/admin-keys.controller';
+import { AdminUsageController } from './admin/admin-usage.controller';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
@@ -13,18 +16,26 @@ import { InflightRequests } from './inflight/inflight.registry';
 import { ModelResolver } from './models/model.resolver';
 import { ModelsController } from './models/models.controller';
 
-/** The gateway's HTTP surface: auth, validation, the three operations, health. */
+/** The gateway's HTTP surface: auth, validation, the three operations, health, and the admin API. */
 @Module({})
 export class ApiModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: ApiModule,
-      controllers: [ChatCompletionsController, ImagesController, ModelsController, HealthController],
+      controllers: [
+        ChatCompletionsController,
+        ImagesController,
+        ModelsController,
+        HealthController,
+        AdminKeysController,
+        AdminUsageController,
+      ],
       providers: [
         { provide: GatewayConfig, useValue: config },
         { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_FILTER, useClass: OpenAiExceptionFilter },
         GatewayRuntime,
+        AccessService,
         InflightRequests,
         ModelResolver,
         ChatCompletionsService,

@@ -19,7 +19,8 @@ export class GatewayRuntime implements OnModuleInit, OnApplicationShutdown {
   readonly producer: JobProducer;
   readonly router: ReplyRouter;
   readonly models: ModelDirectory;
-  private readonly subscriber: Redis;
+  /** The one pub/sub connection: this instance's reply channel and the key-invalidation channel. */
+  readonly subscriber: Redis;
   private readonly registry: RegistryClient;
   private readonly logger = new Logger('Gateway');
 

@@ -186,6 +186,20 @@ describe('parseCatalog scaleToZero', () => {
   });
 });
 
+describe('maxQueueDepth', () => {
+  it('is carried through when set, and absent otherwise', () => {
+    const [bounded, open] = parseCatalog(catalog({ ...chat, maxQueueDepth: 25 }, image), PATH).models;
+    expect(bounded!.maxQueueDepth).toBe(25);
+    expect(open).not.toHaveProperty('maxQueueDepth');
+  });
+
+  it.each([0, -1, 2.5, '10', null])('refuses %p, naming the model and the field', (value) => {
+    const message = problemsOf(catalog({ ...chat, maxQueueDepth: value })).message;
+    expect(message).toContain('"sim-chat"');
+    expect(message).toContain('maxQueueDepth');
+  });
+});
+
 describe('loadCatalog', () => {
   let dir: string;
 

@@ -14,6 +14,7 @@ import {
   MaxLength,
   Min,
   MinLength,
+  ValidateIf,
   ValidateNested,
   validateSync,
   type ValidationError,
@@ -45,6 +46,8 @@ export interface CatalogModel {
   backend: BackendSpec;
   /** Present only for models declared `scaleToZero`. */
   scaleToZero?: ScaleToZeroSpec;
+  /** Jobs allowed to wait in this model's queue before the gateway answers 503 `overloaded`. */
+  maxQueueDepth?: number;
 }
 
 export interface Catalog {
@@ -89,6 +92,10 @@ class CatalogModelDto {
   @Type(() => ScaleToZeroDto)
   @IsObject({ message: 'scaleToZero must be an object such as {"maxWaitMs": 120000}' })
   scaleToZero?: ScaleToZeroDto;
+  @ValidateIf((model: CatalogModelDto) => model.maxQueueDepth !== undefined)
+  @Min(1, { message: 'maxQueueDepth must be an integer of at least 1' })
+  @IsInt({ message: 'maxQueueDepth must be an integer of at least 1' })
+  maxQueueDepth?: number;
 }
 
 class CatalogFileDto {
@@ -162,6 +169,7 @@ export function parseCatalog(text: string, path: string): Catalog {
       ...(m.scaleToZero
         ? { scaleToZero: { maxWaitMs: m.scaleToZero.maxWaitMs ?? DEFAULT_SCALE_TO_ZERO_MAX_WAIT_MS } }
         : {}),
+      ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
     })),
   };
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Expose } from 'class-transformer';
-import { IsString, Matches, MinLength } from 'class-validator';
+import { Expose, Transform } from 'class-transformer';
+import { IsOptional, IsString, Matches, MinLength } from 'class-validator';
 import { ConfigError, loadConfig } from './load-config';
 import { SharedConfig } from './shared.config';
 import { EnvBool, EnvInt, ToList, Trimmed } from './env.decorators';
@@ -80,6 +80,40 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('JOB_RETENTION_FAILED', 0)
   keepFailedJobs = 1000;
 
+  /**
+   * Bearer token of the admin API (`/admin/*`), a secret separate from every API key. Unset: the admin
+   * routes do not exist (404).
+   */
+  @Expose({ name: 'GATEWAY_ADMIN_TOKEN' })
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' && value.trim() === '' ? undefined : value,
+  )
+  @IsOptional()
+  @Matches(/^\S{24,512}$/, { message: 'GATEWAY_ADMIN_TOKEN must be 24-512 non-space characters' })
+  adminToken: string | undefined = undefined;
+
+  /**
+   * How long a looked-up API key is served from memory. Changes reach every replica at once by pub/sub;
+   * this only bounds staleness when an invalidation is lost (Redis reconnect).
+   */
+  @EnvInt('KEY_CACHE_MS', 0, 60_000)
+  keyCacheMs = 5000;
+
+  @EnvInt('KEY_CACHE_MAX', 1)
+  keyCacheMax = 10_000;
+
+  /** A concurrency slot's lease: refreshed while its request lives, so a crashed gateway's slots expire. */
+  @EnvInt('CONCURRENCY_LEASE_MS', 1000, 600_000)
+  concurrencyLeaseMs = 30_000;
+
+  /** Completion tokens reserved against a key's TPM limit when a request sets no max_tokens. */
+  @EnvInt('TPM_DEFAULT_MAX_TOKENS', 1)
+  tpmDefaultMaxTokens = 1024;
+
+  /** Waiting jobs allowed per model when the catalog sets no `maxQueueDepth`. */
+  @EnvInt('DEFAULT_MAX_QUEUE_DEPTH', 1)
+  defaultMaxQueueDepth = 1000;
+
   /** Set when no key was configured and one was generated for this development run. */
   generatedDevKey: string | null = null;
 }
@@ -93,6 +127,9 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     const key = `sk-gw-dev-${randomBytes(24).toString('base64url')}`;
     config.apiKeys = [key];
     config.generatedDevKey = key;
+  }
+  if (config.adminToken !== undefined && config.apiKeys.includes(config.adminToken)) {
+    throw new ConfigError(['GATEWAY_ADMIN_TOKEN: must not also be one of GATEWAY_API_KEYS']);
   }
   return config;
 }

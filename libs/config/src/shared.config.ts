@@ -39,3 +39,6 @@ export abstract class CatalogAwareConfig extends SharedConfig {
   @IsString()
   catalogPath = 'deploy/catalog.json';
 }
+
+/** Tools that only need to reach the deployment's Redis namespace (the keys CLI). */
+export class RedisOnlyConfig extends SharedConfig {}

@@ -5,9 +5,11 @@ import type { JobsOptions } from 'bullmq';
  * when its client leaves. Finished jobs are removed at once (the result already went over pub/sub);
  * failed ones are kept, bounded, for inspection.
  */
-export function jobOptionsFor(requestId: string, keepFailedJobs: number): JobsOptions {
+export function jobOptionsFor(requestId: string, keepFailedJobs: number, priority?: number): JobsOptions {
   return {
     jobId: requestId,
+    // Every gateway job carries its key's tier; BullMQ would run an unprioritised job before all of them.
+    ...(priority === undefined ? {} : { priority }),
     attempts: 1,
     removeOnComplete: true,
     removeOnFail: { count: keepFailedJobs, age: 24 * 3600 },

@@ -31,7 +31,11 @@ export class JobProducer {
   }
 
   async enqueue<K extends ModelKind>(kind: K, data: JobDataOf<K>): Promise<void> {
-    await this.queueFor(kind, data.model).add(kind, data, jobOptionsFor(data.requestId, this.keepFailedJobs));
+    await this.queueFor(kind, data.model).add(
+      kind,
+      data,
+      jobOptionsFor(data.requestId, this.keepFailedJobs, data.priority),
+    );
   }
 
   /** Removes a job that no worker has taken yet. False when it is already running (or gone). */

@@ -30,6 +30,7 @@ export class WorkerDirectory {
           owned_by: m.ownedBy,
           created: m.created,
           ...(m.scaleToZero ? { scaleToZero: { ...m.scaleToZero } } : {}),
+          ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
         },
       ]),
     );

@@ -1,7 +1,9 @@
 import type { Job } from 'bullmq';
 import { ChatJobData, type FinishReason, type TokenUsage } from '@mgw/contracts';
 import { toChatInferenceRequest, type ChatBackend } from '@mgw/inference';
+import { estimatePromptTokens } from '@mgw/access';
 import type { JobOutcome, JobRunner } from './job-runner';
+import type { UsageReporter } from './usage.reporter';
 
 /** Runs chat jobs of one model: the backend's events become `delta` messages and one `chat-done`. */
 export class ChatJobProcessor {
@@ -9,6 +11,7 @@ export class ChatJobProcessor {
     private readonly model: string,
     private readonly backend: ChatBackend,
     private readonly runner: JobRunner,
+    private readonly usage: UsageReporter,
   ) {}
 
   process(job: Job<unknown>): Promise<JobOutcome> {
@@ -16,25 +19,45 @@ export class ChatJobProcessor {
       const request = toChatInferenceRequest(data.request);
       const finishReasons: (FinishReason | undefined)[] = new Array<FinishReason | undefined>(request.n);
       let usage: TokenUsage | null = null;
-      for await (const event of this.backend.generate(request, signal)) {
-        switch (event.type) {
-          case 'delta':
-            if (event.text.length > 0)
-              await writer.send({ kind: 'delta', choice: event.choice, content: event.text });
-            break;
-          case 'finish':
-            finishReasons[event.choice] = event.reason;
-            break;
-          case 'usage':
-            usage = { prompt_tokens: event.promptTokens, completion_tokens: event.completionTokens };
-            break;
+      let deltas = 0;
+      try {
+        for await (const event of this.backend.generate(request, signal)) {
+          switch (event.type) {
+            case 'delta':
+              if (event.text.length > 0) {
+                deltas++;
+                await writer.send({ kind: 'delta', choice: event.choice, content: event.text });
+              }
+              break;
+            case 'finish':
+              finishReasons[event.choice] = event.reason;
+              break;
+            case 'usage':
+              usage = { prompt_tokens: event.promptTokens, completion_tokens: event.completionTokens };
+              break;
+          }
         }
+        signal.throwIfAborted();
+      } catch (error) {
+        // Stopped early (client gone, deadline, backend failure): what was generated still counts. Without
+        // the backend's final count, each delta is taken as one token and the prompt is estimated.
+        await this.usage.report(data, {
+          promptTokens: usage?.prompt_tokens ?? estimatePromptTokens(data.request.messages),
+          completionTokens: usage?.completion_tokens ?? deltas,
+          images: 0,
+        });
+        throw error;
       }
-      signal.throwIfAborted();
       const reasons = [...finishReasons];
       if (usage === null || reasons.length !== request.n || reasons.some((r) => r === undefined)) {
         throw new Error('the backend ended without finishing every choice and reporting usage');
       }
+      // Recorded before the client hears the end, so a finished response is always already counted.
+      await this.usage.report(data, {
+        promptTokens: usage.prompt_tokens,
+        completionTokens: usage.completion_tokens,
+        images: 0,
+      });
       await writer.send({ kind: 'chat-done', finishReasons: reasons as FinishReason[], usage });
     });
   }

@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import { ImageJobData, imageResultKeyFor } from '@mgw/contracts';
 import { toImageInferenceRequest, type ImageBackend } from '@mgw/inference';
 import type { JobOutcome, JobRunner } from './job-runner';
+import type { UsageReporter } from './usage.reporter';
 
 /**
  * Runs image jobs of one model. Each PNG is stored under a short-lived key and referenced from the
@@ -14,24 +15,31 @@ export class ImageJobProcessor {
     private readonly runner: JobRunner,
     private readonly namespace: string,
     private readonly resultTtlMs: number,
+    private readonly usage: UsageReporter,
   ) {}
 
   process(job: Job<unknown>): Promise<JobOutcome> {
     return this.runner.run(job, ImageJobData, this.model, async ({ data, signal, writer }) => {
       const request = toImageInferenceRequest(data.request);
       let count = 0;
-      for await (const image of this.backend.generate(request, signal)) {
-        const key = imageResultKeyFor(this.namespace, data.requestId, image.index);
-        await writer.sendWithPayload(
-          { kind: 'image', index: image.index, key, revisedPrompt: image.revisedPrompt },
-          key,
-          image.png.toString('base64'),
-          this.resultTtlMs,
-        );
-        count++;
+      try {
+        for await (const image of this.backend.generate(request, signal)) {
+          const key = imageResultKeyFor(this.namespace, data.requestId, image.index);
+          await writer.sendWithPayload(
+            { kind: 'image', index: image.index, key, revisedPrompt: image.revisedPrompt },
+            key,
+            image.png.toString('base64'),
+            this.resultTtlMs,
+          );
+          count++;
+        }
+        signal.throwIfAborted();
+        if (count !== request.n) throw new Error(`the backend produced ${count} of ${request.n} images`);
+      } catch (error) {
+        await this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count });
+        throw error;
       }
-      signal.throwIfAborted();
-      if (count !== request.n) throw new Error(`the backend produced ${count} of ${request.n} images`);
+      await this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count });
       await writer.send({ kind: 'image-done', count });
     });
   }

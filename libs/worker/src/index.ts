@@ -4,3 +4,4 @@ export * from './image-job.processor';
 export * from './served-models';
 export * from './worker.runtime';
 export * from './worker.module';
+export * from './usage.reporter';

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import type { LoggerService, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Redis } from 'ioredis';
+import { UsageRecorder } from '@mgw/access';
 import type { Catalog, CatalogModel, WorkerConfig } from '@mgw/config';
 import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
 import {
@@ -22,6 +23,7 @@ import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
 import { ChatJobProcessor } from './chat-job.processor';
 import { ImageJobProcessor } from './image-job.processor';
 import { JobRunner } from './job-runner';
+import { UsageReporter } from './usage.reporter';
 import { selectServedModels } from './served-models';
 
 const DEFAULT_CONCURRENCY: Record<ModelKind, number> = { chat: 8, image: 2 };
@@ -102,19 +104,21 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
       heartbeatMs: config.replyHeartbeatMs,
     });
     const runner = this.runner;
+    const usage = new UsageReporter(new UsageRecorder(publisher, config.namespace, kind), this.logger);
 
     this.consumer = new ModelQueueConsumer(blocking, config.namespace, this.logger, config.jobLockMs);
     served.forEach((model, i) => {
       const backend = backends[i]!;
       const processor =
         kind === 'chat'
-          ? new ChatJobProcessor(model.id, backend as ChatBackend, runner)
+          ? new ChatJobProcessor(model.id, backend as ChatBackend, runner, usage)
           : new ImageJobProcessor(
               model.id,
               backend as ImageBackend,
               runner,
               config.namespace,
               config.imageResultTtlMs,
+              usage,
             );
       this.consumer!.consume(kind, model.id, this.concurrency, (job) =>
         processor.process(job).then(() => undefined),

@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto';
 import type { ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { loadGatewayConfig, type GatewayConfig } from '@mgw/config';
+import { generateApiKey, KeyAuthenticator, type ApiKeyRecord, type KeyStore } from '@mgw/access';
 import { GatewayError } from '@mgw/contracts';
 import { ApiKeyGuard, hashApiKey } from './api-key.guard';
 import { Auth } from './auth-policy.decorator';
+import { principalOf } from './request-principal';
 
 const GOOD_KEY = 'sk-good-key-123';
 
@@ -36,6 +38,13 @@ class ModelsController {
   list(): void {}
 }
 
+/** A guard whose issued-key lookups find nothing (these tests exercise the bootstrap keys and the policies). */
+function guardFor(config: GatewayConfig): ApiKeyGuard {
+  const store = { findByHash: () => Promise.resolve(null) } as unknown as KeyStore;
+  const authenticator = new KeyAuthenticator(store, config.apiKeys, { ttlMs: 1000, maxEntries: 10 });
+  return new ApiKeyGuard(config, new Reflector(), { authenticator });
+}
+
 interface FakeRequest {
   headers: Record<string, string>;
 }
@@ -61,7 +70,7 @@ function contextFor(
 
 function refusal(guard: ApiKeyGuard, context: ExecutionContext): GatewayError {
   try {
-    guard.canActivate(context);
+    void guard.canActivate(context);
   } catch (error) {
     if (error instanceof GatewayError) return error;
     throw error;
@@ -88,7 +97,7 @@ describe('ApiKeyGuard', () => {
 
   beforeEach(() => {
     config = loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test' });
-    guard = new ApiKeyGuard(config, new Reflector());
+    guard = guardFor(config);
   });
 
   describe('with the default (required) policy', () => {
@@ -104,9 +113,8 @@ describe('ApiKeyGuard', () => {
     });
 
     it('accepts any of several configured keys', () => {
-      guard = new ApiKeyGuard(
+      guard = guardFor(
         loadGatewayConfig({ GATEWAY_API_KEYS: `${GOOD_KEY}, sk-other-key-456`, NODE_ENV: 'test' }),
-        new Reflector(),
       );
 
       expect(guard.canActivate(contextFor(`Bearer ${GOOD_KEY}`).context)).toBe(true);
@@ -116,10 +124,7 @@ describe('ApiKeyGuard', () => {
 
     it('accepts a configured key of the longest allowed length (512 characters)', () => {
       const longKey = `sk-${'x'.repeat(509)}`;
-      guard = new ApiKeyGuard(
-        loadGatewayConfig({ GATEWAY_API_KEYS: longKey, NODE_ENV: 'test' }),
-        new Reflector(),
-      );
+      guard = guardFor(loadGatewayConfig({ GATEWAY_API_KEYS: longKey, NODE_ENV: 'test' }));
 
       expect(guard.canActivate(contextFor(`Bearer ${longKey}`).context)).toBe(true);
       expectInvalidKey(refusal(guard, contextFor(`Bearer ${longKey}x`).context));
@@ -221,7 +226,7 @@ describe('ApiKeyGuard', () => {
         MODELS_REQUIRE_AUTH: 'false',
       });
       expect(open.modelsRequireAuth).toBe(false);
-      guard = new ApiKeyGuard(open, new Reflector());
+      guard = guardFor(open);
 
       expect(
         guard.canActivate(contextFor(undefined, PolicyController.prototype.models, PolicyController).context),
@@ -234,9 +239,8 @@ describe('ApiKeyGuard', () => {
     });
 
     it("does not open other routes when MODELS_REQUIRE_AUTH='false'", () => {
-      guard = new ApiKeyGuard(
+      guard = guardFor(
         loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test', MODELS_REQUIRE_AUTH: 'false' }),
-        new Reflector(),
       );
 
       expectMissingKey(refusal(guard, contextFor(undefined).context));
@@ -263,5 +267,143 @@ describe('hashApiKey', () => {
 
   it('differs for different keys', () => {
     expect(hashApiKey('sk-key-one-1')).not.toBe(hashApiKey('sk-key-one-2'));
+  });
+});
+
+describe('ApiKeyGuard with issued keys and the admin policy', () => {
+  const ADMIN = 'admin-token-abcdefghijklmnopqrstuvwxyz';
+  const issued = generateApiKey();
+  const record = {
+    id: 'key_0123456789abcdef01234567',
+    name: 'ci',
+    hash: hashApiKey(issued),
+    prefix: issued.slice(0, 10),
+    createdAt: 1,
+    expiresAt: null,
+    models: ['sim-chat'],
+    rpm: 10,
+    tpm: null,
+    maxConcurrent: null,
+    priority: 'high',
+    disabled: false,
+    revokedAt: null,
+  } as ApiKeyRecord;
+
+  class AdminController {
+    @Auth('admin')
+    keys(): void {}
+  }
+
+  function guardWith(env: Record<string, string>, found: ApiKeyRecord | null = record) {
+    const config = loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test', ...env });
+    const findByHash = jest.fn((hash: string) =>
+      Promise.resolve(found && found.hash === hash ? found : null),
+    );
+    const authenticator = new KeyAuthenticator({ findByHash } as unknown as KeyStore, config.apiKeys, {
+      ttlMs: 60_000,
+      maxEntries: 10,
+    });
+    return { guard: new ApiKeyGuard(config, new Reflector(), { authenticator }), findByHash, authenticator };
+  }
+
+  async function outcome(guard: ApiKeyGuard, context: ExecutionContext): Promise<true | GatewayError> {
+    try {
+      return (await guard.canActivate(context)) as true;
+    } catch (error) {
+      if (error instanceof GatewayError) return error;
+      throw error;
+    }
+  }
+
+  it('accepts an issued key by its hash and sets the principal, caching the lookup', async () => {
+    const { guard, findByHash } = guardWith({});
+    const headers = { authorization: `Bearer ${issued}` };
+    const request = { headers };
+    const context = {
+      getHandler: () => PlainController.prototype.handle,
+      getClass: () => PlainController,
+      switchToHttp: () => ({ getRequest: () => request }),
+    } as unknown as ExecutionContext;
+    expect(await outcome(guard, context)).toBe(true);
+    expect(principalOf(request as never)).toMatchObject({ keyId: record.id, rpm: 10, priority: 'high' });
+    expect(await outcome(guard, context)).toBe(true);
+    expect(findByHash).toHaveBeenCalledTimes(1);
+  });
+
+  it('looks an issued key up again once it was invalidated', async () => {
+    const { guard, findByHash, authenticator } = guardWith({});
+    const { context } = contextFor(`Bearer ${issued}`);
+    await outcome(guard, context);
+    authenticator.invalidate(hashApiKey(issued));
+    await outcome(guard, context);
+    expect(findByHash).toHaveBeenCalledTimes(2);
+  });
+
+  it.each([
+    ['disabled', { ...record, disabled: true }, 'disabled'],
+    ['expired', { ...record, expiresAt: 1000 }, 'expired'],
+  ])('refuses a %s key with 401 invalid_api_key', async (_what, found, word) => {
+    const { guard } = guardWith({}, found);
+    const error = (await outcome(guard, contextFor(`Bearer ${issued}`).context)) as GatewayError;
+    expect(error.status).toBe(401);
+    expect(error.code).toBe('invalid_api_key');
+    expect(error.message).toContain(word);
+  });
+
+  it('refuses an unknown well-formed key, and never asks Redis about a malformed one', async () => {
+    const { guard, findByHash } = guardWith({});
+    expect(
+      ((await outcome(guard, contextFor(`Bearer ${generateApiKey()}`).context)) as GatewayError).code,
+    ).toBe('invalid_api_key');
+    expect(findByHash).toHaveBeenCalledTimes(1);
+    expect(((await outcome(guard, contextFor('Bearer sk-gw-short').context)) as GatewayError).status).toBe(
+      401,
+    );
+    expect(findByHash).toHaveBeenCalledTimes(1);
+  });
+
+  it('answers 404 on admin routes when no admin token is configured', async () => {
+    const { guard } = guardWith({});
+    const request = {
+      headers: { authorization: `Bearer ${GOOD_KEY}` },
+      method: 'GET',
+      url: '/admin/keys?x=1',
+    };
+    const context = {
+      getHandler: () => AdminController.prototype.keys,
+      getClass: () => AdminController,
+      switchToHttp: () => ({ getRequest: () => request }),
+    } as unknown as ExecutionContext;
+    const error = (await outcome(guard, context)) as GatewayError;
+    expect(error.status).toBe(404);
+    expect(error.code).toBe('unknown_url');
+  });
+
+  it.each([
+    ['no header', undefined, 401],
+    ['an API key', `Bearer ${GOOD_KEY}`, 401],
+    ['an issued key', `Bearer ${issued}`, 401],
+    ['a wrong token', `Bearer ${ADMIN}x`, 401],
+    ['a prefix of the token', `Bearer ${ADMIN.slice(0, -1)}`, 401],
+  ])('refuses %s on admin routes', async (_what, authorization, status) => {
+    const { guard } = guardWith({ GATEWAY_ADMIN_TOKEN: ADMIN });
+    const { context } = contextFor(authorization, AdminController.prototype.keys, AdminController);
+    expect(((await outcome(guard, context)) as GatewayError).status).toBe(status);
+  });
+
+  it('accepts the admin token on admin routes', async () => {
+    const { guard } = guardWith({ GATEWAY_ADMIN_TOKEN: ADMIN });
+    const { context } = contextFor(`bearer ${ADMIN}`, AdminController.prototype.keys, AdminController);
+    expect(await outcome(guard, context)).toBe(true);
+  });
+
+  it('refuses an admin token that is too short or is also an API key', () => {
+    expect(() => loadGatewayConfig({ GATEWAY_ADMIN_TOKEN: 'short', NODE_ENV: 'test' })).toThrow(
+      'GATEWAY_ADMIN_TOKEN',
+    );
+    expect(() =>
+      loadGatewayConfig({ GATEWAY_ADMIN_TOKEN: ADMIN, GATEWAY_API_KEYS: ADMIN, NODE_ENV: 'test' }),
+    ).toThrow('GATEWAY_ADMIN_TOKEN');
+    expect(loadGatewayConfig({ GATEWAY_ADMIN_TOKEN: '  ', NODE_ENV: 'test' }).adminToken).toBeUndefined();
   });
 });

@@ -1,39 +1,96 @@
-import { createHash } from 'node:crypto';
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
+import { looksLikeIssuedKey, secretsEqual, type Authentication } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
+import { AccessService } from '../access/access.service';
 import { AUTH_POLICY, type AuthPolicy } from './auth-policy.decorator';
+import { setPrincipal } from './request-principal';
+
+export { hashApiKey } from '@mgw/access';
 
 const MAX_KEY_LENGTH = 512;
+const BEARER = /^Bearer +(\S+) *$/i;
 
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
-}
+const REFUSALS: Record<Exclude<Authentication, { ok: true }>['reason'], string> = {
+  unknown: 'Incorrect API key provided.',
+  disabled: 'This API key is disabled.',
+  expired: 'This API key has expired.',
+};
 
-/** Only hashes of the keys are held, and lookup is by hash: no raw secret is ever compared. */
+/**
+ * Every route's authentication, by its `@Auth` policy. Keys are looked up by their hash (bootstrap keys in
+ * memory, issued keys in Redis through a short cache): no raw secret is ever compared. The admin token is
+ * compared in constant time, and without one configured the admin routes do not exist.
+ */
 @Injectable()
 export class ApiKeyGuard implements CanActivate {
-  private readonly keyHashes: ReadonlySet<string>;
-
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(Reflector) private readonly reflector: Reflector,
-  ) {
-    this.keyHashes = new Set(config.apiKeys.map(hashApiKey));
-  }
+    @Inject(AccessService) private readonly access: Pick<AccessService, 'authenticator'>,
+  ) {}
 
-  canActivate(context: ExecutionContext): boolean {
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const policy =
       this.reflector.getAllAndOverride<AuthPolicy>(AUTH_POLICY, [context.getHandler(), context.getClass()]) ??
       'required';
     if (policy === 'public' || (policy === 'models' && !this.config.modelsRequireAuth)) return true;
-    const header = context.switchToHttp().getRequest<FastifyRequest>().headers.authorization;
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    if (policy === 'admin') return this.checkAdmin(request);
+    const secret = this.bearer(request);
+    const bootstrap = this.access.authenticator.bootstrapPrincipal(secret);
+    if (bootstrap) {
+      setPrincipal(request, bootstrap);
+      return true;
+    }
+    // Anything not shaped like an issued key is refused without touching Redis.
+    if (!looksLikeIssuedKey(secret)) throw GatewayError.invalidApiKey();
+    return this.access.authenticator.authenticate(secret).then((result) => {
+      if (!result.ok) {
+        throw new GatewayError(401, 'invalid_request_error', 'invalid_api_key', REFUSALS[result.reason]);
+      }
+      setPrincipal(request, result.principal);
+      return true;
+    });
+  }
+
+  private bearer(request: FastifyRequest): string {
+    const header = request.headers.authorization;
     if (header === undefined || header.trim() === '') throw GatewayError.missingApiKey();
-    const match = /^Bearer +(\S+) *$/i.exec(header);
-    if (!match || match[1]!.length > MAX_KEY_LENGTH || !this.keyHashes.has(hashApiKey(match[1]!))) {
-      throw GatewayError.invalidApiKey();
+    const match = BEARER.exec(header);
+    if (!match || match[1]!.length > MAX_KEY_LENGTH) throw GatewayError.invalidApiKey();
+    return match[1]!;
+  }
+
+  private checkAdmin(request: FastifyRequest): boolean {
+    const token = this.config.adminToken;
+    if (token === undefined) {
+      throw new GatewayError(
+        404,
+        'invalid_request_error',
+        'unknown_url',
+        `Unknown request URL: ${request.method} ${request.url.split('?')[0]}.`,
+      );
+    }
+    const header = request.headers.authorization;
+    if (header === undefined || header.trim() === '') {
+      throw new GatewayError(
+        401,
+        'invalid_request_error',
+        null,
+        'The admin API needs the admin token in an Authorization header (Bearer GATEWAY_ADMIN_TOKEN).',
+      );
+    }
+    const match = BEARER.exec(header);
+    if (!match || match[1]!.length > MAX_KEY_LENGTH || !secretsEqual(match[1]!, token)) {
+      throw new GatewayError(
+        401,
+        'invalid_request_error',
+        'invalid_admin_token',
+        'Incorrect admin token provided.',
+      );
     }
     return true;
   }

@@ -2,6 +2,7 @@ import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/comm
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ChatCompletionRequestDto } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
+import { requirePrincipal } from '../auth/request-principal';
 import { DtoValidationPipe } from '../http/dto-validation.pipe';
 import { requestIdOf } from '../http/request-context';
 import { ChatCompletionsService } from './chat-completions.service';
@@ -18,6 +19,6 @@ export class ChatCompletionsController {
     @Res() reply: FastifyReply,
     @Body(new DtoValidationPipe(ChatCompletionRequestDto)) body: ChatCompletionRequestDto,
   ): Promise<void> {
-    await this.chat.handle(requestIdOf(request), body, reply);
+    await this.chat.handle(requestIdOf(request), body, reply, requirePrincipal(request));
   }
 }

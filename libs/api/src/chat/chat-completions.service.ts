@@ -8,6 +8,8 @@ import {
   type ChatJobData,
   type ModelEntry,
 } from '@mgw/contracts';
+import { estimateChatTokens, type Principal } from '@mgw/access';
+import { AccessService, type Admission } from '../access/access.service';
 import { InflightRequests } from '../inflight/inflight.registry';
 import type { InflightRequest } from '../inflight/inflight-request';
 import { onClientGone } from '../http/request-context';
@@ -23,20 +25,30 @@ export class ChatCompletionsService {
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(ModelResolver) private readonly resolver: ModelResolver,
     @Inject(InflightRequests) private readonly inflight: InflightRequests,
+    @Inject(AccessService) private readonly access: AccessService,
   ) {}
 
-  async handle(requestId: string, body: ChatCompletionRequestDto, reply: FastifyReply): Promise<void> {
+  async handle(
+    requestId: string,
+    body: ChatCompletionRequestDto,
+    reply: FastifyReply,
+    principal: Principal,
+  ): Promise<void> {
     const { model, startWithinMs } = await this.resolver.resolve(
       body.model ?? this.config.defaultChatModel,
       'chat',
+      principal,
     );
+    const estimate = estimateChatTokens(body, this.config.tpmDefaultMaxTokens);
+    const admission = await this.access.admit(principal, 'chat', model, requestId, estimate, reply);
     const job: ChatJobData = {
       ...this.inflight.envelope(requestId, model.id, this.config.chatDeadlineMs),
+      ...admission.fields,
       request: body,
     };
     const created = Math.floor(job.enqueuedAt / 1000);
-    if (body.stream === true) await this.stream(job, model, created, reply, startWithinMs);
-    else await this.respond(job, model, created, reply, startWithinMs);
+    if (body.stream === true) await this.stream(job, model, created, reply, admission, startWithinMs);
+    else await this.respond(job, model, created, reply, admission, startWithinMs);
   }
 
   private async stream(
@@ -44,6 +56,7 @@ export class ChatCompletionsService {
     model: ModelEntry,
     created: number,
     reply: FastifyReply,
+    admission: Admission,
     startWithinMs: number | undefined,
   ): Promise<void> {
     const chunks = new ChatChunkSerializer(job.requestId, model.id, created);
@@ -65,7 +78,13 @@ export class ChatCompletionsService {
     // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status. A cold start
     // (scale-to-zero) still opens the stream at once: keep-alive comments hold proxies while a worker
     // starts, and a wait that runs out ends the stream with the model_unavailable error.
-    await inflight.enqueue(job, this.config.chatDeadlineMs, startWithinMs);
+    try {
+      await inflight.enqueue(job, this.config.chatDeadlineMs, startWithinMs);
+    } catch (error) {
+      admission.failed();
+      throw error;
+    }
+    admission.enqueued();
     reply.hijack();
     sse.open({ 'x-request-id': job.requestId });
     onClientGone(reply, () => {
@@ -79,6 +98,7 @@ export class ChatCompletionsService {
     model: ModelEntry,
     created: number,
     reply: FastifyReply,
+    admission: Admission,
     startWithinMs: number | undefined,
   ): Promise<void> {
     const assembler = new CompletionAssembler(job.requestId, model.id, created);
@@ -92,7 +112,12 @@ export class ChatCompletionsService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight.enqueue(job, this.config.chatDeadlineMs, startWithinMs).catch(reject);
+      inflight
+        .enqueue(job, this.config.chatDeadlineMs, startWithinMs)
+        .then(admission.enqueued, (error: Error) => {
+          admission.failed();
+          reject(error);
+        });
     });
     await reply.status(200).send(await completion);
   }

@@ -8,6 +8,8 @@ import {
   type ImageJobData,
   type ImagesResponse,
 } from '@mgw/contracts';
+import type { Principal } from '@mgw/access';
+import { AccessService } from '../access/access.service';
 import { GatewayRuntime } from '../gateway.runtime';
 import { InflightRequests } from '../inflight/inflight.registry';
 import { onClientGone } from '../http/request-context';
@@ -21,15 +23,25 @@ export class ImageGenerationService {
     @Inject(ModelResolver) private readonly resolver: ModelResolver,
     @Inject(InflightRequests) private readonly inflight: InflightRequests,
     @Inject(GatewayRuntime) private readonly runtime: GatewayRuntime,
+    @Inject(AccessService) private readonly access: AccessService,
   ) {}
 
-  async handle(requestId: string, body: ImageGenerationRequestDto, reply: FastifyReply): Promise<void> {
+  async handle(
+    requestId: string,
+    body: ImageGenerationRequestDto,
+    reply: FastifyReply,
+    principal: Principal,
+  ): Promise<void> {
     const { model, startWithinMs } = await this.resolver.resolve(
       body.model ?? this.config.defaultImageModel,
       'image',
+      principal,
     );
+    // Images use no tokens: only the request, concurrency and queue limits apply.
+    const admission = await this.access.admit(principal, 'image', model, requestId, 0, reply);
     const job: ImageJobData = {
       ...this.inflight.envelope(requestId, model.id, this.config.imageDeadlineMs),
+      ...admission.fields,
       request: body,
     };
     const images: Promise<GeneratedImageData>[] = [];
@@ -60,7 +72,12 @@ export class ImageGenerationService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight.enqueue(job, this.config.imageDeadlineMs, startWithinMs).catch(reject);
+      inflight
+        .enqueue(job, this.config.imageDeadlineMs, startWithinMs)
+        .then(admission.enqueued, (error: Error) => {
+          admission.failed();
+          reject(error);
+        });
     });
     await reply.status(200).send(await result);
   }

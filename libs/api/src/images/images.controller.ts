@@ -2,6 +2,7 @@ import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/comm
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ImageGenerationRequestDto } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
+import { requirePrincipal } from '../auth/request-principal';
 import { DtoValidationPipe } from '../http/dto-validation.pipe';
 import { requestIdOf } from '../http/request-context';
 import { ImageGenerationService } from './image-generation.service';
@@ -18,6 +19,6 @@ export class ImagesController {
     @Res() reply: FastifyReply,
     @Body(new DtoValidationPipe(ImageGenerationRequestDto)) body: ImageGenerationRequestDto,
   ): Promise<void> {
-    await this.images.handle(requestIdOf(request), body, reply);
+    await this.images.handle(requestIdOf(request), body, reply, requirePrincipal(request));
   }
 }

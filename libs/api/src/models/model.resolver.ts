@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { allowsModel, type Principal } from '@mgw/access';
 import { GatewayError, modelTypeOf, type ModelEntry, type ModelKind } from '@mgw/contracts';
 import { GatewayRuntime } from '../gateway.runtime';
 
@@ -18,7 +19,9 @@ export interface ResolvedModel {
 export class ModelResolver {
   constructor(@Inject(GatewayRuntime) private readonly runtime: GatewayRuntime) {}
 
-  async resolve(id: string, kind: ModelKind): Promise<ResolvedModel> {
+  async resolve(id: string, kind: ModelKind, principal: Principal | null = null): Promise<ResolvedModel> {
+    // A key scoped away from a model is told the same as for a model that does not exist.
+    if (!allowsModel(principal, id)) throw GatewayError.modelNotFound(id);
     const lookup = await this.runtime.models.lookup(id);
     if (lookup.state === 'unknown') throw GatewayError.modelNotFound(id);
     const expected = modelTypeOf(kind);

@@ -1,4 +1,6 @@
-import { Controller, Get, Inject, Param } from '@nestjs/common';
+import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { allowsModel } from '@mgw/access';
 import {
   capabilitiesOf,
   GatewayError,
@@ -7,6 +9,7 @@ import {
   type ModelObject,
 } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
+import { principalOf } from '../auth/request-principal';
 import { GatewayRuntime } from '../gateway.runtime';
 
 function isServable(entry: ModelEntry): boolean {
@@ -24,20 +27,28 @@ function toModelObject(entry: ModelEntry): ModelObject {
   };
 }
 
-/** Models that can take a request now: those with a live worker, and scale-to-zero models (queued until one starts). */
+/**
+ * Models that can take a request now — those with a live worker, and scale-to-zero models (queued until one
+ * starts) — except those the caller's key may not use.
+ */
 @Controller('v1/models')
 @Auth('models')
 export class ModelsController {
   constructor(@Inject(GatewayRuntime) private readonly runtime: GatewayRuntime) {}
 
   @Get()
-  async list(): Promise<ModelList> {
+  async list(@Req() request: FastifyRequest): Promise<ModelList> {
+    const principal = principalOf(request);
     const models = await this.runtime.models.listModels();
-    return { object: 'list', data: models.filter(isServable).map(toModelObject) };
+    return {
+      object: 'list',
+      data: models.filter((m) => isServable(m) && allowsModel(principal, m.id)).map(toModelObject),
+    };
   }
 
   @Get(':id')
-  async retrieve(@Param('id') id: string): Promise<ModelObject> {
+  async retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ModelObject> {
+    if (!allowsModel(principalOf(request), id)) throw GatewayError.modelNotFound(id);
     const lookup = await this.runtime.models.lookup(id);
     if (lookup.state === 'unknown' || !isServable(lookup.model)) throw GatewayError.modelNotFound(id);
     return toModelObject(lookup.model);

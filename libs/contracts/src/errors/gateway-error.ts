@@ -92,6 +92,27 @@ export class GatewayError extends Error {
     });
   }
 
+  /** 429 for a key over one of its limits; `type` names the limit as OpenAI does. */
+  static rateLimited(
+    type: 'requests' | 'tokens',
+    message: string,
+    headers: Readonly<Record<string, string>>,
+  ): GatewayError {
+    return new GatewayError(429, type, 'rate_limit_exceeded', message, null, headers);
+  }
+
+  /** 503 when a model's queue is full: refusing now beats queueing without bound. */
+  static overloaded(model: string, retryAfterSeconds: number): GatewayError {
+    return new GatewayError(
+      503,
+      'server_error',
+      'overloaded',
+      `The model \`${model}\` is overloaded: too many requests are waiting. Try again in ${retryAfterSeconds}s.`,
+      null,
+      { 'retry-after': String(retryAfterSeconds) },
+    );
+  }
+
   static serviceUnavailable(message: string): GatewayError {
     return new GatewayError(503, 'server_error', 'service_unavailable', message, null, {
       'retry-after': '1',

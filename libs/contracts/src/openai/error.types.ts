@@ -4,6 +4,9 @@ export type ErrorType =
   | 'permission_error'
   | 'not_found_error'
   | 'rate_limit_error'
+  /** OpenAI's types of a 429 `rate_limit_exceeded`: which limit was hit. */
+  | 'requests'
+  | 'tokens'
   | 'server_error'
   | 'timeout_error';
 

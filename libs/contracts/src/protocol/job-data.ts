@@ -1,8 +1,18 @@
 import { Type } from 'class-transformer';
-import { Equals, IsInt, IsString, Matches, Min, MinLength, ValidateNested } from 'class-validator';
+import {
+  Equals,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  ValidateNested,
+} from 'class-validator';
 import { ChatCompletionRequestDto } from '../dto/chat-completion-request.dto';
 import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
-import { REQUEST_ID_PATTERN } from './names';
+import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN } from './names';
 
 export const JOB_PROTOCOL_VERSION = 1;
 
@@ -32,6 +42,18 @@ abstract class JobEnvelope {
   @Min(0)
   @IsInt()
   enqueuedAt!: number;
+
+  /** The API key the request ran as; the worker records the job's usage against it. */
+  @IsOptional()
+  @Matches(KEY_ID_PATTERN)
+  keyId?: string;
+
+  /** The BullMQ priority the job was queued at (from the key's tier); 1 runs first. */
+  @IsOptional()
+  @Max(JOB_PRIORITY_MAX)
+  @Min(1)
+  @IsInt()
+  priority?: number;
 }
 
 /** The envelope fields alone, as the gateway builds them before adding the request. */

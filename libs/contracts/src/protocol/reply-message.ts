@@ -88,6 +88,8 @@ const ERROR_TYPES: readonly ErrorType[] = [
   'permission_error',
   'not_found_error',
   'rate_limit_error',
+  'requests',
+  'tokens',
   'server_error',
   'timeout_error',
 ];

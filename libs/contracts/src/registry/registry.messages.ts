@@ -82,6 +82,8 @@ export interface ModelEntry {
    * waits up to `maxWaitMs` for one to start (an autoscaler watches the queue) instead of a 503 at once.
    */
   scaleToZero?: { maxWaitMs: number };
+  /** The catalog's bound on waiting jobs; absent when the catalog sets none. */
+  maxQueueDepth?: number;
 }
 
 export type ModelLookup =

@@ -1,0 +1,139 @@
+import { parseArgs } from 'node:util';
+import type { Redis } from 'ioredis';
+import { CreateKeyDto, KeyStore, PRIORITY_TIERS, UpdateKeyDto, UsageReader } from '@mgw/access';
+import { GatewayError, validateDto } from '@mgw/contracts';
+
+export const USAGE = `Usage: npm run keys -- <command> [options]
+
+  create --name NAME [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N]
+         [--priority high|normal|low] [--expires-at UNIX_SECONDS]
+                      issue a key; prints it with its secret (shown only this once)
+  list                list keys (never their secrets)
+  show ID             one key
+  update ID [--name NAME] [--models a,b|none] [--rpm N|none] [--tpm N|none]
+         [--max-concurrent N|none] [--priority TIER] [--expires-at S|none] [--disable|--enable]
+                      change a key; takes effect on every gateway within a second
+  revoke ID           revoke a key for good
+  usage [--key ID] [--from YYYY-MM-DD] [--to YYYY-MM-DD]
+                      usage per key, model and UTC day (default: today)
+
+Reads REDIS_URL and KEY_PREFIX like the gateway. Prints JSON.`;
+
+/** A mistake in how the CLI was called (exit 2), as opposed to a refusal of the store (exit 1). */
+export class CliUsageError extends Error {}
+
+const OPTIONS = {
+  name: { type: 'string' },
+  models: { type: 'string' },
+  rpm: { type: 'string' },
+  tpm: { type: 'string' },
+  'max-concurrent': { type: 'string' },
+  priority: { type: 'string' },
+  'expires-at': { type: 'string' },
+  disable: { type: 'boolean' },
+  enable: { type: 'boolean' },
+  key: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+/** `none` clears a setting (update only); numbers must be plain integers. */
+function intOption(
+  values: Values,
+  name: 'rpm' | 'tpm' | 'max-concurrent' | 'expires-at',
+): number | null | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  if (raw === 'none') return null;
+  if (!/^\d+$/.test(raw)) throw new CliUsageError(`--${name} must be a whole number (or none)`);
+  return Number(raw);
+}
+
+function settingsOf(values: Values): Record<string, unknown> {
+  const settings: Record<string, unknown> = {};
+  if (values.name !== undefined) settings.name = values.name;
+  if (values.models !== undefined) {
+    settings.models =
+      values.models === 'none'
+        ? null
+        : values.models
+            .split(',')
+            .map((m) => m.trim())
+            .filter((m) => m.length > 0);
+  }
+  for (const [option, field] of [
+    ['rpm', 'rpm'],
+    ['tpm', 'tpm'],
+    ['max-concurrent', 'max_concurrent'],
+    ['expires-at', 'expires_at'],
+  ] as const) {
+    const value = intOption(values, option);
+    if (value !== undefined) settings[field] = value;
+  }
+  if (values.priority !== undefined) {
+    if (!(PRIORITY_TIERS as readonly string[]).includes(values.priority)) {
+      throw new CliUsageError(`--priority must be one of ${PRIORITY_TIERS.join(', ')}`);
+    }
+    settings.priority = values.priority;
+  }
+  return settings;
+}
+
+function onlyId(positionals: string[], command: string): string {
+  if (positionals.length !== 1) throw new CliUsageError(`${command} takes exactly one key id`);
+  return positionals[0]!;
+}
+
+/** Runs one CLI command against the store; returns what to print. */
+export async function runKeysCommand(argv: string[], redis: Redis, namespace: string): Promise<unknown> {
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new CliUsageError((error as Error).message);
+  }
+  const { values } = parsed;
+  const [command, ...rest] = parsed.positionals;
+  if (values.help || command === undefined) throw new CliUsageError('');
+  const store = new KeyStore(redis, namespace);
+  switch (command) {
+    case 'create': {
+      if (rest.length > 0) throw new CliUsageError('create takes no positional arguments');
+      return store.create(validateDto(CreateKeyDto, settingsOf(values)));
+    }
+    case 'list':
+      return { object: 'list', data: await store.list() };
+    case 'show':
+      return store.get(onlyId(rest, 'show'));
+    case 'update': {
+      const id = onlyId(rest, 'update');
+      if (values.disable && values.enable)
+        throw new CliUsageError('--disable and --enable exclude each other');
+      const change = settingsOf(values);
+      if (values.disable) change.disabled = true;
+      if (values.enable) change.disabled = false;
+      if (Object.keys(change).length === 0)
+        throw new CliUsageError('update needs at least one setting to change');
+      return store.update(id, validateDto(UpdateKeyDto, change));
+    }
+    case 'revoke':
+      return { ...(await store.revoke(onlyId(rest, 'revoke'))), deleted: true };
+    case 'usage':
+      if (rest.length > 0) throw new CliUsageError('usage takes no positional arguments');
+      return new UsageReader(redis, namespace).report({ key: values.key, from: values.from, to: values.to });
+    default:
+      throw new CliUsageError(`unknown command "${command}"`);
+  }
+}
+
+/** The message of a refusal from the store or the DTO checks, without a stack. */
+export function describeFailure(error: unknown): string {
+  return error instanceof GatewayError
+    ? error.message
+    : error instanceof Error
+      ? error.message
+      : String(error);
+}

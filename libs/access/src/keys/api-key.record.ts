@@ -1,0 +1,189 @@
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  ArrayUnique,
+  IsArray,
+  IsBoolean,
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+} from 'class-validator';
+
+export const PRIORITY_TIERS = ['high', 'normal', 'low'] as const;
+export type PriorityTier = (typeof PRIORITY_TIERS)[number];
+
+/** BullMQ runs lower numbers first; every job gets one (BullMQ runs un-prioritised jobs before all others). */
+const BULLMQ_PRIORITY: Record<PriorityTier, number> = { high: 1, normal: 2, low: 3 };
+
+export function jobPriorityOf(tier: PriorityTier): number {
+  return BULLMQ_PRIORITY[tier];
+}
+
+/**
+ * A key as stored in Redis (JSON under its id). Read back it is validated like any untrusted input:
+ * a record that does not parse authenticates nobody.
+ */
+export class ApiKeyRecord {
+  @Matches(/^key_[0-9a-f]{24}$/)
+  id!: string;
+
+  @MaxLength(128)
+  @MinLength(1)
+  @IsString()
+  name!: string;
+
+  /** SHA-256 (hex) of the secret; the secret itself is never stored. */
+  @Matches(/^[0-9a-f]{64}$/)
+  hash!: string;
+
+  /** `sk-gw-` and the next 4 characters, to tell keys apart in listings. */
+  @Matches(/^sk-gw-[A-Za-z0-9_-]{4}$/)
+  prefix!: string;
+
+  /** Unix seconds. */
+  @Min(0)
+  @IsInt()
+  createdAt!: number;
+
+  @IsOptional()
+  @Min(0)
+  @IsInt()
+  expiresAt!: number | null;
+
+  /** Model ids the key may use; null = all. */
+  @IsOptional()
+  @IsString({ each: true })
+  @IsArray()
+  models!: string[] | null;
+
+  @IsOptional()
+  @Min(1)
+  @IsInt()
+  rpm!: number | null;
+
+  @IsOptional()
+  @Min(1)
+  @IsInt()
+  tpm!: number | null;
+
+  @IsOptional()
+  @Min(1)
+  @IsInt()
+  maxConcurrent!: number | null;
+
+  @IsIn(PRIORITY_TIERS)
+  priority!: PriorityTier;
+
+  @IsBoolean()
+  disabled!: boolean;
+
+  @IsOptional()
+  @Min(0)
+  @IsInt()
+  revokedAt!: number | null;
+}
+
+/** A key as the admin API and the CLI show it: never the secret, nor its hash. */
+export interface ApiKeyView {
+  id: string;
+  object: 'api_key';
+  name: string;
+  prefix: string;
+  created_at: number;
+  expires_at: number | null;
+  models: string[] | null;
+  rpm: number | null;
+  tpm: number | null;
+  max_concurrent: number | null;
+  priority: PriorityTier;
+  disabled: boolean;
+  revoked_at: number | null;
+}
+
+export function toKeyView(record: ApiKeyRecord): ApiKeyView {
+  return {
+    id: record.id,
+    object: 'api_key',
+    name: record.name,
+    prefix: record.prefix,
+    created_at: record.createdAt,
+    expires_at: record.expiresAt ?? null,
+    models: record.models ?? null,
+    rpm: record.rpm ?? null,
+    tpm: record.tpm ?? null,
+    max_concurrent: record.maxConcurrent ?? null,
+    priority: record.priority,
+    disabled: record.disabled,
+    revoked_at: record.revokedAt ?? null,
+  };
+}
+
+const LIMIT_MAX = 1_000_000_000;
+
+/** The settable limits and scope of a key, shared by create and update. */
+abstract class KeySettingsDto {
+  @IsOptional()
+  @ArrayUnique()
+  @MaxLength(256, { each: true })
+  @MinLength(1, { each: true })
+  @IsString({ each: true })
+  @ArrayMaxSize(256)
+  @ArrayMinSize(1)
+  @IsArray()
+  models?: string[] | null;
+
+  @IsOptional()
+  @Max(LIMIT_MAX)
+  @Min(1)
+  @IsInt()
+  rpm?: number | null;
+
+  @IsOptional()
+  @Max(LIMIT_MAX)
+  @Min(1)
+  @IsInt()
+  tpm?: number | null;
+
+  @IsOptional()
+  @Max(LIMIT_MAX)
+  @Min(1)
+  @IsInt()
+  max_concurrent?: number | null;
+
+  @IsOptional()
+  @IsIn(PRIORITY_TIERS)
+  priority?: PriorityTier;
+
+  /** Unix seconds; must be in the future. */
+  @IsOptional()
+  @Min(1)
+  @IsInt()
+  expires_at?: number | null;
+}
+
+/** `POST /admin/keys` (and `keys create`). Null or absent limits mean "no limit". */
+export class CreateKeyDto extends KeySettingsDto {
+  @MaxLength(128)
+  @MinLength(1)
+  @IsString()
+  name!: string;
+}
+
+/** `PATCH /admin/keys/:id` (and `keys update`): only the fields given change; null clears a limit. */
+export class UpdateKeyDto extends KeySettingsDto {
+  @IsOptional()
+  @MaxLength(128)
+  @MinLength(1)
+  @IsString()
+  name?: string;
+
+  @IsOptional()
+  @IsBoolean()
+  disabled?: boolean;
+}

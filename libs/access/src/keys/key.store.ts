@@ -1,0 +1,161 @@
+import type { Redis } from 'ioredis';
+import { GatewayError, validateDto } from '@mgw/contracts';
+import { accessNames, type AccessNames } from '../access.names';
+import {
+  ApiKeyRecord,
+  toKeyView,
+  type ApiKeyView,
+  type CreateKeyDto,
+  type UpdateKeyDto,
+} from './api-key.record';
+import { displayPrefixOf, generateApiKey, hashApiKey, newKeyId } from './api-key.secret';
+
+export interface CreatedKey extends ApiKeyView {
+  /** The secret, returned by create only. */
+  key: string;
+}
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+/**
+ * Issued API keys in Redis: a record per id (JSON, validated on read), an index from the secret's hash to
+ * the id, and the set of ids. Every change publishes the key's hash so gateways drop their cached copy.
+ * Used by the gateway's admin API and by the keys CLI alike.
+ */
+export class KeyStore {
+  private readonly names: AccessNames;
+
+  constructor(
+    private readonly redis: Redis,
+    namespace: string,
+  ) {
+    this.names = accessNames(namespace);
+  }
+
+  get invalidationChannel(): string {
+    return this.names.keysChanged;
+  }
+
+  async create(spec: CreateKeyDto): Promise<CreatedKey> {
+    this.checkExpiry(spec.expires_at);
+    const key = generateApiKey();
+    const record: ApiKeyRecord = {
+      id: newKeyId(),
+      name: spec.name,
+      hash: hashApiKey(key),
+      prefix: displayPrefixOf(key),
+      createdAt: nowSeconds(),
+      expiresAt: spec.expires_at ?? null,
+      models: spec.models ?? null,
+      rpm: spec.rpm ?? null,
+      tpm: spec.tpm ?? null,
+      maxConcurrent: spec.max_concurrent ?? null,
+      priority: spec.priority ?? 'normal',
+      disabled: false,
+      revokedAt: null,
+    };
+    await this.redis
+      .multi()
+      .set(this.names.keyRecord(record.id), JSON.stringify(record))
+      .set(this.names.keyByHash(record.hash), record.id)
+      .sadd(this.names.keyIds, record.id)
+      .publish(this.names.keysChanged, record.hash)
+      .exec();
+    return { ...toKeyView(record), key };
+  }
+
+  async list(): Promise<ApiKeyView[]> {
+    const ids = (await this.redis.smembers(this.names.keyIds)).sort();
+    if (ids.length === 0) return [];
+    const raws = await this.redis.mget(ids.map((id) => this.names.keyRecord(id)));
+    return raws
+      .map((raw) => this.parse(raw))
+      .filter((record): record is ApiKeyRecord => record !== null)
+      .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id))
+      .map(toKeyView);
+  }
+
+  async get(id: string): Promise<ApiKeyView> {
+    return toKeyView(await this.require(id));
+  }
+
+  /** The live record behind a secret's hash, or null (unknown, revoked, or unreadable). */
+  async findByHash(hash: string): Promise<ApiKeyRecord | null> {
+    const id = await this.redis.get(this.names.keyByHash(hash));
+    if (id === null) return null;
+    const record = this.parse(await this.redis.get(this.names.keyRecord(id)));
+    return record && record.hash === hash && record.revokedAt === null ? record : null;
+  }
+
+  async update(id: string, change: UpdateKeyDto): Promise<ApiKeyView> {
+    const record = await this.require(id);
+    if (record.revokedAt !== null) {
+      throw GatewayError.invalidRequest(`The API key ${id} is revoked and cannot be changed.`, 'id');
+    }
+    if (change.expires_at !== undefined) this.checkExpiry(change.expires_at);
+    const next: ApiKeyRecord = {
+      ...record,
+      name: change.name ?? record.name,
+      disabled: change.disabled ?? record.disabled,
+      priority: change.priority ?? record.priority,
+      models: change.models === undefined ? record.models : change.models,
+      rpm: change.rpm === undefined ? record.rpm : change.rpm,
+      tpm: change.tpm === undefined ? record.tpm : change.tpm,
+      maxConcurrent: change.max_concurrent === undefined ? record.maxConcurrent : change.max_concurrent,
+      expiresAt: change.expires_at === undefined ? record.expiresAt : change.expires_at,
+    };
+    await this.redis
+      .multi()
+      .set(this.names.keyRecord(id), JSON.stringify(next))
+      .publish(this.names.keysChanged, next.hash)
+      .exec();
+    return toKeyView(next);
+  }
+
+  /** Revocation is final: the hash index goes, the record stays (marked) so usage keeps a name. */
+  async revoke(id: string): Promise<ApiKeyView> {
+    const record = await this.require(id);
+    const revoked: ApiKeyRecord = { ...record, revokedAt: record.revokedAt ?? nowSeconds() };
+    await this.redis
+      .multi()
+      .set(this.names.keyRecord(id), JSON.stringify(revoked))
+      .del(this.names.keyByHash(record.hash))
+      .publish(this.names.keysChanged, record.hash)
+      .exec();
+    return toKeyView(revoked);
+  }
+
+  private async require(id: string): Promise<ApiKeyRecord> {
+    const record = /^key_[0-9a-f]{24}$/.test(id)
+      ? this.parse(await this.redis.get(this.names.keyRecord(id)))
+      : null;
+    if (!record) {
+      throw new GatewayError(
+        404,
+        'invalid_request_error',
+        'key_not_found',
+        `No API key with id ${id}.`,
+        'id',
+      );
+    }
+    return record;
+  }
+
+  private checkExpiry(expiresAt: number | null | undefined): void {
+    if (typeof expiresAt === 'number' && expiresAt <= nowSeconds()) {
+      throw GatewayError.invalidRequest(
+        "Invalid 'expires_at': must be a time in the future (unix seconds).",
+        'expires_at',
+      );
+    }
+  }
+
+  private parse(raw: string | null): ApiKeyRecord | null {
+    if (raw === null) return null;
+    try {
+      return validateDto(ApiKeyRecord, JSON.parse(raw));
+    } catch {
+      return null;
+    }
+  }
+}

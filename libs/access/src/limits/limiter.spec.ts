@@ -1,0 +1,316 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Principal } from '../principal';
+import { UsageReader } from '../usage/usage.reader';
+import { UsageRecorder } from '../usage/usage.recorder';
+import { Limiter, type AdmissionDecision, type AdmissionRequest, type Ticket } from './limiter';
+
+/** The Lua arithmetic against a real Redis, at chosen instants (explicit `now`), in a namespace of its own. */
+describe('Limiter (real Redis)', () => {
+  const namespace = `unit-limiter-${randomBytes(5).toString('hex')}`;
+  const LEASE_MS = 5000;
+  const T0 = 1_700_000_000_000;
+  let redis: Redis;
+  let limiter: Limiter;
+  let recorder: UsageRecorder;
+  let seq = 0;
+
+  const queue = { wait: `${namespace}:q:wait`, prioritized: `${namespace}:q:prioritized` };
+
+  function principal(limits: Partial<Principal>): Principal {
+    return {
+      keyId: `key_${randomBytes(12).toString('hex')}`,
+      name: 'test',
+      bootstrap: false,
+      models: null,
+      rpm: null,
+      tpm: null,
+      maxConcurrent: null,
+      priority: 'normal',
+      ...limits,
+    };
+  }
+
+  function admit(
+    who: Principal,
+    now: number,
+    extra: Partial<AdmissionRequest> = {},
+  ): Promise<AdmissionDecision> {
+    return limiter.admit(
+      {
+        principal: who,
+        kind: 'chat',
+        model: 'm',
+        requestId: `req_${String(++seq).padStart(8, '0')}`,
+        tokenEstimate: 0,
+        maxQueueDepth: 0,
+        queue,
+        ...extra,
+      },
+      now,
+    );
+  }
+
+  function ticketOf(decision: AdmissionDecision): Ticket {
+    if (!decision.admitted) throw new Error(`expected admission, got ${decision.reason}`);
+    return decision.ticket;
+  }
+
+  function refusal(decision: AdmissionDecision) {
+    if (decision.admitted) throw new Error('expected a refusal');
+    return decision;
+  }
+
+  beforeAll(async () => {
+    redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+    limiter = new Limiter(redis, namespace, LEASE_MS);
+    recorder = new UsageRecorder(redis, namespace, 'chat');
+  });
+
+  afterAll(async () => {
+    const keys = await redis.keys(`${namespace}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  describe('requests per minute (sliding window)', () => {
+    it('admits exactly the limit, then says when the oldest admission leaves the window', async () => {
+      const who = principal({ rpm: 3 });
+      const decisions = [await admit(who, T0), await admit(who, T0 + 1000), await admit(who, T0 + 2000)];
+      expect(decisions.map((d) => d.admitted)).toEqual([true, true, true]);
+      expect(decisions.map((d) => d.state.requestsUsed)).toEqual([1, 2, 3]);
+      expect(decisions[2]!.state.requestsResetMs).toBe(60_000);
+
+      const refused = refusal(await admit(who, T0 + 5000));
+      expect(refused.reason).toBe('requests');
+      expect(refused.retryAfterMs).toBe(55_000);
+      expect(refused.state.requestsUsed).toBe(3);
+      // A refusal consumes nothing: still refused, with the same count, just before the first expires.
+      const still = refusal(await admit(who, T0 + 59_999));
+      expect(still.state.requestsUsed).toBe(3);
+      expect(still.retryAfterMs).toBe(1);
+
+      const later = await admit(who, T0 + 60_000);
+      expect(later.admitted).toBe(true);
+      expect(later.state.requestsUsed).toBe(3);
+    });
+
+    it('counts each key on its own', async () => {
+      const one = principal({ rpm: 1 });
+      const two = principal({ rpm: 1 });
+      expect((await admit(one, T0)).admitted).toBe(true);
+      expect((await admit(two, T0)).admitted).toBe(true);
+      expect((await admit(one, T0)).admitted).toBe(false);
+    });
+
+    it('is exact under concurrent admissions', async () => {
+      const who = principal({ rpm: 25 });
+      const decisions = await Promise.all(Array.from({ length: 60 }, () => admit(who, T0)));
+      expect(decisions.filter((d) => d.admitted)).toHaveLength(25);
+    });
+  });
+
+  describe('tokens per minute (reserve, then reconcile)', () => {
+    it('reserves the estimate and refuses what would exceed the limit until its bucket expires', async () => {
+      const who = principal({ tpm: 100 });
+      const first = await admit(who, T0, { tokenEstimate: 60 });
+      expect(first.admitted).toBe(true);
+      expect(first.state.tokensUsed).toBe(60);
+      expect(first.state.tokensResetMs).toBe(60_000);
+
+      const refused = refusal(await admit(who, T0 + 1500, { tokenEstimate: 50 }));
+      expect(refused.reason).toBe('tokens');
+      // The 60 reserved in second T0/1000 leave the window 60 s after that second began.
+      expect(refused.retryAfterMs).toBe(58_500);
+      expect(refused.state.tokensUsed).toBe(60);
+
+      expect(refusal(await admit(who, T0 + 1500, { tokenEstimate: 101 })).reason).toBe('too_large');
+      expect((await admit(who, T0 + 60_000, { tokenEstimate: 50 })).admitted).toBe(true);
+    });
+
+    it('replaces the estimate by the actual usage when the worker records it, once', async () => {
+      const who = principal({ tpm: 100 });
+      const requestId = 'req_reconcile1';
+      expect((await admit(who, T0, { tokenEstimate: 80, requestId })).admitted).toBe(true);
+      expect(refusal(await admit(who, T0 + 100, { tokenEstimate: 30 })).state.tokensUsed).toBe(80);
+
+      const subject = { requestId, model: 'm', keyId: who.keyId };
+      expect(
+        await recorder.record(subject, { promptTokens: 7, completionTokens: 13, images: 0 }, T0 + 200),
+      ).toBe(true);
+      // Recorded twice (a re-run job): counted once.
+      expect(
+        await recorder.record(subject, { promptTokens: 7, completionTokens: 13, images: 0 }, T0 + 300),
+      ).toBe(false);
+      const after = await admit(who, T0 + 400, { tokenEstimate: 30 });
+      expect(after.admitted).toBe(true);
+      expect(after.state.tokensUsed).toBe(20 + 30);
+    });
+
+    it('can reconcile upwards (a longer answer than estimated)', async () => {
+      const who = principal({ tpm: 1000 });
+      const requestId = 'req_reconcile2';
+      await admit(who, T0, { tokenEstimate: 10, requestId });
+      await recorder.record(
+        { requestId, model: 'm', keyId: who.keyId },
+        { promptTokens: 5, completionTokens: 95, images: 0 },
+        T0,
+      );
+      expect((await admit(who, T0 + 10, { tokenEstimate: 1 })).state.tokensUsed).toBe(101);
+    });
+
+    it('leaves a bucket that already left the window alone', async () => {
+      const who = principal({ tpm: 1000 });
+      const requestId = 'req_reconcile3';
+      await admit(who, T0, { tokenEstimate: 500, requestId });
+      await admit(who, T0 + 61_000, { tokenEstimate: 1 }); // drops the old bucket
+      await recorder.record(
+        { requestId, model: 'm', keyId: who.keyId },
+        { promptTokens: 1, completionTokens: 1, images: 0 },
+        T0 + 61_500,
+      );
+      expect((await admit(who, T0 + 62_000, { tokenEstimate: 1 })).state.tokensUsed).toBe(2);
+    });
+  });
+
+  describe('max concurrent (leases)', () => {
+    it('holds a slot until released', async () => {
+      const who = principal({ maxConcurrent: 2 });
+      const a = ticketOf(await admit(who, T0));
+      ticketOf(await admit(who, T0));
+      expect(refusal(await admit(who, T0)).reason).toBe('concurrency');
+      await limiter.release(a);
+      expect((await admit(who, T0 + 1)).admitted).toBe(true);
+    });
+
+    it('lets a lease expire unless it is refreshed', async () => {
+      const who = principal({ maxConcurrent: 1 });
+      const held = ticketOf(await admit(who, T0));
+      expect((await admit(who, T0 + LEASE_MS - 1)).admitted).toBe(false);
+      await limiter.refresh(who.keyId, [held.id], T0 + LEASE_MS - 1);
+      expect((await admit(who, T0 + LEASE_MS + 1000)).admitted).toBe(false);
+      // No refresh since: it expires one lease after the last one.
+      expect((await admit(who, T0 + 2 * LEASE_MS - 1)).admitted).toBe(true);
+    });
+
+    it('does not bring back a released lease on refresh', async () => {
+      const who = principal({ maxConcurrent: 1 });
+      const held = ticketOf(await admit(who, T0));
+      await limiter.release(held);
+      await limiter.refresh(who.keyId, [held.id], T0 + 10);
+      expect((await admit(who, T0 + 20)).admitted).toBe(true);
+    });
+  });
+
+  it('rolls an admission back entirely when its job never reached the queue', async () => {
+    const who = principal({ rpm: 1, tpm: 100, maxConcurrent: 1 });
+    const ticket = ticketOf(await admit(who, T0, { tokenEstimate: 90, requestId: 'req_rollback1' }));
+    await limiter.rollback(ticket);
+    const again = await admit(who, T0 + 1, { tokenEstimate: 90 });
+    expect(again.admitted).toBe(true);
+    expect(again.state).toMatchObject({ requestsUsed: 1, tokensUsed: 90 });
+  });
+
+  describe('queue depth', () => {
+    it('refuses at the bound, counting waiting, prioritised and admitting jobs, and reports the service rate', async () => {
+      const who = principal({});
+      const model = `depth-${seq}`;
+      await redis.rpush(queue.wait, 'job-1');
+      const first = ticketOf(await admit(who, T0, { model, maxQueueDepth: 3 }));
+      expect(first.model).toBe(model);
+      await redis.zadd(queue.prioritized, 1, 'job-2');
+      const refused = refusal(await admit(who, T0 + 1, { model, maxQueueDepth: 3 }));
+      expect(refused).toMatchObject({ reason: 'overloaded', depth: 3, servedLastMinute: 0 });
+
+      // The admitted job landed in the queue: no longer counted twice.
+      await limiter.enqueued(first);
+      await redis.rpush(queue.wait, first.requestId);
+      expect(refusal(await admit(who, T0 + 2, { model, maxQueueDepth: 3 })).depth).toBe(3);
+      await redis.del(queue.wait, queue.prioritized);
+
+      for (let i = 0; i < 4; i++) {
+        await recorder.record(
+          { requestId: `req_served${i}`, model },
+          { promptTokens: 1, completionTokens: 1, images: 0 },
+          T0 + 3 + i,
+        );
+      }
+      await redis.rpush(queue.wait, 'a', 'b', 'c');
+      expect(refusal(await admit(who, T0 + 10, { model, maxQueueDepth: 3 })).servedLastMinute).toBe(4);
+      await redis.del(queue.wait);
+    });
+
+    it('forgets an admission whose job never arrived after a while', async () => {
+      const who = principal({});
+      const model = `stale-${seq}`;
+      ticketOf(await admit(who, T0, { model, maxQueueDepth: 1 }));
+      expect((await admit(who, T0 + 1, { model, maxQueueDepth: 1 })).admitted).toBe(false);
+      expect((await admit(who, T0 + 10_001, { model, maxQueueDepth: 1 })).admitted).toBe(true);
+    });
+  });
+
+  describe('usage', () => {
+    it('adds exactly every recorded request, per model and day, under concurrency', async () => {
+      const keyId = `key_${randomBytes(12).toString('hex')}`;
+      const day = Date.UTC(2025, 0, 15, 12);
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          recorder.record(
+            { requestId: `req_usage${keyId.slice(4, 12)}${i}`, model: i % 2 ? 'odd' : 'even', keyId },
+            { promptTokens: i, completionTokens: 2 * i, images: 0 },
+            day + i,
+          ),
+        ),
+      );
+      const report = await new UsageReader(redis, namespace).report({
+        key: keyId,
+        from: '2025-01-14',
+        to: '2025-01-16',
+      });
+      const sum = (odd: boolean) =>
+        Array.from({ length: 50 }, (_, i) => i).filter((i) => (i % 2 === 1) === odd);
+      expect(report.totals).toEqual({
+        requests: 50,
+        prompt_tokens: 1225,
+        completion_tokens: 2450,
+        images: 0,
+      });
+      expect(report.data).toEqual([
+        {
+          key_id: keyId,
+          date: '2025-01-15',
+          model: 'even',
+          requests: 25,
+          prompt_tokens: sum(false).reduce((a, b) => a + b, 0),
+          completion_tokens: 2 * sum(false).reduce((a, b) => a + b, 0),
+          images: 0,
+        },
+        {
+          key_id: keyId,
+          date: '2025-01-15',
+          model: 'odd',
+          requests: 25,
+          prompt_tokens: sum(true).reduce((a, b) => a + b, 0),
+          completion_tokens: 2 * sum(true).reduce((a, b) => a + b, 0),
+          images: 0,
+        },
+      ]);
+    });
+
+    it('refuses malformed ranges', async () => {
+      const reader = new UsageReader(redis, namespace);
+      await expect(reader.report({ from: '2025-02-30' })).rejects.toMatchObject({
+        status: 400,
+        param: 'from',
+      });
+      await expect(reader.report({ from: '2025-02-02', to: '2025-02-01' })).rejects.toMatchObject({
+        status: 400,
+      });
+      await expect(reader.report({ from: '2023-01-01', to: '2025-01-01' })).rejects.toMatchObject({
+        status: 400,
+      });
+      await expect(reader.report({ key: 'nope' })).rejects.toMatchObject({ status: 400, param: 'key' });
+    });
+  });
+});

@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { ModelKind } from '@mgw/contracts';
+import { accessNames, type AccessNames } from '../access.names';
+import type { Principal } from '../principal';
+import { ADMIT_SCRIPT, REFRESH_SCRIPT, ROLLBACK_SCRIPT } from './limit.scripts';
+
+/** Where BullMQ keeps a queue's waiting jobs (taken from the Queue object, not spelled out here). */
+export interface QueueKeys {
+  wait: string;
+  prioritized: string;
+}
+
+export interface AdmissionRequest {
+  principal: Principal;
+  kind: ModelKind;
+  model: string;
+  requestId: string;
+  /** Tokens reserved against the key's TPM limit until the worker reports the actual usage. */
+  tokenEstimate: number;
+  /** 0 = unbounded (only for tests: the gateway always passes a bound). */
+  maxQueueDepth: number;
+  queue: QueueKeys;
+}
+
+/** The key's limits as they stand after this decision, for the x-ratelimit-* headers. */
+export interface LimitState {
+  rpm: number | null;
+  requestsUsed: number;
+  requestsResetMs: number;
+  tpm: number | null;
+  tokensUsed: number;
+  tokensResetMs: number;
+}
+
+export type RefusalReason = 'requests' | 'tokens' | 'too_large' | 'concurrency' | 'overloaded';
+
+export type AdmissionDecision =
+  | { admitted: true; ticket: Ticket; state: LimitState }
+  | {
+      admitted: false;
+      reason: RefusalReason;
+      /** For `overloaded` this is 0: the caller estimates it from `depth` and `servedLastMinute`. */
+      retryAfterMs: number;
+      state: LimitState;
+      depth: number;
+      servedLastMinute: number;
+    };
+
+/** One admitted request's hold on its key's limits and its model's queue. */
+export interface Ticket {
+  id: string;
+  keyId: string;
+  requestId: string;
+  kind: ModelKind;
+  model: string;
+  /** True when it holds a concurrency lease that must be released (and refreshed while it lives). */
+  leased: boolean;
+}
+
+/** How long an admission counts towards the queue depth before its job must be in the queue. */
+const ADMITTING_MS = 10_000;
+
+/**
+ * Per-key limits and per-model admission, decided atomically in Redis (see limit.scripts.ts) so that every
+ * gateway replica enforces one shared limit.
+ */
+export class Limiter {
+  private readonly names: AccessNames;
+
+  constructor(
+    private readonly redis: Redis,
+    namespace: string,
+    private readonly leaseMs: number,
+  ) {
+    this.names = accessNames(namespace);
+  }
+
+  async admit(request: AdmissionRequest, now = 0): Promise<AdmissionDecision> {
+    const { principal, kind, model } = request;
+    const ticket: Ticket = {
+      id: randomBytes(8).toString('hex'),
+      keyId: principal.keyId,
+      requestId: request.requestId,
+      kind,
+      model,
+      leased: principal.maxConcurrent !== null,
+    };
+    const reply = (await ADMIT_SCRIPT.run(
+      this.redis,
+      [
+        this.names.rpm(principal.keyId),
+        this.names.tpm(principal.keyId),
+        this.names.concurrency(principal.keyId),
+        this.names.reservation(request.requestId),
+        request.queue.wait,
+        request.queue.prioritized,
+        this.names.admitting(kind, model),
+        this.names.served(kind, model),
+      ],
+      [
+        now,
+        ticket.id,
+        principal.rpm ?? 0,
+        principal.tpm ?? 0,
+        principal.maxConcurrent ?? 0,
+        Math.max(0, Math.ceil(request.tokenEstimate)),
+        this.leaseMs,
+        request.maxQueueDepth,
+        ADMITTING_MS,
+      ],
+    )) as [string, number, number, number, number, number, number, number];
+    const [status, retryAfterMs, requestsUsed, requestsResetMs, tokensUsed, tokensResetMs, depth, served] =
+      reply;
+    const state: LimitState = {
+      rpm: principal.rpm,
+      requestsUsed,
+      requestsResetMs,
+      tpm: principal.tpm,
+      tokensUsed,
+      tokensResetMs,
+    };
+    if (status === 'ok') return { admitted: true, ticket, state };
+    return {
+      admitted: false,
+      reason: status as RefusalReason,
+      retryAfterMs,
+      state,
+      depth,
+      servedLastMinute: served,
+    };
+  }
+
+  /** The job is in the queue now, where BullMQ's own counts see it. */
+  async enqueued(ticket: Ticket): Promise<void> {
+    await this.redis.zrem(this.names.admitting(ticket.kind, ticket.model), ticket.id);
+  }
+
+  /** The job never made it into the queue: undo the admission entirely. */
+  async rollback(ticket: Ticket): Promise<void> {
+    await ROLLBACK_SCRIPT.run(
+      this.redis,
+      [
+        this.names.rpm(ticket.keyId),
+        this.names.tpm(ticket.keyId),
+        this.names.concurrency(ticket.keyId),
+        this.names.reservation(ticket.requestId),
+        this.names.admitting(ticket.kind, ticket.model),
+      ],
+      [ticket.id],
+    );
+  }
+
+  /** The request is over (answered, failed, or its client left): its concurrency slot is free. */
+  async release(ticket: Ticket): Promise<void> {
+    await this.redis
+      .multi()
+      .zrem(this.names.concurrency(ticket.keyId), ticket.id)
+      .zrem(this.names.admitting(ticket.kind, ticket.model), ticket.id)
+      .exec();
+  }
+
+  /** Extends the leases of a key's live requests. */
+  async refresh(keyId: string, ticketIds: readonly string[], now = 0): Promise<void> {
+    if (ticketIds.length === 0) return;
+    await REFRESH_SCRIPT.run(this.redis, [this.names.concurrency(keyId)], [now, this.leaseMs, ...ticketIds]);
+  }
+}

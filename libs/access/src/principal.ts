@@ -1,0 +1,18 @@
+import type { PriorityTier } from './keys/api-key.record';
+
+/** Who a request runs as: an issued key, or a bootstrap key from GATEWAY_API_KEYS (unlimited, all models). */
+export interface Principal {
+  keyId: string;
+  name: string;
+  bootstrap: boolean;
+  /** Model ids this key may use; null = every model. */
+  models: ReadonlySet<string> | null;
+  rpm: number | null;
+  tpm: number | null;
+  maxConcurrent: number | null;
+  priority: PriorityTier;
+}
+
+export function allowsModel(principal: Principal | null, model: string): boolean {
+  return principal?.models == null || principal.models.has(model);
+}

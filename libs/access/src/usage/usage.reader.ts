@@ -1,0 +1,106 @@
+import type { Redis } from 'ioredis';
+import { GatewayError, KEY_ID_PATTERN } from '@mgw/contracts';
+import { accessNames, type AccessNames } from '../access.names';
+import { DAY_MS, dayOf, daysBetween, parseDay } from './usage.days';
+
+export interface UsageRow {
+  key_id: string;
+  date: string;
+  model: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  images: number;
+}
+
+export interface UsageTotals {
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  images: number;
+}
+
+export interface UsageReport {
+  object: 'usage';
+  from: string;
+  to: string;
+  key: string | null;
+  data: UsageRow[];
+  totals: UsageTotals;
+}
+
+export interface UsageQuery {
+  key?: string;
+  from?: string;
+  to?: string;
+}
+
+const MAX_DAYS = 366;
+const FIELDS = ['requests', 'prompt_tokens', 'completion_tokens', 'images'] as const;
+
+/** Reads the per-key, per-model, per-day counters the workers record. */
+export class UsageReader {
+  private readonly names: AccessNames;
+
+  constructor(
+    private readonly redis: Redis,
+    namespace: string,
+  ) {
+    this.names = accessNames(namespace);
+  }
+
+  /** `from`/`to` are inclusive UTC days; both default to today, `from` to `to`. */
+  async report(query: UsageQuery, now = Date.now()): Promise<UsageReport> {
+    const to = query.to ?? dayOf(now);
+    const from = query.from ?? to;
+    const toMs = parseDay(to);
+    const fromMs = parseDay(from);
+    if (fromMs === null)
+      throw GatewayError.invalidRequest("Invalid 'from': expected a day as YYYY-MM-DD.", 'from');
+    if (toMs === null) throw GatewayError.invalidRequest("Invalid 'to': expected a day as YYYY-MM-DD.", 'to');
+    if (fromMs > toMs) throw GatewayError.invalidRequest("Invalid 'from': must not be after 'to'.", 'from');
+    if ((toMs - fromMs) / DAY_MS >= MAX_DAYS) {
+      throw GatewayError.invalidRequest(`The range may span at most ${MAX_DAYS} days.`, 'from');
+    }
+    if (query.key !== undefined && !KEY_ID_PATTERN.test(query.key)) {
+      throw GatewayError.invalidRequest("Invalid 'key': expected a key id such as key_… .", 'key');
+    }
+    const keyIds =
+      query.key !== undefined ? [query.key] : (await this.redis.smembers(this.names.usageKeyIds)).sort();
+    const days = daysBetween(fromMs, toMs);
+    const cells = keyIds.flatMap((keyId) => days.map((date) => ({ keyId, date })));
+    const pipeline = this.redis.pipeline();
+    for (const { keyId, date } of cells) pipeline.hgetall(this.names.usage(keyId, date));
+    const results = cells.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+    const data: UsageRow[] = [];
+    const totals: UsageTotals = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0 };
+    results.forEach(([error, value], index) => {
+      if (error) throw error;
+      const { keyId, date } = cells[index]!;
+      const byModel = new Map<string, UsageRow>();
+      for (const [field, count] of Object.entries((value ?? {}) as Record<string, string>)) {
+        const sep = field.lastIndexOf('|');
+        const model = field.slice(0, sep);
+        const name = field.slice(sep + 1) as (typeof FIELDS)[number];
+        if (!FIELDS.includes(name)) continue;
+        let row = byModel.get(model);
+        if (!row) {
+          row = {
+            key_id: keyId,
+            date,
+            model,
+            requests: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            images: 0,
+          };
+          byModel.set(model, row);
+        }
+        row[name] = Number(count);
+        totals[name] += Number(count);
+      }
+      data.push(...[...byModel.values()].sort((a, b) => a.model.localeCompare(b.model)));
+    });
+    return { object: 'usage', from, to, key: query.key ?? null, data, totals };
+  }
+}

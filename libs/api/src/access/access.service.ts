@@ -1,0 +1,193 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import {
+  jobPriorityOf,
+  KeyAuthenticator,
+  KeyStore,
+  LeaseKeeper,
+  Limiter,
+  rateLimitHeaders,
+  retryAfterSeconds,
+  UsageReader,
+  type AdmissionDecision,
+  type Principal,
+  type Ticket,
+} from '@mgw/access';
+import { GatewayConfig } from '@mgw/config';
+import { GatewayError, type ModelEntry, type ModelKind } from '@mgw/contracts';
+import { GatewayRuntime } from '../gateway.runtime';
+
+/** What the job carries from its admission. */
+export interface AdmittedFields {
+  keyId: string;
+  priority: number;
+}
+
+/** An admitted request: its job fields, and the calls that tell the limiter how enqueueing went. */
+export interface Admission {
+  fields: AdmittedFields;
+  /** The job is in its queue. */
+  enqueued: () => void;
+  /** The job never reached the queue: nothing of this request is counted. */
+  failed: () => void;
+}
+
+/** Retry-After for a full queue when the model finished nothing in the last minute. */
+const UNKNOWN_RATE_RETRY_S = 10;
+const MAX_OVERLOAD_RETRY_S = 60;
+
+/**
+ * The gateway's side of keys and limits: authentication with a cache kept honest by pub/sub on the
+ * instance's one subscriber connection, admission against the key's limits and the model's queue bound,
+ * and the concurrency leases of this instance's live requests.
+ */
+@Injectable()
+export class AccessService implements OnModuleInit, OnApplicationShutdown {
+  readonly keys: KeyStore;
+  readonly usage: UsageReader;
+  readonly authenticator: KeyAuthenticator;
+  private readonly limiter: Limiter;
+  private readonly leases: LeaseKeeper;
+  private readonly logger = new Logger('Access');
+
+  constructor(
+    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    @Inject(GatewayRuntime) private readonly runtime: GatewayRuntime,
+  ) {
+    this.keys = new KeyStore(runtime.commands, config.namespace);
+    this.usage = new UsageReader(runtime.commands, config.namespace);
+    this.authenticator = new KeyAuthenticator(this.keys, config.apiKeys, {
+      ttlMs: config.keyCacheMs,
+      maxEntries: config.keyCacheMax,
+    });
+    this.limiter = new Limiter(runtime.commands, config.namespace, config.concurrencyLeaseMs);
+    this.leases = new LeaseKeeper(this.limiter, config.concurrencyLeaseMs, this.logger);
+  }
+
+  async onModuleInit(): Promise<void> {
+    const channel = this.keys.invalidationChannel;
+    const subscriber = this.runtime.subscriber;
+    subscriber.on('message', (from: string, hash: string) => {
+      if (from === channel) this.authenticator.invalidate(hash);
+    });
+    // Invalidations sent while the connection was down are lost: forget everything cached.
+    subscriber.on('ready', () => this.authenticator.clear());
+    await subscriber.subscribe(channel);
+  }
+
+  onApplicationShutdown(): void {
+    this.leases.stop();
+  }
+
+  /**
+   * Admits a request for `model` as `principal`, or throws the 429/503 that says why not. Admitted, its
+   * concurrency slot is held until the response is over (however it ends) and the rate-limit headers are
+   * set on the response.
+   */
+  async admit(
+    principal: Principal,
+    kind: ModelKind,
+    model: ModelEntry,
+    requestId: string,
+    tokenEstimate: number,
+    reply: FastifyReply,
+  ): Promise<Admission> {
+    const queue = this.runtime.producer.queueFor(kind, model.id);
+    const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
+    let decision: AdmissionDecision;
+    try {
+      decision = await this.limiter.admit({
+        // Image requests use no tokens, so a key's token budget never holds them back.
+        principal: kind === 'chat' ? principal : { ...principal, tpm: null },
+        kind,
+        model: model.id,
+        requestId,
+        tokenEstimate: principal.tpm === null ? 0 : tokenEstimate,
+        maxQueueDepth,
+        queue: { wait: queue.toKey('wait'), prioritized: queue.toKey('prioritized') },
+      });
+    } catch (error) {
+      this.logger.warn(`request ${requestId}: admission failed: ${String(error)}`);
+      throw GatewayError.serviceUnavailable('The rate limiter is not reachable. Try again shortly.');
+    }
+    const headers = rateLimitHeaders(decision.state);
+    if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
+    for (const [name, value] of Object.entries(headers)) reply.raw.setHeader(name, value);
+    const ticket = decision.ticket;
+    if (ticket.leased) this.leases.track(ticket);
+    let settled = false;
+    const release = () => {
+      if (settled) return;
+      settled = true;
+      this.leases.untrack(ticket);
+      this.quietly(this.limiter.release(ticket), ticket, 'release');
+    };
+    reply.raw.once('close', release);
+    return {
+      fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
+      enqueued: () => this.quietly(this.limiter.enqueued(ticket), ticket, 'enqueued'),
+      failed: () => {
+        settled = true;
+        this.leases.untrack(ticket);
+        this.quietly(this.limiter.rollback(ticket), ticket, 'rollback');
+      },
+    };
+  }
+
+  private refusal(
+    decision: Extract<AdmissionDecision, { admitted: false }>,
+    model: string,
+    maxQueueDepth: number,
+    tokenEstimate: number,
+    headers: Record<string, string>,
+  ): GatewayError {
+    const { state } = decision;
+    const retryAfter = String(retryAfterSeconds(decision.retryAfterMs));
+    const wait = `Please try again in ${retryAfter}s.`;
+    switch (decision.reason) {
+      case 'requests':
+        return GatewayError.rateLimited(
+          'requests',
+          `Rate limit reached for requests per minute (RPM): Limit ${state.rpm}, Used ${state.requestsUsed}. ${wait}`,
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'concurrency':
+        return GatewayError.rateLimited(
+          'requests',
+          'Too many concurrent requests for this API key. Wait for one to finish.',
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'tokens':
+        return GatewayError.rateLimited(
+          'tokens',
+          `Rate limit reached for tokens per minute (TPM): Limit ${state.tpm}, Used ${state.tokensUsed}, Requested ${tokenEstimate}. ${wait}`,
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'too_large':
+        return new GatewayError(
+          400,
+          'invalid_request_error',
+          'request_too_large',
+          `Request too large for tokens per min (TPM): Limit ${state.tpm}, Requested ${tokenEstimate}. Lower max_tokens or shorten the messages.`,
+          'max_tokens',
+          headers,
+        );
+      case 'overloaded': {
+        // Until enough waiting jobs were taken for one more to fit, at the rate the model finished jobs lately.
+        const excess = Math.max(1, decision.depth - maxQueueDepth + 1);
+        const perSecond = decision.servedLastMinute / 60;
+        const seconds =
+          perSecond > 0
+            ? Math.min(MAX_OVERLOAD_RETRY_S, Math.max(1, Math.ceil(excess / perSecond)))
+            : UNKNOWN_RATE_RETRY_S;
+        return GatewayError.overloaded(model, seconds);
+      }
+    }
+  }
+
+  private quietly(promise: Promise<void>, ticket: Ticket, what: string): void {
+    promise.catch((error: unknown) =>
+      this.logger.warn(`request ${ticket.requestId}: limiter ${what} failed: ${String(error)}`),
+    );
+  }
+}

@@ -1,0 +1,47 @@
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
+import { CreateKeyDto, UpdateKeyDto, type ApiKeyView, type CreatedKey } from '@mgw/access';
+import { AccessService } from '../access/access.service';
+import { Auth } from '../auth/auth-policy.decorator';
+import { DtoValidationPipe } from '../http/dto-validation.pipe';
+
+interface KeyList {
+  object: 'list';
+  data: ApiKeyView[];
+}
+
+/** Issue, inspect, scope, limit and revoke API keys. The secret is returned by `POST` only, once. */
+@Controller('admin/keys')
+@Auth('admin')
+export class AdminKeysController {
+  constructor(@Inject(AccessService) private readonly access: AccessService) {}
+
+  @Post()
+  @HttpCode(201)
+  create(@Body(new DtoValidationPipe(CreateKeyDto)) body: CreateKeyDto): Promise<CreatedKey> {
+    return this.access.keys.create(body);
+  }
+
+  @Get()
+  async list(): Promise<KeyList> {
+    return { object: 'list', data: await this.access.keys.list() };
+  }
+
+  @Get(':id')
+  show(@Param('id') id: string): Promise<ApiKeyView> {
+    return this.access.keys.get(id);
+  }
+
+  @Patch(':id')
+  update(
+    @Param('id') id: string,
+    @Body(new DtoValidationPipe(UpdateKeyDto)) body: UpdateKeyDto,
+  ): Promise<ApiKeyView> {
+    return this.access.keys.update(id, body);
+  }
+
+  /** Revocation takes effect on every gateway replica at once (pub/sub invalidation of their caches). */
+  @Delete(':id')
+  async revoke(@Param('id') id: string): Promise<ApiKeyView & { deleted: true }> {
+    return { ...(await this.access.keys.revoke(id)), deleted: true };
+  }
+}
