@@ -167,7 +167,22 @@ describe('faults: fuzzing every POST endpoint', () => {
     return { body, status: res.status, text: await res.text() };
   }
 
+  /** Whether the body has a prototype-related key anywhere (such bodies must be refused, not served). */
+  function hasPrototypeKey(body: string): boolean {
+    let found = false;
+    try {
+      JSON.parse(body, (key, value: unknown) => {
+        if (PROTO_KEYS.includes(key)) found = true;
+        return value;
+      });
+    } catch {
+      return false; // not JSON, or too deep for the reviver: judged by the other rules
+    }
+    return found;
+  }
+
   function problemWith(outcome: Outcome): string | null {
+    if (outcome.status === 200 && hasPrototypeKey(outcome.body)) return 'served a prototype key';
     if (outcome.status === 200) return null;
     if (![400, 404, 413, 415].includes(outcome.status)) return `status ${outcome.status}`;
     try {

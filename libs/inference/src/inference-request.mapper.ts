@@ -10,7 +10,10 @@ import type { ImageInferenceRequest } from './image-backend.interface';
 /** Applies OpenAI's defaults (spec: temperature 1, top_p 1, n 1, penalties 0). */
 export function toChatInferenceRequest(dto: ChatCompletionRequestDto): ChatInferenceRequest {
   return {
-    messages: dto.messages,
+    // `name: null` is valid JSON for "no name"; backends only ever see a string or nothing.
+    messages: dto.messages.map(({ role, content, name }) =>
+      typeof name === 'string' ? { role, content, name } : { role, content },
+    ),
     n: dto.n ?? 1,
     maxTokens: dto.max_completion_tokens ?? dto.max_tokens ?? null,
     stop:

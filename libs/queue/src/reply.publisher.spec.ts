@@ -29,34 +29,22 @@ interface Publish {
   reply: Deferred<number>;
 }
 
-type TransactionOp = ['set', string, string, string, number] | ['publish', string, Record<string, unknown>];
-
-class FakeTransaction {
-  readonly ops: TransactionOp[] = [];
-  readonly result = deferred<Array<[Error | null, unknown]>>();
-  readonly set = jest.fn((key: string, value: string, mode: string, ttl: number) => {
-    this.ops.push(['set', key, value, mode, ttl]);
-    return this;
-  });
-  readonly publish = jest.fn((channel: string, message: string) => {
-    this.ops.push(['publish', channel, JSON.parse(message) as Record<string, unknown>]);
-    return this;
-  });
-  readonly exec = jest.fn(() => this.result.promise);
-}
-
 class FakeRedis {
   readonly publishes: Publish[] = [];
-  readonly transactions: FakeTransaction[] = [];
+  readonly sets: { key: string; value: string; mode: string; ttl: number; reply: Deferred<string> }[] = [];
+  /** Every command in the order it was issued. */
+  readonly order: string[] = [];
   readonly publish = jest.fn((channel: string, message: string) => {
     const reply = deferred<number>();
+    this.order.push(`publish ${(JSON.parse(message) as { seq: number }).seq}`);
     this.publishes.push({ channel, message: JSON.parse(message) as Record<string, unknown>, reply });
     return reply.promise;
   });
-  readonly multi = jest.fn(() => {
-    const transaction = new FakeTransaction();
-    this.transactions.push(transaction);
-    return transaction;
+  readonly set = jest.fn((key: string, value: string, mode: string, ttl: number) => {
+    const reply = deferred<string>();
+    this.order.push(`set ${key}`);
+    this.sets.push({ key, value, mode, ttl, reply });
+    return reply.promise;
   });
 
   resolveAll(): void {
@@ -69,10 +57,10 @@ class FakeRedis {
     return publish;
   }
 
-  transactionAt(index: number): FakeTransaction {
-    const transaction = this.transactions[index];
-    if (!transaction) throw new Error(`no transaction #${index}`);
-    return transaction;
+  setAt(index: number): FakeRedis['sets'][number] {
+    const set = this.sets[index];
+    if (!set) throw new Error(`no set #${index}`);
+    return set;
   }
 }
 
@@ -184,10 +172,8 @@ describe('ReplyStreamWriter', () => {
         'data',
         1000,
       );
-      redis.transactionAt(0).result.resolve([
-        [null, 'OK'],
-        [null, 0],
-      ]);
+      redis.setAt(0).reply.resolve('OK');
+      redis.publishAt(0).reply.resolve(0);
       await sending;
       expect(unheard).toHaveBeenCalledTimes(1);
     });
@@ -205,7 +191,7 @@ describe('ReplyStreamWriter', () => {
   });
 
   describe('sendWithPayload', () => {
-    it('stores the payload with a PX ttl and publishes the message in one transaction', async () => {
+    it('stores the payload with a PX ttl, then publishes the message that refers to it', async () => {
       const image: OutgoingReply = {
         kind: 'image',
         index: 0,
@@ -213,69 +199,53 @@ describe('ReplyStreamWriter', () => {
         revisedPrompt: 'a cat',
       };
       const sending = writer.sendWithPayload(image, 'mgw:image:req_abc123:0', 'iVBORw0KGgo=', 120_000);
-      const transaction = redis.transactionAt(0);
-      transaction.result.resolve([
-        [null, 'OK'],
-        [null, 1],
-      ]);
+      redis.setAt(0).reply.resolve('OK');
+      redis.publishAt(0).reply.resolve(1);
       await sending;
 
-      expect(redis.multi).toHaveBeenCalledTimes(1);
-      expect(transaction.exec).toHaveBeenCalledTimes(1);
-      expect(transaction.ops).toEqual([
-        ['set', 'mgw:image:req_abc123:0', 'iVBORw0KGgo=', 'PX', 120_000],
-        [
-          'publish',
-          CHANNEL,
-          {
-            requestId: REQUEST_ID,
-            seq: 0,
-            kind: 'image',
-            index: 0,
-            key: 'mgw:image:req_abc123:0',
-            revisedPrompt: 'a cat',
-          },
-        ],
-      ]);
-      // Nothing went around the transaction.
-      expect(redis.publish).not.toHaveBeenCalled();
+      expect(redis.order).toEqual(['set mgw:image:req_abc123:0', 'publish 0']);
+      expect(redis.setAt(0)).toMatchObject({
+        key: 'mgw:image:req_abc123:0',
+        value: 'iVBORw0KGgo=',
+        mode: 'PX',
+        ttl: 120_000,
+      });
+      expect(redis.publishAt(0).message).toEqual({
+        requestId: REQUEST_ID,
+        seq: 0,
+        kind: 'image',
+        index: 0,
+        key: 'mgw:image:req_abc123:0',
+        revisedPrompt: 'a cat',
+      });
     });
 
-    it('takes the next seq and leaves the following one to the next message', async () => {
-      await writer.send({ kind: 'started', workerId: 'worker-1' });
-      redis.resolveAll();
+    it('keeps call order with messages sent around it, so seq never goes backwards', async () => {
+      await writer.send({ kind: 'alive' });
       const sending = writer.sendWithPayload(
         { kind: 'image', index: 0, key: 'k0', revisedPrompt: 'p' },
         'k0',
         'data',
         1_000,
       );
-      redis.transactionAt(0).result.resolve([]);
-      await sending;
+      const heartbeat = writer.send({ kind: 'alive' });
+      redis.setAt(0).reply.resolve('OK');
+      redis.resolveAll();
+      await Promise.all([sending, heartbeat]);
       await writer.send({ kind: 'image-done', count: 1 });
 
-      expect(redis.publishAt(0).message.seq).toBe(0);
-      expect(redis.transactionAt(0).ops[1]).toEqual([
-        'publish',
-        CHANNEL,
-        expect.objectContaining({ seq: 1 }),
-      ]);
-      expect(redis.publishAt(1).message).toEqual({
-        requestId: REQUEST_ID,
-        seq: 2,
-        kind: 'image-done',
-        count: 1,
-      });
-      expect(writer.sent).toBe(3);
+      expect(redis.order).toEqual(['publish 0', 'set k0', 'publish 1', 'publish 2', 'publish 3']);
+      expect(writer.sent).toBe(4);
     });
 
-    it('resolves only once the transaction and every earlier publish reached Redis', async () => {
+    it('resolves only once the payload, its message and every earlier publish reached Redis', async () => {
       await writer.send(delta('before'));
       const result = watch(writer.sendWithPayload(delta('payload'), 'k', 'v', 1_000));
       await settle();
       expect(result.settled()).toBe(false);
 
-      redis.transactionAt(0).result.resolve([]);
+      redis.setAt(0).reply.resolve('OK');
+      redis.publishAt(1).reply.resolve(1);
       await settle();
       expect(result.settled()).toBe(false);
 
@@ -283,9 +253,10 @@ describe('ReplyStreamWriter', () => {
       await expect(result.outcome).resolves.toBe('resolved');
     });
 
-    it('throws when the transaction fails', async () => {
+    it('throws when storing the payload fails', async () => {
       const sending = writer.sendWithPayload(delta('payload'), 'k', 'v', 1_000);
-      redis.transactionAt(0).result.reject(new Error('OOM command not allowed'));
+      redis.setAt(0).reply.reject(new Error('OOM command not allowed'));
+      redis.publishAt(0).reply.resolve(1);
 
       await expect(sending).rejects.toThrow('OOM command not allowed');
       await expect(writer.send(delta('after'))).rejects.toThrow('OOM command not allowed');

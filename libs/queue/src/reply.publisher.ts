@@ -45,19 +45,15 @@ export class ReplyStreamWriter {
     if (this.failure) throw this.failure;
   }
 
-  /** Stores a large payload under a short-lived key and publishes the message that refers to it, in one round trip. */
+  /**
+   * Stores a large payload under a short-lived key, then publishes the message that refers to it. Two plain
+   * commands rather than a MULTI: Redis runs one connection's commands in order, so the key exists before
+   * anyone hears of it, and both stay in call order with the other messages (a MULTI is written at once,
+   * ahead of publishes still queued by auto-pipelining — a heartbeat could overtake it and break the seq).
+   */
   async sendWithPayload(message: OutgoingReply, key: string, payload: string, ttlMs: number): Promise<void> {
-    const transaction = this.redis
-      .multi()
-      .set(key, payload, 'PX', ttlMs)
-      .publish(this.channel, this.encode(message));
-    this.track(
-      transaction.exec().then((results) => {
-        const [error, receivers] = results?.[1] ?? [null, null];
-        if (error) throw error;
-        this.checkHeard(receivers);
-      }),
-    );
+    this.track(this.redis.set(key, payload, 'PX', ttlMs));
+    this.track(this.redis.publish(this.channel, this.encode(message)).then((n) => this.checkHeard(n)));
     await this.flush();
   }
 

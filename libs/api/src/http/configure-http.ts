@@ -1,10 +1,37 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { GatewayError } from '@mgw/contracts';
+import { inspectJson, MAX_JSON_DEPTH } from './json-body.inspector';
 
 /** HTTP behaviour that lives below Nest's routing: which bodies are accepted, and the correlation header. */
 export function configureGatewayHttp(app: NestFastifyApplication): void {
   const fastify = app.getHttpAdapter().getInstance();
   // JSON only: any other Content-Type is answered 415 rather than half-parsed.
   fastify.removeContentTypeParser('text/plain');
+  // Fastify's own JSON parser (with its prototype-poisoning checks), plus a bound on nesting depth and a
+  // refusal of prototype-related keys, which no field of ours has.
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body as string, (error, value: unknown) => {
+      if (error) return done(error);
+      const problem = inspectJson(value);
+      if (problem?.kind === 'too_deep') {
+        return done(
+          GatewayError.invalidRequest(
+            `The JSON body nests deeper than ${MAX_JSON_DEPTH} levels.`,
+            null,
+            'invalid_json',
+          ),
+        );
+      }
+      if (problem?.kind === 'prototype_key') {
+        return done(
+          GatewayError.invalidRequest(`Unrecognized request argument supplied: ${problem.key}`, problem.key),
+        );
+      }
+      done(null, value);
+    });
+  });
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
     done();

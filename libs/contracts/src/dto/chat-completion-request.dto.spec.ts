@@ -92,6 +92,13 @@ describe('ChatCompletionRequestDto via validateDto', () => {
     });
   });
 
+  it.each([[[[]]], [[{ role: 'user', content: 'hi' }]], ['hi'], [null], [7]])(
+    'rejects %p in place of a message (found by the fuzz suite)',
+    (message) => {
+      expectRejected(withField('messages', [{ role: 'user', content: 'ok' }, message]), 'messages[1]');
+    },
+  );
+
   it('rejects an empty model id', () => {
     expect(expectRejected(withField('model', ''), 'model').message).toContain(
       'expected a non-empty model id',

@@ -155,6 +155,8 @@ const { temperature, topP, penalty, n, maxTokens, messages } = CHAT_LIMITS;
 export class ChatCompletionRequestDto extends ModelRequestDto {
   @ValidateNested({ each: true })
   @Type(() => ChatMessageDto)
+  // Without this, an array in place of a message would be transformed into an empty message and pass.
+  @IsObject({ each: true, message: expected('an array of message objects') })
   @ArrayMaxSize(messages.max, { message: expected(`at most ${messages.max} messages`) })
   @ArrayMinSize(messages.min, { message: expected('a non-empty array of messages') })
   @IsArray({ message: expected('an array of messages') })

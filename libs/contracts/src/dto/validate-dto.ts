@@ -43,6 +43,18 @@ export function toInvalidRequest(errors: ValidationError[]): GatewayError {
   if (key === 'whitelistValidation') {
     return GatewayError.invalidRequest(`Unrecognized request argument supplied: ${leaf.path}`, leaf.path);
   }
+  if (key === 'isObject' && Array.isArray(leaf.error.value)) {
+    // An `each` object check on a list: name the element, as nested validation does for other values.
+    const items = leaf.error.value as unknown[];
+    const index = items.findIndex((item) => typeof item !== 'object' || item === null || Array.isArray(item));
+    if (index >= 0) {
+      const path = `${leaf.path}[${index}]`;
+      return GatewayError.invalidRequest(
+        `Invalid '${path}': expected an object, got ${describeValue(items[index])}.`,
+        path,
+      );
+    }
+  }
   if (key === 'nestedValidation') {
     return GatewayError.invalidRequest(
       `Invalid '${leaf.path}': expected an object, got ${describeValue(leaf.error.value)}.`,
