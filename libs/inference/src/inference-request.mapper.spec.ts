@@ -20,7 +20,7 @@ describe('toChatInferenceRequest', () => {
     const request = toChatInferenceRequest({
       model: 'm',
       messages: [{ role: 'user', content: 'a' }],
-    } as ChatCompletionRequestDto);
+    });
     expect(request).toMatchObject({ n: 1, maxTokens: null, stop: [], temperature: 1, topP: 1, seed: null });
   });
 });

@@ -12,7 +12,7 @@ export function configureGatewayHttp(app: NestFastifyApplication): void {
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    parseJson(request, body as string, (error, value: unknown) => {
+    void parseJson(request, body as string, (error, value: unknown) => {
       if (error) return done(error);
       const problem = inspectJson(value);
       if (problem?.kind === 'too_deep') {
