@@ -50,7 +50,15 @@ describe('scale to zero', () => {
     return queue;
   };
   /** The key KEDA's redis scaler reads with LLEN (`listName` in deploy/k8s). */
-  const waitListOf = (model: string) => `${stack.namespace}:${queueNameFor('chat', model)}:wait`;
+  /** Jobs waiting for a worker: BullMQ keeps them in `wait`, or in `prioritized` when they carry a priority. */
+  const waitingJobs = async (model: string): Promise<number> => {
+    const queue = `${stack.namespace}:${queueNameFor('chat', model)}`;
+    const [plain, prioritized] = await Promise.all([
+      stack.redis.llen(`${queue}:wait`),
+      stack.redis.zcard(`${queue}:prioritized`),
+    ]);
+    return plain + prioritized;
+  };
 
   beforeAll(async () => {
     stack = await Stack.start({
@@ -98,8 +106,8 @@ describe('scale to zero', () => {
     expect(streamed.status).toBe(200);
     expect(streamed.headers.get('content-type')).toContain('text/event-stream');
 
-    // Both jobs sit on the wait list an autoscaler watches; nobody answered the JSON request.
-    await waitFor(async () => (await stack.redis.llen(waitListOf(COLD))) === 2, 10_000);
+    // Both jobs wait in the queue an autoscaler watches; nobody answered the JSON request.
+    await waitFor(async () => (await waitingJobs(COLD)) === 2, 10_000);
     expect(settled).toBe(false);
 
     stack.spawnExtra('chat-worker:cold', { WORKER_MODELS: COLD });
@@ -118,7 +126,7 @@ describe('scale to zero', () => {
       .map((chunk) => chunk.choices[0]?.delta.content ?? '')
       .join('');
     expect(text).toBe('stream please');
-    expect(await stack.redis.llen(waitListOf(COLD))).toBe(0);
+    expect(await waitingJobs(COLD)).toBe(0);
   });
 
   it('answers 503 model_unavailable when no worker starts within maxWaitMs, and leaves no job behind', async () => {
@@ -146,7 +154,7 @@ describe('scale to zero', () => {
       active: 0,
       failed: 0,
     });
-    expect(await stack.redis.llen(waitListOf('cold-short'))).toBe(0);
+    expect(await waitingJobs('cold-short')).toBe(0);
   });
 
   it('ends a stream with the model_unavailable error when the wait runs out', async () => {
@@ -159,7 +167,7 @@ describe('scale to zero', () => {
     const events = await collectSse(res.body!);
     expect(events.at(-1)).toBe('[DONE]');
     expect(JSON.parse(events.at(-2)!)).toMatchObject({ error: { code: 'model_unavailable' } });
-    expect(await stack.redis.llen(waitListOf('cold-short'))).toBe(0);
+    expect(await waitingJobs('cold-short')).toBe(0);
   });
 });
 
