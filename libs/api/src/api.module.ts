@@ -1,31 +1,42 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { GatewayConfig } from '@mgw/config';
+import { GatewayMetrics } from '@mgw/observability';
 import { ApiKeyGuard } from './auth/api-key.guard';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { OpenAiExceptionFilter } from './errors/openai-exception.filter';
 import { GatewayRuntime } from './gateway.runtime';
 import { HealthController } from './health/health.controller';
+import { MetricsController } from './health/metrics.controller';
 import { ImageGenerationService } from './images/image-generation.service';
 import { ImagesController } from './images/images.controller';
 import { InflightRequests } from './inflight/inflight.registry';
+import { GatewayShutdown } from './lifecycle/gateway-shutdown';
 import { ModelResolver } from './models/model.resolver';
 import { ModelsController } from './models/models.controller';
 
-/** The gateway's HTTP surface: auth, validation, the three operations, health. */
+/** The gateway's HTTP surface: auth, validation, the three operations, health, metrics, graceful stop. */
 @Module({})
 export class ApiModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: ApiModule,
-      controllers: [ChatCompletionsController, ImagesController, ModelsController, HealthController],
+      controllers: [
+        ChatCompletionsController,
+        ImagesController,
+        ModelsController,
+        HealthController,
+        MetricsController,
+      ],
       providers: [
         { provide: GatewayConfig, useValue: config },
         { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_FILTER, useClass: OpenAiExceptionFilter },
+        { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         GatewayRuntime,
         InflightRequests,
+        GatewayShutdown,
         ModelResolver,
         ChatCompletionsService,
         ImageGenerationService,

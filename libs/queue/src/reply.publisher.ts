@@ -4,6 +4,11 @@ import type { ReplyMessage } from '@mgw/contracts';
 type Outgoing<M> = M extends ReplyMessage ? Omit<M, 'requestId' | 'seq'> : never;
 export type OutgoingReply = Outgoing<ReplyMessage>;
 
+/** Sees every message a job sends (metrics: tokens, images, gaps between deltas). */
+export interface ReplyObserver {
+  onSend(message: OutgoingReply): void;
+}
+
 /** Unacknowledged publishes allowed per job before the producer waits for Redis to catch up. */
 const MAX_IN_FLIGHT = 256;
 
@@ -21,6 +26,7 @@ export class ReplyStreamWriter {
     private readonly redis: Redis,
     private readonly channel: string,
     private readonly requestId: string,
+    private readonly observer?: ReplyObserver,
   ) {}
 
   get sent(): number {
@@ -51,6 +57,7 @@ export class ReplyStreamWriter {
   }
 
   private encode(message: OutgoingReply): string {
+    this.observer?.onSend(message);
     return JSON.stringify({ requestId: this.requestId, seq: this.seq++, ...message });
   }
 

@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { LoggerService } from '@nestjs/common';
 import { GatewayError, REQUEST_ID_PATTERN, validateDto, type WireError } from '@mgw/contracts';
-import { CancelledError, ReplyStreamWriter, type CancelListener } from '@mgw/queue';
+import { CancelledError, ReplyStreamWriter, type CancelListener, type ReplyObserver } from '@mgw/queue';
 
 export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'expired';
 
@@ -39,6 +39,8 @@ export class JobRunner {
     private readonly cancels: CancelListener,
     private readonly workerId: string,
     private readonly logger: LoggerService,
+    /** Instrumentation: an observer of each job's replies, by served model. */
+    private readonly observe?: (model: string) => ReplyObserver,
   ) {}
 
   async run<T extends Envelope>(
@@ -48,7 +50,12 @@ export class JobRunner {
     execute: (context: JobContext<T>) => Promise<void>,
   ): Promise<JobOutcome> {
     const data = await this.parse(job, cls, servedModel);
-    const writer = new ReplyStreamWriter(this.publisher, data.replyTo, data.requestId);
+    const writer = new ReplyStreamWriter(
+      this.publisher,
+      data.replyTo,
+      data.requestId,
+      this.observe?.(servedModel),
+    );
     const remaining = data.deadline - Date.now();
     if (remaining <= 0) {
       await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
@@ -66,6 +73,12 @@ export class JobRunner {
       return 'completed';
     } catch (error) {
       if (signal.aborted) {
+        // The worker is stopping and could not wait for this job: its client hears why, and may retry.
+        if (signal.reason instanceof GatewayError) {
+          await this.sendError(writer, signal.reason);
+          this.logOutcome(data, 'failed', Date.now() - startedAt, signal.reason);
+          return 'failed';
+        }
         const expired = !(signal.reason instanceof CancelledError);
         if (expired)
           await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));

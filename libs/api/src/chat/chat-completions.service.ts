@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { GatewayConfig } from '@mgw/config';
+import { GatewayMetrics } from '@mgw/observability';
 import {
   GatewayError,
   type ChatCompletion,
@@ -23,6 +24,7 @@ export class ChatCompletionsService {
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(ModelResolver) private readonly resolver: ModelResolver,
     @Inject(InflightRequests) private readonly inflight: InflightRequests,
+    @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
   ) {}
 
   async handle(requestId: string, body: ChatCompletionRequestDto, reply: FastifyReply): Promise<void> {
@@ -61,6 +63,7 @@ export class ChatCompletionsService {
     await inflight.enqueue(job, this.config.chatDeadlineMs);
     reply.hijack();
     sse.open({ 'x-request-id': job.requestId });
+    this.metrics.streamOpened(reply.raw);
     onClientGone(reply, () => {
       sse.close();
       inflight.abandon();

@@ -1,18 +1,25 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
+import { GatewayError, JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
+import { GatewayMetrics } from '@mgw/observability';
 import { GatewayRuntime } from '../gateway.runtime';
 import { InflightRequest, type ReplySink } from './inflight-request';
 
-/** Creates in-flight requests wired to this instance's connections. */
+/** Creates in-flight requests wired to this instance's connections, and knows which are still open. */
 @Injectable()
 export class InflightRequests {
   private readonly logger = new Logger('Inflight');
+  private readonly live = new Set<InflightRequest>();
+  private onIdle: (() => void) | null = null;
 
-  constructor(@Inject(GatewayRuntime) private readonly runtime: GatewayRuntime) {}
+  constructor(
+    @Inject(GatewayRuntime) private readonly runtime: GatewayRuntime,
+    @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
+  ) {}
 
   create(requestId: string, kind: ModelKind, model: string, sink: ReplySink): InflightRequest {
     const { router, producer } = this.runtime;
-    return new InflightRequest(
+    const timing = this.metrics.timingFor(requestId, model, kind);
+    const request: InflightRequest = new InflightRequest(
       requestId,
       kind,
       model,
@@ -21,9 +28,51 @@ export class InflightRequests {
         producer,
         cancel: (workerId, message) => this.runtime.cancel(workerId, message),
         logger: this.logger,
+        observer: {
+          enqueued: () => timing.enqueued(),
+          started: () => timing.started(),
+          output: () => timing.output(),
+          abandoned: () => this.metrics.clientDisconnected(model),
+          ended: (ok) => {
+            timing.ended(ok);
+            this.live.delete(request);
+            if (this.live.size === 0) this.onIdle?.();
+          },
+        },
       },
       sink,
     );
+    this.live.add(request);
+    return request;
+  }
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  /** Resolves true once no request is open, or false after `timeoutMs`. */
+  async settled(timeoutMs: number): Promise<boolean> {
+    if (this.live.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await new Promise<boolean>((resolve) => {
+        this.onIdle = () => resolve(true);
+        timer = setTimeout(resolve, timeoutMs, false);
+      });
+    } finally {
+      this.onIdle = null;
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Ends every open request with `error` (a stream gets it as its last event, a waiting client as its
+   * answer) and stops its job: taken off the queue, or cancelled on its worker. Returns how many.
+   */
+  failAll(error: GatewayError): number {
+    const open = [...this.live];
+    for (const request of open) request.fail(error, 'gateway_shutdown');
+    return open.length;
   }
 
   /** The part of a job that says who asked, by when, and where the answer goes. */
