@@ -12,8 +12,12 @@ export interface QueueStats {
 /**
  * Reads the depth of every model queue in two pipelined round trips, straight from BullMQ's keys
  * (`<prefix>:<queue>:<list>`): waiting (wait, paused and prioritized), active and delayed counts, then the
- * creation time of the oldest waiting job (BullMQ pushes new jobs on the left and takes from the right).
+ * creation time of the oldest waiting job (BullMQ pushes new jobs on the left and takes from the right;
+ * a paused queue holds them in `paused`).
  */
+/** Replies per model in the first round trip. */
+const FIELDS = 7;
+
 export class QueueStatsReader {
   constructor(
     private readonly redis: Redis,
@@ -33,7 +37,8 @@ export class QueueStatsReader {
         .zcard(keyOf(model, 'prioritized'))
         .llen(keyOf(model, 'active'))
         .zcard(keyOf(model, 'delayed'))
-        .lindex(keyOf(model, 'wait'), -1);
+        .lindex(keyOf(model, 'wait'), -1)
+        .lindex(keyOf(model, 'paused'), -1);
     }
     const replies = await counts.exec();
     const values = (replies ?? []).map(([error, value]) => {
@@ -42,7 +47,12 @@ export class QueueStatsReader {
     });
     const oldest = this.redis.pipeline();
     const stats = this.models.map((model, i) => {
-      const [wait, paused, prioritized, active, delayed, oldestId] = values.slice(i * 6, i * 6 + 6);
+      const [wait, paused, prioritized, active, delayed, oldestWaiting, oldestPaused] = values.slice(
+        i * FIELDS,
+        (i + 1) * FIELDS,
+      );
+      // A paused queue keeps its waiting jobs in the `paused` list.
+      const oldestId = oldestWaiting ?? oldestPaused;
       if (typeof oldestId === 'string') oldest.hget(keyOf(model, oldestId), 'timestamp');
       return {
         model: model.id,

@@ -1,11 +1,14 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import type { MetricValue } from 'prom-client';
 import { GatewayMetrics } from './gateway.metrics';
+
+type Value = MetricValue<string> & { metricName?: string };
 
 async function values(metrics: GatewayMetrics, name: string) {
   const metric = metrics.registry.getSingleMetric(name);
   if (!metric) throw new Error(`${name} is not registered`);
-  return (await metric.get()).values;
+  return (await metric.get()).values as Value[];
 }
 
 async function count(metrics: GatewayMetrics, name: string, labels: Record<string, string>) {

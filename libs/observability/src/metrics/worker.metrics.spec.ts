@@ -1,4 +1,7 @@
+import type { MetricValue } from 'prom-client';
 import { WorkerMetrics } from './worker.metrics';
+
+type Value = MetricValue<string> & { metricName?: string };
 
 describe('WorkerMetrics', () => {
   const served = [
@@ -7,7 +10,8 @@ describe('WorkerMetrics', () => {
   ];
   let metrics: WorkerMetrics;
 
-  const valuesOf = async (name: string) => (await metrics.registry.getSingleMetric(name)!.get()).values;
+  const valuesOf = async (name: string) =>
+    (await metrics.registry.getSingleMetric(name)!.get()).values as Value[];
 
   beforeEach(() => {
     metrics = new WorkerMetrics('chat-worker', served, { defaultMetrics: false });
