@@ -11,18 +11,18 @@ export async function waitFor<T>(
   describeLast: () => string = () => '',
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let lastError: unknown = null;
+  let lastError: Error | null = null;
   while (Date.now() < deadline) {
     try {
       const result = await check();
       if (result !== undefined && result !== false) return result;
       lastError = null;
     } catch (error) {
-      lastError = error;
+      lastError = error instanceof Error ? error : new Error(String(error));
     }
     await sleep(100);
   }
   throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}${describeLast()}`,
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? ` (last error: ${lastError.message})` : ''}${describeLast()}`,
   );
 }

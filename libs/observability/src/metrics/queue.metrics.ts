@@ -39,7 +39,10 @@ export class QueueMetrics {
     private readonly now: () => number = Date.now,
   ) {
     this.models = BoundedLabel.fixed(declaredModels);
-    const metrics = this;
+    // prom-client calls `collect` with the gauge as `this`; these reach back to the shared reading.
+    const snapshot = () => this.snapshot();
+    const liveWorkers = () => this.source.workers();
+    const models = this.models;
     const registers = [registry];
     new Gauge({
       name: QUEUE_METRICS.jobs,
@@ -48,7 +51,7 @@ export class QueueMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const q of await metrics.snapshot()) {
+        for (const q of await snapshot()) {
           this.set({ model: q.model, state: 'waiting' }, q.waiting);
           this.set({ model: q.model, state: 'active' }, q.active);
           this.set({ model: q.model, state: 'delayed' }, q.delayed);
@@ -62,7 +65,7 @@ export class QueueMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const q of await metrics.snapshot()) this.set({ model: q.model }, q.oldestWaitingAgeSeconds);
+        for (const q of await snapshot()) this.set({ model: q.model }, q.oldestWaitingAgeSeconds);
       },
     });
     new Gauge({
@@ -73,8 +76,8 @@ export class QueueMetrics {
       collect() {
         this.reset();
         const totals = new Map<string, number>(declaredModels.map((model) => [model, 0]));
-        for (const { model, workers } of metrics.source.workers()) {
-          const label = metrics.models.of(model);
+        for (const { model, workers } of liveWorkers()) {
+          const label = models.of(model);
           totals.set(label, (totals.get(label) ?? 0) + workers);
         }
         for (const [model, workers] of totals) this.set({ model }, workers);
