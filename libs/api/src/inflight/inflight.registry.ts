@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, type LoggerService } from '@nestjs/common';
 import { GatewayError, JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { GatewayRuntime } from '../gateway.runtime';
@@ -27,7 +27,7 @@ export class InflightRequests {
         router,
         producer,
         cancel: (workerId, message) => this.runtime.cancel(workerId, message),
-        logger: this.logger,
+        logger: this.loggerFor(requestId),
         observer: {
           enqueued: () => timing.enqueued(),
           started: () => timing.started(),
@@ -44,6 +44,17 @@ export class InflightRequests {
     );
     this.live.add(request);
     return request;
+  }
+
+  /** Lines about a request carry its id as a field, also when written from the reply subscription. */
+  private loggerFor(requestId: string): LoggerService {
+    const logger = this.logger;
+    return {
+      log: (msg: string) => logger.log({ msg, requestId }),
+      error: (msg: string) => logger.error({ msg, requestId }),
+      warn: (msg: string) => logger.warn({ msg, requestId }),
+      debug: (msg: string) => logger.debug({ msg, requestId }),
+    };
   }
 
   get size(): number {
