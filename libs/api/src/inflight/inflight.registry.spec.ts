@@ -44,7 +44,7 @@ describe('InflightRequests', () => {
     metrics.requestReceived(requestId);
     const request = inflight.create(requestId, 'chat', 'sim-chat', { onError: (e) => errors.push(e) });
     await request.enqueue(
-      { ...inflight.envelope(requestId, 'sim-chat', 60_000), request: { messages: [] } } as never,
+      { ...inflight.envelope(requestId, 'sim-chat', 60_000), request: { messages: [] } },
       60_000,
     );
     return request;
