@@ -290,6 +290,8 @@ describe('metrics', () => {
     );
     expect(gatewayLine).toMatchObject({ app: 'gateway', res: { status: 200 }, req: { path: CHAT } });
     expect(gatewayLine.keyFingerprint).toMatch(/^[0-9a-f]{8}$/);
+    // Scrapes and probes are not logged, however often they come.
+    expect(stack.logs('gateway')).not.toContain('"path":"/metrics"');
     for (const label of ['gateway', 'chat-worker', 'image-worker', 'registry'] as const) {
       expect(stack.logs(label)).not.toContain(stack.apiKey);
       expect(stack.logs(label)).not.toContain(secret);

@@ -108,6 +108,7 @@ describe('graceful shutdown', () => {
     await waitFor('drain-chat to leave /v1/models', async () => !(await models()).includes('drain-chat'));
     for (const events of await Promise.all(streams.map((s) => s.rest()))) expectCompleted(events);
     expect(await exited).toBe('SIGTERM');
+    expect(stack.logs('chat-worker:drain')).not.toMatch(/"level":"(error|fatal)"/);
   });
 
   it('a worker whose drain times out ends its running jobs with a retryable 503', async () => {
@@ -117,6 +118,7 @@ describe('graceful shutdown', () => {
     const exited = stack.stopApp('chat-worker:stuck');
     expectEndedWithError(await stream.rest(), 'service_unavailable');
     expect(await exited).toBe('SIGTERM');
+    expect(stack.logs('chat-worker:stuck')).toContain('drain timeout: stopped 1 running job(s)');
   });
 
   it('the gateway refuses new work, lets short streams finish, and ends the rest with the error contract', async () => {
@@ -161,6 +163,8 @@ describe('graceful shutdown', () => {
     expect(answer.status).toBe(503);
     expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('service_unavailable');
     expect(await exited).toBe('SIGTERM');
+    expect(stack.logs('gateway')).toContain('drain timeout: ended 3 open request(s)');
+    expect(stack.logs('gateway')).not.toMatch(/"level":"(error|fatal)"/);
 
     // Their jobs did not run on: the worker was told to stop each of them.
     await waitFor('the slow jobs to be cancelled on the worker', async () => {

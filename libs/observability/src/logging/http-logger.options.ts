@@ -8,6 +8,16 @@ const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 const pathOf = (url: string | undefined) => (url ?? '/').split('?')[0]!;
 
+/** Middleware may see a rewritten `url`; `originalUrl` (set by middie) is what the client asked for. */
+const isProbe = (req: IncomingMessage) =>
+  PROBES.has(pathOf((req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url));
+
+/** 503 is a refusal we chose (shutting down, no worker), not a fault; other 5xx are. */
+function levelOf(status: number): 'error' | 'warn' | 'info' {
+  if (status >= 500 && status !== 503) return 'error';
+  return status >= 400 ? 'warn' : 'info';
+}
+
 /**
  * pino-http for the gateway (through nestjs-pino): every line written while a request is handled carries
  * its `requestId` (the id Fastify generated, also sent as `x-request-id`), one line per finished request
@@ -19,7 +29,7 @@ export function httpLoggerOptions(level: LogLevel): Options {
     ...pinoOptionsFor('gateway', level),
     quietReqLogger: true,
     customAttributeKeys: { reqId: 'requestId', responseTime: 'durationMs' },
-    autoLogging: { ignore: (req) => PROBES.has(pathOf(req.url)) },
+    autoLogging: { ignore: isProbe },
     customProps: (req: IncomingMessage) => {
       const keyFingerprint = authorizationFingerprint(req.headers.authorization);
       return keyFingerprint ? { keyFingerprint } : {};
@@ -29,8 +39,7 @@ export function httpLoggerOptions(level: LogLevel): Options {
       const { err: _synthetic, ...rest } = value;
       return rest;
     },
-    customLogLevel: (_req, res, error) =>
-      error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+    customLogLevel: (req, res) => (isProbe(req) ? 'silent' : levelOf(res.statusCode)),
     serializers: {
       req: (req: IncomingMessage) => ({ method: req.method, path: pathOf(req.url) }),
       res: (res: ServerResponse) => ({ status: res.statusCode }),
