@@ -19,16 +19,30 @@ const { fetch, AbortSignal } = globalThis;
  * gateway stops taking requests before the workers go, and the registry goes last.
  */
 const APPS = [
-  { name: 'registry', entry: 'dist/apps/registry/src/main.js', stage: 1, color: 36 },
-  { name: 'chat-worker', entry: 'dist/apps/chat-worker/src/main.js', stage: 2, color: 32 },
-  { name: 'image-worker', entry: 'dist/apps/image-worker/src/main.js', stage: 2, color: 35 },
+  { name: 'registry', entry: 'dist/apps/registry/src/main.js', stage: 1, color: 36, metricsPortOffset: 0 },
+  {
+    name: 'chat-worker',
+    entry: 'dist/apps/chat-worker/src/main.js',
+    stage: 2,
+    color: 32,
+    metricsPortOffset: 1,
+  },
+  {
+    name: 'image-worker',
+    entry: 'dist/apps/image-worker/src/main.js',
+    stage: 2,
+    color: 35,
+    metricsPortOffset: 2,
+  },
   { name: 'gateway', entry: 'dist/apps/gateway/src/main.js', stage: 3, color: 33 },
 ];
 const GATEWAY = 'gateway';
 const REDIS = { name: 'redis', stage: 0, color: 31 }; // the private Redis, if any, stops after every app
 const LAUNCHER = { name: 'start', color: 1 };
 
-const STOP_TIMEOUT_MS = 10_000;
+// The gateway and the workers drain open work for up to 30 s by default (GATEWAY_/WORKER_DRAIN_TIMEOUT_MS).
+const STOP_TIMEOUT_MS = 45_000;
+const DEFAULT_METRICS_PORT = 9464;
 const KILL_WAIT_MS = 2_000;
 const HEALTH_TIMEOUT_MS = 60_000;
 const HEALTH_POLL_MS = 200;
@@ -436,6 +450,18 @@ function printBanner(baseUrl) {
 
 // ---------------------------------------------------------------------------------------------------------
 
+/**
+ * The registry and the workers each serve /metrics on a port of their own, all on this host: METRICS_PORT
+ * (default 9464) for the registry, the next ones for the workers; METRICS_PORT=0 turns them all off.
+ */
+function withMetricsPort(childEnv, app) {
+  if (app.metricsPortOffset === undefined) return childEnv;
+  const raw = (childEnv.METRICS_PORT ?? '').trim();
+  const base = raw === '' ? DEFAULT_METRICS_PORT : Number(raw);
+  if (!Number.isInteger(base) || base === 0) return childEnv; // 0 = off; garbage is the app's to refuse
+  return { ...childEnv, METRICS_PORT: String(base + app.metricsPortOffset) };
+}
+
 async function main() {
   const redis = parseRedisUrl(env.REDIS_URL || 'redis://127.0.0.1:6379');
   if (!redis) {
@@ -475,7 +501,9 @@ async function main() {
   }
 
   for (const app of APPS) {
-    watchForUnexpectedExit(startProcess(app, process.execPath, [app.entry], { childEnv }));
+    watchForUnexpectedExit(
+      startProcess(app, process.execPath, [app.entry], { childEnv: withMetricsPort(childEnv, app) }),
+    );
   }
 
   const baseUrl = gatewayBaseUrl();

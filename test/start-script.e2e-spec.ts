@@ -25,6 +25,7 @@ describe('npm start', () => {
         GATEWAY_API_KEYS: apiKey,
         KEY_PREFIX: 'starttest',
         NO_COLOR: '1',
+        METRICS_PORT: '0', // fixed ports would collide with parallel runs
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

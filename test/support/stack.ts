@@ -74,6 +74,8 @@ export class Stack {
       WORKER_TTL_MS: '2000',
       REGISTRY_CACHE_MS: '200',
       LOG_LEVEL: 'warn',
+      // Several stacks run at once: metrics ports only where a test hands out free ones (appEnv).
+      METRICS_PORT: '0',
       ...this.options.env,
     };
     if (this.options.catalog !== undefined) {

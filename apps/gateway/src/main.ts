@@ -1,21 +1,25 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Logger } from 'nestjs-pino';
 import { configureGatewayHttp, fastifyOptionsFor } from '@mgw/api';
 import { loadGatewayConfig } from '@mgw/config';
-import { createAppLogger, runApp } from '@mgw/observability';
+import { exitIfShutdownStalls, runApp } from '@mgw/observability';
 import { GatewayModule } from './gateway.module';
 
 runApp('gateway', async () => {
   const config = loadGatewayConfig(process.env);
-  const logger = createAppLogger('gateway', config.logLevel, config.isProduction);
   const app = await NestFactory.create<NestFastifyApplication>(
     GatewayModule.forRoot(config),
     new FastifyAdapter(fastifyOptionsFor(config)),
-    { logger, bodyParser: false },
+    { bufferLogs: true, bodyParser: false },
   );
+  const logger = app.get(Logger);
+  app.useLogger(logger);
   configureGatewayHttp(app);
   app.enableShutdownHooks();
+  // Room for the announced delay, the drain and the final flush; past it the process exits rather than hang.
+  exitIfShutdownStalls('gateway', config.shutdownDelayMs + config.drainTimeoutMs + 15_000);
   await app.listen(config.port, config.host);
   logger.log(`listening on http://${config.host}:${config.port}`);
   if (config.generatedDevKey) {

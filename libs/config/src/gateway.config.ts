@@ -114,6 +114,14 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('DEFAULT_MAX_QUEUE_DEPTH', 1)
   defaultMaxQueueDepth = 1000;
 
+  /** On SIGTERM, open requests get this long to finish before they end with a 503 / a stream error. */
+  @EnvInt('GATEWAY_DRAIN_TIMEOUT_MS', 0)
+  drainTimeoutMs = 30_000;
+
+  /** On SIGTERM, `/readyz` answers 503 this long before the listener closes (load balancers catch up). */
+  @EnvInt('GATEWAY_SHUTDOWN_DELAY_MS', 0)
+  shutdownDelayMs = 0;
+
   /** Set when no key was configured and one was generated for this development run. */
   generatedDevKey: string | null = null;
 }

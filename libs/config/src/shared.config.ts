@@ -1,6 +1,6 @@
 import { Expose } from 'class-transformer';
 import { IsIn, IsString, Matches } from 'class-validator';
-import { Trimmed } from './env.decorators';
+import { EnvBool, EnvInt, Trimmed } from './env.decorators';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -23,6 +23,10 @@ export abstract class SharedConfig {
   @IsIn(LOG_LEVELS, { message: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
   logLevel: LogLevel = 'log';
 
+  /** Prompts and generated text stay out of the logs unless this is set (they may hold personal data). */
+  @EnvBool('LOG_PROMPTS')
+  logPrompts = false;
+
   @Expose({ name: 'NODE_ENV' })
   @IsString()
   nodeEnv = 'development';
@@ -38,6 +42,10 @@ export abstract class CatalogAwareConfig extends SharedConfig {
   @Trimmed()
   @IsString()
   catalogPath = 'deploy/catalog.json';
+
+  /** Port of the small HTTP server with `/metrics`, `/healthz` and `/readyz` (0 = none). */
+  @EnvInt('METRICS_PORT', 0, 65535)
+  metricsPort = 9464;
 }
 
 /** Tools that only need to reach the deployment's Redis namespace (the keys CLI). */

@@ -44,6 +44,10 @@ export class WorkerConfig extends CatalogAwareConfig {
   @EnvInt('IMAGE_RESULT_TTL_MS', 1000)
   imageResultTtlMs = 120_000;
 
+  /** On SIGTERM, running jobs get this long to finish; the rest end with a 503 their clients can retry. */
+  @EnvInt('WORKER_DRAIN_TIMEOUT_MS', 0)
+  drainTimeoutMs = 30_000;
+
   @EnvInt('SIM_CHAT_TTFT_MS', 0)
   simChatTtftMs = 0;
 

@@ -1,17 +1,13 @@
-import { ConsoleLogger, type LogLevel as NestLogLevel } from '@nestjs/common';
+import pino from 'pino';
 import type { LogLevel } from '@mgw/config';
-
-const ORDER: NestLogLevel[] = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'];
+import { pinoOptionsFor } from './logging/pino.options';
+import { PinoLoggerService } from './logging/pino-logger.service';
 
 /**
- * One logger per process: JSON lines in production (for log shippers), readable lines in development.
- * The app name is the prefix, so the interleaved output of `npm start` stays attributable.
+ * One logger per process: pino JSON lines (for log shippers) with the app name on each line, so the
+ * interleaved output of `npm start` stays attributable. The gateway uses the same options through
+ * nestjs-pino (see `httpLoggerOptions`).
  */
-export function createAppLogger(app: string, level: LogLevel, json: boolean): ConsoleLogger {
-  return new ConsoleLogger(app, {
-    json,
-    colors: !json && Boolean(process.stdout.isTTY),
-    prefix: app,
-    logLevels: ORDER.slice(0, ORDER.indexOf(level) + 1),
-  });
+export function createAppLogger(app: string, level: LogLevel): PinoLoggerService {
+  return new PinoLoggerService(pino(pinoOptionsFor(app, level)));
 }

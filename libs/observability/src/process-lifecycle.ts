@@ -16,3 +16,19 @@ export function runApp(app: string, bootstrap: () => Promise<void>): void {
     process.exit(1);
   });
 }
+
+/**
+ * Nest runs the shutdown hooks on SIGTERM/SIGINT and then re-raises the signal, so a clean stop ends by
+ * that signal. A hook that hangs would keep the process alive forever: past `limitMs` it exits with 1.
+ */
+export function exitIfShutdownStalls(app: string, limitMs: number): void {
+  const arm = () => {
+    const timer = setTimeout(() => {
+      process.stderr.write(`[${app}] shutdown did not finish within ${limitMs} ms, exiting\n`);
+      process.exit(1);
+    }, limitMs);
+    timer.unref();
+  };
+  process.once('SIGTERM', arm);
+  process.once('SIGINT', arm);
+}

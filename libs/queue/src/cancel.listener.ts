@@ -40,6 +40,12 @@ export class CancelListener {
     return controller;
   }
 
+  /** Aborts every running job with `reason` (a worker that must stop before they finished). */
+  abortAll(reason: Error): number {
+    for (const controller of this.running.values()) controller.abort(reason);
+    return this.running.size;
+  }
+
   untrack(requestId: string): void {
     this.running.delete(requestId);
   }

@@ -5,3 +5,4 @@ export * from './reply.router';
 export * from './reply.publisher';
 export * from './cancel.listener';
 export * from './model-queue.consumer';
+export * from './queue-stats.reader';

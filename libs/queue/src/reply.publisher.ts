@@ -4,6 +4,11 @@ import type { ReplyMessage } from '@mgw/contracts';
 type Outgoing<M> = M extends ReplyMessage ? Omit<M, 'requestId' | 'seq'> : never;
 export type OutgoingReply = Outgoing<ReplyMessage>;
 
+/** Sees every message a job sends (metrics: tokens, images, gaps between deltas). */
+export interface ReplyObserver {
+  onSend(message: OutgoingReply): void;
+}
+
 /** Unacknowledged publishes allowed per job before the producer waits for Redis to catch up. */
 const MAX_IN_FLIGHT = 256;
 
@@ -27,6 +32,7 @@ export class ReplyStreamWriter {
     private readonly channel: string,
     private readonly requestId: string,
     private readonly onUnheard: () => void = () => undefined,
+    private readonly observer?: ReplyObserver,
   ) {}
 
   get sent(): number {
@@ -69,6 +75,7 @@ export class ReplyStreamWriter {
 
   private encode(message: OutgoingReply): string {
     this.lastSend = Date.now();
+    this.observer?.onSend(message);
     return JSON.stringify({ requestId: this.requestId, seq: this.seq++, ...message });
   }
 

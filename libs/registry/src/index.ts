@@ -4,3 +4,4 @@ export * from './registry-server.module';
 export * from './registry.client';
 export * from './model.directory';
 export * from './worker.announcer';
+export * from './registry-metrics.exporter';

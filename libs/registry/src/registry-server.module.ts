@@ -9,6 +9,7 @@ import {
 import { RegistryConfig, type Catalog } from '@mgw/config';
 import { registryPatterns } from '@mgw/contracts';
 import { createRegistryController } from './registry.controller';
+import { RegistryMetricsExporter } from './registry-metrics.exporter';
 import { WorkerDirectory } from './worker.directory';
 
 class DirectoryPruner implements OnModuleInit, OnModuleDestroy {
@@ -39,13 +40,18 @@ class DirectoryPruner implements OnModuleInit, OnModuleDestroy {
 @Module({})
 export class RegistryServerModule {
   static forRoot(config: RegistryConfig, catalog: Catalog): DynamicModule {
+    const directory = new WorkerDirectory(catalog, config.workerTtlMs);
     return {
       module: RegistryServerModule,
       controllers: [createRegistryController(registryPatterns(config.namespace))],
       providers: [
         { provide: RegistryConfig, useValue: config },
-        { provide: WorkerDirectory, useValue: new WorkerDirectory(catalog, config.workerTtlMs) },
+        { provide: WorkerDirectory, useValue: directory },
         DirectoryPruner,
+        {
+          provide: RegistryMetricsExporter,
+          useValue: new RegistryMetricsExporter(config, catalog, directory),
+        },
       ],
     };
   }

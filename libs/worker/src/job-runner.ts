@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { LoggerService } from '@nestjs/common';
 import { GatewayError, REQUEST_ID_PATTERN, validateDto, type WireError } from '@mgw/contracts';
-import { CancelledError, ReplyStreamWriter, type CancelListener } from '@mgw/queue';
+import { CancelledError, ReplyStreamWriter, type CancelListener, type ReplyObserver } from '@mgw/queue';
 
 export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'expired';
 
@@ -52,6 +52,8 @@ export class JobRunner {
     private readonly workerId: string,
     private readonly logger: LoggerService,
     private readonly options: JobRunnerOptions,
+    /** Instrumentation: an observer of each job's replies, by served model. */
+    private readonly observe?: (model: string) => ReplyObserver,
   ) {
     // One timer per process, not per job; checking twice per interval keeps the worst-case gap at 1.5×.
     this.heartbeat = setInterval(() => this.beat(), Math.max(10, Math.floor(options.heartbeatMs / 2)));
@@ -70,8 +72,12 @@ export class JobRunner {
   ): Promise<JobOutcome> {
     const data = await this.parse(job, cls, servedModel);
     const unheard = new AbortController();
-    const writer = new ReplyStreamWriter(this.publisher, data.replyTo, data.requestId, () =>
-      unheard.abort(new CancelledError('nobody_listening')),
+    const writer = new ReplyStreamWriter(
+      this.publisher,
+      data.replyTo,
+      data.requestId,
+      () => unheard.abort(new CancelledError('nobody_listening')),
+      this.observe?.(servedModel),
     );
     const remaining = data.deadline - Date.now();
     if (remaining <= 0) {
@@ -92,6 +98,12 @@ export class JobRunner {
       return 'completed';
     } catch (error) {
       if (signal.aborted) {
+        // The worker is stopping and could not wait for this job: its client hears why, and may retry.
+        if (signal.reason instanceof GatewayError) {
+          await this.sendError(writer, signal.reason);
+          this.logOutcome(data, 'failed', Date.now() - startedAt, signal.reason);
+          return 'failed';
+        }
         const expired = !(signal.reason instanceof CancelledError);
         if (expired)
           await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));

@@ -1,10 +1,11 @@
 import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import type { LoggerService, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { UsageRecorder } from '@mgw/access';
 import type { Catalog, CatalogModel, WorkerConfig } from '@mgw/config';
-import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
+import { cancelChannelFor, GatewayError, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
 import {
   createChatBackend,
   createImageBackend,
@@ -19,10 +20,11 @@ import {
   ModelQueueConsumer,
   waitUntilReady,
 } from '@mgw/queue';
+import { MetricsServer, promptFields, withLogContext, WorkerMetrics } from '@mgw/observability';
 import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
 import { ChatJobProcessor } from './chat-job.processor';
 import { ImageJobProcessor } from './image-job.processor';
-import { JobRunner } from './job-runner';
+import { JobRunner, type JobOutcome } from './job-runner';
 import { UsageReporter } from './usage.reporter';
 import { selectServedModels } from './served-models';
 
@@ -43,6 +45,9 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
   private runner: JobRunner | null = null;
   private registry: RegistryClient | null = null;
   private announcer: WorkerAnnouncer | null = null;
+  private metrics: WorkerMetrics | null = null;
+  private metricsServer: MetricsServer | null = null;
+  private serving = false;
 
   constructor(
     private readonly kind: ModelKind,
@@ -56,6 +61,19 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
   async onApplicationBootstrap(): Promise<void> {
     const { config, kind } = this;
     const served = selectServedModels(this.catalog, kind, config.models);
+    const metrics = new WorkerMetrics(
+      `${kind}-worker`,
+      served.map((m) => ({ id: m.id, kind: m.kind })),
+    );
+    this.metrics = metrics;
+    if (config.metricsPort > 0) {
+      // Up first, so /healthz answers while the backends load; /readyz waits until jobs are taken.
+      this.metricsServer = new MetricsServer(
+        { port: config.metricsPort, registry: metrics.registry, ready: () => this.ready },
+        this.logger,
+      );
+      await this.metricsServer.start();
+    }
     const settings: BackendSettings = {
       simChatTtftMs: config.simChatTtftMs,
       simChatTokensPerS: config.simChatTokensPerS,
@@ -100,9 +118,14 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
       this.logger,
     );
     await this.cancels.start();
-    this.runner = new JobRunner(publisher, this.cancels, config.instanceId, this.logger, {
-      heartbeatMs: config.replyHeartbeatMs,
-    });
+    this.runner = new JobRunner(
+      publisher,
+      this.cancels,
+      config.instanceId,
+      this.logger,
+      { heartbeatMs: config.replyHeartbeatMs },
+      (model) => metrics.observerFor(model),
+    );
     const runner = this.runner;
     const usage = new UsageReporter(new UsageRecorder(publisher, config.namespace, kind), this.logger);
 
@@ -121,7 +144,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
               usage,
             );
       this.consumer!.consume(kind, model.id, this.concurrency, (job) =>
-        processor.process(job).then(() => undefined),
+        this.instrumented(job, model.id, () => processor.process(job)),
       );
     });
 
@@ -136,6 +159,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     });
     this.announcer = new WorkerAnnouncer(this.registry, beat, config.heartbeatIntervalMs, this.logger);
     await this.announcer.start();
+    this.serving = true;
     this.logger.log(
       `worker ${config.instanceId} serving ${served.map((m) => m.id).join(', ')} (concurrency ${this.concurrency})`,
     );
@@ -162,13 +186,60 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     );
   }
 
+  /** Ready while it takes jobs and its connections are up; not ready from the moment it starts stopping. */
+  private get ready(): boolean {
+    return this.serving && this.connections.every((c) => c.status === 'ready');
+  }
+
+  /**
+   * Runs a job under its request id (every log line carries `requestId`), counted in the metrics. The
+   * job id is the request id (see jobOptionsFor), so this holds even for a payload that fails validation.
+   */
+  private instrumented(job: Job<unknown>, model: string, run: () => Promise<JobOutcome>): Promise<void> {
+    return withLogContext({ requestId: String(job.id) }, async () => {
+      const request = (job.data as { request?: unknown } | null)?.request;
+      this.logger.debug?.({ msg: 'job started', model, ...promptFields(request, this.config.logPrompts) });
+      const finish = this.metrics!.jobStarted(model);
+      try {
+        finish(await run());
+      } catch (error) {
+        finish('failed');
+        throw error;
+      }
+    });
+  }
+
   async onApplicationShutdown(): Promise<void> {
     // Leave the registry first so gateways stop sending work here, then drain, then disconnect.
+    this.serving = false;
     await this.announcer?.stop();
-    await this.consumer?.close();
+    await this.drain();
     this.runner?.close();
     await this.registry?.close();
     await Promise.all(this.backends.map((backend) => backend.close()));
     await Promise.all(this.connections.map((connection) => closeRedis(connection)));
+    await this.metricsServer?.stop();
+  }
+
+  /**
+   * Stops taking jobs and lets running ones finish for up to WORKER_DRAIN_TIMEOUT_MS; jobs still running
+   * then are stopped and their clients get a 503 they can retry, instead of a stream cut without a word.
+   */
+  private async drain(): Promise<void> {
+    if (!this.consumer) return;
+    const closed = this.consumer.close();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      closed.then(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(resolve, this.config.drainTimeoutMs, true))),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      const stopped = this.cancels?.abortAll(
+        GatewayError.serviceUnavailable('The model worker shut down before finishing. Retry the request.'),
+      );
+      this.logger.warn(`drain timeout: stopped ${stopped ?? 0} running job(s)`);
+      await closed;
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { GatewayConfig } from '@mgw/config';
+import { GatewayMetrics } from '@mgw/observability';
 import {
   GatewayError,
   type ChatCompletion,
@@ -26,6 +27,7 @@ export class ChatCompletionsService {
     @Inject(ModelResolver) private readonly resolver: ModelResolver,
     @Inject(InflightRequests) private readonly inflight: InflightRequests,
     @Inject(AccessService) private readonly access: AccessService,
+    @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
   ) {}
 
   async handle(
@@ -87,6 +89,7 @@ export class ChatCompletionsService {
     admission.enqueued();
     reply.hijack();
     sse.open({ 'x-request-id': job.requestId });
+    this.metrics.streamOpened(reply.raw);
     onClientGone(reply, () => {
       sse.close();
       inflight.abandon();

@@ -1,6 +1,14 @@
-import { Catch, HttpException, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import {
+  Catch,
+  HttpException,
+  Inject,
+  Logger,
+  type ArgumentsHost,
+  type ExceptionFilter,
+} from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
+import { GatewayMetrics, rejectionReasonOf } from '@mgw/observability';
 
 /** Framework errors (routing, body parsing, size limits) in the OpenAI vocabulary. */
 function fromHttpException(exception: HttpException, request: FastifyRequest): GatewayError {
@@ -58,6 +66,8 @@ function fromHttpException(exception: HttpException, request: FastifyRequest): G
 export class OpenAiExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
 
+  constructor(@Inject(GatewayMetrics) private readonly metrics: GatewayMetrics) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
@@ -73,6 +83,8 @@ export class OpenAiExceptionFilter implements ExceptionFilter {
       );
       error = GatewayError.internal(requestId);
     }
+    const rejection = rejectionReasonOf(error.status, error.code);
+    if (rejection) this.metrics.rejected(rejection);
     // Fastify's reply is thenable; send() completes the response itself and has nothing to await.
     void reply
       .status(error.status)

@@ -1,10 +1,18 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { GatewayError } from '@mgw/contracts';
 import { inspectJson, MAX_JSON_DEPTH } from './json-body.inspector';
+import { GatewayMetrics } from '@mgw/observability';
+import { GatewayShutdown } from '../lifecycle/gateway-shutdown';
 
-/** HTTP behaviour that lives below Nest's routing: which bodies are accepted, and the correlation header. */
+/**
+ * HTTP behaviour that lives below Nest's routing: which bodies are accepted, the correlation header,
+ * per-request metrics (by route pattern, recorded when the response closes — streams included), and the
+ * refusal of requests that arrive on an open connection once the gateway is shutting down.
+ */
 export function configureGatewayHttp(app: NestFastifyApplication): void {
   const fastify = app.getHttpAdapter().getInstance();
+  const metrics = app.get(GatewayMetrics);
+  const shutdown = app.get(GatewayShutdown);
   // JSON only: any other Content-Type is answered 415 rather than half-parsed.
   fastify.removeContentTypeParser('text/plain');
   // Fastify's own JSON parser (with its prototype-poisoning checks), plus a bound on nesting depth and a
@@ -34,6 +42,19 @@ export function configureGatewayHttp(app: NestFastifyApplication): void {
   });
   fastify.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    metrics.requestReceived(request.id);
+    reply.raw.once('close', () =>
+      metrics.requestFinished(request.id, request.routeOptions.url, request.method, reply.raw.statusCode),
+    );
     done();
+  });
+  fastify.addHook('onRequest', async (request, reply) => {
+    if (shutdown.phase !== 'closed') return;
+    metrics.rejected('unavailable');
+    const error = GatewayError.serviceUnavailable('The gateway is shutting down. Retry the request.');
+    return reply
+      .status(error.status)
+      .headers({ ...error.headers, connection: 'close' })
+      .send(error.toBody());
   });
 }

@@ -21,13 +21,25 @@ export interface ReplySink {
   onError(error: GatewayError): void;
 }
 
+/** Instrumentation hooks (metrics, shutdown bookkeeping); each is called at most once per request. */
+export interface InflightObserver {
+  enqueued(): void;
+  /** A worker started the job. */
+  started(): void;
+  /** The first token or image arrived. */
+  output(): void;
+  /** The client went away before the end. */
+  abandoned(): void;
+  /** The request is over: answered (`ok`), failed, or abandoned. */
+  ended(ok: boolean): void;
+}
+
 export interface InflightDeps {
   router: ReplyRouter;
   producer: JobProducer;
   cancel(workerId: string, message: CancelMessage): void;
   logger: LoggerService;
-  /** Called once when the request stops needing replies. */
-  onEnd?(request: InflightRequest): void;
+  observer?: InflightObserver;
 }
 
 type State = 'queued' | 'running' | 'ended';
@@ -78,6 +90,7 @@ export class InflightRequest implements ReplyHandler {
     if (startWithinMs !== undefined && startWithinMs < deadlineMs && this.state === 'queued') {
       this.startTimer = setTimeout(() => this.onNoWorkerStarted(startWithinMs), startWithinMs);
     }
+    this.deps.observer?.enqueued();
   }
 
   onMessage(message: ReplyMessage): void {
@@ -87,6 +100,7 @@ export class InflightRequest implements ReplyHandler {
       clearTimeout(this.startTimer);
       this.state = 'running';
       this.workerId = message.workerId;
+      this.deps.observer?.started();
       // The client left while the job was being picked up: it could not be removed, so stop it now.
       if (this.abandoned) this.cancelOnWorker(this.abandoned);
       return;
@@ -95,8 +109,9 @@ export class InflightRequest implements ReplyHandler {
     if (message.kind === 'delta' || message.kind === 'image') this.outputSent = true;
     const terminal =
       message.kind === 'chat-done' || message.kind === 'image-done' || message.kind === 'error';
-    if (terminal) this.end();
+    if (terminal) this.end(message.kind !== 'error');
     if (this.abandoned) return;
+    if (message.kind === 'delta' || message.kind === 'image') this.deps.observer?.output();
     switch (message.kind) {
       case 'delta':
         return this.sink.onDelta?.(message.choice, message.content);
@@ -156,6 +171,7 @@ export class InflightRequest implements ReplyHandler {
   /** The client went away: stop the work it asked for. */
   abandon(): void {
     if (this.state === 'ended' || this.abandoned) return;
+    this.deps.observer?.abandoned();
     this.stopWork('client_disconnected');
   }
 
@@ -214,12 +230,12 @@ export class InflightRequest implements ReplyHandler {
     this.end();
   }
 
-  private end(): void {
+  private end(ok = false): void {
     if (this.state === 'ended') return;
     this.state = 'ended';
     clearTimeout(this.deadlineTimer);
     clearTimeout(this.startTimer);
     this.deps.router.unregister(this.requestId);
-    this.deps.onEnd?.(this);
+    this.deps.observer?.ended(ok);
   }
 }

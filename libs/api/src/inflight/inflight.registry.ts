@@ -1,44 +1,30 @@
-import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, type LoggerService, type OnModuleDestroy } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
-import { JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
+import { GatewayError, JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
+import { GatewayMetrics } from '@mgw/observability';
 import { GatewayRuntime } from '../gateway.runtime';
-import { InflightRequest, type InflightDeps, type ReplySink } from './inflight-request';
+import { InflightRequest, type ReplySink } from './inflight-request';
 
 /**
- * Creates in-flight requests wired to this instance's connections, and watches their workers' leases with
- * one timer for all of them (a timer per request, re-armed on every token, would cost more than it saves).
+ * Creates in-flight requests wired to this instance's connections, knows which are still open, and watches
+ * their workers' leases with one timer for all of them (a timer per request, re-armed on every token, would
+ * cost more than it saves).
  */
 @Injectable()
 export class InflightRequests implements OnModuleDestroy {
   private readonly logger = new Logger('Inflight');
-  private readonly open = new Set<InflightRequest>();
-  private readonly deps: InflightDeps;
+  private readonly live = new Set<InflightRequest>();
+  private onIdle: (() => void) | null = null;
   private readonly leaseTimer: NodeJS.Timeout;
 
   constructor(
     @Inject(GatewayRuntime) private readonly runtime: GatewayRuntime,
-    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
+    @Inject(GatewayConfig) config: GatewayConfig,
   ) {
-    this.deps = {
-      router: runtime.router,
-      producer: runtime.producer,
-      cancel: (workerId, message) => this.runtime.cancel(workerId, message),
-      logger: this.logger,
-      onEnd: (request) => this.open.delete(request),
-    };
     const leaseMs = config.workerLeaseMs;
     this.leaseTimer = setInterval(() => this.checkLeases(leaseMs), Math.max(50, Math.floor(leaseMs / 4)));
     this.leaseTimer.unref();
-  }
-
-  get size(): number {
-    return this.open.size;
-  }
-
-  create(requestId: string, kind: ModelKind, model: string, sink: ReplySink): InflightRequest {
-    const request = new InflightRequest(requestId, kind, model, this.deps, sink);
-    this.open.add(request);
-    return request;
   }
 
   onModuleDestroy(): void {
@@ -47,7 +33,77 @@ export class InflightRequests implements OnModuleDestroy {
 
   private checkLeases(leaseMs: number): void {
     const now = Date.now();
-    for (const request of this.open) request.checkLease(now, leaseMs);
+    for (const request of this.live) request.checkLease(now, leaseMs);
+  }
+
+  create(requestId: string, kind: ModelKind, model: string, sink: ReplySink): InflightRequest {
+    const { router, producer } = this.runtime;
+    const timing = this.metrics.timingFor(requestId, model, kind);
+    const request: InflightRequest = new InflightRequest(
+      requestId,
+      kind,
+      model,
+      {
+        router,
+        producer,
+        cancel: (workerId, message) => this.runtime.cancel(workerId, message),
+        logger: this.loggerFor(requestId),
+        observer: {
+          enqueued: () => timing.enqueued(),
+          started: () => timing.started(),
+          output: () => timing.output(),
+          abandoned: () => this.metrics.clientDisconnected(model),
+          ended: (ok) => {
+            timing.ended(ok);
+            this.live.delete(request);
+            if (this.live.size === 0) this.onIdle?.();
+          },
+        },
+      },
+      sink,
+    );
+    this.live.add(request);
+    return request;
+  }
+
+  /** Lines about a request carry its id as a field, also when written from the reply subscription. */
+  private loggerFor(requestId: string): LoggerService {
+    const logger = this.logger;
+    return {
+      log: (msg: string) => logger.log({ msg, requestId }),
+      error: (msg: string) => logger.error({ msg, requestId }),
+      warn: (msg: string) => logger.warn({ msg, requestId }),
+      debug: (msg: string) => logger.debug({ msg, requestId }),
+    };
+  }
+
+  get size(): number {
+    return this.live.size;
+  }
+
+  /** Resolves true once no request is open, or false after `timeoutMs`. */
+  async settled(timeoutMs: number): Promise<boolean> {
+    if (this.live.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await new Promise<boolean>((resolve) => {
+        this.onIdle = () => resolve(true);
+        timer = setTimeout(resolve, timeoutMs, false);
+      });
+    } finally {
+      this.onIdle = null;
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Ends every open request with `error` (a stream gets it as its last event, a waiting client as its
+   * answer) and stops its job: taken off the queue, or cancelled on its worker. Returns how many.
+   */
+  failAll(error: GatewayError): number {
+    const open = [...this.live];
+    for (const request of open) request.fail(error, 'gateway_shutdown');
+    return open.length;
   }
 
   /** The part of a job that says who asked, by when, and where the answer goes. */

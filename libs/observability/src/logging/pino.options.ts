@@ -1,0 +1,32 @@
+import pino, { type LevelWithSilent, type LoggerOptions } from 'pino';
+import type { LogLevel } from '@mgw/config';
+import { currentLogContext } from './log-context';
+import { REDACTED_PATHS } from './redaction';
+
+/** LOG_LEVEL speaks Nest's vocabulary; pino's names differ for two of them. */
+export function pinoLevelOf(level: LogLevel): LevelWithSilent {
+  switch (level) {
+    case 'log':
+      return 'info';
+    case 'verbose':
+      return 'trace';
+    default:
+      return level;
+  }
+}
+
+/**
+ * The shape of every log line of every process: one JSON object with an ISO time, the level by name,
+ * the app, and the fields of the current log context (the request id of the job being run).
+ */
+export function pinoOptionsFor(app: string, level: LogLevel): LoggerOptions {
+  return {
+    level: pinoLevelOf(level),
+    base: { app, pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    // A copy: pino merges a line's own fields into the object the mixin returns.
+    mixin: () => ({ ...currentLogContext() }),
+  };
+}

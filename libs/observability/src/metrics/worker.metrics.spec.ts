@@ -1,0 +1,66 @@
+import type { MetricValue } from 'prom-client';
+import { WorkerMetrics } from './worker.metrics';
+
+type Value = MetricValue<string> & { metricName?: string };
+
+describe('WorkerMetrics', () => {
+  const served = [
+    { id: 'sim-chat', kind: 'chat' as const },
+    { id: 'sim-image', kind: 'image' as const },
+  ];
+  let metrics: WorkerMetrics;
+
+  const valuesOf = async (name: string) =>
+    (await metrics.registry.getSingleMetric(name)!.get()).values as Value[];
+
+  beforeEach(() => {
+    metrics = new WorkerMetrics('chat-worker', served, { defaultMetrics: false });
+  });
+
+  it('exports every outcome of every served model at zero before any job', async () => {
+    const jobs = await valuesOf('worker_jobs_total');
+    expect(jobs).toHaveLength(8);
+    expect(jobs.every((v) => v.value === 0)).toBe(true);
+  });
+
+  it('counts a job once with its outcome, its duration and the active gauge', async () => {
+    const finish = metrics.jobStarted('sim-chat');
+    expect((await valuesOf('worker_active_jobs')).find((v) => v.labels.model === 'sim-chat')!.value).toBe(1);
+    finish('cancelled');
+    finish('completed'); // ignored
+    expect((await valuesOf('worker_active_jobs')).find((v) => v.labels.model === 'sim-chat')!.value).toBe(0);
+    const jobs = await valuesOf('worker_jobs_total');
+    expect(jobs.find((v) => v.labels.model === 'sim-chat' && v.labels.outcome === 'cancelled')!.value).toBe(
+      1,
+    );
+    expect(jobs.find((v) => v.labels.model === 'sim-chat' && v.labels.outcome === 'completed')!.value).toBe(
+      0,
+    );
+    const duration = await valuesOf('worker_job_duration_seconds');
+    expect(duration.find((v) => v.metricName === 'worker_job_duration_seconds_count')!.value).toBe(1);
+  });
+
+  it('reads tokens from the usage, images from image messages, and gaps between deltas', async () => {
+    const chat = metrics.observerFor('sim-chat');
+    chat.onSend({ kind: 'started' });
+    chat.onSend({ kind: 'delta' });
+    chat.onSend({ kind: 'delta' });
+    chat.onSend({ kind: 'delta' });
+    chat.onSend({ kind: 'chat-done', usage: { prompt_tokens: 7, completion_tokens: 3 } });
+    metrics.observerFor('sim-image').onSend({ kind: 'image' });
+    const tokens = await valuesOf('worker_tokens_total');
+    expect(tokens.find((v) => v.labels.kind === 'prompt')!.value).toBe(7);
+    expect(tokens.find((v) => v.labels.kind === 'completion')!.value).toBe(3);
+    const gaps = await valuesOf('worker_inter_token_seconds');
+    expect(gaps.find((v) => v.metricName === 'worker_inter_token_seconds_count')!.value).toBe(2);
+    expect((await valuesOf('worker_images_total'))[0]).toEqual(
+      expect.objectContaining({ value: 1, labels: { model: 'sim-image' } }),
+    );
+  });
+
+  it('counts a model it does not serve under other', async () => {
+    metrics.jobStarted('not-served')('failed');
+    const jobs = await valuesOf('worker_jobs_total');
+    expect(jobs.find((v) => v.labels.model === 'other' && v.labels.outcome === 'failed')!.value).toBe(1);
+  });
+});

@@ -1,0 +1,128 @@
+import { performance } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { INTER_TOKEN_BUCKETS_SECONDS, LATENCY_BUCKETS_SECONDS } from './buckets';
+import { BoundedLabel } from './label-bounds';
+import { WORKER_METRICS } from './metric-names';
+import { createMetricsRegistry, type MetricsOptions } from './metrics-registry';
+
+export const JOB_OUTCOMES = ['completed', 'failed', 'cancelled', 'expired'] as const;
+export type JobOutcomeLabel = (typeof JOB_OUTCOMES)[number];
+
+/** What the metrics need to know of a reply a worker sends (structurally the queue's outgoing reply). */
+export interface SentReply {
+  kind: string;
+  usage?: { prompt_tokens: number; completion_tokens: number };
+}
+
+/** Watches one job's replies: tokens, images and the gaps between deltas. */
+export interface JobReplyObserver {
+  onSend(message: SentReply): void;
+}
+
+/** A worker process's metrics; the model label only takes the catalog models it serves. */
+export class WorkerMetrics {
+  readonly registry: Registry;
+  readonly jobs: Counter<'model' | 'outcome'>;
+  readonly jobDuration: Histogram<'model'>;
+  readonly tokens: Counter<'model' | 'kind'>;
+  readonly images: Counter<'model'>;
+  readonly interToken: Histogram<'model'>;
+  readonly activeJobs: Gauge<'model'>;
+  private readonly models: BoundedLabel;
+
+  constructor(app: string, served: { id: string; kind: 'chat' | 'image' }[], options: MetricsOptions = {}) {
+    this.registry = createMetricsRegistry(app, options);
+    this.models = BoundedLabel.fixed(served.map((m) => m.id));
+    const registers = [this.registry];
+    this.jobs = new Counter({
+      name: WORKER_METRICS.jobs,
+      help: 'Jobs finished, by model and outcome (completed, failed, cancelled, expired).',
+      labelNames: ['model', 'outcome'],
+      registers,
+    });
+    this.jobDuration = new Histogram({
+      name: WORKER_METRICS.jobDuration,
+      help: 'Time a worker spent on a job, from taking it to its last reply.',
+      labelNames: ['model'],
+      buckets: LATENCY_BUCKETS_SECONDS,
+      registers,
+    });
+    this.tokens = new Counter({
+      name: WORKER_METRICS.tokens,
+      help: 'Tokens processed, by model and kind (prompt, completion), as reported in the usage.',
+      labelNames: ['model', 'kind'],
+      registers,
+    });
+    this.images = new Counter({
+      name: WORKER_METRICS.images,
+      help: 'Images generated, by model.',
+      labelNames: ['model'],
+      registers,
+    });
+    this.interToken = new Histogram({
+      name: WORKER_METRICS.interTokenLatency,
+      help: 'Time between consecutive streamed deltas of one job.',
+      labelNames: ['model'],
+      buckets: INTER_TOKEN_BUCKETS_SECONDS,
+      registers,
+    });
+    this.activeJobs = new Gauge({
+      name: WORKER_METRICS.activeJobs,
+      help: 'Jobs running right now, by model.',
+      labelNames: ['model'],
+      registers,
+    });
+    // Every served model's series exist from the start, so rates and dashboards work before traffic.
+    for (const { id, kind } of served) {
+      for (const outcome of JOB_OUTCOMES) this.jobs.inc({ model: id, outcome }, 0);
+      if (kind === 'chat') {
+        this.tokens.inc({ model: id, kind: 'prompt' }, 0);
+        this.tokens.inc({ model: id, kind: 'completion' }, 0);
+      } else {
+        this.images.inc({ model: id }, 0);
+      }
+      this.activeJobs.set({ model: id }, 0);
+    }
+  }
+
+  /** A job was taken; call the returned function once with its outcome. */
+  jobStarted(model: string): (outcome: JobOutcomeLabel) => void {
+    const label = this.models.of(model);
+    const startedAt = performance.now();
+    this.activeJobs.inc({ model: label });
+    let done = false;
+    return (outcome) => {
+      if (done) return;
+      done = true;
+      this.activeJobs.dec({ model: label });
+      this.jobs.inc({ model: label, outcome });
+      this.jobDuration.observe({ model: label }, (performance.now() - startedAt) / 1000);
+    };
+  }
+
+  observerFor(model: string): JobReplyObserver {
+    const label = this.models.of(model);
+    let lastDeltaAt: number | null = null;
+    return {
+      onSend: (message) => {
+        switch (message.kind) {
+          case 'delta': {
+            const now = performance.now();
+            if (lastDeltaAt !== null) this.interToken.observe({ model: label }, (now - lastDeltaAt) / 1000);
+            lastDeltaAt = now;
+            return;
+          }
+          case 'chat-done':
+            if (message.usage) {
+              this.tokens.inc({ model: label, kind: 'prompt' }, message.usage.prompt_tokens);
+              this.tokens.inc({ model: label, kind: 'completion' }, message.usage.completion_tokens);
+            }
+            return;
+          case 'image':
+            this.images.inc({ model: label });
+            return;
+        }
+      },
+    };
+  }
+}
