@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { Stack } from './support/stack';
+import { waitFor } from './support/wait-for';
 
 interface Wire {
   requestId: string;
@@ -84,9 +85,12 @@ describe('worker job protocol', () => {
     );
     const [error] = await messagesOf(requestId, 'error');
     expect(error).toMatchObject({ kind: 'error', seq: 0, error: { status: 500, code: 'internal_error' } });
-    const job = await queue.getJob(requestId);
-    expect(await job?.getState()).toBe('failed');
-    expect(job?.failedReason).toContain('invalid job payload');
+    // The reply goes out before the worker hands the failure to BullMQ: wait for the job to be marked.
+    const job = await waitFor('the job to be marked failed', async () => {
+      const found = await queue.getJob(requestId);
+      return (await found?.getState()) === 'failed' ? found : null;
+    });
+    expect(job.failedReason).toContain('invalid job payload');
   });
 
   it('does not start a job whose deadline passed while it waited', async () => {
