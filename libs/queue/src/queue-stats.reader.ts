@@ -78,7 +78,8 @@ export class QueueStatsReader {
     const stats = this.models.map((model, i) => {
       const [wait, paused, prioritized, active, delayed, oldestWaiting, oldestPaused, tierHeads] =
         values.slice(i * FIELDS, (i + 1) * FIELDS);
-      const candidates = [oldestWaiting, oldestPaused, ...(Array.isArray(tierHeads) ? tierHeads : [])].filter(
+      const heads: unknown[] = Array.isArray(tierHeads) ? tierHeads : [];
+      const candidates = [oldestWaiting, oldestPaused, ...heads].filter(
         (id): id is string => typeof id === 'string',
       );
       for (const id of candidates) oldest.hget(keyOf(model, id), 'timestamp');
