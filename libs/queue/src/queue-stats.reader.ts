@@ -10,14 +10,42 @@ export interface QueueStats {
 }
 
 /**
- * Reads the depth of every model queue in two pipelined round trips, straight from BullMQ's keys
- * (`<prefix>:<queue>:<list>`): waiting (wait, paused and prioritized), active and delayed counts, then the
- * creation time of the oldest waiting job (BullMQ pushes new jobs on the left and takes from the right;
- * a paused queue holds them in `paused`).
+ * At most this many priority tiers are looked at for the oldest prioritized job. The gateway uses three
+ * (high 1, normal 2, low 3); jobs of further tiers still count as waiting but not for the age.
  */
-/** Replies per model in the first round trip. */
-const FIELDS = 7;
+export const OLDEST_PRIORITIZED_TIERS = 16;
 
+/**
+ * The first job of each priority tier in a BullMQ `prioritized` ZSET, lowest tier first, in one round trip.
+ * BullMQ scores a job `priority * 2^32 + n` with `n` a per-queue counter that grows with every add (a job
+ * pushed back gets `n = 0`, ahead of its tier), so within a tier the lowest score is the job that came
+ * first; across tiers the score says nothing about age. One ZRANGEBYSCORE per tier present (O(log N)
+ * each) jumps from tier to tier instead of walking the set. Scores stay below 2^53, exact as doubles.
+ */
+const TIER_HEADS_LUA = `
+local heads = {}
+local from = '-inf'
+for _ = 1, tonumber(ARGV[1]) do
+  local first = redis.call('ZRANGEBYSCORE', KEYS[1], from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #first == 0 then break end
+  heads[#heads + 1] = first[1]
+  local tier = math.floor(tonumber(first[2]) / 4294967296)
+  from = string.format('%.0f', (tier + 1) * 4294967296)
+end
+return heads
+`;
+
+/** Replies per model in the first round trip. */
+const FIELDS = 8;
+
+/**
+ * Reads the depth of every model queue in two pipelined round trips, straight from BullMQ's keys
+ * (`<prefix>:<queue>:<list>`): waiting (wait, paused and prioritized), active and delayed counts and the
+ * ids of the oldest waiting candidates, then their creation times. The candidates are the tail of `wait`
+ * (BullMQ pushes new jobs on the left and takes from the right), the tail of `paused` (where a paused
+ * queue keeps them) and the first job of each priority tier (every gateway job carries its key's tier,
+ * so most waiting jobs are prioritized); the oldest waiting job is the one created first among them.
+ */
 export class QueueStatsReader {
   constructor(
     private readonly redis: Redis,
@@ -38,7 +66,8 @@ export class QueueStatsReader {
         .llen(keyOf(model, 'active'))
         .zcard(keyOf(model, 'delayed'))
         .lindex(keyOf(model, 'wait'), -1)
-        .lindex(keyOf(model, 'paused'), -1);
+        .lindex(keyOf(model, 'paused'), -1)
+        .eval(TIER_HEADS_LUA, 1, keyOf(model, 'prioritized'), OLDEST_PRIORITIZED_TIERS);
     }
     const replies = await counts.exec();
     const values = (replies ?? []).map(([error, value]) => {
@@ -47,32 +76,33 @@ export class QueueStatsReader {
     });
     const oldest = this.redis.pipeline();
     const stats = this.models.map((model, i) => {
-      const [wait, paused, prioritized, active, delayed, oldestWaiting, oldestPaused] = values.slice(
-        i * FIELDS,
-        (i + 1) * FIELDS,
+      const [wait, paused, prioritized, active, delayed, oldestWaiting, oldestPaused, tierHeads] =
+        values.slice(i * FIELDS, (i + 1) * FIELDS);
+      const heads: unknown[] = Array.isArray(tierHeads) ? tierHeads : [];
+      const candidates = [oldestWaiting, oldestPaused, ...heads].filter(
+        (id): id is string => typeof id === 'string',
       );
-      // A paused queue keeps its waiting jobs in the `paused` list.
-      const oldestId = oldestWaiting ?? oldestPaused;
-      if (typeof oldestId === 'string') oldest.hget(keyOf(model, oldestId), 'timestamp');
+      for (const id of candidates) oldest.hget(keyOf(model, id), 'timestamp');
       return {
         model: model.id,
         waiting: Number(wait) + Number(paused) + Number(prioritized),
         active: Number(active),
         delayed: Number(delayed),
         oldestWaitingAgeSeconds: 0,
-        oldestId: typeof oldestId === 'string' ? oldestId : null,
+        candidates: candidates.length,
       };
     });
     const timestamps = oldest.length > 0 ? ((await oldest.exec()) ?? []) : [];
     let next = 0;
     const now = this.now();
-    return stats.map(({ oldestId, ...stat }) => {
-      if (oldestId === null) return stat;
-      const [, value] = timestamps[next++] ?? [null, null];
-      const createdAt = Number(value);
-      // The job may have been taken between the two round trips: no timestamp, no age.
-      return Number.isFinite(createdAt) && createdAt > 0
-        ? { ...stat, oldestWaitingAgeSeconds: Math.max(0, (now - createdAt) / 1000) }
+    return stats.map(({ candidates, ...stat }) => {
+      const createdAt = timestamps
+        .slice(next, (next += candidates))
+        .map(([, value]) => Number(value))
+        // A job may have been taken between the two round trips: no timestamp, no age.
+        .filter((value) => Number.isFinite(value) && value > 0);
+      return createdAt.length > 0
+        ? { ...stat, oldestWaitingAgeSeconds: Math.max(0, (now - Math.min(...createdAt)) / 1000) }
         : stat;
     });
   }

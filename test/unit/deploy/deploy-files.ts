@@ -111,3 +111,23 @@ export function metricsInPromQL(expr: string): string[] {
   }
   return names;
 }
+
+/**
+ * The equality matchers (`label="value"`) of each selector of `metric` in a PromQL expression, with the
+ * string escapes undone. Other matchers (`!=`, `=~`, `!~`) are returned under `label<op>` so a test can
+ * notice them.
+ */
+export function selectorsOf(expr: string, metric: string): Record<string, string>[] {
+  const selectors: Record<string, string>[] = [];
+  const name = metric.replace(/[^A-Za-z0-9_:]/g, '');
+  for (const match of expr.matchAll(
+    new RegExp(`(?<![A-Za-z0-9_:])${name}\\s*\\{((?:[^}"]|"(?:[^"\\\\]|\\\\.)*")*)\\}`, 'g'),
+  )) {
+    const labels: Record<string, string> = {};
+    for (const m of match[1]!.matchAll(/([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"/g)) {
+      labels[m[2] === '=' ? m[1]! : `${m[1]!}${m[2]!}`] = JSON.parse(`"${m[3]!}"`) as string;
+    }
+    selectors.push(labels);
+  }
+  return selectors;
+}

@@ -7,7 +7,15 @@ import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { loadConfig, loadGatewayConfig, loadWorkerConfig, parseCatalog, RegistryConfig } from '@mgw/config';
 import { queueNameFor, type ModelKind } from '@mgw/contracts';
-import { appOfCommand, envNamesOf, parseYamlDocuments, ROOT } from './deploy-files';
+import { createMetricsRegistry, METRIC_NAMES, QUEUE_METRICS, QueueMetrics } from '@mgw/observability';
+import {
+  appOfCommand,
+  envNamesOf,
+  metricsInPromQL,
+  parseYamlDocuments,
+  ROOT,
+  selectorsOf,
+} from './deploy-files';
 import { GatewayConfig, WorkerConfig } from '@mgw/config';
 
 const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((path) => existsSync(path));
@@ -266,26 +274,118 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
       expect(served).toEqual(expect.arrayContaining(['sim-chat', 'sim-chat-words', 'sim-image']));
     });
 
-    it("scales each worker Deployment on the BullMQ lists of its model's queue", () => {
+    const scaledObjectOf = (worker: K8sObject) => {
+      const scaled = all('ScaledObject').filter((s) => s.spec.scaleTargetRef.name === worker.metadata.name);
+      expect(`${worker.metadata.name}: ${scaled.length}`).toBe(`${worker.metadata.name}: 1`);
+      return scaled[0]!;
+    };
+    const triggersOf = (scaled: K8sObject) =>
+      scaled.spec.triggers as { type: string; metadata: Record<string, string> }[];
+
+    it('scales each worker Deployment on the waiting jobs of its model, from Prometheus', () => {
+      for (const worker of workers()) {
+        const model = envOf(containerOf(worker)).WORKER_MODELS!;
+        const scaled = scaledObjectOf(worker);
+        const triggers = triggersOf(scaled);
+        expect(triggers.map((t) => t.type)).toEqual(['prometheus', 'redis']);
+        const backlog = triggers[0]!.metadata;
+        expect(backlog.serverAddress).toBe('http://prometheus-operated.monitoring.svc.cluster.local:9090');
+        // Reads the registry's queue_jobs series of exactly this model (as the registry labels it, the
+        // catalog id) in this installation's namespace (a label Prometheus adds from the ServiceMonitor).
+        expect(metricsInPromQL(backlog.query!)).toEqual([QUEUE_METRICS.jobs]);
+        expect(METRIC_NAMES).toContain(QUEUE_METRICS.jobs);
+        expect(selectorsOf(backlog.query!, QUEUE_METRICS.jobs)).toEqual([
+          {
+            app: appOfCommand(containerOf(one('Deployment', 'registry')).command)!,
+            namespace: scaled.metadata.namespace!,
+            model,
+            state: 'waiting',
+          },
+        ]);
+        // One more replica per 4 waiting jobs; the first waiting job wakes a model from zero.
+        expect(backlog.threshold).toBe('4');
+        expect(backlog.activationThreshold).toBe('0');
+      }
+      expect(all('ScaledObject')).toHaveLength(workers().length);
+    });
+
+    it('queries labels the registry really exports: one series per model, its waiting count', async () => {
+      const models = catalogModels().map((m) => m.id);
+      const registry = createMetricsRegistry('registry', { defaultMetrics: false });
+      new QueueMetrics(
+        registry,
+        models,
+        {
+          queues: () =>
+            Promise.resolve(
+              models.map((model, i) => ({
+                model,
+                waiting: 10 + i,
+                active: 1,
+                delayed: 2,
+                oldestWaitingAgeSeconds: 0,
+              })),
+            ),
+          workers: () => [],
+        },
+        0,
+        { warn: () => undefined },
+      );
+      // What Prometheus scrapes: the exposition text, default labels (`app`) included.
+      const series = (await registry.metrics())
+        .split('\n')
+        .filter((line) => line.startsWith(`${QUEUE_METRICS.jobs}{`))
+        .map((line) => ({
+          labels: selectorsOf(line, QUEUE_METRICS.jobs)[0]!,
+          value: Number(line.slice(line.lastIndexOf(' ') + 1)),
+        }));
+      expect(series.length).toBe(models.length * 3);
+      for (const worker of workers()) {
+        const model = envOf(containerOf(worker)).WORKER_MODELS!;
+        const [selector] = selectorsOf(
+          triggersOf(scaledObjectOf(worker))[0]!.metadata.query!,
+          QUEUE_METRICS.jobs,
+        );
+        // Prometheus adds `namespace` to every scraped series; the registry exports the rest.
+        const { namespace, ...exported } = selector!;
+        expect(namespace).toBe('model-gateway');
+        const matching = series.filter((s) =>
+          Object.entries(exported).every(([label, value]) => s.labels[label] === value),
+        );
+        expect(matching.map((s) => s.value)).toEqual([10 + models.indexOf(model)]);
+      }
+    });
+
+    it("keeps running jobs in view from the BullMQ active list of its model's queue", () => {
       const prefix = configMapByPrefix('mgw-env').data!.KEY_PREFIX!;
       for (const worker of workers()) {
         const container = containerOf(worker);
         const model = envOf(container).WORKER_MODELS!;
         const kind = appOfCommand(container.command)!.replace('-worker', '') as ModelKind;
-        const scaled = all('ScaledObject').filter((s) => s.spec.scaleTargetRef.name === worker.metadata.name);
-        expect(`${worker.metadata.name}: ${scaled.length}`).toBe(`${worker.metadata.name}: 1`);
-        const triggers = scaled[0]!.spec.triggers as { type: string; metadata: Record<string, string> }[];
-        const queueKey = `${prefix}:${queueNameFor(kind, model)}`;
-        const lists = triggers.filter((t) => t.type === 'redis').map((t) => t.metadata.listName);
-        expect(lists).toEqual([`${queueKey}:wait`, `${queueKey}:active`]);
-        for (const trigger of triggers) {
-          expect(trigger.metadata.address).toBe('redis.model-gateway.svc.cluster.local:6379');
-          expect(Number(trigger.metadata.listLength)).toBeGreaterThan(0);
-        }
+        const lists = triggersOf(scaledObjectOf(worker)).filter((t) => t.type === 'redis');
+        expect(lists.map((t) => t.metadata.listName)).toEqual([
+          `${prefix}:${queueNameFor(kind, model)}:active`,
+        ]);
+        const active = lists[0]!.metadata;
+        expect(active.address).toBe('redis.model-gateway.svc.cluster.local:6379');
+        expect(active.activationListLength).toBe('0');
         // A replica is full once it runs WORKER_CONCURRENCY jobs.
-        expect(triggers[1]!.metadata.listLength).toBe(envOf(container).WORKER_CONCURRENCY);
+        expect(active.listLength).toBe(envOf(container).WORKER_CONCURRENCY);
+        expect(Number(active.listLength)).toBeGreaterThan(0);
       }
-      expect(all('ScaledObject')).toHaveLength(workers().length);
+    });
+
+    it('catches a ScaledObject whose query names another model (checks the checker)', () => {
+      const scaled = structuredClone(all('ScaledObject')[0]!);
+      const query = triggersOf(scaled)[0]!.metadata.query!;
+      const other = query.replace(/model="[^"]*"/, 'model="sim-chat-2"');
+      expect(selectorsOf(other, QUEUE_METRICS.jobs)[0]!.model).toBe('sim-chat-2');
+      expect(selectorsOf('sum(queue_jobs{model=~"sim.*"})', QUEUE_METRICS.jobs)).toEqual([
+        { 'model=~': 'sim.*' },
+      ]);
+      expect(selectorsOf('queue_jobs{model="a\\"b"}', QUEUE_METRICS.jobs)).toEqual([{ model: 'a"b' }]);
+      triggersOf(scaled)[0]!.metadata = { query: 42 } as never;
+      expect(() => MODELS['keda.sh/v1alpha1/ScaledObject']!.validate(scaled)).toThrow();
     });
 
     it('percent-encodes model ids in queue names as the code does', () => {
