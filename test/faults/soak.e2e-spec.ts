@@ -59,10 +59,14 @@ function slope(points: Array<[number, number]>): number {
   return den === 0 ? 0 : num / den;
 }
 
-/** A sample's value by metric name and one label, whatever other labels (e.g. `app`) it carries. */
+/**
+ * A sample's value by metric name and one label, whatever other labels (e.g. `app`) it carries. Node lists
+ * only resource types that exist (and no unref'd timers), so an absent line means 0.
+ */
 function sample(metrics: string, name: string, label: string): number {
+  if (!metrics.includes(`# TYPE ${name} `)) throw new Error(`no ${name} in the metrics`);
   const line = metrics.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label));
-  return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 describe(`faults: soak (${SECONDS} s of mixed traffic)`, () => {
