@@ -125,6 +125,16 @@ function versions() {
   };
 }
 
+/** The stack of the scenario running now, stopped if the run is interrupted so no process is left behind. */
+let current = null;
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}, stopping\n`);
+    const stopping = current ? current.stop() : Promise.resolve();
+    stopping.finally(() => process.exit(130));
+  });
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const chosen = scenarios(args).filter((s) => !args.only || args.only.includes(s.id));
@@ -140,6 +150,7 @@ async function main() {
     let entry;
     try {
       stack = await BenchStack.start(root, scenario);
+      current = stack;
       const baseline = await measure(stack, scenario, 'baseline');
       const gateway = await measure(stack, scenario, 'gateway');
       const rows = scenario.rows(gateway.result, baseline.result, {
@@ -159,6 +170,7 @@ async function main() {
       process.stderr.write(`bench: ${scenario.id} failed: ${entry.error}\n${stack?.logs() ?? ''}\n`);
     } finally {
       await stack?.stop();
+      current = null;
     }
     results.push(entry);
   }

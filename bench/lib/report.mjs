@@ -17,6 +17,17 @@ function cpuLine(label, cpu) {
   return `${label}: ${parts.join(', ')}`;
 }
 
+/** What went wrong on each side, from the load generator's own counts. */
+function problems(scenario) {
+  return ['gateway', 'baseline']
+    .map((side) => {
+      const r = scenario[side].result;
+      const detail = { errors: r.errors, corrupted: r.corrupted, statuses: r.statuses, first: r.firstError };
+      return `${side} ${JSON.stringify(detail)}`;
+    })
+    .join('; ');
+}
+
 export function markdown(report) {
   const { meta } = report;
   const lines = [
@@ -51,7 +62,7 @@ export function markdown(report) {
     if (scenario.error) continue;
     lines.push(
       `- ${scenario.id}: ${cpuLine('gateway path', scenario.gateway.cpu)} · ${cpuLine('baseline', scenario.baseline.cpu)}` +
-        (scenario.intact ? '' : ' · **lost, reordered or failed requests**'),
+        (scenario.intact ? '' : ` · **lost, reordered or failed requests**: ${problems(scenario)}`),
     );
   }
   return `${lines.join('\n')}\n`;

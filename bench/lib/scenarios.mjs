@@ -22,13 +22,13 @@ export function durations(args) {
   const pick = (full, quick) => args.duration ?? (smoke ? quick : full);
   const warm = (full, quick) => args.warmup ?? (smoke ? quick : full);
   return {
-    S1: { warmup: warm(5, 0.5), duration: pick(30, 2) },
-    S2: { warmup: warm(3, 0.5), duration: pick(15, 2) },
-    S3: { streams: smoke ? 20 : 100, warmupStreams: smoke ? 5 : 20 },
-    S4: { warmup: warm(3, 0.5), duration: pick(15, 2) },
-    S5: { streams: args.streams ?? (smoke ? 200 : 10_000), holdMs: (args.hold ?? (smoke ? 1 : 10)) * 1000 },
-    S6: { warmup: warm(3, 0.5), duration: pick(15, 2) },
-    S7: { warmup: warm(3, 0.5), duration: pick(15, 2) },
+    S1: { warmup: warm(5, 0.3), duration: pick(30, 1.5) },
+    S2: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    S3: { streams: smoke ? 10 : 100, warmupStreams: smoke ? 2 : 20 },
+    S4: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    S5: { streams: args.streams ?? (smoke ? 100 : 10_000), holdMs: (args.hold ?? (smoke ? 1 : 10)) * 1000 },
+    S6: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    S7: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
   };
 }
 

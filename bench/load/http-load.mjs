@@ -5,8 +5,15 @@ import autocannon from 'autocannon';
 const options = JSON.parse(process.argv[2]);
 const emit = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
 
+/** Responses by status code, so a non-2xx figure says what went wrong. */
+let statuses = {};
+
 function run(seconds) {
   return autocannon({
+    setupClient: (client) =>
+      client.on('response', (status) => {
+        statuses[status] = (statuses[status] ?? 0) + 1;
+      }),
     url: options.url,
     method: options.method ?? 'GET',
     headers: options.headers,
@@ -19,6 +26,7 @@ function run(seconds) {
 
 // Warm-up: JIT, connection pools, registry caches; nothing of it is recorded.
 if (options.warmupSeconds > 0) await run(options.warmupSeconds);
+statuses = {};
 emit({ event: 'measuring' });
 const result = await run(options.durationSeconds);
 emit({ event: 'measured' });
@@ -29,6 +37,7 @@ emit({
   ok,
   errors: result.errors + result.timeouts + result.non2xx,
   non2xx: result.non2xx,
+  statuses,
   requestsPerSecond: ok / result.duration,
   latencyMs: {
     p50: result.latency.p50,
