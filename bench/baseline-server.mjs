@@ -11,7 +11,7 @@ import { join } from 'node:path';
 const { AbortController } = globalThis;
 const require = createRequire(import.meta.url);
 const root = join(import.meta.dirname ?? new URL('.', import.meta.url).pathname, '..');
-const dist = (path) => require(join(root, 'dist', 'libs', path));
+const dist = (path) => require(join(root, process.env.BENCH_DIST || 'dist', 'libs', path));
 
 require('reflect-metadata');
 const Fastify = require('fastify');

@@ -74,12 +74,13 @@ function cpuWindow(pids) {
   const started = performance.now();
   return () => {
     const seconds = (performance.now() - started) / 1000;
-    return Object.fromEntries(
+    const cores = Object.fromEntries(
       Object.entries(pids).map(([label, pid]) => {
         const end = cpuSeconds(pid);
         return [label, end === null || start[label] === null ? null : (end - start[label]) / seconds];
       }),
     );
+    return { cores, seconds };
   };
 }
 
@@ -94,9 +95,10 @@ async function measure(stack, scenario, target) {
   const rss = { idle: rssBytes(serverPid) };
   let stopCpu = null;
   let cpu = null;
+  let windowSeconds = null;
   const result = await runLoad(scenario.load, scenario.options(url, stack.headers()), (event, loadPid) => {
     if (event.event === 'measuring') stopCpu = cpuWindow({ ...pids, load: loadPid });
-    else if (event.event === 'measured' && stopCpu) cpu = stopCpu();
+    else if (event.event === 'measured' && stopCpu) ({ cores: cpu, seconds: windowSeconds } = stopCpu());
     else if (event.event === 'all-open') rss.open = rssBytes(serverPid);
     else if (event.event === 'held') rss.held = rssBytes(serverPid);
   });
@@ -104,7 +106,34 @@ async function measure(stack, scenario, target) {
   if (rss.open !== undefined && result.open > 0) {
     rss.rssPerStreamKb = (Math.max(rss.open, rss.held ?? 0) - rss.idle) / result.open / 1024;
   }
-  return { result, cpu, rss };
+  return { result, cpu, windowSeconds, rss };
+}
+
+/**
+ * Server-side CPU (every process but the load generator) per unit of work: unlike throughput on a shared
+ * machine, this barely moves with what else runs, so it is the figure optimisations are judged by.
+ */
+function cpuRow(unit, gateway, baseline) {
+  const perUnit = ({ cpu, windowSeconds, result }) => {
+    const count = unit.count(result);
+    if (!cpu || !count) return undefined;
+    const cores = Object.entries(cpu)
+      .filter(([label, value]) => label !== 'load' && value !== null)
+      .reduce((sum, [, value]) => sum + value, 0);
+    return (cores * windowSeconds * 1000) / count;
+  };
+  const g = perUnit(gateway);
+  const b = perUnit(baseline);
+  return {
+    figure: `server CPU per ${unit.name}`,
+    unit: 'ms',
+    gateway: g,
+    baseline: b,
+    added: g !== undefined && b !== undefined ? g - b : undefined,
+    ratio: g !== undefined && b ? g / b : undefined,
+    target: '',
+    met: null,
+  };
 }
 
 function versions() {
@@ -157,6 +186,7 @@ async function main() {
         gateway: gateway.rss,
         baseline: baseline.rss,
       });
+      if (scenario.unit) rows.push(cpuRow(scenario.unit, gateway, baseline));
       const intact = scenario.intact(gateway.result) && scenario.intact(baseline.result);
       entry = { id: scenario.id, title: scenario.title, rows, intact, gateway, baseline };
     } catch (error) {

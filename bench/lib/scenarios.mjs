@@ -61,11 +61,15 @@ function row(figure, unit, gateway, baseline, target, options = {}) {
   };
 }
 
+const perRequest = { name: 'request', count: (r) => r.ok };
+const perStream = { name: 'stream', count: (r) => r.complete };
+
 export function scenarios(args) {
   const d = durations(args);
   return [
     {
       id: 'S1',
+      unit: perRequest,
       title: 'non-stream chat, c=64',
       catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
       appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
@@ -89,6 +93,7 @@ export function scenarios(args) {
     },
     {
       id: 'S2',
+      unit: perRequest,
       title: 'non-stream chat, c=1',
       catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
       load: 'latency-load.mjs',
@@ -110,6 +115,7 @@ export function scenarios(args) {
     },
     {
       id: 'S3',
+      unit: perStream,
       title: `streams of 64 chunks 20 ms apart, ${d.S3.streams} concurrent`,
       catalog: { models: [chatModel('bench-paced', { mode: 'echo', tokensPerSecond: 50 })] },
       appEnv: { 'chat-worker': { WORKER_CONCURRENCY: String(d.S3.streams) } },
@@ -139,6 +145,7 @@ export function scenarios(args) {
     },
     {
       id: 'S4',
+      unit: perStream,
       title: 'many fast streams (251 chunks each), 32 at a time',
       catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
       appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '32' } },
@@ -203,6 +210,7 @@ export function scenarios(args) {
     },
     {
       id: 'S6',
+      unit: { name: 'image', count: (r) => r.ok },
       title: 'images 1024×1024, c=16',
       catalog: { models: [imageModel('bench-image')] },
       appEnv: { 'image-worker': { WORKER_CONCURRENCY: '16' } },
@@ -231,6 +239,7 @@ export function scenarios(args) {
     },
     {
       id: 'S7',
+      unit: perRequest,
       title: 'GET /v1/models, c=64',
       catalog: { models: [chatModel('bench-echo', { mode: 'echo' }), imageModel('bench-image')] },
       load: 'http-load.mjs',

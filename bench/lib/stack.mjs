@@ -25,6 +25,9 @@ function nodeFlagsFor(app) {
   return [...flags.split(/\s+/).filter(Boolean), '--import', pathToFileURL(exitOnSignal).href];
 }
 
+/** The build under test: BENCH_DIST=dist-before compares two builds under the same conditions. */
+export const distDir = () => process.env.BENCH_DIST || 'dist';
+
 export class BenchStack {
   apiKey = `sk-bench-${randomBytes(12).toString('hex')}`;
   children = new Map();
@@ -69,7 +72,7 @@ export class BenchStack {
     const kinds = new Set(this.scenario.catalog.models.map((m) => m.type));
     // A worker refuses to start without a model of its kind, so only the ones the scenario needs run.
     for (const app of APPS.filter((a) => !a.endsWith('-worker') || kinds.has(a.replace('-worker', '')))) {
-      const entry = join(this.root, 'dist', 'apps', app, 'src', 'main.js');
+      const entry = join(this.root, distDir(), 'apps', app, 'src', 'main.js');
       const child = new Child(app, process.execPath, [...nodeFlagsFor(app), entry], {
         cwd: this.root,
         env: { ...env, ...this.scenario.appEnv?.[app] },
@@ -89,6 +92,7 @@ export class BenchStack {
         env: {
           PATH: process.env.PATH ?? '',
           BENCH_BASELINE_PORT: String(baselinePort),
+          BENCH_DIST: distDir(),
           BENCH_CATALOG_PATH: catalogPath,
           BENCH_MODELS_BODY: this.modelsBody,
         },
