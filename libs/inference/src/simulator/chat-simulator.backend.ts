@@ -5,6 +5,7 @@ import type { ChatMessageContent, FinishReason } from '@mgw/contracts';
 import type { BackendSettings } from '../backend-settings';
 import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
 import { StopSequenceMatcher } from '../text/stop-sequence.matcher';
+import { BoundedCache } from './bounded-cache';
 import { fnv1a32, SeededRandom, toSeed32 } from './seeded-random';
 import { parseChatSimulatorOptions, type ChatSimulatorOptions } from './simulator.options';
 
@@ -22,6 +23,16 @@ export const IMAGE_PART_TOKENS = 85;
 /** At full speed, hand the event loop back this often so one huge generation cannot starve the process. */
 const TOKENS_PER_EVENT_LOOP_TURN = 64;
 const FALLBACK_ECHO = 'This is a simulated response.';
+/**
+ * Tokenising is most of the simulator's CPU (gpt-tokenizer even builds a special-token regex per call), and
+ * load tests send the same prompts over and over. Counts and segments are pure functions of the text, so
+ * they are remembered, within bounds: entries, and the length of text worth a key.
+ */
+const CACHE_ENTRIES = 1024;
+const CACHE_MAX_KEY_LENGTH = 4096;
+const promptTokenCache = new BoundedCache<number>(CACHE_ENTRIES, CACHE_MAX_KEY_LENGTH);
+const segmentCache = new BoundedCache<readonly TokenSegment[]>(CACHE_ENTRIES, CACHE_MAX_KEY_LENGTH);
+const textTokenCache = new BoundedCache<number>(CACHE_ENTRIES, CACHE_MAX_KEY_LENGTH);
 
 /** Common English words, most frequent first, so `top_p` can cut the tail like a real sampler would. */
 const VOCABULARY: readonly string[] = (
@@ -51,7 +62,7 @@ function textOf(content: ChatMessageContent): string {
 }
 
 export function countTextTokens(text: string): number {
-  return encode(text, ENCODE_OPTIONS).length;
+  return textTokenCache.getOrCompute(text, () => encode(text, ENCODE_OPTIONS).length);
 }
 
 /**
@@ -59,6 +70,10 @@ export function countTextTokens(text: string): number {
  * assistant's reply) plus a flat cost per image. 'developer' is counted as 'system', which it replaces.
  */
 export function countPromptTokens(messages: ChatMessages): number {
+  return promptTokenCache.getOrCompute(JSON.stringify(messages), () => countPromptTokensUncached(messages));
+}
+
+function countPromptTokensUncached(messages: ChatMessages): number {
   let extra = 0;
   const chat = messages.map((message) => {
     if (typeof message.content !== 'string') {
@@ -104,6 +119,20 @@ export function tokenSegments(text: string): TokenSegment[] {
     if (segments.map((segment) => segment.text).join('') === text) return segments;
   }
   return tokens.length === 0 ? [] : [{ text, tokens: tokens.length }];
+}
+
+/** `tokenSegments`, remembered per text; only a verified split is kept (the fallback is not worth it). */
+function cachedTokenSegments(text: string): readonly TokenSegment[] {
+  let verified = true;
+  return segmentCache.getOrCompute(
+    text,
+    () => {
+      const segments = tokenSegments(text);
+      verified = segments.map((segment) => segment.text).join('') === text && segments.length > 0;
+      return segments;
+    },
+    () => verified,
+  );
 }
 
 /** A message-order-sensitive fingerprint that ignores JSON key order, which differs between clients. */
@@ -202,13 +231,8 @@ export class ChatSimulatorBackend implements ChatBackend {
   async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
     signal.throwIfAborted();
     const promptTokens = countPromptTokens(request.messages);
-    const segmentCache = new Map<string, TokenSegment[]>();
     const runs: ChoiceRun[] = this.completionTexts(request).map((text, index) => {
-      let segments = segmentCache.get(text);
-      if (segments === undefined) {
-        segments = tokenSegments(text);
-        segmentCache.set(text, segments);
-      }
+      const segments = cachedTokenSegments(text);
       return {
         index,
         segments,
