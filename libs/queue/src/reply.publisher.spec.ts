@@ -201,6 +201,7 @@ describe('ReplyStreamWriter', () => {
         'data',
         1_000,
       );
+      await settle();
       redis.transactionAt(0).result.resolve([]);
       await sending;
       await writer.send({ kind: 'image-done', count: 1 });
@@ -220,17 +221,18 @@ describe('ReplyStreamWriter', () => {
       expect(writer.sent).toBe(3);
     });
 
-    it('resolves only once the transaction and every earlier publish reached Redis', async () => {
+    it('issues the transaction only once every earlier publish reached Redis, so it cannot overtake them', async () => {
       await writer.send(delta('before'));
       const result = watch(writer.sendWithPayload(delta('payload'), 'k', 'v', 1_000));
       await settle();
+      expect(redis.multi).not.toHaveBeenCalled();
+
+      redis.publishAt(0).reply.resolve(1);
+      await settle();
+      expect(redis.multi).toHaveBeenCalledTimes(1);
       expect(result.settled()).toBe(false);
 
       redis.transactionAt(0).result.resolve([]);
-      await settle();
-      expect(result.settled()).toBe(false);
-
-      redis.publishAt(0).reply.resolve(1);
       await expect(result.outcome).resolves.toBe('resolved');
     });
 

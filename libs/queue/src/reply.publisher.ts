@@ -34,8 +34,14 @@ export class ReplyStreamWriter {
     if (this.failure) throw this.failure;
   }
 
-  /** Stores a large payload under a short-lived key and publishes the message that refers to it, in one round trip. */
+  /**
+   * Stores a large payload under a short-lived key and publishes the message that refers to it, in one
+   * transaction. Earlier messages must have reached Redis first: publishes go through ioredis's
+   * auto-pipeline, which holds a batch back while the previous one is unanswered, and a MULTI bypasses it
+   * — under load an image overtook its job's `started` and the gateway failed the request as out of order.
+   */
   async sendWithPayload(message: OutgoingReply, key: string, payload: string, ttlMs: number): Promise<void> {
+    if (this.inFlight.size > 0) await this.flush();
     const transaction = this.redis
       .multi()
       .set(key, payload, 'PX', ttlMs)
