@@ -29,7 +29,10 @@ export class Child {
     this.output = '';
     this.process = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], ...options });
     this.exited = new Promise((resolve) =>
-      this.process.once('exit', (code, signal) => resolve(code ?? signal)),
+      this.process.once('exit', (code, signal) => {
+        this.exitStatus = code ?? signal;
+        resolve(this.exitStatus);
+      }),
     );
     const keep = (chunk) => {
       this.output = (this.output + chunk.toString()).slice(-200_000);
@@ -48,6 +51,7 @@ export class Child {
 
   async stop(signal = 'SIGTERM') {
     if (!this.running) return;
+    this.stopping = true;
     this.process.kill(signal);
     const timer = setTimeout(() => this.process.kill('SIGKILL'), STOP_TIMEOUT_MS);
     await this.exited;

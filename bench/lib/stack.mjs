@@ -145,8 +145,13 @@ export class BenchStack {
 
   assertRunning() {
     for (const child of this.children.values()) {
-      if (!child.running) throw new Error(`${child.label} exited:\n${child.output}`);
+      if (!child.running) throw new Error(`${child.label} exited (${child.exitStatus}):\n${child.output}`);
     }
+  }
+
+  /** True when one of our processes died of a signal we did not send. */
+  killedFromOutside() {
+    return [...this.children.values()].some((c) => !c.stopping && typeof c.exitStatus === 'string');
   }
 
   logs() {
