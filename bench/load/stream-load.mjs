@@ -37,6 +37,11 @@ class Stats {
   firstError = null;
   withoutDelta = 0;
 
+  corrupt(text) {
+    this.corrupted++;
+    this.firstCorrupted ??= text.slice(0, 300);
+  }
+
   fail(error) {
     this.errors++;
     this.firstError ??= String(error?.message ?? error);
@@ -101,11 +106,11 @@ async function stream(signal, onFirstDelta) {
   }
   if (deltas === 0) s.withoutDelta++;
   if (signal?.aborted) {
-    if (!options.expectText.startsWith(text)) s.corrupted++;
+    if (!options.expectText.startsWith(text)) s.corrupt(text);
     return;
   }
   if (!done) s.fail('stream ended without [DONE]');
-  else if (text !== options.expectText || deltas !== options.expectDeltas) s.corrupted++;
+  else if (text !== options.expectText || deltas !== options.expectDeltas) s.corrupt(text);
   else s.complete++;
 }
 
@@ -117,6 +122,7 @@ function result(seconds) {
     errors: stats.errors,
     corrupted: stats.corrupted,
     firstError: stats.firstError,
+    firstCorrupted: stats.firstCorrupted ?? null,
     deltas: stats.deltas,
     deltasPerSecond: stats.deltas / seconds,
     coalescedReads: stats.coalescedReads,
