@@ -172,6 +172,31 @@ describe('ModelDirectory', () => {
         expect(subject.lastArgs()).toEqual(subject.expectedArgs);
       });
 
+      it('asks the registry once for concurrent cold calls, and all of them get its answer', async () => {
+        const cold = subject.hang();
+        const calls = [subject.call(), subject.call(), subject.call()];
+        await settle();
+        expect(subject.calls()).toBe(1);
+
+        cold.resolve(subject.first);
+        await expect(Promise.all(calls)).resolves.toEqual([subject.first, subject.first, subject.first]);
+        await expect(subject.call()).resolves.toEqual(subject.first);
+        expect(subject.calls()).toBe(1);
+      });
+
+      it('shares a failed cold call with everyone waiting, and asks again afterwards', async () => {
+        const cold = subject.hang();
+        const calls = [subject.call(), subject.call()];
+        await settle();
+        cold.reject(new Error('registry timed out'));
+        for (const call of calls) expectServiceUnavailable(await rejection(call));
+        expect(subject.calls()).toBe(1);
+
+        subject.answer(subject.first);
+        await expect(subject.call()).resolves.toEqual(subject.first);
+        expect(subject.calls()).toBe(2);
+      });
+
       it('serves a fresh answer from memory without asking again', async () => {
         subject.answer(subject.first);
         await subject.call();

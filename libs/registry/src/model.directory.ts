@@ -14,18 +14,23 @@ export interface ModelDirectoryOptions {
 interface Cached<T> {
   value: T;
   fetchedAt: number;
-  refreshing: Promise<T> | null;
 }
+
+const LIST_KEY = 'list';
+const modelKey = (id: string) => `model:${id}`;
 
 /**
  * The gateway's view of the registry: request/response lookups behind a short in-memory cache with
  * bounded staleness. Fresh answers cost nothing; an expired "live" answer is served while it is refreshed
- * in the background; other expired answers and cold misses wait for the registry. While the registry is
- * unreachable, answers younger than `staleMs` keep being served.
+ * in the background; other expired answers and cold misses wait for the registry. Concurrent callers
+ * waiting for the same answer share one registry call (a cold start under load asks once, not once per
+ * request). While the registry is unreachable, answers younger than `staleMs` keep being served.
  */
 export class ModelDirectory {
   private readonly models = new Map<string, Cached<ModelLookup>>();
   private list: Cached<ModelEntry[]> | null = null;
+  /** Registry calls under way, by what they fetch; every caller waiting for that answer joins the one call. */
+  private readonly pending = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly client: RegistryClient,
@@ -35,6 +40,7 @@ export class ModelDirectory {
 
   async lookup(id: string): Promise<ModelLookup> {
     return this.cached(
+      modelKey(id),
       this.models.get(id),
       () => this.client.getModel(id, this.options.timeoutMs),
       (entry) => this.remember(id, entry),
@@ -46,6 +52,7 @@ export class ModelDirectory {
 
   async listModels(): Promise<ModelEntry[]> {
     return this.cached(
+      LIST_KEY,
       this.list ?? undefined,
       () => this.client.listModels(this.options.timeoutMs),
       (entry) => (this.list = entry),
@@ -76,6 +83,7 @@ export class ModelDirectory {
    * registry is unreachable, any answer younger than `staleMs` is still served.
    */
   private async cached<T>(
+    key: string,
     entry: Cached<T> | undefined,
     fetch: () => Promise<T>,
     store: (entry: Cached<T>) => void,
@@ -85,31 +93,27 @@ export class ModelDirectory {
     if (entry && age < this.options.freshMs) return entry.value;
     const usable = entry !== undefined && age < this.options.staleMs;
     if (usable && serveWhileRefreshing(entry.value)) {
-      this.refresh(entry, fetch, store).catch(() => undefined); // the next call retries
+      this.refresh(key, fetch, store).catch(() => undefined); // the next call retries
       return entry.value;
     }
     try {
-      return await this.refresh(entry, fetch, store);
+      return await this.refresh(key, fetch, store);
     } catch {
       if (usable) return entry.value;
       throw GatewayError.serviceUnavailable('The model registry is not reachable. Try again shortly.');
     }
   }
 
-  private refresh<T>(
-    entry: Cached<T> | undefined,
-    fetch: () => Promise<T>,
-    store: (entry: Cached<T>) => void,
-  ): Promise<T> {
-    if (entry?.refreshing) return entry.refreshing;
-    const refreshing = fetch().then((value) => {
-      store({ value, fetchedAt: this.now(), refreshing: null });
-      return value;
-    });
-    if (entry) {
-      entry.refreshing = refreshing;
-      refreshing.catch(() => undefined).finally(() => (entry.refreshing = null));
-    }
+  private refresh<T>(key: string, fetch: () => Promise<T>, store: (entry: Cached<T>) => void): Promise<T> {
+    const running = this.pending.get(key) as Promise<T> | undefined;
+    if (running) return running;
+    const refreshing = fetch()
+      .then((value) => {
+        store({ value, fetchedAt: this.now() });
+        return value;
+      })
+      .finally(() => this.pending.delete(key));
+    this.pending.set(key, refreshing);
     return refreshing;
   }
 }

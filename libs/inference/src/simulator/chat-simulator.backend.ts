@@ -5,7 +5,14 @@ import type { FinishReason } from '@mgw/contracts';
 import type { BackendSettings } from '../backend-settings';
 import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
 import { StopSequenceMatcher } from '../text/stop-sequence.matcher';
-import { countPromptTokens, countTextTokens, textOf, TOKENIZER_OPTIONS } from '../text/token-count';
+import { BoundedCache } from '../text/bounded-cache';
+import {
+  countPromptTokens,
+  countTextTokens,
+  textOf,
+  TOKENIZER_CACHE_LIMITS,
+  TOKENIZER_OPTIONS,
+} from '../text/token-count';
 import { fnv1a32, SeededRandom, toSeed32 } from './seeded-random';
 import { parseChatSimulatorOptions, type ChatSimulatorOptions } from './simulator.options';
 
@@ -14,6 +21,11 @@ type ChatMessages = ChatInferenceRequest['messages'];
 /** At full speed, hand the event loop back this often so one huge generation cannot starve the process. */
 const TOKENS_PER_EVENT_LOOP_TURN = 64;
 const FALLBACK_ECHO = 'This is a simulated response.';
+/** Splitting a text into token segments is pure, and load tests repeat prompts: remembered within bounds. */
+const segmentCache = new BoundedCache<readonly TokenSegment[]>(
+  TOKENIZER_CACHE_LIMITS.entries,
+  TOKENIZER_CACHE_LIMITS.maxKeyLength,
+);
 
 /** Common English words, most frequent first, so `top_p` can cut the tail like a real sampler would. */
 const VOCABULARY: readonly string[] = (
@@ -71,6 +83,20 @@ export function tokenSegments(text: string): TokenSegment[] {
     if (segments.map((segment) => segment.text).join('') === text) return segments;
   }
   return tokens.length === 0 ? [] : [{ text, tokens: tokens.length }];
+}
+
+/** `tokenSegments`, remembered per text; only a verified split is kept (the fallback is not worth it). */
+function cachedTokenSegments(text: string): readonly TokenSegment[] {
+  let verified = true;
+  return segmentCache.getOrCompute(
+    text,
+    () => {
+      const segments = tokenSegments(text);
+      verified = segments.map((segment) => segment.text).join('') === text && segments.length > 0;
+      return segments;
+    },
+    () => verified,
+  );
 }
 
 /** A message-order-sensitive fingerprint that ignores JSON key order, which differs between clients. */
@@ -169,13 +195,8 @@ export class ChatSimulatorBackend implements ChatBackend {
   async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
     signal.throwIfAborted();
     const promptTokens = countPromptTokens(request.messages);
-    const segmentCache = new Map<string, TokenSegment[]>();
     const runs: ChoiceRun[] = this.completionTexts(request).map((text, index) => {
-      let segments = segmentCache.get(text);
-      if (segments === undefined) {
-        segments = tokenSegments(text);
-        segmentCache.set(text, segments);
-      }
+      const segments = cachedTokenSegments(text);
       return {
         index,
         segments,

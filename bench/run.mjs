@@ -1,0 +1,234 @@
+// `npm run bench`: runs scenarios S1–S7 of issue #5 against the real stack and an in-process baseline, prints a
+// markdown table and writes bench/results/<timestamp>.json. See bench/README.md.
+//   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>]
+//                    [--out <file>]
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { cpuSeconds, rssBytes } from './lib/processes.mjs';
+import { markdown } from './lib/report.mjs';
+import { scenarios } from './lib/scenarios.mjs';
+import { BenchStack } from './lib/stack.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+function parseArgs(argv) {
+  const args = { smoke: false, only: null };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = () => {
+      const next = argv[++i];
+      if (next === undefined) throw new Error(`${flag} needs a value`);
+      return next;
+    };
+    const number = () => {
+      const n = Number(value());
+      if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a non-negative number`);
+      return n;
+    };
+    if (flag === '--smoke') args.smoke = true;
+    else if (flag === '--only') args.only = value().toUpperCase().split(',');
+    else if (flag === '--duration') args.duration = number();
+    else if (flag === '--warmup') args.warmup = number();
+    else if (flag === '--streams') args.streams = Math.floor(number());
+    else if (flag === '--hold') args.hold = number();
+    else if (flag === '--out') args.out = value();
+    else throw new Error(`unknown option ${flag} (see bench/README.md)`);
+  }
+  return args;
+}
+
+/** Runs one load generator process; `onEvent` sees its progress events. Resolves to its result. */
+function runLoad(script, options, onEvent) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(root, 'bench', 'load', script), JSON.stringify(options)], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let result = null;
+    let stderr = '';
+    let partial = '';
+    child.stderr.on('data', (chunk) => (stderr = (stderr + chunk.toString()).slice(-20_000)));
+    child.stdout.on('data', (chunk) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop();
+      for (const line of lines.filter(Boolean)) {
+        const event = JSON.parse(line);
+        if (event.event === 'result') result = event;
+        else onEvent(event, child.pid);
+      }
+    });
+    child.once('exit', (code) => {
+      if (code === 0 && result) resolve(result);
+      else reject(new Error(`load generator ${script} exited with ${code}:\n${stderr}`));
+    });
+  });
+}
+
+/** CPU seconds of every process over the measured window, as cores used (1.0 = one core busy). */
+function cpuWindow(pids) {
+  const start = Object.fromEntries(Object.entries(pids).map(([label, pid]) => [label, cpuSeconds(pid)]));
+  const started = performance.now();
+  return () => {
+    const seconds = (performance.now() - started) / 1000;
+    const cores = Object.fromEntries(
+      Object.entries(pids).map(([label, pid]) => {
+        const end = cpuSeconds(pid);
+        return [label, end === null || start[label] === null ? null : (end - start[label]) / seconds];
+      }),
+    );
+    return { cores, seconds };
+  };
+}
+
+async function measure(stack, scenario, target) {
+  const url = target === 'gateway' ? stack.gatewayUrl : stack.baselineUrl;
+  const serverPid = stack.children.get(target).pid;
+  const pids = Object.fromEntries(
+    Object.entries(stack.pids()).filter(([label]) =>
+      target === 'gateway' ? label !== 'baseline' : label === 'baseline',
+    ),
+  );
+  const rss = { idle: rssBytes(serverPid) };
+  let stopCpu = null;
+  let cpu = null;
+  let windowSeconds = null;
+  const result = await runLoad(scenario.load, scenario.options(url, stack.headers()), (event, loadPid) => {
+    if (event.event === 'measuring') stopCpu = cpuWindow({ ...pids, load: loadPid });
+    else if (event.event === 'measured' && stopCpu) ({ cores: cpu, seconds: windowSeconds } = stopCpu());
+    else if (event.event === 'all-open') rss.open = rssBytes(serverPid);
+    else if (event.event === 'held') rss.held = rssBytes(serverPid);
+  });
+  stack.assertRunning();
+  if (rss.open !== undefined && result.open > 0) {
+    rss.rssPerStreamKb = (Math.max(rss.open, rss.held ?? 0) - rss.idle) / result.open / 1024;
+  }
+  return { result, cpu, windowSeconds, rss };
+}
+
+/**
+ * Server-side CPU (every process but the load generator) per unit of work: unlike throughput on a shared
+ * machine, this barely moves with what else runs, so it is the figure optimisations are judged by.
+ */
+function cpuRow(unit, gateway, baseline) {
+  const perUnit = ({ cpu, windowSeconds, result }) => {
+    const count = unit.count(result);
+    if (!cpu || !count) return undefined;
+    const cores = Object.entries(cpu)
+      .filter(([label, value]) => label !== 'load' && value !== null)
+      .reduce((sum, [, value]) => sum + value, 0);
+    return (cores * windowSeconds * 1000) / count;
+  };
+  const g = perUnit(gateway);
+  const b = perUnit(baseline);
+  return {
+    figure: `server CPU per ${unit.name}`,
+    unit: 'ms',
+    gateway: g,
+    baseline: b,
+    added: g !== undefined && b !== undefined ? g - b : undefined,
+    ratio: g !== undefined && b ? g / b : undefined,
+    target: '',
+    met: null,
+  };
+}
+
+function versions() {
+  let redis = 'unknown';
+  try {
+    redis = /v=(\S+)/.exec(execFileSync('redis-server', ['--version']).toString())?.[1] ?? redis;
+  } catch {
+    // reported as unknown
+  }
+  const cpus = os.cpus();
+  return {
+    node: process.version,
+    redis,
+    cores: cpus.length,
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    loadAverage: os.loadavg(),
+    totalMemoryGb: Math.round(os.totalmem() / 2 ** 30),
+  };
+}
+
+/** The stack of the scenario running now, stopped if the run is interrupted so no process is left behind. */
+let current = null;
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}, stopping\n`);
+    const stopping = current ? current.stop() : Promise.resolve();
+    stopping.finally(() => process.exit(130));
+  });
+}
+
+async function runScenario(scenario) {
+  process.stderr.write(`bench: ${scenario.id} ${scenario.title} …\n`);
+  let stack = null;
+  try {
+    stack = await BenchStack.start(root, scenario);
+    current = stack;
+    const baseline = await measure(stack, scenario, 'baseline');
+    const gateway = await measure(stack, scenario, 'gateway');
+    const rows = scenario.rows(gateway.result, baseline.result, {
+      gateway: gateway.rss,
+      baseline: baseline.rss,
+    });
+    if (scenario.unit) rows.push(cpuRow(scenario.unit, gateway, baseline));
+    const intact = scenario.intact(gateway.result) && scenario.intact(baseline.result);
+    return { id: scenario.id, title: scenario.title, rows, intact, gateway, baseline };
+  } catch (error) {
+    const entry = {
+      id: scenario.id,
+      title: scenario.title,
+      rows: [],
+      intact: false,
+      error: String(error?.stack ?? error),
+      killedFromOutside: stack?.killedFromOutside() ?? false,
+    };
+    process.stderr.write(`bench: ${scenario.id} failed: ${entry.error}\n${stack?.logs() ?? ''}\n`);
+    return entry;
+  } finally {
+    await stack?.stop();
+    current = null;
+  }
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const chosen = scenarios(args).filter((s) => !args.only || args.only.includes(s.id));
+  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7)`);
+  const meta = { date: new Date().toISOString(), args, ...versions() };
+  process.stderr.write(
+    `bench: Node ${meta.node}, Redis ${meta.redis}, ${meta.cores} cores, load ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n`,
+  );
+  const results = [];
+  for (const scenario of chosen) {
+    let entry = await runScenario(scenario);
+    // On a shared machine another tenant's cleanup may kill our apps by name; that says nothing about the
+    // gateway, so such a run is repeated once rather than reported.
+    if (entry.killedFromOutside) {
+      process.stderr.write(`bench: ${scenario.id}: a process was killed from outside; running it again\n`);
+      entry = await runScenario(scenario);
+    }
+    delete entry.killedFromOutside;
+    results.push(entry);
+  }
+
+  const report = { meta, scenarios: results };
+  const out =
+    args.out ??
+    join(root, 'bench', 'results', `${meta.date.replace(/[:.]/g, '-')}${args.smoke ? '-smoke' : ''}.json`);
+  await mkdir(dirname(out), { recursive: true });
+  await writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`${markdown(report)}\nresults: ${out}\n`);
+  // Missed targets are reported, not failures; a harness that lost, reordered or failed requests is one.
+  if (results.some((r) => !r.intact)) {
+    process.stderr.write('bench: some scenario lost, reordered or failed requests (see "intact" above)\n');
+    process.exitCode = 1;
+  }
+}
+
+await main();
