@@ -133,9 +133,11 @@ describe('metrics', () => {
     const abort = new AbortController();
     const leaving = await stack.post(CHAT, chatBody('paced-chat', 'go on', true), { signal: abort.signal });
     expect(leaving.status).toBe(200);
+    // Three chunks first, so the worker has measured at least one gap between tokens before the abort.
+    let chunks = 0;
     for await (const event of readSse(leaving.body!)) {
       expect(event.data).toContain('chat.completion.chunk');
-      break;
+      if (++chunks === 3) break;
     }
     abort.abort();
     await waitFor('the abandoned job to be cancelled on its worker', async () => {
