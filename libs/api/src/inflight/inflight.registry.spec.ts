@@ -41,6 +41,12 @@ describe('InflightRequests', () => {
     inflight = new InflightRequests(runtime, metrics, { workerLeaseMs: 3000 } as GatewayConfig);
   });
 
+  afterEach(() => {
+    // Requests a test left open still hold their deadline timers.
+    inflight.failAll(GatewayError.serviceUnavailable('test over'));
+    inflight.onModuleDestroy();
+  });
+
   const open = async (requestId: string, errors: GatewayError[] = []) => {
     metrics.requestReceived(requestId);
     const request = inflight.create(requestId, 'chat', 'sim-chat', { onError: (e) => errors.push(e) });
