@@ -1,15 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
+import { rssBytes } from '../support/process-stats';
 import { Stack } from '../support/stack';
 import { waitFor } from '../support/wait-for';
 import { FAULT_CATALOG } from './fault-catalog';
 
 const BUFFER_LIMIT = 256 * 1024;
-
-async function rssBytes(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
-}
 
 /** Clients that stop reading, and streams that are idle for a long time. */
 describe('faults: slow and stuck clients', () => {

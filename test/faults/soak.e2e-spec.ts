@@ -1,6 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { freePort } from '../support/free-port';
+import { openFds, rssBytes } from '../support/process-stats';
+import { declaredTypes, scrape, valueOf } from '../support/prometheus';
 import { readSse } from '../support/sse';
 import { Stack, type ProcessLabel } from '../support/stack';
 import { waitFor } from '../support/wait-for';
@@ -40,15 +41,6 @@ interface Sample {
   rss: Map<ProcessLabel, number>;
 }
 
-async function rssOf(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
-}
-
-async function openFds(pid: number): Promise<number> {
-  return (await readdir(`/proc/${pid}/fd`)).length;
-}
-
 /** Least-squares slope of y over x. */
 function slope(points: Array<[number, number]>): number {
   const n = points.length;
@@ -57,16 +49,6 @@ function slope(points: Array<[number, number]>): number {
   const num = points.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0);
   const den = points.reduce((s, [x]) => s + (x - mx) ** 2, 0);
   return den === 0 ? 0 : num / den;
-}
-
-/**
- * A sample's value by metric name and one label, whatever other labels (e.g. `app`) it carries. Node lists
- * only resource types that exist (and no unref'd timers), so an absent line means 0.
- */
-function sample(metrics: string, name: string, label: string): number {
-  if (!metrics.includes(`# TYPE ${name} `)) throw new Error(`no ${name} in the metrics`);
-  const line = metrics.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(label));
-  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 describe(`faults: soak (${SECONDS} s of mixed traffic)`, () => {
@@ -178,8 +160,11 @@ describe(`faults: soak (${SECONDS} s of mixed traffic)`, () => {
     for (const [label, child] of stack.processes) {
       fds.set(label, await openFds(child.pid!));
       const port = label === 'gateway' ? new URL(stack.baseUrl).port : metricsPorts.get(label);
-      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      timers.set(label, sample(metrics, 'nodejs_active_resources', 'type="Timeout"'));
+      const { text, samples } = await scrape(`http://127.0.0.1:${port}/metrics`);
+      if (!declaredTypes(text).has('nodejs_active_resources'))
+        throw new Error(`${label} exports no resources`);
+      // Node lists only resource types that exist (and no unref'd timers): an absent sample counts as 0.
+      timers.set(label, valueOf(samples, 'nodejs_active_resources', { type: 'Timeout' }));
     }
     const channels = ((await stack.redis.pubsub('CHANNELS', `${stack.namespace}*`)) as string[]).sort();
     // Failed jobs are kept on purpose for inspection, bounded by JOB_RETENTION_FAILED and 24 h: not a leak.
@@ -224,7 +209,7 @@ describe(`faults: soak (${SECONDS} s of mixed traffic)`, () => {
       const sampler = setInterval(() => {
         void (async () => {
           const rss = new Map<ProcessLabel, number>();
-          for (const [label, child] of stack.processes) rss.set(label, await rssOf(child.pid!));
+          for (const [label, child] of stack.processes) rss.set(label, await rssBytes(child.pid!));
           samples.push({ at: Date.now(), rss });
         })();
       }, 1000);

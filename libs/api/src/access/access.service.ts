@@ -23,13 +23,14 @@ export interface AdmittedFields {
   priority: number;
 }
 
-/** An admitted request: its job fields, and the calls that tell the limiter how enqueueing went. */
+/** An admitted request: its job fields, and how the limiter learns whether enqueueing worked. */
 export interface Admission {
   fields: AdmittedFields;
-  /** The job is in its queue. */
-  enqueued: () => void;
-  /** The job never reached the queue: nothing of this request is counted. */
-  failed: () => void;
+  /**
+   * Follows the enqueue: once the job is in its queue it counts as queued; if it never got there, nothing of
+   * this request is counted. Resolves or rejects as the enqueue did.
+   */
+  track: (enqueue: Promise<void>) => Promise<void>;
 }
 
 /** Retry-After for a full queue when the model finished nothing in the last minute. */
@@ -125,12 +126,16 @@ export class AccessService implements OnModuleInit, OnApplicationShutdown {
     reply.raw.once('close', release);
     return {
       fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
-      enqueued: () => this.quietly(this.limiter.enqueued(ticket), ticket, 'enqueued'),
-      failed: () => {
-        settled = true;
-        this.leases.untrack(ticket);
-        this.quietly(this.limiter.rollback(ticket), ticket, 'rollback');
-      },
+      track: (enqueue) =>
+        enqueue.then(
+          () => this.quietly(this.limiter.enqueued(ticket), ticket, 'enqueued'),
+          (error: unknown) => {
+            settled = true;
+            this.leases.untrack(ticket);
+            this.quietly(this.limiter.rollback(ticket), ticket, 'rollback');
+            throw error;
+          },
+        ),
     };
   }
 

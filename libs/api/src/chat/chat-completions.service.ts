@@ -80,13 +80,7 @@ export class ChatCompletionsService {
     // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status. A cold start
     // (scale-to-zero) still opens the stream at once: keep-alive comments hold proxies while a worker
     // starts, and a wait that runs out ends the stream with the model_unavailable error.
-    try {
-      await inflight.enqueue(job, this.config.chatDeadlineMs, startWithinMs);
-    } catch (error) {
-      admission.failed();
-      throw error;
-    }
-    admission.enqueued();
+    await admission.track(inflight.enqueue(job, this.config.chatDeadlineMs, startWithinMs));
     reply.hijack();
     sse.open({ 'x-request-id': job.requestId });
     this.metrics.streamOpened(reply.raw);
@@ -115,12 +109,7 @@ export class ChatCompletionsService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight
-        .enqueue(job, this.config.chatDeadlineMs, startWithinMs)
-        .then(admission.enqueued, (error: Error) => {
-          admission.failed();
-          reject(error);
-        });
+      admission.track(inflight.enqueue(job, this.config.chatDeadlineMs, startWithinMs)).catch(reject);
     });
     await reply.status(200).send(await completion);
   }

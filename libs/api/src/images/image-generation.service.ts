@@ -72,12 +72,7 @@ export class ImageGenerationService {
         inflight.abandon();
         reject(GatewayError.clientClosed());
       });
-      inflight
-        .enqueue(job, this.config.imageDeadlineMs, startWithinMs)
-        .then(admission.enqueued, (error: Error) => {
-          admission.failed();
-          reject(error);
-        });
+      admission.track(inflight.enqueue(job, this.config.imageDeadlineMs, startWithinMs)).catch(reject);
     });
     await reply.status(200).send(await result);
   }
