@@ -1,22 +1,20 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { Logger } from 'nestjs-pino';
 import { configureGatewayHttp, fastifyOptionsFor } from '@mgw/api';
 import { loadGatewayConfig } from '@mgw/config';
-import { exitIfShutdownStalls, runApp } from '@mgw/observability';
+import { AccessLog, createAppLogger, exitIfShutdownStalls, runApp } from '@mgw/observability';
 import { GatewayModule } from './gateway.module';
 
 runApp('gateway', async () => {
   const config = loadGatewayConfig(process.env);
+  const logger = createAppLogger('gateway', config.logLevel);
   const app = await NestFactory.create<NestFastifyApplication>(
     GatewayModule.forRoot(config),
     new FastifyAdapter(fastifyOptionsFor(config)),
-    { bufferLogs: true, bodyParser: false },
+    { logger, bodyParser: false },
   );
-  const logger = app.get(Logger);
-  app.useLogger(logger);
-  configureGatewayHttp(app);
+  configureGatewayHttp(app, new AccessLog(logger.pino));
   app.enableShutdownHooks();
   // Room for the announced delay, the drain and the final flush; past it the process exits rather than hang.
   exitIfShutdownStalls('gateway', config.shutdownDelayMs + config.drainTimeoutMs + 15_000);

@@ -4,7 +4,7 @@ export * from './logging/log-context';
 export * from './logging/redaction';
 export * from './logging/pino.options';
 export * from './logging/pino-logger.service';
-export * from './logging/http-logger.options';
+export * from './logging/access-log';
 export * from './metrics/metric-names';
 export * from './metrics/buckets';
 export * from './metrics/label-bounds';

@@ -1,15 +1,16 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { GatewayError } from '@mgw/contracts';
 import { inspectJson, MAX_JSON_DEPTH } from './json-body.inspector';
-import { GatewayMetrics } from '@mgw/observability';
+import { type AccessLog, GatewayMetrics, withLogContext } from '@mgw/observability';
 import { GatewayShutdown } from '../lifecycle/gateway-shutdown';
 
 /**
  * HTTP behaviour that lives below Nest's routing: which bodies are accepted, the correlation header,
- * per-request metrics (by route pattern, recorded when the response closes — streams included), and the
- * refusal of requests that arrive on an open connection once the gateway is shutting down.
+ * per-request metrics and the access log line (recorded when the response closes — streams included), the
+ * request id on every log line written while a request is handled, and the refusal of requests that
+ * arrive on an open connection once the gateway is shutting down.
  */
-export function configureGatewayHttp(app: NestFastifyApplication): void {
+export function configureGatewayHttp(app: NestFastifyApplication, accessLog: AccessLog): void {
   const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(GatewayMetrics);
   const shutdown = app.get(GatewayShutdown);
@@ -41,13 +42,25 @@ export function configureGatewayHttp(app: NestFastifyApplication): void {
     });
   });
   fastify.addHook('onRequest', (request, reply, done) => {
+    const receivedAt = performance.now();
     void reply.header('x-request-id', request.id);
     metrics.requestReceived(request.id);
-    reply.raw.once('close', () =>
-      metrics.requestFinished(request.id, request.routeOptions.url, request.method, reply.raw.statusCode),
-    );
+    reply.raw.once('close', () => {
+      const status = reply.raw.statusCode;
+      metrics.requestFinished(request.id, request.routeOptions.url, request.method, status);
+      accessLog.requestFinished({
+        requestId: request.id,
+        method: request.method,
+        url: request.url,
+        status,
+        durationMs: performance.now() - receivedAt,
+        authorization: request.headers.authorization,
+      });
+    });
     done();
   });
+  // After the body is read: the handler runs from this callback, so everything it awaits inherits the context.
+  fastify.addHook('preHandler', (request, _reply, done) => withLogContext({ requestId: request.id }, done));
   fastify.addHook('onRequest', async (request, reply) => {
     if (shutdown.phase !== 'closed') return;
     metrics.rejected('unavailable');
