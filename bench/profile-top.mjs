@@ -1,4 +1,6 @@
-// Summarises a .cpuprofile (from BENCH_NODE_FLAGS="--cpu-prof ..."): self time by function and by package.
+// Summarises a .cpuprofile (from BENCH_NODE_FLAGS="--cpu-prof ..."): self time by function and by package,
+// and time charged to our own code: each sample goes to the innermost frame of dist/ on its stack, so the
+// Node internals and dependencies a function of ours calls count as its cost.
 //   node bench/profile-top.mjs <file.cpuprofile> [rows=25]
 import { readFileSync } from 'node:fs';
 
@@ -16,6 +18,19 @@ function where(frame) {
   if (pkg) return pkg;
   if (url.includes('/dist/')) return url.slice(url.indexOf('/dist/') + 1);
   return url.startsWith('node:') ? 'node' : url;
+}
+
+const parentOf = new Map();
+for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+const charged = new Map();
+for (const [id, us] of self) {
+  let at = id;
+  while (at !== undefined && !byId.get(at).callFrame.url.includes('/dist/')) at = parentOf.get(at);
+  const frame = at === undefined ? undefined : byId.get(at).callFrame;
+  const name = frame
+    ? `${frame.functionName || '(anonymous)'} ${where(frame)}:${frame.lineNumber + 1}`
+    : `(outside our code) ${byId.get(id).callFrame.functionName.startsWith('(') ? byId.get(id).callFrame.functionName : ''}`;
+  charged.set(name, (charged.get(name) ?? 0) + us);
 }
 
 const functions = new Map();
@@ -37,5 +52,6 @@ const top = (map) =>
     )
     .join('\n');
 console.log(
-  `total ${(total / 1000).toFixed(0)} ms sampled\n\nby package:\n${top(packages)}\n\nby function:\n${top(functions)}`,
+  `total ${(total / 1000).toFixed(0)} ms sampled\n\nby package:\n${top(packages)}\n\nby function:\n${top(functions)}` +
+    `\n\ncharged to our code (innermost dist/ frame, callees included):\n${top(charged)}`,
 );

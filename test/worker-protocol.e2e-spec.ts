@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
+import { parseReplyFrame } from '@mgw/contracts';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
 
@@ -23,7 +24,9 @@ describe('worker job protocol', () => {
     stack = await Stack.start({ without: ['gateway'] });
     replyTo = `${stack.namespace}:reply:test-${randomBytes(4).toString('hex')}`;
     subscriber = new Redis(stack.redisUrl);
-    subscriber.on('message', (_channel: string, raw: string) => received.push(JSON.parse(raw) as Wire));
+    subscriber.on('message', (_channel: string, raw: string) =>
+      received.push(...(parseReplyFrame(raw) as Wire[])),
+    );
     await subscriber.subscribe(replyTo);
     queue = new Queue('chat.sim-chat', { connection: stack.redis, prefix: stack.namespace });
     const deadline = Date.now() + 20_000;

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { parseReplyFrame } from '@mgw/contracts';
 
 export interface SpiedMessage {
   kind: string;
@@ -19,10 +20,11 @@ export class ReplySpy {
     const spy = new ReplySpy(redisUrl);
     await spy.redis.connect();
     spy.redis.on('pmessage', (_pattern: string, _channel: string, raw: string) => {
-      const message = JSON.parse(raw) as { requestId: string; kind: string; seq: number };
-      const list = spy.byRequest.get(message.requestId) ?? [];
-      list.push({ kind: message.kind, seq: message.seq, at: Date.now() });
-      spy.byRequest.set(message.requestId, list);
+      for (const message of parseReplyFrame(raw) as { requestId: string; kind: string; seq: number }[]) {
+        const list = spy.byRequest.get(message.requestId) ?? [];
+        list.push({ kind: message.kind, seq: message.seq, at: Date.now() });
+        spy.byRequest.set(message.requestId, list);
+      }
     });
     await spy.redis.psubscribe(`${namespace}:reply:*`);
     return spy;

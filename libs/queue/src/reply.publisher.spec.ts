@@ -1,4 +1,6 @@
 import type { Redis } from 'ioredis';
+import { MAX_REPLY_FRAME_MESSAGES, parseReplyFrame } from '@mgw/contracts';
+import { ReplyBatcher } from './reply.batcher';
 import { ReplyStreamWriter, type OutgoingReply } from './reply.publisher';
 
 const CHANNEL = 'mgw:reply:gw-1';
@@ -20,11 +22,14 @@ function deferred<T>(): Deferred<T> {
   return { promise, resolve, reject };
 }
 
-/** Lets every already-settled promise callback run. */
+/** Lets every already-settled promise callback run, and every frame queued so far leave. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 interface Publish {
   channel: string;
+  /** The frame's messages, in order. */
+  messages: Record<string, unknown>[];
+  /** Its only message, for frames of one. */
   message: Record<string, unknown>;
   reply: Deferred<number>;
 }
@@ -34,10 +39,12 @@ class FakeRedis {
   readonly sets: { key: string; value: string; mode: string; ttl: number; reply: Deferred<string> }[] = [];
   /** Every command in the order it was issued. */
   readonly order: string[] = [];
-  readonly publish = jest.fn((channel: string, message: string) => {
+  readonly publish = jest.fn((channel: string, payload: string) => {
     const reply = deferred<number>();
-    this.order.push(`publish ${(JSON.parse(message) as { seq: number }).seq}`);
-    this.publishes.push({ channel, message: JSON.parse(message) as Record<string, unknown>, reply });
+    const parsed = JSON.parse(payload) as Record<string, unknown> | Record<string, unknown>[];
+    const messages = Array.isArray(parsed) ? parsed : [parsed];
+    this.order.push(`publish ${messages.map((m) => m.seq as number).join(',')}`);
+    this.publishes.push({ channel, messages, message: messages[0]!, reply });
     return reply.promise;
   });
   readonly set = jest.fn((key: string, value: string, mode: string, ttl: number) => {
@@ -84,14 +91,22 @@ const delta = (content: string): OutgoingReply => ({ kind: 'delta', choice: 0, c
 
 describe('ReplyStreamWriter', () => {
   let redis: FakeRedis;
+  let batcher: ReplyBatcher;
   let writer: ReplyStreamWriter;
 
   beforeEach(() => {
     redis = new FakeRedis();
-    writer = new ReplyStreamWriter(redis as unknown as Redis, CHANNEL, REQUEST_ID);
+    batcher = new ReplyBatcher(redis as unknown as Redis);
+    writer = new ReplyStreamWriter(batcher, CHANNEL, REQUEST_ID);
   });
 
-  it('publishes each message on the channel with the request id and consecutive seq from 0', async () => {
+  /** Sends one message and lets its frame leave, so each message is a publish of its own. */
+  const sendAlone = async (message: OutgoingReply) => {
+    await writer.send(message);
+    await settle();
+  };
+
+  it('numbers messages from 0 and sends those of one turn as one frame, in order', async () => {
     await writer.send({ kind: 'started', workerId: 'worker-1' });
     await writer.send(delta('Hel'));
     await writer.send(delta('lo'));
@@ -100,9 +115,12 @@ describe('ReplyStreamWriter', () => {
       finishReasons: ['stop'],
       usage: { prompt_tokens: 3, completion_tokens: 2 },
     });
+    expect(redis.publish).not.toHaveBeenCalled(); // the frame leaves at the end of the turn
+    await settle();
 
-    expect(redis.publishes.map((p) => p.channel)).toEqual([CHANNEL, CHANNEL, CHANNEL, CHANNEL]);
-    expect(redis.publishes.map((p) => p.message)).toEqual([
+    expect(redis.publishes).toHaveLength(1);
+    expect(redis.publishAt(0).channel).toBe(CHANNEL);
+    expect(redis.publishAt(0).messages).toEqual([
       { requestId: REQUEST_ID, seq: 0, kind: 'started', workerId: 'worker-1' },
       { requestId: REQUEST_ID, seq: 1, kind: 'delta', choice: 0, content: 'Hel' },
       { requestId: REQUEST_ID, seq: 2, kind: 'delta', choice: 0, content: 'lo' },
@@ -117,16 +135,40 @@ describe('ReplyStreamWriter', () => {
     expect(writer.sent).toBe(4);
   });
 
-  it('starts at seq 0 for every writer', async () => {
-    const other = new ReplyStreamWriter(redis as unknown as Redis, CHANNEL, 'req_other');
+  it('sends messages of different turns as separate publishes, never holding one back', async () => {
+    await sendAlone(delta('a'));
+    expect(redis.publishes).toHaveLength(1);
+    await sendAlone(delta('b'));
+    expect(redis.order).toEqual(['publish 0', 'publish 1']);
+    // A frame of one message is the message itself, as before frames existed.
+    expect(JSON.parse(redis.publish.mock.calls[1]![1])).toEqual({
+      requestId: REQUEST_ID,
+      seq: 1,
+      kind: 'delta',
+      choice: 0,
+      content: 'b',
+    });
+  });
+
+  it('starts at seq 0 for every writer, and shares a frame with other requests of the same gateway', async () => {
+    const other = new ReplyStreamWriter(batcher, CHANNEL, 'req_other');
+    const elsewhere = new ReplyStreamWriter(batcher, 'mgw:reply:gw-2', 'req_far');
     await writer.send(delta('a'));
     await other.send(delta('b'));
+    await elsewhere.send(delta('x'));
     await writer.send(delta('c'));
+    await settle();
 
-    expect(redis.publishes.map((p) => [p.message.requestId, p.message.seq])).toEqual([
-      [REQUEST_ID, 0],
-      ['req_other', 0],
-      [REQUEST_ID, 1],
+    expect(redis.publishes.map((p) => [p.channel, p.messages.map((m) => [m.requestId, m.seq])])).toEqual([
+      [
+        CHANNEL,
+        [
+          [REQUEST_ID, 0],
+          ['req_other', 0],
+          [REQUEST_ID, 1],
+        ],
+      ],
+      ['mgw:reply:gw-2', [['req_far', 0]]],
     ]);
   });
 
@@ -148,18 +190,20 @@ describe('ReplyStreamWriter', () => {
 
     beforeEach(() => {
       unheard = jest.fn();
-      writer = new ReplyStreamWriter(redis as unknown as Redis, CHANNEL, REQUEST_ID, unheard);
+      writer = new ReplyStreamWriter(batcher, CHANNEL, REQUEST_ID, unheard);
     });
 
     it('stays quiet while the gateway receives the messages', async () => {
-      await writer.send(delta('a'));
+      await sendAlone(delta('a'));
       redis.publishAt(0).reply.resolve(1);
       await writer.flush();
       expect(unheard).not.toHaveBeenCalled();
     });
 
-    it('reports a publish that reached no subscriber', async () => {
+    it('reports a frame that reached no subscriber, once', async () => {
       await writer.send(delta('a'));
+      await writer.send(delta('b'));
+      await settle();
       redis.publishAt(0).reply.resolve(0);
       await writer.flush();
       expect(unheard).toHaveBeenCalledTimes(1);
@@ -172,17 +216,18 @@ describe('ReplyStreamWriter', () => {
         'data',
         1000,
       );
+      await settle();
       redis.setAt(0).reply.resolve('OK');
       redis.publishAt(0).reply.resolve(0);
       await sending;
       expect(unheard).toHaveBeenCalledTimes(1);
     });
 
-    it('records when it last sent, for idle heartbeats', async () => {
+    it('records when it last sent, for idle heartbeats', () => {
       const before = writer.lastSentAt;
       jest.useFakeTimers({ now: before + 5000 });
       try {
-        await writer.send(delta('a'));
+        void writer.send(delta('a'));
         expect(writer.lastSentAt).toBe(before + 5000);
       } finally {
         jest.useRealTimers();
@@ -199,6 +244,7 @@ describe('ReplyStreamWriter', () => {
         revisedPrompt: 'a cat',
       };
       const sending = writer.sendWithPayload(image, 'mgw:image:req_abc123:0', 'iVBORw0KGgo=', 120_000);
+      await settle();
       redis.setAt(0).reply.resolve('OK');
       redis.publishAt(0).reply.resolve(1);
       await sending;
@@ -220,7 +266,7 @@ describe('ReplyStreamWriter', () => {
       });
     });
 
-    it('keeps call order with messages sent around it, so seq never goes backwards', async () => {
+    it('keeps the seq order of messages sent around it, with the payload stored before any of them', async () => {
       await writer.send({ kind: 'alive' });
       const sending = writer.sendWithPayload(
         { kind: 'image', index: 0, key: 'k0', revisedPrompt: 'p' },
@@ -229,17 +275,18 @@ describe('ReplyStreamWriter', () => {
         1_000,
       );
       const heartbeat = writer.send({ kind: 'alive' });
+      await settle();
       redis.setAt(0).reply.resolve('OK');
       redis.resolveAll();
       await Promise.all([sending, heartbeat]);
-      await writer.send({ kind: 'image-done', count: 1 });
+      await sendAlone({ kind: 'image-done', count: 1 });
 
-      expect(redis.order).toEqual(['publish 0', 'set k0', 'publish 1', 'publish 2', 'publish 3']);
+      expect(redis.order).toEqual(['set k0', 'publish 0,1,2', 'publish 3']);
       expect(writer.sent).toBe(4);
     });
 
     it('resolves only once the payload, its message and every earlier publish reached Redis', async () => {
-      await writer.send(delta('before'));
+      await sendAlone(delta('before'));
       const result = watch(writer.sendWithPayload(delta('payload'), 'k', 'v', 1_000));
       await settle();
       expect(result.settled()).toBe(false);
@@ -255,6 +302,7 @@ describe('ReplyStreamWriter', () => {
 
     it('throws when storing the payload fails', async () => {
       const sending = writer.sendWithPayload(delta('payload'), 'k', 'v', 1_000);
+      await settle();
       redis.setAt(0).reply.reject(new Error('OOM command not allowed'));
       redis.publishAt(0).reply.resolve(1);
 
@@ -265,7 +313,7 @@ describe('ReplyStreamWriter', () => {
 
   describe('failures', () => {
     it('makes the next send throw once a publish was rejected', async () => {
-      await writer.send(delta('a'));
+      await sendAlone(delta('a'));
       redis.publishAt(0).reply.reject(new Error('Connection is closed.'));
       await settle();
 
@@ -273,8 +321,8 @@ describe('ReplyStreamWriter', () => {
     });
 
     it('makes flush throw once a publish was rejected', async () => {
-      await writer.send(delta('a'));
-      await writer.send(delta('b'));
+      await sendAlone(delta('a'));
+      await sendAlone(delta('b'));
       redis.publishAt(0).reply.resolve(1);
       redis.publishAt(1).reply.reject(new Error('Connection is closed.'));
 
@@ -282,20 +330,21 @@ describe('ReplyStreamWriter', () => {
     });
 
     it('keeps failing with the first error', async () => {
-      await writer.send(delta('a'));
-      await writer.send(delta('b'));
+      await sendAlone(delta('a'));
+      await sendAlone(delta('b'));
       redis.publishAt(0).reply.reject(new Error('first failure'));
       redis.publishAt(1).reply.reject(new Error('second failure'));
       await settle();
 
       await expect(writer.send(delta('c'))).rejects.toThrow('first failure');
+      await settle();
       redis.publishAt(2).reply.resolve(1);
       await expect(writer.flush()).rejects.toThrow('first failure');
       await expect(writer.flush()).rejects.toThrow('first failure');
     });
 
     it('turns a rejection that is not an Error into an Error', async () => {
-      await writer.send(delta('a'));
+      await sendAlone(delta('a'));
       redis.publishAt(0).reply.reject('socket hang up');
 
       const error = await writer.flush().then(
@@ -313,9 +362,9 @@ describe('ReplyStreamWriter', () => {
     });
 
     it('waits for every in-flight publish', async () => {
-      await writer.send(delta('a'));
-      await writer.send(delta('b'));
-      await writer.send(delta('c'));
+      await sendAlone(delta('a'));
+      await sendAlone(delta('b'));
+      await sendAlone(delta('c'));
       const flushed = watch(writer.flush());
 
       redis.publishAt(2).reply.resolve(1);
@@ -327,30 +376,37 @@ describe('ReplyStreamWriter', () => {
       await expect(flushed.outcome).resolves.toBe('resolved');
     });
 
-    it('resolves after everything was acknowledged', async () => {
+    it('sends a frame still waiting for the end of the turn, and resolves once it was acknowledged', async () => {
       await writer.send(delta('a'));
+      const flushed = watch(writer.flush());
+      await settle();
+      expect(flushed.settled()).toBe(false);
       redis.resolveAll();
 
-      await expect(writer.flush()).resolves.toBeUndefined();
+      await expect(flushed.outcome).resolves.toBe('resolved');
     });
   });
 
   describe('back-pressure', () => {
-    it('lets 255 publishes be outstanding without waiting', async () => {
-      for (let i = 0; i < 255; i++) await writer.send(delta(`t${i}`));
+    it('lets 255 frames be outstanding without waiting', async () => {
+      for (let i = 0; i < 255; i++) await sendAlone(delta(`t${i}`));
 
       expect(redis.publish).toHaveBeenCalledTimes(255);
       expect(writer.sent).toBe(255);
     });
 
-    it('makes send wait while more than 256 publishes are outstanding, until one is acknowledged', async () => {
-      for (let i = 0; i < 255; i++) await writer.send(delta(`t${i}`));
+    it('makes send wait while 256 frames are outstanding, until one is acknowledged', async () => {
+      for (let i = 0; i < 255; i++) await sendAlone(delta(`t${i}`));
       const at256 = watch(writer.send(delta('t255')));
+      await settle();
+      expect(at256.settled()).toBe(false);
       const at257 = watch(writer.send(delta('t256')));
       await settle();
 
       // Every message was handed to Redis in order, even the ones whose send is waiting.
-      expect(redis.publishes.map((p) => p.message.seq)).toEqual(Array.from({ length: 257 }, (_, i) => i));
+      expect(redis.publishes.flatMap((p) => p.messages.map((m) => m.seq))).toEqual(
+        Array.from({ length: 257 }, (_, i) => i),
+      );
       expect(at257.settled()).toBe(false);
 
       redis.publishAt(0).reply.resolve(1);
@@ -359,7 +415,10 @@ describe('ReplyStreamWriter', () => {
     });
 
     it('lets a waiting send fail when an outstanding publish is rejected', async () => {
-      for (let i = 0; i < 256; i++) void writer.send(delta(`t${i}`)).catch(() => undefined);
+      for (let i = 0; i < 256; i++) {
+        void writer.send(delta(`t${i}`)).catch(() => undefined);
+        await settle();
+      }
       const waiting = watch(writer.send(delta('t256')));
       await settle();
       expect(waiting.settled()).toBe(false);
@@ -371,7 +430,10 @@ describe('ReplyStreamWriter', () => {
     });
 
     it('stops waiting once publishes are acknowledged again', async () => {
-      for (let i = 0; i < 300; i++) void writer.send(delta(`t${i}`));
+      for (let i = 0; i < 300; i++) {
+        void writer.send(delta(`t${i}`));
+        await settle();
+      }
       redis.resolveAll();
       await settle();
 
@@ -381,5 +443,48 @@ describe('ReplyStreamWriter', () => {
       redis.resolveAll();
       await expect(writer.flush()).resolves.toBeUndefined();
     });
+  });
+});
+
+describe('ReplyBatcher', () => {
+  let redis: FakeRedis;
+  let batcher: ReplyBatcher;
+
+  beforeEach(() => {
+    redis = new FakeRedis();
+    batcher = new ReplyBatcher(redis as unknown as Redis);
+  });
+
+  const message = (seq: number, content = 'x') =>
+    JSON.stringify({ requestId: REQUEST_ID, seq, kind: 'delta', choice: 0, content });
+
+  it(`sends a frame early once it holds ${MAX_REPLY_FRAME_MESSAGES} messages`, async () => {
+    for (let i = 0; i < MAX_REPLY_FRAME_MESSAGES + 1; i++) void batcher.publish(CHANNEL, message(i));
+    expect(redis.publishes).toHaveLength(1);
+    expect(redis.publishAt(0).messages).toHaveLength(MAX_REPLY_FRAME_MESSAGES);
+    await settle();
+    expect(redis.publishes.map((p) => p.messages.length)).toEqual([MAX_REPLY_FRAME_MESSAGES, 1]);
+    expect(parseReplyFrame(redis.publish.mock.calls[0]![1])).toHaveLength(MAX_REPLY_FRAME_MESSAGES);
+  });
+
+  it('sends a frame early once it is large', async () => {
+    const big = 'y'.repeat(100_000);
+    for (let i = 0; i < 4; i++) void batcher.publish(CHANNEL, message(i, big));
+    expect(redis.publishes.map((p) => p.messages.length)).toEqual([3]);
+    await settle();
+    expect(redis.publishes.map((p) => p.messages.length)).toEqual([3, 1]);
+  });
+
+  it("settles every message's promise with its frame's outcome", async () => {
+    const first = batcher.publish(CHANNEL, message(0));
+    const second = batcher.publish(CHANNEL, message(1));
+    await settle();
+    redis.publishAt(0).reply.resolve(1);
+    await expect(Promise.all([first, second])).resolves.toEqual([1, 1]);
+
+    const failed = batcher.publish(CHANNEL, message(2));
+    await settle();
+    redis.publishAt(1).reply.reject(new Error('Connection is closed.'));
+    await expect(failed).rejects.toThrow('Connection is closed.');
   });
 });

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { ReplyMessage } from '@mgw/contracts';
+import type { ReplyBatcher } from './reply.batcher';
 
 type Outgoing<M> = M extends ReplyMessage ? Omit<M, 'requestId' | 'seq'> : never;
 export type OutgoingReply = Outgoing<ReplyMessage>;
@@ -13,9 +13,9 @@ export interface ReplyObserver {
 const MAX_IN_FLIGHT = 256;
 
 /**
- * The worker's side of one request's reply stream: numbers messages and publishes them in order on one
- * connection. Publishes are pipelined rather than awaited one by one (ordering is guaranteed by the single
- * connection), with a bound on how many may be outstanding.
+ * The worker's side of one request's reply stream: numbers messages and publishes them in order through the
+ * process's `ReplyBatcher` (one connection). Publishes are not awaited one by one (ordering is guaranteed by
+ * the single connection), with a bound on how many frames may be outstanding.
  *
  * PUBLISH answers how many subscribers received the message. A reply channel has exactly one subscriber,
  * its gateway instance, so a count of 0 means the gateway is gone (crashed, or lost its connection and
@@ -23,12 +23,13 @@ const MAX_IN_FLIGHT = 256;
  */
 export class ReplyStreamWriter {
   private seq = 0;
-  private inFlight = new Set<Promise<unknown>>();
+  /** Settles when a frame holding this stream's messages was published; a frame is tracked once. */
+  private inFlight = new Map<Promise<unknown>, Promise<unknown>>();
   private failure: Error | null = null;
   private lastSend = Date.now();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly transport: ReplyBatcher,
     private readonly channel: string,
     private readonly requestId: string,
     private readonly onUnheard: () => void = () => undefined,
@@ -46,26 +47,26 @@ export class ReplyStreamWriter {
 
   /** Publishes a message; resolves immediately unless too many are outstanding. Throws once Redis failed. */
   async send(message: OutgoingReply): Promise<void> {
-    this.track(this.redis.publish(this.channel, this.encode(message)).then((n) => this.checkHeard(n)));
-    if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
+    this.track(this.transport.publish(this.channel, this.encode(message)));
+    if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight.values());
     if (this.failure) throw this.failure;
   }
 
   /**
-   * Stores a large payload under a short-lived key, then publishes the message that refers to it. Two plain
-   * commands rather than a MULTI: Redis runs one connection's commands in order, so the key exists before
-   * anyone hears of it, and both stay in call order with the other messages (a MULTI is written at once,
-   * ahead of publishes still queued by auto-pipelining — a heartbeat could overtake it and break the seq).
+   * Stores a large payload under a short-lived key, then publishes the message that refers to it. The SET is
+   * written at once and the message with its frame, later, on the same connection: Redis runs one
+   * connection's commands in order, so the key exists before anyone hears of it, and the message keeps its
+   * place among the stream's other messages.
    */
   async sendWithPayload(message: OutgoingReply, key: string, payload: string, ttlMs: number): Promise<void> {
-    this.track(this.redis.set(key, payload, 'PX', ttlMs));
-    this.track(this.redis.publish(this.channel, this.encode(message)).then((n) => this.checkHeard(n)));
+    this.track(this.transport.store(key, payload, ttlMs), false);
+    this.track(this.transport.publish(this.channel, this.encode(message)));
     await this.flush();
   }
 
   /** Waits until every message sent so far reached Redis. */
   async flush(): Promise<void> {
-    await Promise.all(this.inFlight);
+    await Promise.all(this.inFlight.values());
     if (this.failure) throw this.failure;
   }
 
@@ -79,14 +80,18 @@ export class ReplyStreamWriter {
     return JSON.stringify({ requestId: this.requestId, seq: this.seq++, ...message });
   }
 
-  private track(promise: Promise<unknown>): void {
+  private track(promise: Promise<unknown>, published = true): void {
+    if (this.inFlight.has(promise)) return; // another message of a frame already tracked
     const tracked: Promise<unknown> = promise.then(
-      () => this.inFlight.delete(tracked),
+      (receivers) => {
+        this.inFlight.delete(promise);
+        if (published) this.checkHeard(receivers);
+      },
       (error: unknown) => {
-        this.inFlight.delete(tracked);
+        this.inFlight.delete(promise);
         this.failure ??= error instanceof Error ? error : new Error(String(error));
       },
     );
-    this.inFlight.add(tracked);
+    this.inFlight.set(promise, tracked);
   }
 }

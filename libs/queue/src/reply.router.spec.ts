@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
-import { ProtocolError, type ReplyMessage } from '@mgw/contracts';
+import { MAX_REPLY_FRAME_MESSAGES, ProtocolError, type ReplyMessage } from '@mgw/contracts';
 import { ReplyRouter, type ReplyHandler } from './reply.router';
 
 const channel = 'mgw:reply:gw-1';
@@ -291,5 +291,49 @@ describe('ReplyRouter', () => {
     expect(second.seqs).toEqual([0]);
     expect(second.protocolErrors).toEqual([]);
     expect(first.seqs).toEqual([0, 1]);
+  });
+
+  describe('frames (several messages in one publish)', () => {
+    const frame = (...messages: string[]) => `[${messages.join(',')}]`;
+
+    it('routes each message of a frame, in order, to its own request', () => {
+      const a = new RecordingHandler();
+      const b = new RecordingHandler();
+      router.register(A, a);
+      router.register(B, b);
+      publish(frame(startedRaw(A), startedRaw(B), deltaRaw(A, 1), deltaRaw(B, 1), doneRaw(A, 2)));
+      publish(frame(doneRaw(B, 2)));
+      expect(a.messages.map((m) => [m.seq, m.kind])).toEqual([
+        [0, 'started'],
+        [1, 'delta'],
+        [2, 'chat-done'],
+      ]);
+      expect(b.seqs).toEqual([0, 1, 2]);
+    });
+
+    it('fails only the request whose message in a frame is malformed', () => {
+      const a = new RecordingHandler();
+      const b = new RecordingHandler();
+      router.register(A, a);
+      router.register(B, b);
+      publish(
+        frame(startedRaw(A), JSON.stringify({ requestId: B, seq: 0, kind: 'exploded' }), deltaRaw(A, 1)),
+      );
+      expect(a.seqs).toEqual([0, 1]);
+      expect(b.protocolErrors).toHaveLength(1);
+      expect(b.protocolErrors[0]!.message).toContain('unknown kind');
+      expect(logger.warn.mock.calls[0]![0]).toContain(B);
+    });
+
+    it('only logs a frame that is empty, too long or holds no object', () => {
+      const a = new RecordingHandler();
+      router.register(A, a);
+      publish('[]');
+      publish(frame(...Array.from({ length: MAX_REPLY_FRAME_MESSAGES + 1 }, () => '{}')));
+      publish('[1,"x",null]');
+      expect(logger.warn).toHaveBeenCalledTimes(5);
+      expect(a.protocolErrors).toEqual([]);
+      expect(router.size).toBe(1);
+    });
   });
 });

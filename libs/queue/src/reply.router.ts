@@ -1,5 +1,12 @@
 import type { Redis } from 'ioredis';
-import { parseReplyMessage, peekRequestId, ProtocolError, type ReplyMessage } from '@mgw/contracts';
+import {
+  parseReplyFrame,
+  parseReplyRecord,
+  peekRequestId,
+  ProtocolError,
+  requestIdOfRecord,
+  type ReplyMessage,
+} from '@mgw/contracts';
 
 export interface ReplyHandler {
   /** Messages of this request, in order, each exactly once. */
@@ -61,12 +68,28 @@ export class ReplyRouter {
     this.routes.delete(requestId);
   }
 
+  /** One PUBLISH: a frame of one or more messages, each routed on its own. */
   private dispatch(raw: string): void {
-    let message: ReplyMessage;
+    let records: unknown[];
     try {
-      message = parseReplyMessage(raw);
+      records = parseReplyFrame(raw);
     } catch (error) {
       const requestId = peekRequestId(raw);
+      this.logger.warn(
+        `dropping malformed reply frame (request ${requestId ?? 'unknown'}): ${(error as Error).message}`,
+      );
+      if (requestId) this.fail(requestId, error as ProtocolError);
+      return;
+    }
+    for (const record of records) this.route(record);
+  }
+
+  private route(record: unknown): void {
+    let message: ReplyMessage;
+    try {
+      message = parseReplyRecord(record);
+    } catch (error) {
+      const requestId = requestIdOfRecord(record);
       this.logger.warn(
         `dropping malformed reply (request ${requestId ?? 'unknown'}): ${(error as Error).message}`,
       );

@@ -1,8 +1,13 @@
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { LoggerService } from '@nestjs/common';
 import { GatewayError, REQUEST_ID_PATTERN, validateDto, type WireError } from '@mgw/contracts';
-import { CancelledError, ReplyStreamWriter, type CancelListener, type ReplyObserver } from '@mgw/queue';
+import {
+  CancelledError,
+  ReplyStreamWriter,
+  type CancelListener,
+  type ReplyBatcher,
+  type ReplyObserver,
+} from '@mgw/queue';
 
 export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'expired';
 
@@ -47,7 +52,7 @@ export class JobRunner {
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(
-    private readonly publisher: Redis,
+    private readonly publisher: ReplyBatcher,
     private readonly cancels: CancelListener,
     private readonly workerId: string,
     private readonly logger: LoggerService,

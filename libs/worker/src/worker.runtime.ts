@@ -18,6 +18,7 @@ import {
   closeRedis,
   createRedisConnection,
   ModelQueueConsumer,
+  ReplyBatcher,
   waitUntilReady,
 } from '@mgw/queue';
 import { MetricsServer, promptFields, withLogContext, WorkerMetrics } from '@mgw/observability';
@@ -119,7 +120,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     );
     await this.cancels.start();
     this.runner = new JobRunner(
-      publisher,
+      new ReplyBatcher(publisher),
       this.cancels,
       config.instanceId,
       this.logger,

@@ -180,7 +180,7 @@ describe('Limiter (real Redis)', () => {
       const a = ticketOf(await admit(who, T0));
       ticketOf(await admit(who, T0));
       expect(refusal(await admit(who, T0)).reason).toBe('concurrency');
-      await limiter.release(a);
+      await limiter.release(a, true);
       expect((await admit(who, T0 + 1)).admitted).toBe(true);
     });
 
@@ -197,7 +197,7 @@ describe('Limiter (real Redis)', () => {
     it('does not bring back a released lease on refresh', async () => {
       const who = principal({ maxConcurrent: 1 });
       const held = ticketOf(await admit(who, T0));
-      await limiter.release(held);
+      await limiter.release(held, true);
       await limiter.refresh(who.keyId, [held.id], T0 + 10);
       expect((await admit(who, T0 + 20)).admitted).toBe(true);
     });
@@ -239,6 +239,15 @@ describe('Limiter (real Redis)', () => {
       await redis.rpush(queue.wait, 'a', 'b', 'c');
       expect(refusal(await admit(who, T0 + 10, { model, maxQueueDepth: 3 })).servedLastMinute).toBe(4);
       await redis.del(queue.wait);
+    });
+
+    it('stops counting an admission released before its job was queued (its client left)', async () => {
+      const who = principal({});
+      const model = `left-${seq}`;
+      const first = ticketOf(await admit(who, T0, { model, maxQueueDepth: 1 }));
+      expect((await admit(who, T0 + 1, { model, maxQueueDepth: 1 })).admitted).toBe(false);
+      await limiter.release(first, false);
+      expect((await admit(who, T0 + 2, { model, maxQueueDepth: 1 })).admitted).toBe(true);
     });
 
     it('forgets an admission whose job never arrived after a while', async () => {

@@ -151,13 +151,17 @@ export class Limiter {
     );
   }
 
-  /** The request is over (answered, failed, or its client left): its concurrency slot is free. */
-  async release(ticket: Ticket): Promise<void> {
-    await this.redis
-      .multi()
-      .zrem(this.names.concurrency(ticket.keyId), ticket.id)
-      .zrem(this.names.admitting(ticket.kind, ticket.model), ticket.id)
-      .exec();
+  /**
+   * The request is over (answered, failed, or its client left): its concurrency slot is free, and if its job
+   * never reached the queue (`queued` false) its admission no longer counts towards the queue depth. Plain
+   * commands, only those needed: a MULTI builds an ioredis Pipeline, which copies every script BullMQ defined
+   * on the connection — the costliest thing the gateway did per request (bench/README.md, optimisation 6).
+   */
+  async release(ticket: Ticket, queued: boolean): Promise<void> {
+    const pending: Promise<number>[] = [];
+    if (ticket.leased) pending.push(this.redis.zrem(this.names.concurrency(ticket.keyId), ticket.id));
+    if (!queued) pending.push(this.redis.zrem(this.names.admitting(ticket.kind, ticket.model), ticket.id));
+    await Promise.all(pending);
   }
 
   /** Extends the leases of a key's live requests. */

@@ -117,18 +117,22 @@ export class AccessService implements OnModuleInit, OnApplicationShutdown {
     const ticket = decision.ticket;
     if (ticket.leased) this.leases.track(ticket);
     let settled = false;
+    let queued = false;
     const release = () => {
       if (settled) return;
       settled = true;
       this.leases.untrack(ticket);
-      this.quietly(this.limiter.release(ticket), ticket, 'release');
+      this.quietly(this.limiter.release(ticket, queued), ticket, 'release');
     };
     reply.raw.once('close', release);
     return {
       fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
       track: (enqueue) =>
         enqueue.then(
-          () => this.quietly(this.limiter.enqueued(ticket), ticket, 'enqueued'),
+          () => {
+            queued = true;
+            this.quietly(this.limiter.enqueued(ticket), ticket, 'enqueued');
+          },
           (error: unknown) => {
             settled = true;
             this.leases.untrack(ticket);

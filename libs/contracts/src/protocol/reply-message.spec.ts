@@ -1,6 +1,11 @@
 import {
+  encodeReplyFrame,
+  MAX_REPLY_FRAME_MESSAGES,
   parseCancelMessage,
+  parseReplyFrame,
   parseReplyMessage,
+  parseReplyRecord,
+  requestIdOfRecord,
   peekRequestId,
   ProtocolError,
   type ReplyMessage,
@@ -58,6 +63,36 @@ function expectProtocolError(text: string, reason?: string): void {
   }
 }
 
+describe('reply frames', () => {
+  it('encodes one message as itself and several as an array, which parses back in order', () => {
+    const one = raw(valid.started);
+    expect(encodeReplyFrame([one])).toBe(one);
+    expect(parseReplyMessage(encodeReplyFrame([one]))).toEqual(valid.started);
+    const frame = encodeReplyFrame([one, raw(valid.delta), raw(valid['chat-done'])]);
+    expect(parseReplyFrame(frame).map(parseReplyRecord)).toEqual([
+      valid.started,
+      valid.delta,
+      valid['chat-done'],
+    ]);
+  });
+
+  it('bounds a frame at MAX_REPLY_FRAME_MESSAGES messages', () => {
+    const full = encodeReplyFrame(Array.from({ length: MAX_REPLY_FRAME_MESSAGES }, () => raw(valid.alive)));
+    expect(parseReplyFrame(full)).toHaveLength(MAX_REPLY_FRAME_MESSAGES);
+    expect(() => parseReplyFrame(`[${full.slice(1, -1)},{}]`)).toThrow(ProtocolError);
+    expect(() => parseReplyFrame('[]')).toThrow(ProtocolError);
+    expect(() => parseReplyFrame('[{"a":')).toThrow('not JSON');
+  });
+
+  it("finds a message's request id only where it is a well-formed id", () => {
+    expect(requestIdOfRecord({ requestId, kind: 'nonsense' })).toBe(requestId);
+    expect(requestIdOfRecord({ requestId: 'has spaces' })).toBeNull();
+    expect(requestIdOfRecord({ requestId: 7 })).toBeNull();
+    expect(requestIdOfRecord('req_0123456789')).toBeNull();
+    expect(requestIdOfRecord(null)).toBeNull();
+  });
+});
+
 describe('parseReplyMessage', () => {
   it.each(Object.keys(valid) as ReplyMessage['kind'][])('accepts a valid %s message', (kind) => {
     expect(parseReplyMessage(raw(valid[kind]))).toEqual(valid[kind]);
@@ -83,8 +118,13 @@ describe('parseReplyMessage', () => {
     expectProtocolError(text, 'not JSON');
   });
 
-  it.each(['[]', 'null', '"started"', '42'])('rejects a JSON value that is not an object: %s', (text) => {
+  it.each(['null', '"started"', '42', '[42]'])('rejects a JSON value that is not an object: %s', (text) => {
     expectProtocolError(text, 'message must be an object');
+  });
+
+  it('rejects an empty frame, and a frame of several where one message was expected', () => {
+    expectProtocolError('[]', 'a frame holds 1 to');
+    expectProtocolError(`[${raw(valid.started)},${raw(valid.delta)}]`, 'expected one message');
   });
 
   it('rejects a missing requestId', () => {

@@ -138,15 +138,45 @@ function parseWireError(value: unknown): WireError {
   return error;
 }
 
-/** Reply channels carry data from other processes: treat it as untrusted input and check every field. */
-export function parseReplyMessage(raw: string): ReplyMessage {
+/**
+ * Most messages a worker puts in one frame (one PUBLISH). A frame is either one message object or an array of
+ * them: the messages a worker produced within one event-loop turn, for any requests of one gateway instance.
+ */
+export const MAX_REPLY_FRAME_MESSAGES = 1024;
+
+/** One PUBLISH payload from already-encoded messages, in order. */
+export function encodeReplyFrame(messages: readonly string[]): string {
+  return messages.length === 1 ? messages[0]! : `[${messages.join(',')}]`;
+}
+
+/**
+ * Splits a frame into its messages, still unchecked (see `parseReplyRecord`), so that one malformed message
+ * fails only its own request.
+ */
+export function parseReplyFrame(raw: string): unknown[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
     throw new ProtocolError('not JSON');
   }
-  const record = obj(parsed, 'message');
+  if (!Array.isArray(parsed)) return [parsed];
+  if (parsed.length === 0 || parsed.length > MAX_REPLY_FRAME_MESSAGES) {
+    throw new ProtocolError(`a frame holds 1 to ${MAX_REPLY_FRAME_MESSAGES} messages, not ${parsed.length}`);
+  }
+  return parsed;
+}
+
+/** One message of a frame, as parsed JSON. */
+export function parseReplyMessage(raw: string): ReplyMessage {
+  const [record, ...more] = parseReplyFrame(raw);
+  if (more.length > 0) throw new ProtocolError('expected one message, got a frame of several');
+  return parseReplyRecord(record);
+}
+
+/** Reply channels carry data from other processes: treat it as untrusted input and check every field. */
+export function parseReplyRecord(value: unknown): ReplyMessage {
+  const record = obj(value, 'message');
   const base = { requestId: str(record, 'requestId'), seq: nat(record, 'seq') };
   const kind = record.kind;
   switch (kind) {
@@ -193,6 +223,13 @@ export function parseReplyMessage(raw: string): ReplyMessage {
 export function peekRequestId(raw: string): string | null {
   const match = /"requestId"\s*:\s*"([A-Za-z0-9_-]{1,64})"/.exec(raw);
   return match ? match[1]! : null;
+}
+
+/** The same for one message of a frame that was valid JSON. */
+export function requestIdOfRecord(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const requestId = (value as Fields).requestId;
+  return typeof requestId === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(requestId) ? requestId : null;
 }
 
 export interface CancelMessage {

@@ -1,0 +1,74 @@
+import { setImmediate } from 'node:timers';
+import type { Redis } from 'ioredis';
+import { encodeReplyFrame, MAX_REPLY_FRAME_MESSAGES } from '@mgw/contracts';
+
+/** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
+const MAX_FRAME_CHARS = 256 * 1024;
+
+class Frame {
+  readonly messages: string[] = [];
+  chars = 0;
+  readonly published: Promise<number>;
+  resolve!: (receivers: number) => void;
+  reject!: (error: unknown) => void;
+
+  constructor() {
+    this.published = new Promise<number>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+}
+
+/**
+ * The worker's reply transport: every message bound for one gateway instance within one event-loop turn goes
+ * out as one PUBLISH (a frame, see `parseReplyFrame`). A non-streaming answer from a fast backend, or the
+ * tokens of many streams that became ready together, then cost one Redis command, one message for the
+ * gateway's subscriber to parse and one JSON.parse, instead of one per token.
+ *
+ * Nothing waits for a batch to fill: the frame leaves at the end of the turn in which its first message was
+ * sent (`setImmediate`), so a message is never held back behind a later one — tokens that were produced
+ * 20 ms apart still leave 20 ms apart. Frames keep call order per channel (one connection, sent in order),
+ * and each message's promise settles with its frame's PUBLISH.
+ */
+export class ReplyBatcher {
+  private pending = new Map<string, Frame>();
+  private scheduled = false;
+
+  constructor(private readonly redis: Redis) {}
+
+  /** Queues one encoded message; resolves with the number of subscribers that received its frame. */
+  publish(channel: string, message: string): Promise<number> {
+    let frame = this.pending.get(channel);
+    if (!frame) {
+      frame = new Frame();
+      this.pending.set(channel, frame);
+    }
+    frame.messages.push(message);
+    frame.chars += message.length;
+    if (frame.messages.length >= MAX_REPLY_FRAME_MESSAGES || frame.chars >= MAX_FRAME_CHARS) {
+      this.pending.delete(channel);
+      this.send(channel, frame);
+    } else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+    return frame.published;
+  }
+
+  /** Stores a payload that a message will refer to; sent at once, so it is in Redis before that message. */
+  store(key: string, payload: string, ttlMs: number): Promise<unknown> {
+    return this.redis.set(key, payload, 'PX', ttlMs);
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const frames = this.pending;
+    this.pending = new Map();
+    for (const [channel, frame] of frames) this.send(channel, frame);
+  }
+
+  private send(channel: string, frame: Frame): void {
+    this.redis.publish(channel, encodeReplyFrame(frame.messages)).then(frame.resolve, frame.reject);
+  }
+}
