@@ -18,6 +18,14 @@ export class WorkerConfig extends CatalogAwareConfig {
   @EnvInt('WORKER_CONCURRENCY', 0, 10_000)
   concurrency = 0;
 
+  /**
+   * BullMQ Workers per served model, sharing its concurrency. A BullMQ Worker takes jobs one Redis round trip
+   * at a time, so one of them caps how fast jobs can start; a burst of requests waits in line for it. Each
+   * costs one more (blocking) Redis connection. 0 = min(4, concurrency).
+   */
+  @EnvInt('WORKER_FETCHERS', 0, 64)
+  fetchers = 0;
+
   @Expose({ name: 'WORKER_ID' })
   @Trimmed()
   @Matches(/^[A-Za-z0-9_.:-]{0,128}$/, { message: 'WORKER_ID must be up to 128 letters, digits, . _ : -' })

@@ -9,8 +9,13 @@ export interface ConsumerLogger {
 }
 
 /**
- * The workers' side of the queues: one BullMQ Worker per served model, each with its own blocking
- * connection (BullMQ duplicates the one it is given) and the configured concurrency.
+ * The workers' side of the queues: `fetchers` BullMQ Workers per served model, each with its own blocking
+ * connection (BullMQ duplicates the one it is given), sharing the model's concurrency.
+ *
+ * Several, because a BullMQ Worker fetches jobs in sequence — one `moveToActive` round trip (two when the
+ * queue was empty: the marker, then the job) before it asks for the next — so a single one starts at most one
+ * job per round trip however much concurrency it has. 100 streams requested at once then waited up to a third
+ * of a second for their turn (bench S3); parallel fetch loops divide that wait.
  */
 export class ModelQueueConsumer {
   private readonly workers: Worker[] = [];
@@ -22,8 +27,17 @@ export class ModelQueueConsumer {
     private readonly lockMs: number,
   ) {}
 
-  consume(kind: ModelKind, model: string, concurrency: number, handler: JobHandler): void {
-    const worker = new Worker(queueNameFor(kind, model), handler, {
+  consume(kind: ModelKind, model: string, concurrency: number, fetchers: number, handler: JobHandler): void {
+    const count = Math.max(1, Math.min(fetchers, concurrency));
+    for (let i = 0; i < count; i++) {
+      // Shares that add up to `concurrency` exactly: the worker never runs more jobs than it announced.
+      const share = Math.floor(concurrency / count) + (i < concurrency % count ? 1 : 0);
+      this.start(queueNameFor(kind, model), share, handler);
+    }
+  }
+
+  private start(queue: string, concurrency: number, handler: JobHandler): void {
+    const worker = new Worker(queue, handler, {
       connection: this.connection,
       prefix: this.namespace,
       concurrency,

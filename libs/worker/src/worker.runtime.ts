@@ -30,6 +30,8 @@ import { UsageReporter } from './usage.reporter';
 import { selectServedModels } from './served-models';
 
 const DEFAULT_CONCURRENCY: Record<ModelKind, number> = { chat: 8, image: 2 };
+/** Parallel job fetch loops per model (WORKER_FETCHERS), never more than the concurrency. */
+const DEFAULT_FETCHERS = 4;
 const REDIS_READY_TIMEOUT_MS = 10_000;
 
 /**
@@ -39,6 +41,7 @@ const REDIS_READY_TIMEOUT_MS = 10_000;
 export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly startedAt = Date.now();
   private readonly concurrency: number;
+  private readonly fetchers: number;
   private readonly backends: Array<ChatBackend | ImageBackend> = [];
   private connections: Redis[] = [];
   private consumer: ModelQueueConsumer | null = null;
@@ -57,6 +60,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     private readonly logger: LoggerService,
   ) {
     this.concurrency = config.concurrency || DEFAULT_CONCURRENCY[kind];
+    this.fetchers = config.fetchers || Math.min(DEFAULT_FETCHERS, this.concurrency);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -144,7 +148,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
               config.imageResultTtlMs,
               usage,
             );
-      this.consumer!.consume(kind, model.id, this.concurrency, (job) =>
+      this.consumer!.consume(kind, model.id, this.concurrency, this.fetchers, (job) =>
         this.instrumented(job, model.id, () => processor.process(job)),
       );
     });
@@ -162,7 +166,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     await this.announcer.start();
     this.serving = true;
     this.logger.log(
-      `worker ${config.instanceId} serving ${served.map((m) => m.id).join(', ')} (concurrency ${this.concurrency})`,
+      `worker ${config.instanceId} serving ${served.map((m) => m.id).join(', ')} (concurrency ${this.concurrency}, ${this.fetchers} fetchers)`,
     );
   }
 
