@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import type { GeneratedImage, ImageInferenceRequest } from '../image-backend.interface';
-import { ImageSimulatorBackend, revisePrompt } from './image-simulator.backend';
+import { ImageSimulatorBackend, renderSimulatedPng, revisePrompt } from './image-simulator.backend';
 
 function imageRequest(overrides: Partial<ImageInferenceRequest> = {}): ImageInferenceRequest {
   return { prompt: 'A lighthouse at dusk', n: 1, width: 256, height: 256, user: null, ...overrides };
@@ -35,11 +35,23 @@ describe('ImageSimulatorBackend', () => {
   });
 
   it('is deterministic per prompt and differs across prompts', async () => {
-    const a = await only(imageRequest());
-    const b = await only(imageRequest());
-    const c = await only(imageRequest({ prompt: 'A lighthouse at dawn' }));
-    expect(a.png.equals(b.png)).toBe(true);
-    expect(a.png.equals(c.png)).toBe(false);
+    const a = await renderSimulatedPng('A lighthouse at dusk', 0, 256, 256);
+    const b = await renderSimulatedPng('A lighthouse at dusk', 0, 256, 256);
+    const c = await renderSimulatedPng('A lighthouse at dawn', 0, 256, 256);
+    expect(a).not.toBe(b); // two renders, not one remembered
+    expect(a.equals(b)).toBe(true);
+    expect(a.equals(c)).toBe(false);
+  });
+
+  it('renders a repeated request once, and answers it with the same bytes', async () => {
+    const request = imageRequest({ prompt: 'A lighthouse, cached' });
+    const [first, again] = await Promise.all([only(request), only(request)]);
+    const later = await only(request);
+    expect(again.png).toBe(first.png);
+    expect(later.png).toBe(first.png);
+    expect(first.png.equals(await renderSimulatedPng(request.prompt, 0, 256, 256))).toBe(true);
+    const otherSize = await only({ ...request, width: 512, height: 512 });
+    expect(otherSize.png).not.toBe(first.png);
   });
 
   it('is not a single flat colour', async () => {

@@ -29,4 +29,8 @@ export class BoundedCache<V> {
     }
     return value;
   }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
 }
