@@ -67,6 +67,12 @@ const ADMITTING_MS = 10_000;
  */
 export class Limiter {
   private readonly names: AccessNames;
+  /**
+   * Ticket ids: this process's random prefix and a counter — unique across replicas without a
+   * `randomBytes` call (a synchronous syscall) per request.
+   */
+  private readonly ticketPrefix = randomBytes(6).toString('hex');
+  private tickets = 0;
 
   constructor(
     private readonly redis: Redis,
@@ -79,7 +85,7 @@ export class Limiter {
   async admit(request: AdmissionRequest, now = 0): Promise<AdmissionDecision> {
     const { principal, kind, model } = request;
     const ticket: Ticket = {
-      id: randomBytes(8).toString('hex'),
+      id: `${this.ticketPrefix}${(this.tickets++).toString(36)}`,
       keyId: principal.keyId,
       requestId: request.requestId,
       kind,
