@@ -52,13 +52,16 @@ export class ChatJobProcessor {
       if (usage === null || reasons.length !== request.n || reasons.some((r) => r === undefined)) {
         throw new Error('the backend ended without finishing every choice and reporting usage');
       }
-      // Recorded before the client hears the end, so a finished response is always already counted.
-      await this.usage.report(data, {
+      // Recorded before the client hears the end, so a finished response is always already counted — without
+      // waiting a round trip for it: the usage script goes out first on the connection that then publishes
+      // the end, and Redis runs one connection's commands in order.
+      const recorded = this.usage.report(data, {
         promptTokens: usage.prompt_tokens,
         completionTokens: usage.completion_tokens,
         images: 0,
       });
       await writer.send({ kind: 'chat-done', finishReasons: reasons as FinishReason[], usage });
+      await recorded;
     });
   }
 }

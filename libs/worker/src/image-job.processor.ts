@@ -39,8 +39,10 @@ export class ImageJobProcessor {
         await this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count });
         throw error;
       }
-      await this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count });
+      // Counted before the client hears the end: same connection, sent first (see ChatJobProcessor).
+      const recorded = this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count });
       await writer.send({ kind: 'image-done', count });
+      await recorded;
     });
   }
 }

@@ -202,8 +202,11 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
    */
   private instrumented(job: Job<unknown>, model: string, run: () => Promise<JobOutcome>): Promise<void> {
     return withLogContext({ requestId: String(job.id) }, async () => {
-      const request = (job.data as { request?: unknown } | null)?.request;
-      this.logger.debug?.({ msg: 'job started', model, ...promptFields(request, this.config.logPrompts) });
+      // Only built when written: measuring the prompt is a JSON.stringify of it.
+      if (this.config.logLevel === 'debug' || this.config.logLevel === 'verbose') {
+        const request = (job.data as { request?: unknown } | null)?.request;
+        this.logger.debug?.({ msg: 'job started', model, ...promptFields(request, this.config.logPrompts) });
+      }
       const finish = this.metrics!.jobStarted(model);
       try {
         finish(await run());
