@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Every issued key starts with this, so leaked keys are recognisable by secret scanners. */
 export const ISSUED_KEY_PREFIX = 'sk-gw-';
@@ -16,7 +16,8 @@ export function generateApiKey(): string {
  * for a slow KDF to protect against that brute force could find.
  */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  // One-shot: no Hash object per request (this runs on every authenticated request).
+  return hash('sha256', key, 'hex');
 }
 
 /** True for strings shaped like an issued key; anything else never costs a Redis lookup. */

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** How an API key appears in logs: the first 8 hex digits of its SHA-256, enough to tell keys apart. */
 export function apiKeyFingerprint(key: string): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 8);
+  return hash('sha256', key, 'hex').slice(0, 8);
 }
 
 /** The fingerprint of a `Bearer` key in an Authorization header; undefined when there is none. */
