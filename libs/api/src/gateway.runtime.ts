@@ -69,7 +69,10 @@ export class GatewayRuntime implements OnModuleInit, OnApplicationShutdown {
     this.commands
       .publish(cancelChannelFor(this.config.namespace, workerId), JSON.stringify(message))
       .catch((error: unknown) =>
-        this.logger.warn(`cancel of ${message.requestId} not sent: ${String(error)}`),
+        this.logger.warn({
+          msg: `cancel of ${message.requestId} not sent: ${String(error)}`,
+          requestId: message.requestId,
+        }),
       );
   }
 

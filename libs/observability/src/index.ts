@@ -1,6 +1,5 @@
 export * from './logger.factory';
 export * from './process-lifecycle';
-export * from './logging/log-context';
 export * from './logging/redaction';
 export * from './logging/pino.options';
 export * from './logging/pino-logger.service';

@@ -31,7 +31,7 @@ export class ReplyStreamWriter {
   constructor(
     private readonly transport: ReplyBatcher,
     private readonly channel: string,
-    private readonly requestId: string,
+    readonly requestId: string,
     private readonly onUnheard: () => void = () => undefined,
     private readonly observer?: ReplyObserver,
   ) {}

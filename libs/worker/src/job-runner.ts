@@ -115,7 +115,10 @@ export class JobRunner {
         const outcome: JobOutcome = expired ? 'expired' : 'cancelled';
         if (signal.reason instanceof CancelledError && signal.reason.reason === 'nobody_listening') {
           // Not a client's choice: its gateway died or lost Redis, so this is worth an operator's eye.
-          this.logger.warn?.(`request ${data.requestId} model ${data.model} cancelled: its gateway is gone`);
+          this.logger.warn?.({
+            msg: `request ${data.requestId} model ${data.model} cancelled: its gateway is gone`,
+            requestId: data.requestId,
+          });
         }
         this.logOutcome(data, outcome, Date.now() - startedAt);
         return outcome;
@@ -155,7 +158,10 @@ export class JobRunner {
       return data;
     } catch (error) {
       const detail = error instanceof GatewayError ? error.message : String(error);
-      this.logger.error(`job ${job.id} rejected: invalid payload: ${detail}`);
+      this.logger.error({
+        msg: `job ${job.id} rejected: invalid payload: ${detail}`,
+        requestId: String(job.id),
+      });
       const { requestId, replyTo } = (job.data ?? {}) as Partial<Record<'requestId' | 'replyTo', unknown>>;
       if (
         typeof requestId === 'string' &&
@@ -177,14 +183,21 @@ export class JobRunner {
       await writer.flush();
     } catch (publishError) {
       // The gateway's deadline still ends the request; nothing more can be done from here.
-      this.logger.error(`could not publish the error of a job: ${String(publishError)}`);
+      this.logger.error({
+        msg: `could not publish the error of request ${writer.requestId}: ${String(publishError)}`,
+        requestId: writer.requestId,
+      });
     }
   }
 
   private logOutcome(data: Envelope, outcome: JobOutcome, ms: number, error?: unknown): void {
     const line = `request ${data.requestId} model ${data.model} ${outcome} in ${ms} ms`;
+    const requestId = data.requestId;
     if (outcome === 'failed')
-      this.logger.error(`${line}: ${error instanceof Error ? error.message : String(error)}`);
-    else this.logger.debug?.(line);
+      this.logger.error({
+        msg: `${line}: ${error instanceof Error ? error.message : String(error)}`,
+        requestId,
+      });
+    else this.logger.debug?.({ msg: line, requestId });
   }
 }

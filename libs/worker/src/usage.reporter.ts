@@ -15,7 +15,10 @@ export class UsageReporter {
     try {
       await this.recorder.record(subject, amounts);
     } catch (error) {
-      this.logger.error(`usage of request ${subject.requestId} not recorded: ${String(error)}`);
+      this.logger.error({
+        msg: `usage of request ${subject.requestId} not recorded: ${String(error)}`,
+        requestId: subject.requestId,
+      });
     }
   }
 }

@@ -21,7 +21,7 @@ import {
   ReplyBatcher,
   waitUntilReady,
 } from '@mgw/queue';
-import { MetricsServer, promptFields, withLogContext, WorkerMetrics } from '@mgw/observability';
+import { MetricsServer, promptFields, WorkerMetrics } from '@mgw/observability';
 import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
 import { ChatJobProcessor } from './chat-job.processor';
 import { ImageJobProcessor } from './image-job.processor';
@@ -197,24 +197,33 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
   }
 
   /**
-   * Runs a job under its request id (every log line carries `requestId`), counted in the metrics. The
-   * job id is the request id (see jobOptionsFor), so this holds even for a payload that fails validation.
+   * Runs a job, counted in the metrics. Its log lines name it with a `requestId` field (the job id is the
+   * request id, see jobOptionsFor, so this holds even for a payload that fails validation) — written where
+   * the line is, not through an AsyncLocalStorage context, which would switch on async hooks for every
+   * promise of every job.
    */
-  private instrumented(job: Job<unknown>, model: string, run: () => Promise<JobOutcome>): Promise<void> {
-    return withLogContext({ requestId: String(job.id) }, async () => {
-      // Only built when written: measuring the prompt is a JSON.stringify of it.
-      if (this.config.logLevel === 'debug' || this.config.logLevel === 'verbose') {
-        const request = (job.data as { request?: unknown } | null)?.request;
-        this.logger.debug?.({ msg: 'job started', model, ...promptFields(request, this.config.logPrompts) });
-      }
-      const finish = this.metrics!.jobStarted(model);
-      try {
-        finish(await run());
-      } catch (error) {
-        finish('failed');
-        throw error;
-      }
-    });
+  private async instrumented(
+    job: Job<unknown>,
+    model: string,
+    run: () => Promise<JobOutcome>,
+  ): Promise<void> {
+    // Only built when written: measuring the prompt is a JSON.stringify of it.
+    if (this.config.logLevel === 'debug' || this.config.logLevel === 'verbose') {
+      const request = (job.data as { request?: unknown } | null)?.request;
+      this.logger.debug?.({
+        msg: 'job started',
+        requestId: String(job.id),
+        model,
+        ...promptFields(request, this.config.logPrompts),
+      });
+    }
+    const finish = this.metrics!.jobStarted(model);
+    try {
+      finish(await run());
+    } catch (error) {
+      finish('failed');
+      throw error;
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -108,7 +108,7 @@ export class AccessService implements OnModuleInit, OnApplicationShutdown {
         queue: { wait: queue.toKey('wait'), prioritized: queue.toKey('prioritized') },
       });
     } catch (error) {
-      this.logger.warn(`request ${requestId}: admission failed: ${String(error)}`);
+      this.logger.warn({ msg: `request ${requestId}: admission failed: ${String(error)}`, requestId });
       throw GatewayError.serviceUnavailable('The rate limiter is not reachable. Try again shortly.');
     }
     const headers = rateLimitHeaders(decision.state);
@@ -196,7 +196,10 @@ export class AccessService implements OnModuleInit, OnApplicationShutdown {
 
   private quietly(promise: Promise<void>, ticket: Ticket, what: string): void {
     promise.catch((error: unknown) =>
-      this.logger.warn(`request ${ticket.requestId}: limiter ${what} failed: ${String(error)}`),
+      this.logger.warn({
+        msg: `request ${ticket.requestId}: limiter ${what} failed: ${String(error)}`,
+        requestId: ticket.requestId,
+      }),
     );
   }
 }

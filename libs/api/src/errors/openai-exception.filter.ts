@@ -78,9 +78,10 @@ export class OpenAiExceptionFilter implements ExceptionFilter {
     if (exception instanceof GatewayError) error = exception;
     else if (exception instanceof HttpException) error = fromHttpException(exception, request);
     else {
-      this.logger.error(
-        `request ${requestId} failed: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`,
-      );
+      this.logger.error({
+        msg: `request ${requestId} failed: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`,
+        requestId,
+      });
       error = GatewayError.internal(requestId);
     }
     const rejection = rejectionReasonOf(error.status, error.code);

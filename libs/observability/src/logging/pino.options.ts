@@ -1,6 +1,5 @@
 import pino, { type LevelWithSilent, type LoggerOptions } from 'pino';
 import type { LogLevel } from '@mgw/config';
-import { currentLogContext } from './log-context';
 import { REDACTED_PATHS } from './redaction';
 
 /** LOG_LEVEL speaks Nest's vocabulary; pino's names differ for two of them. */
@@ -17,7 +16,7 @@ export function pinoLevelOf(level: LogLevel): LevelWithSilent {
 
 /**
  * The shape of every log line of every process: one JSON object with an ISO time, the level by name,
- * the app, and the fields of the current log context (the request id of the job being run).
+ * and the app; lines about a request add its `requestId` themselves.
  */
 export function pinoOptionsFor(app: string, level: LogLevel): LoggerOptions {
   return {
@@ -26,7 +25,5 @@ export function pinoOptionsFor(app: string, level: LogLevel): LoggerOptions {
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    // A copy: pino merges a line's own fields into the object the mixin returns.
-    mixin: () => ({ ...currentLogContext() }),
   };
 }
