@@ -325,6 +325,23 @@ describe('ReplyRouter', () => {
       expect(logger.warn.mock.calls[0]![0]).toContain(B);
     });
 
+    it('fails every request of a frame that is not JSON, not only the first', () => {
+      const a = new RecordingHandler();
+      const b = new RecordingHandler();
+      const c = new RecordingHandler();
+      router.register(A, a);
+      router.register(B, b);
+      router.register('req_cccccccc', c);
+      publish(frame(startedRaw(A), startedRaw(B), deltaRaw(A, 1)).slice(0, -5));
+      expect(a.protocolErrors).toHaveLength(1);
+      expect(b.protocolErrors).toHaveLength(1);
+      expect(a.protocolErrors[0]!.message).toContain('not JSON');
+      expect(c.protocolErrors).toEqual([]);
+      expect(router.size).toBe(1);
+      expect(logger.warn).toHaveBeenCalledTimes(1);
+      expect(logger.warn.mock.calls[0]![0]).toContain(`${A}, ${B}`);
+    });
+
     it('only logs a frame that is empty, too long or holds no object', () => {
       const a = new RecordingHandler();
       router.register(A, a);

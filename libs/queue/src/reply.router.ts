@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import {
   parseReplyFrame,
   parseReplyRecord,
-  peekRequestId,
+  peekRequestIds,
   ProtocolError,
   requestIdOfRecord,
   type ReplyMessage,
@@ -74,11 +74,12 @@ export class ReplyRouter {
     try {
       records = parseReplyFrame(raw);
     } catch (error) {
-      const requestId = peekRequestId(raw);
+      // A frame may carry several requests' messages: all of them are lost, so all of them end now.
+      const requestIds = peekRequestIds(raw);
       this.logger.warn(
-        `dropping malformed reply frame (request ${requestId ?? 'unknown'}): ${(error as Error).message}`,
+        `dropping malformed reply frame (requests ${requestIds.join(', ') || 'unknown'}): ${(error as Error).message}`,
       );
-      if (requestId) this.fail(requestId, error as ProtocolError);
+      for (const requestId of requestIds) this.fail(requestId, error as ProtocolError);
       return;
     }
     for (const record of records) this.route(record);

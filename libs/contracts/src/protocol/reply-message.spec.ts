@@ -7,6 +7,7 @@ import {
   parseReplyRecord,
   requestIdOfRecord,
   peekRequestId,
+  peekRequestIds,
   ProtocolError,
   type ReplyMessage,
 } from './reply-message';
@@ -230,6 +231,14 @@ describe('parseReplyMessage', () => {
     ['a missing param', { status: 500, type: 'server_error', code: null, message: 'x' }, "'param'"],
   ])('rejects an error message with %s', (_label, error, reason) => {
     expectProtocolError(withFields('error', { error }), reason);
+  });
+});
+
+describe('peekRequestIds', () => {
+  it('finds every request id of a broken frame once, in order', () => {
+    const text = `[{"requestId":"req_bbbbbbbb","seq":0},{"requestId":"${requestId}"},{"requestId":"req_bbbbbbbb","seq":1},{"requestId":`;
+    expect(peekRequestIds(text)).toEqual(['req_bbbbbbbb', requestId]);
+    expect(peekRequestIds('total garbage')).toEqual([]);
   });
 });
 

@@ -1,5 +1,6 @@
 import type { ErrorObject, ErrorType } from '../openai/error.types';
 import { FINISH_REASONS, type FinishReason } from '../openai/chat-completion.types';
+import { REQUEST_ID_PATTERN } from './names';
 
 /**
  * Messages a worker publishes on a gateway's reply channel. Every message of one request carries a
@@ -219,17 +220,26 @@ export function parseReplyRecord(value: unknown): ReplyMessage {
   }
 }
 
-/** Where a message fails to parse we may still know whose it was, to fail that request fast. */
-export function peekRequestId(raw: string): string | null {
-  const match = /"requestId"\s*:\s*"([A-Za-z0-9_-]{1,64})"/.exec(raw);
-  return match ? match[1]! : null;
+/**
+ * Where a frame fails to parse we may still know whose messages it carried, to fail those requests fast
+ * rather than at their lease or deadline: every request id that appears in it, once each, in order.
+ */
+export function peekRequestIds(raw: string): string[] {
+  const ids = new Set<string>();
+  for (const match of raw.matchAll(/"requestId"\s*:\s*"([A-Za-z0-9_-]{1,64})"/g)) ids.add(match[1]!);
+  return [...ids];
 }
 
-/** The same for one message of a frame that was valid JSON. */
+/** The first of them, for a single message. */
+export function peekRequestId(raw: string): string | null {
+  return peekRequestIds(raw)[0] ?? null;
+}
+
+/** The same for one message of a frame that was valid JSON: its id, if it is shaped like one. */
 export function requestIdOfRecord(value: unknown): string | null {
   if (typeof value !== 'object' || value === null) return null;
   const requestId = (value as Fields).requestId;
-  return typeof requestId === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(requestId) ? requestId : null;
+  return typeof requestId === 'string' && REQUEST_ID_PATTERN.test(requestId) ? requestId : null;
 }
 
 export interface CancelMessage {
