@@ -27,8 +27,13 @@ export class ModelQueueConsumer {
     private readonly lockMs: number,
   ) {}
 
+  /** How many fetch loops `consume` starts: as asked, but at least one and never more than the concurrency. */
+  static fetchLoopsFor(concurrency: number, fetchers: number): number {
+    return Math.max(1, Math.min(fetchers, concurrency));
+  }
+
   consume(kind: ModelKind, model: string, concurrency: number, fetchers: number, handler: JobHandler): void {
-    const count = Math.max(1, Math.min(fetchers, concurrency));
+    const count = ModelQueueConsumer.fetchLoopsFor(concurrency, fetchers);
     for (let i = 0; i < count; i++) {
       // Shares that add up to `concurrency` exactly: the worker never runs more jobs than it announced.
       const share = Math.floor(concurrency / count) + (i < concurrency % count ? 1 : 0);

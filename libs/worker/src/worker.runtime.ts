@@ -60,7 +60,7 @@ export class WorkerRuntime implements OnApplicationBootstrap, OnApplicationShutd
     private readonly logger: LoggerService,
   ) {
     this.concurrency = config.concurrency || DEFAULT_CONCURRENCY[kind];
-    this.fetchers = config.fetchers || Math.min(DEFAULT_FETCHERS, this.concurrency);
+    this.fetchers = ModelQueueConsumer.fetchLoopsFor(this.concurrency, config.fetchers || DEFAULT_FETCHERS);
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { queueNameFor } from '@mgw/contracts';
+import { ModelQueueConsumer } from './model-queue.consumer';
+
+/** Real Redis and real BullMQ Workers: the fetch loops of one model share its concurrency exactly. */
+describe('ModelQueueConsumer', () => {
+  const namespace = `unit-consumer-${randomBytes(5).toString('hex')}`;
+  let connection: Redis;
+  let commands: Redis;
+  let consumer: ModelQueueConsumer;
+  let queue: Queue;
+  let model = 0;
+
+  beforeAll(async () => {
+    connection = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: null });
+    commands = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await Promise.all([connection.connect(), commands.connect()]);
+  });
+
+  afterEach(async () => {
+    await consumer.close();
+    await queue.obliterate({ force: true });
+    await queue.close();
+  });
+
+  afterAll(async () => {
+    const keys = await commands.keys(`${namespace}:*`);
+    if (keys.length > 0) await commands.del(...keys);
+    await Promise.all([connection.quit(), commands.quit()]);
+  });
+
+  /**
+   * Starts consuming with `concurrency` and `fetchers`, adds `jobs` jobs that each wait for a release, and
+   * reports the most jobs that ran at once, then lets them all finish.
+   */
+  async function mostAtOnce(concurrency: number, fetchers: number, jobs: number): Promise<number> {
+    const id = `m${++model}`;
+    consumer = new ModelQueueConsumer(connection, namespace, { error: () => undefined }, 10_000);
+    queue = new Queue(queueNameFor('chat', id), { connection: commands, prefix: namespace });
+    let running = 0;
+    let most = 0;
+    let finished = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    consumer.consume('chat', id, concurrency, fetchers, async () => {
+      running++;
+      most = Math.max(most, running);
+      await released;
+      running--;
+      finished++;
+    });
+    await queue.addBulk(
+      Array.from({ length: jobs }, (_, i) => ({ name: 'job', data: {}, opts: { jobId: `j${i}` } })),
+    );
+    const deadline = Date.now() + 5000;
+    while (running < Math.min(concurrency, jobs) && Date.now() < deadline) await sleep(10);
+    await sleep(300); // long enough for a loop with too large a share to take one more
+    const seen = most;
+    release();
+    while (finished < jobs && Date.now() < deadline + 5000) await sleep(10);
+    expect(finished).toBe(jobs);
+    return seen;
+  }
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('runs exactly the concurrency at once, split over several fetch loops', async () => {
+    expect(await mostAtOnce(5, 2, 12)).toBe(5);
+  });
+
+  it('never starts more loops than the concurrency, nor fewer than one', async () => {
+    expect(ModelQueueConsumer.fetchLoopsFor(2, 4)).toBe(2);
+    expect(ModelQueueConsumer.fetchLoopsFor(8, 0)).toBe(1);
+    expect(ModelQueueConsumer.fetchLoopsFor(8, 4)).toBe(4);
+    expect(await mostAtOnce(2, 4, 6)).toBe(2);
+  });
+});
