@@ -3,7 +3,7 @@ import { authorizationFingerprint } from './redaction';
 
 const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
-export const pathOf = (url: string): string => {
+const pathOf = (url: string): string => {
   const query = url.indexOf('?');
   return query === -1 ? url : url.slice(0, query);
 };
