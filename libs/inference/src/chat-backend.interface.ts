@@ -1,8 +1,38 @@
-import type { ChatMessageContent, ChatRole, FinishReason } from '@mgw/contracts';
+import type { ChatMessageContent, FinishReason, TokenLogprob, ToolCall } from '@mgw/contracts';
+
+/** A JSON Schema as the client sent it (already bounded in size and depth at the HTTP edge). */
+export type JsonSchema = Record<string, unknown>;
+
+/** A function the model may call (`tools[].function`). */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments object; `{type: 'object', properties: {}}` when the client sent none. */
+  parameters: JsonSchema;
+  strict: boolean;
+}
+
+/** `tool_choice`, normalised: a named function is `{type: 'function', name}`. */
+export type ToolChoice =
+  { type: 'none' } | { type: 'auto' } | { type: 'required' } | { type: 'function'; name: string };
+
+/** `response_format`, normalised. */
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: JsonSchema; strict: boolean; description?: string };
+
+/** One message of the conversation, in the shape backends consume. */
+export type InferenceMessage =
+  | { role: 'system' | 'developer' | 'user'; content: ChatMessageContent; name?: string }
+  /** `content` is null when the assistant turn only called tools. */
+  | { role: 'assistant'; content: ChatMessageContent | null; name?: string; toolCalls?: ToolCall[] }
+  /** The result of the call `toolCallId` of an earlier assistant turn. */
+  | { role: 'tool'; content: ChatMessageContent; toolCallId: string };
 
 /** A chat request in the shape backends consume: defaults applied, `stop` normalised to a list. */
 export interface ChatInferenceRequest {
-  messages: ReadonlyArray<{ role: ChatRole; content: ChatMessageContent; name?: string }>;
+  messages: readonly InferenceMessage[];
   n: number;
   /** null = until the backend's natural end */
   maxTokens: number | null;
@@ -13,11 +43,29 @@ export interface ChatInferenceRequest {
   frequencyPenalty: number;
   seed: number | null;
   user: string | null;
+  /** Functions the model may call; empty when the request has none. */
+  tools: readonly ToolDefinition[];
+  /** `auto` when the request has tools and no `tool_choice`, `none` when it has no tools. */
+  toolChoice: ToolChoice;
+  /** Whether one turn may call several tools (OpenAI's default: true). */
+  parallelToolCalls: boolean;
+  responseFormat: ResponseFormat;
+  /** Whether each generated token's log probability is reported. */
+  logprobs: boolean;
+  /** How many alternatives per token, 0–20 (only with `logprobs`). */
+  topLogprobs: number;
 }
 
 export type ChatInferenceEvent =
-  /** A fragment of choice `choice`'s text, yielded as soon as it is produced. */
-  | { type: 'delta'; choice: number; text: string }
+  /**
+   * A fragment of choice `choice`'s text, yielded as soon as it is produced; with `logprobs` asked for, the
+   * log probabilities of the tokens that produced it.
+   */
+  | { type: 'delta'; choice: number; text: string; logprobs?: TokenLogprob[] }
+  /** Choice `choice` starts its tool call number `index` (0, 1, … within the choice). */
+  | { type: 'tool-call-start'; choice: number; index: number; id: string; name: string }
+  /** A fragment of the JSON arguments of tool call `index` of choice `choice`. */
+  | { type: 'tool-call-arguments'; choice: number; index: number; fragment: string }
   /** Choice `choice` is complete; exactly once per choice. */
   | { type: 'finish'; choice: number; reason: FinishReason }
   /** Exactly once, last. */

@@ -24,6 +24,12 @@ export function toChatInferenceRequest(dto: ChatCompletionRequestDto): ChatInfer
     frequencyPenalty: dto.frequency_penalty ?? 0,
     seed: dto.seed ?? null,
     user: dto.user ?? null,
+    tools: [],
+    toolChoice: { type: 'none' },
+    parallelToolCalls: true,
+    responseFormat: { type: 'text' },
+    logprobs: false,
+    topLogprobs: 0,
   };
 }
 

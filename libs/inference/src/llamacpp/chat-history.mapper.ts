@@ -10,7 +10,8 @@ import type { ChatInferenceRequest } from '../chat-backend.interface';
 export function toChatHistory(messages: ChatInferenceRequest['messages'], model: string): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = messages.map((message, index) => {
     let text: string;
-    if (typeof message.content === 'string') text = message.content;
+    if (message.content === null) text = '';
+    else if (typeof message.content === 'string') text = message.content;
     else {
       if (message.content.some((part) => part.type === 'image_url')) {
         throw GatewayError.invalidRequest(
@@ -29,6 +30,12 @@ export function toChatHistory(messages: ChatInferenceRequest['messages'], model:
         return { type: 'user', text };
       case 'assistant':
         return { type: 'model', response: [text] };
+      case 'tool':
+        // Tool results reach the model as function-call results once function calling is wired here.
+        throw GatewayError.invalidRequest(
+          `The model \`${model}\` does not support tool messages yet.`,
+          `messages[${index}].role`,
+        );
     }
   });
   history.push({ type: 'model', response: [] });

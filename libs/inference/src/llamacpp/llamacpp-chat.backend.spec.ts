@@ -103,6 +103,12 @@ function request(over: Partial<ChatInferenceRequest> = {}): ChatInferenceRequest
     frequencyPenalty: 0,
     seed: null,
     user: null,
+    tools: [],
+    toolChoice: { type: 'none' },
+    parallelToolCalls: true,
+    responseFormat: { type: 'text' },
+    logprobs: false,
+    topLogprobs: 0,
     ...over,
   };
 }

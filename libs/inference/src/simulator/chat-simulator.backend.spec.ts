@@ -18,6 +18,12 @@ function chatRequest(overrides: Partial<ChatInferenceRequest> = {}): ChatInferen
     frequencyPenalty: 0,
     seed: null,
     user: null,
+    tools: [],
+    toolChoice: { type: 'none' },
+    parallelToolCalls: true,
+    responseFormat: { type: 'text' },
+    logprobs: false,
+    topLogprobs: 0,
     ...overrides,
   };
 }
@@ -68,7 +74,7 @@ function summarise(events: ChatInferenceEvent[], n: number): Summary {
       expect(event.text.length).toBeGreaterThan(0);
       texts[event.choice] += event.text;
       deltas[event.choice] = (deltas[event.choice] ?? 0) + 1;
-    } else {
+    } else if (event.type === 'finish') {
       finished.add(event.choice);
       finishes.push(event);
     }

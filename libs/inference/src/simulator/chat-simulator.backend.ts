@@ -103,8 +103,8 @@ function cachedTokenSegments(text: string): readonly TokenSegment[] {
 function fingerprint(messages: ChatMessages): number {
   const canonical = messages.map((message) => [
     message.role,
-    message.name ?? null,
-    typeof message.content === 'string'
+    ('name' in message ? message.name : undefined) ?? null,
+    message.content === null || typeof message.content === 'string'
       ? message.content
       : message.content.map((part) =>
           part.type === 'text'

@@ -28,7 +28,8 @@ const promptTokenCache = new BoundedCache<number>(
   TOKENIZER_CACHE_LIMITS.maxKeyLength,
 );
 
-export function textOf(content: ChatMessageContent): string {
+export function textOf(content: ChatMessageContent | null): string {
+  if (content === null) return '';
   if (typeof content === 'string') return content;
   return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
 }
@@ -49,10 +50,10 @@ export function countPromptTokens(messages: ChatInferenceRequest['messages']): n
 function countUncached(messages: ChatInferenceRequest['messages']): number {
   let extra = 0;
   const chat = messages.map((message) => {
-    if (typeof message.content !== 'string') {
+    if (Array.isArray(message.content)) {
       extra += IMAGE_PART_TOKENS * message.content.filter((part) => part.type === 'image_url').length;
     }
-    if (message.name !== undefined) extra += countTextTokens(message.name);
+    if ('name' in message && message.name !== undefined) extra += countTextTokens(message.name);
     return { role: message.role === 'developer' ? 'system' : message.role, content: textOf(message.content) };
   });
   return encodeChat(chat, CHAT_FORMAT_MODEL, TOKENIZER_OPTIONS).length + extra;
