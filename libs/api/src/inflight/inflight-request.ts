@@ -181,7 +181,8 @@ export class InflightRequest implements ReplyHandler {
       ),
       'connection_lost',
     );
-    if (this.phase !== 'ended') this.end('connection_lost');
+    // The job is being taken back (it was queued): no reply can report that any more.
+    if (!this.isEnded()) this.end('connection_lost');
   }
 
   /**
@@ -238,7 +239,7 @@ export class InflightRequest implements ReplyHandler {
   private onDeadline(deadlineMs: number): void {
     if (this.phase === 'ended') return;
     this.fail(GatewayError.deadlineExceeded(deadlineMs), 'deadline_exceeded');
-    if (this.phase !== 'ended') this.end('deadline_exceeded');
+    if (!this.isEnded()) this.end('deadline_exceeded');
   }
 
   /**
@@ -277,6 +278,11 @@ export class InflightRequest implements ReplyHandler {
         this.deps.logger.warn?.(`request ${this.requestId}: could not remove job: ${String(error)}`);
       },
     );
+  }
+
+  /** Read through a call: `fail()` may have just ended it, which narrowing cannot see. */
+  private isEnded(): boolean {
+    return this.phase === 'ended';
   }
 
   /** The one way out: from any phase but `ended`, exactly once. */
