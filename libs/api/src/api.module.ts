@@ -1,7 +1,11 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { GatewayConfig } from '@mgw/config';
-import { AccessService } from './access/access.service';
+import { JobProducer, ReplyRouter } from '@mgw/queue';
+import { RegistryClient } from '@mgw/registry';
+import { accessProviders } from './access/access.providers';
+import { AdmissionService } from './access/admission.service';
+import { KeyInvalidationListener } from './access/key-invalidation.listener';
 import { AdminKeysController } from './admin/admin-keys.controller';
 import { AdminUsageController } from './admin/admin-usage.controller';
 import { GatewayMetrics } from '@mgw/observability';
@@ -9,7 +13,7 @@ import { ApiKeyGuard } from './auth/api-key.guard';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { OpenAiExceptionFilter } from './errors/openai-exception.filter';
-import { GatewayRuntime } from './gateway.runtime';
+import { ConnectionsModule } from './connections/connections.module';
 import { HealthController } from './health/health.controller';
 import { MetricsController } from './health/metrics.controller';
 import { ImageGenerationService } from './images/image-generation.service';
@@ -17,7 +21,12 @@ import { ImagesController } from './images/images.controller';
 import { InflightRequests } from './inflight/inflight.registry';
 import { GatewayShutdown } from './lifecycle/gateway-shutdown';
 import { ModelResolver } from './models/model.resolver';
+import { modelDirectoryProvider, GatewayRegistryClient } from './models/model-directory.provider';
 import { ModelsController } from './models/models.controller';
+import { RequestPipeline } from './pipeline/request.pipeline';
+import { CancelPublisher } from './queue/cancel.publisher';
+import { GatewayJobProducer } from './queue/job-producer.provider';
+import { GatewayReplyRouter } from './queue/reply-router.provider';
 
 /** The gateway's HTTP surface: auth, validation, the three operations, health, metrics, the admin API, graceful stop. */
 @Module({})
@@ -25,6 +34,7 @@ export class ApiModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: ApiModule,
+      imports: [ConnectionsModule.forRoot(config)],
       controllers: [
         ChatCompletionsController,
         ImagesController,
@@ -35,15 +45,21 @@ export class ApiModule {
         MetricsController,
       ],
       providers: [
-        { provide: GatewayConfig, useValue: config },
         { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_FILTER, useClass: OpenAiExceptionFilter },
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
-        GatewayRuntime,
-        AccessService,
+        { provide: JobProducer, useClass: GatewayJobProducer },
+        { provide: ReplyRouter, useClass: GatewayReplyRouter },
+        { provide: RegistryClient, useClass: GatewayRegistryClient },
+        modelDirectoryProvider,
+        CancelPublisher,
+        ...accessProviders,
+        KeyInvalidationListener,
+        AdmissionService,
         InflightRequests,
         GatewayShutdown,
         ModelResolver,
+        RequestPipeline,
         ChatCompletionsService,
         ImageGenerationService,
       ],

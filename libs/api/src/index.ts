@@ -1,5 +1,5 @@
 export * from './api.module';
-export * from './gateway.runtime';
+export * from './connections/redis-connections.provider';
 export * from './http/fastify.options';
 export * from './http/configure-http';
 export * from './auth/api-key.guard';

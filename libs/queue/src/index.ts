@@ -1,6 +1,7 @@
 export * from './redis-connection.factory';
 export * from './job-options';
 export * from './job.producer';
+export * from './pubsub.dispatcher';
 export * from './reply.router';
 export * from './reply.batcher';
 export * from './reply.publisher';

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { MAX_REPLY_FRAME_MESSAGES, ProtocolError, type ReplyMessage } from '@mgw/contracts';
+import { PubSubDispatcher } from './pubsub.dispatcher';
 import { ReplyRouter, type ReplyHandler } from './reply.router';
 
 const channel = 'mgw:reply:gw-1';
@@ -54,7 +55,7 @@ describe('ReplyRouter', () => {
   beforeEach(async () => {
     subscriber = new FakeSubscriber();
     logger = { warn: jest.fn() };
-    router = new ReplyRouter(subscriber as unknown as Redis, channel, logger);
+    router = new ReplyRouter(new PubSubDispatcher(subscriber as unknown as Redis), channel, logger);
     await router.start();
   });
 
@@ -67,7 +68,11 @@ describe('ReplyRouter', () => {
   });
 
   it('is not subscribed before start() has finished', () => {
-    const fresh = new ReplyRouter(new FakeSubscriber() as unknown as Redis, channel, logger);
+    const fresh = new ReplyRouter(
+      new PubSubDispatcher(new FakeSubscriber() as unknown as Redis),
+      channel,
+      logger,
+    );
     expect(fresh.isSubscribed).toBe(false);
   });
 

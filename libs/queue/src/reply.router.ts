@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import {
   parseReplyFrame,
   parseReplyRecord,
@@ -7,6 +6,7 @@ import {
   requestIdOfRecord,
   type ReplyMessage,
 } from '@mgw/contracts';
+import type { PubSubDispatcher } from './pubsub.dispatcher';
 
 export interface ReplyHandler {
   /** Messages of this request, in order, each exactly once. */
@@ -34,26 +34,22 @@ export interface ReplyRouterLogger {
  */
 export class ReplyRouter {
   private readonly routes = new Map<string, Route>();
-  private subscribed = false;
 
   constructor(
-    private readonly subscriber: Redis,
+    private readonly pubsub: PubSubDispatcher,
     readonly channel: string,
     private readonly logger: ReplyRouterLogger,
   ) {}
 
   async start(): Promise<void> {
-    this.subscriber.on('message', (channel: string, raw: string) => {
-      if (channel === this.channel) this.dispatch(raw);
+    await this.pubsub.listen(this.channel, {
+      message: (raw) => this.dispatch(raw),
+      disconnected: () => this.failAll(),
     });
-    this.subscriber.on('close', () => this.failAll());
-    // ioredis re-issues SUBSCRIBE after a reconnect by itself (autoResubscribe).
-    await this.subscriber.subscribe(this.channel);
-    this.subscribed = true;
   }
 
   get isSubscribed(): boolean {
-    return this.subscribed && this.subscriber.status === 'ready';
+    return this.pubsub.isListening(this.channel);
   }
 
   get size(): number {

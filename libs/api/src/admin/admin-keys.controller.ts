@@ -1,6 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
-import { CreateKeyDto, UpdateKeyDto, type ApiKeyView, type CreatedKey } from '@mgw/access';
-import { AccessService } from '../access/access.service';
+import { CreateKeyDto, KeyStore, UpdateKeyDto, type ApiKeyView, type CreatedKey } from '@mgw/access';
 import { Auth } from '../auth/auth-policy.decorator';
 import { DtoValidationPipe } from '../http/dto-validation.pipe';
 
@@ -13,22 +12,22 @@ interface KeyList {
 @Controller('admin/keys')
 @Auth('admin')
 export class AdminKeysController {
-  constructor(@Inject(AccessService) private readonly access: AccessService) {}
+  constructor(@Inject(KeyStore) private readonly keys: KeyStore) {}
 
   @Post()
   @HttpCode(201)
   create(@Body(new DtoValidationPipe(CreateKeyDto)) body: CreateKeyDto): Promise<CreatedKey> {
-    return this.access.keys.create(body);
+    return this.keys.create(body);
   }
 
   @Get()
   async list(): Promise<KeyList> {
-    return { object: 'list', data: await this.access.keys.list() };
+    return { object: 'list', data: await this.keys.list() };
   }
 
   @Get(':id')
   show(@Param('id') id: string): Promise<ApiKeyView> {
-    return this.access.keys.get(id);
+    return this.keys.get(id);
   }
 
   @Patch(':id')
@@ -36,12 +35,12 @@ export class AdminKeysController {
     @Param('id') id: string,
     @Body(new DtoValidationPipe(UpdateKeyDto)) body: UpdateKeyDto,
   ): Promise<ApiKeyView> {
-    return this.access.keys.update(id, body);
+    return this.keys.update(id, body);
   }
 
   /** Revocation takes effect on every gateway replica at once (pub/sub invalidation of their caches). */
   @Delete(':id')
   async revoke(@Param('id') id: string): Promise<ApiKeyView & { deleted: true }> {
-    return { ...(await this.access.keys.revoke(id)), deleted: true };
+    return { ...(await this.keys.revoke(id)), deleted: true };
   }
 }

@@ -1,7 +1,6 @@
 import { Controller, Get, Inject, Query } from '@nestjs/common';
-import type { UsageReport } from '@mgw/access';
+import { UsageReader, type UsageReport } from '@mgw/access';
 import { GatewayError } from '@mgw/contracts';
-import { AccessService } from '../access/access.service';
 import { Auth } from '../auth/auth-policy.decorator';
 
 const PARAMS = ['key', 'from', 'to'] as const;
@@ -10,7 +9,7 @@ const PARAMS = ['key', 'from', 'to'] as const;
 @Controller('admin/usage')
 @Auth('admin')
 export class AdminUsageController {
-  constructor(@Inject(AccessService) private readonly access: AccessService) {}
+  constructor(@Inject(UsageReader) private readonly usage: UsageReader) {}
 
   @Get()
   report(@Query() query: Record<string, unknown>): Promise<UsageReport> {
@@ -22,6 +21,6 @@ export class AdminUsageController {
         throw GatewayError.invalidRequest(`Invalid '${name}': give it once.`, name);
     }
     const { key, from, to } = query as Partial<Record<(typeof PARAMS)[number], string>>;
-    return this.access.usage.report({ key, from, to });
+    return this.usage.report({ key, from, to });
   }
 }

@@ -42,7 +42,7 @@ class ModelsController {
 function guardFor(config: GatewayConfig): ApiKeyGuard {
   const store = { findByHash: () => Promise.resolve(null) } as unknown as KeyStore;
   const authenticator = new KeyAuthenticator(store, config.apiKeys, { ttlMs: 1000, maxEntries: 10 });
-  return new ApiKeyGuard(config, new Reflector(), { authenticator });
+  return new ApiKeyGuard(config, new Reflector(), authenticator);
 }
 
 interface FakeRequest {
@@ -303,7 +303,7 @@ describe('ApiKeyGuard with issued keys and the admin policy', () => {
       ttlMs: 60_000,
       maxEntries: 10,
     });
-    return { guard: new ApiKeyGuard(config, new Reflector(), { authenticator }), findByHash, authenticator };
+    return { guard: new ApiKeyGuard(config, new Reflector(), authenticator), findByHash, authenticator };
   }
 
   async function outcome(guard: ApiKeyGuard, context: ExecutionContext): Promise<true | GatewayError> {

@@ -1,10 +1,9 @@
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { looksLikeIssuedKey, secretsEqual, type Authentication } from '@mgw/access';
+import { KeyAuthenticator, looksLikeIssuedKey, secretsEqual, type Authentication } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
-import { AccessService } from '../access/access.service';
 import { AUTH_POLICY, type AuthPolicy } from './auth-policy.decorator';
 import { setPrincipal } from './request-principal';
 
@@ -29,7 +28,7 @@ export class ApiKeyGuard implements CanActivate {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(Reflector) private readonly reflector: Reflector,
-    @Inject(AccessService) private readonly access: Pick<AccessService, 'authenticator'>,
+    @Inject(KeyAuthenticator) private readonly authenticator: KeyAuthenticator,
   ) {}
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
@@ -40,14 +39,14 @@ export class ApiKeyGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     if (policy === 'admin') return this.checkAdmin(request);
     const secret = this.bearer(request);
-    const bootstrap = this.access.authenticator.bootstrapPrincipal(secret);
+    const bootstrap = this.authenticator.bootstrapPrincipal(secret);
     if (bootstrap) {
       setPrincipal(request, bootstrap);
       return true;
     }
     // Anything not shaped like an issued key is refused without touching Redis.
     if (!looksLikeIssuedKey(secret)) throw GatewayError.invalidApiKey();
-    return this.access.authenticator.authenticate(secret).then((result) => {
+    return this.authenticator.authenticate(secret).then((result) => {
       if (!result.ok) {
         throw new GatewayError(401, 'invalid_request_error', 'invalid_api_key', REFUSALS[result.reason]);
       }

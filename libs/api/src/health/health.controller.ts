@@ -1,14 +1,18 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth-policy.decorator';
-import { GatewayRuntime } from '../gateway.runtime';
+import { ReplyRouter } from '@mgw/queue';
+import { ModelDirectory } from '@mgw/registry';
+import { RedisConnections } from '../connections/redis-connections.provider';
 import { GatewayShutdown } from '../lifecycle/gateway-shutdown';
 
 @Controller()
 @Auth('public')
 export class HealthController {
   constructor(
-    @Inject(GatewayRuntime) private readonly runtime: GatewayRuntime,
+    @Inject(RedisConnections) private readonly redis: RedisConnections,
+    @Inject(ReplyRouter) private readonly router: ReplyRouter,
+    @Inject(ModelDirectory) private readonly models: ModelDirectory,
     @Inject(GatewayShutdown) private readonly shutdown: GatewayShutdown,
   ) {}
 
@@ -25,8 +29,8 @@ export class HealthController {
       await reply.status(503).send({ status: 'shutting_down' });
       return;
     }
-    const redis = this.runtime.redisReady;
-    const registry = redis && (await this.runtime.models.isReachable());
+    const redis = this.redis.commandsReady && this.router.isSubscribed;
+    const registry = redis && (await this.models.isReachable());
     const ok = redis && registry;
     await reply.status(ok ? 200 : 503).send({
       status: ok ? 'ready' : 'not_ready',

@@ -30,7 +30,7 @@ export interface InflightObserver {
   output(): void;
   /** The client went away before the end. */
   abandoned(): void;
-  /** The request is over: answered (`ok`), failed, or abandoned. */
+  /** The request is over: its job finished well (`ok`), failed, or was stopped. */
   ended(ok: boolean): void;
 }
 
@@ -42,17 +42,57 @@ export interface InflightDeps {
   observer?: InflightObserver;
 }
 
-type State = 'queued' | 'running' | 'ended';
+/** Why the job is being stopped; its worker is told this when the job has to be cancelled. */
+export type StopReason = CancelMessage['reason'];
 
 /**
- * One request between enqueue and its last reply. It guarantees: the client hears exactly one ending;
- * a deadline always ends it; and once the client is gone nothing keeps generating — a waiting job is
- * taken off its queue, a running one is cancelled on its worker.
+ * Where a request is:
+ * - `queued`: the job waits in its queue, no worker has it (again so after its worker's lease ran out
+ *   before any output: the queue hands it to another worker);
+ * - `running`: a worker has it and must keep speaking within its lease;
+ * - `stopping`: the client has heard its ending, or is gone, while the job was still queued: its removal
+ *   is under way, or a worker took it in the instant between and its `started` gets it cancelled;
+ * - `ended`: nothing more happens; the reply route and the timers are gone.
+ *
+ * ```
+ * queued ──started──▶ running ──done / error / stop──▶ ended
+ *   ▲                   │
+ *   └──lease lost, no output
+ * queued ──client gone / fail──▶ stopping ──removed / started (cancel) / done / deadline──▶ ended
+ * ```
+ */
+type Phase = 'queued' | 'running' | 'stopping' | 'ended';
+
+/** How a request ended. */
+export type Ending =
+  /** The worker's last message (done or error) arrived: the job is over on its own. */
+  | 'job_finished'
+  /** The job could not be enqueued: the caller answers 503, no job exists. */
+  | 'enqueue_failed'
+  /** A scale-to-zero model got no worker in time and the job was taken back before one started. */
+  | 'no_worker_started'
+  /** Stopped by the gateway: the job was removed from its queue or cancelled on its worker. */
+  | StopReason;
+
+/**
+ * One request between enqueue and its last reply. It guarantees:
+ * - the client hears exactly one ending (a `*Done`, or one `onError`), and nothing after it;
+ * - the deadline always ends it;
+ * - once the client is gone nothing keeps generating: a waiting job is taken off its queue, a running one
+ *   is cancelled on its worker, and one picked up in the instant between is cancelled when its `started`
+ *   arrives;
+ * - a worker lost (lease run out) before any output is waited out while the job runs again elsewhere;
+ *   after output the answer cannot be completed, so it fails;
+ * - a lost reply subscription fails it at once (what was published meanwhile is gone).
+ *
+ * Every path to `ended` goes through `end()`, which runs once: each caller knows the phase it ends from.
  */
 export class InflightRequest implements ReplyHandler {
-  private state: State = 'queued';
+  private phase: Phase = 'queued';
+  /** Set while `running`: the worker to cancel. */
   private workerId: string | null = null;
-  private abandoned: CancelMessage['reason'] | null = null;
+  /** Set while `stopping`: what the worker is told if the job turns out to have started. */
+  private stopReason: StopReason = 'client_disconnected';
   private deadlineTimer: NodeJS.Timeout | undefined;
   /** When the running job last spoke (any message, `alive` included): its lease. */
   private lastHeard = 0;
@@ -68,8 +108,9 @@ export class InflightRequest implements ReplyHandler {
     private readonly sink: ReplySink,
   ) {}
 
+  /** The client has its ending (or is gone): nothing more reaches the sink. */
   get ended(): boolean {
-    return this.state === 'ended' || this.abandoned !== null;
+    return this.phase === 'stopping' || this.phase === 'ended';
   }
 
   /**
@@ -83,51 +124,47 @@ export class InflightRequest implements ReplyHandler {
     try {
       await this.deps.producer.enqueue(this.kind, data);
     } catch (error) {
-      this.end();
+      // No job exists, whatever happened meanwhile (a removal under way finds nothing): the caller answers.
+      if (this.phase !== 'ended') this.end('enqueue_failed');
       this.deps.logger.warn?.(`request ${this.requestId}: enqueue failed: ${String(error)}`);
       throw GatewayError.serviceUnavailable('The job queue is not reachable. Try again shortly.');
     }
-    if (startWithinMs !== undefined && startWithinMs < deadlineMs && this.state === 'queued') {
+    if (startWithinMs !== undefined && startWithinMs < deadlineMs && this.phase === 'queued') {
       this.startTimer = setTimeout(() => this.onNoWorkerStarted(startWithinMs), startWithinMs);
     }
     this.deps.observer?.enqueued();
   }
 
   onMessage(message: ReplyMessage): void {
-    if (this.state === 'ended') return;
+    if (this.phase === 'ended') return;
     this.lastHeard = Date.now();
-    if (message.kind === 'started') {
-      clearTimeout(this.startTimer);
-      this.state = 'running';
-      this.workerId = message.workerId;
-      this.deps.observer?.started();
-      // The client left while the job was being picked up: it could not be removed, so stop it now.
-      if (this.abandoned) this.cancelOnWorker(this.abandoned);
-      return;
-    }
-    if (message.kind === 'alive') return;
-    if (message.kind === 'delta' || message.kind === 'image') this.outputSent = true;
-    const terminal =
-      message.kind === 'chat-done' || message.kind === 'image-done' || message.kind === 'error';
-    if (terminal) this.end(message.kind !== 'error');
-    if (this.abandoned) return;
-    if (message.kind === 'delta' || message.kind === 'image') this.deps.observer?.output();
     switch (message.kind) {
+      case 'started':
+        return this.onStarted(message.workerId);
+      case 'alive':
+        return;
       case 'delta':
-        return this.sink.onDelta?.(message.choice, message.content);
       case 'image':
+        this.outputSent = true;
+        if (this.phase === 'stopping') return;
+        this.deps.observer?.output();
+        if (message.kind === 'delta') return this.sink.onDelta?.(message.choice, message.content);
         return this.sink.onImage?.(message);
       case 'chat-done':
-        return this.sink.onChatDone?.(message);
       case 'image-done':
-        return this.sink.onImageDone?.(message);
-      case 'error':
+      case 'error': {
+        const told = this.phase !== 'stopping';
+        this.end('job_finished', message.kind !== 'error');
+        if (!told) return;
+        if (message.kind === 'chat-done') return this.sink.onChatDone?.(message);
+        if (message.kind === 'image-done') return this.sink.onImageDone?.(message);
         return this.sink.onError(GatewayError.fromWire(message.error));
+      }
     }
   }
 
   onProtocolError(error: ProtocolError): void {
-    if (this.state === 'ended') return;
+    if (this.phase === 'ended') return;
     this.deps.logger.error(`request ${this.requestId}: ${error.message}`);
     this.fail(
       GatewayError.workerFailed('The reply stream from the model worker was interrupted.'),
@@ -135,15 +172,17 @@ export class InflightRequest implements ReplyHandler {
     );
   }
 
+  /** No more replies can arrive: it ends now, whether or not its job could be taken back. */
   onConnectionLost(): void {
-    if (this.state === 'ended') return;
+    if (this.phase === 'ended') return;
     this.fail(
       GatewayError.serviceUnavailable(
         'The connection to the job queue was lost while waiting for the answer. Try again shortly.',
       ),
       'connection_lost',
     );
-    this.end();
+    // The job is being taken back (it was queued): no reply can report that any more.
+    if (!this.isEnded()) this.end('connection_lost');
   }
 
   /**
@@ -152,7 +191,7 @@ export class InflightRequest implements ReplyHandler {
    * expires, so keep waiting; after output, the answer cannot be completed, so end it with an error now.
    */
   checkLease(now: number, leaseMs: number): void {
-    if (this.state !== 'running' || this.abandoned || now - this.lastHeard < leaseMs) return;
+    if (this.phase !== 'running' || now - this.lastHeard < leaseMs) return;
     if (this.outputSent) {
       this.deps.logger.warn?.(`request ${this.requestId}: worker ${this.workerId} stopped responding`);
       this.fail(
@@ -164,28 +203,43 @@ export class InflightRequest implements ReplyHandler {
     this.deps.logger.warn?.(
       `request ${this.requestId}: worker ${this.workerId} stopped responding before any output; waiting for the job to run again`,
     );
-    this.state = 'queued';
+    this.phase = 'queued';
     this.workerId = null;
   }
 
   /** The client went away: stop the work it asked for. */
   abandon(): void {
-    if (this.state === 'ended' || this.abandoned) return;
+    if (this.ended) return;
     this.deps.observer?.abandoned();
-    this.stopWork('client_disconnected');
+    this.stop('client_disconnected');
   }
 
-  /** Ends the request with an error (told to the client) and stops the work. */
-  fail(error: GatewayError, reason: CancelMessage['reason']): void {
-    if (this.state === 'ended') return;
-    const tell = this.abandoned === null;
-    this.stopWork(reason);
+  /** Ends the request with an error (told to the client unless it is gone) and stops the work. */
+  fail(error: GatewayError, reason: StopReason): void {
+    if (this.phase === 'ended') return;
+    const tell = this.phase !== 'stopping';
+    this.stop(reason);
     if (tell) this.sink.onError(error);
   }
 
+  private onStarted(workerId: string): void {
+    clearTimeout(this.startTimer);
+    this.workerId = workerId;
+    this.deps.observer?.started();
+    if (this.phase !== 'stopping') {
+      this.phase = 'running';
+      return;
+    }
+    // The client left (or heard its error) while the job was being picked up: it could not be removed.
+    this.deps.cancel(workerId, { requestId: this.requestId, reason: this.stopReason });
+    this.end(this.stopReason);
+  }
+
+  /** The deadline ends it whatever the job's removal is doing. */
   private onDeadline(deadlineMs: number): void {
+    if (this.phase === 'ended') return;
     this.fail(GatewayError.deadlineExceeded(deadlineMs), 'deadline_exceeded');
-    this.end();
+    if (!this.isEnded()) this.end('deadline_exceeded');
   }
 
   /**
@@ -193,11 +247,11 @@ export class InflightRequest implements ReplyHandler {
    * hear 503; a worker that took it in the meantime is left to answer (the deadline still bounds it).
    */
   private onNoWorkerStarted(waitedMs: number): void {
-    if (this.state !== 'queued' || this.abandoned) return;
+    if (this.phase !== 'queued') return;
     this.deps.producer.removeWaiting(this.kind, this.model, this.requestId).then(
       (removed) => {
-        if (!removed || this.state !== 'queued' || this.abandoned) return;
-        this.end();
+        if (!removed || this.phase !== 'queued') return;
+        this.end('no_worker_started');
         this.sink.onError(GatewayError.modelUnavailable(this.model, waitedMs));
       },
       (error: unknown) => {
@@ -206,18 +260,19 @@ export class InflightRequest implements ReplyHandler {
     );
   }
 
-  private stopWork(reason: CancelMessage['reason']): void {
-    this.abandoned = reason;
-    if (this.state === 'running') {
-      this.cancelOnWorker(reason);
-      this.end();
+  /** Stops the job: cancelled on its worker if running, otherwise taken off its queue (`stopping`). */
+  private stop(reason: StopReason): void {
+    this.stopReason = reason;
+    if (this.phase === 'running') {
+      this.deps.cancel(this.workerId!, { requestId: this.requestId, reason });
+      this.end(reason);
       return;
     }
-    // Still queued: take the job back. If a worker got it meanwhile, its `started` message (which we
-    // keep listening for until the deadline) triggers the cancel instead.
+    this.phase = 'stopping';
+    // If a worker got the job meanwhile, its `started` message (heard until the deadline) cancels it.
     this.deps.producer.removeWaiting(this.kind, this.model, this.requestId).then(
       (removed) => {
-        if (removed) this.end();
+        if (removed && this.phase === 'stopping') this.end(this.stopReason);
       },
       (error: unknown) => {
         this.deps.logger.warn?.(`request ${this.requestId}: could not remove job: ${String(error)}`);
@@ -225,17 +280,18 @@ export class InflightRequest implements ReplyHandler {
     );
   }
 
-  private cancelOnWorker(reason: CancelMessage['reason']): void {
-    if (this.workerId) this.deps.cancel(this.workerId, { requestId: this.requestId, reason });
-    this.end();
+  /** Read through a call: `fail()` may have just ended it, which narrowing cannot see. */
+  private isEnded(): boolean {
+    return this.phase === 'ended';
   }
 
-  private end(ok = false): void {
-    if (this.state === 'ended') return;
-    this.state = 'ended';
+  /** The one way out: from any phase but `ended`, exactly once. */
+  private end(ending: Ending, jobSucceeded = false): void {
+    this.phase = 'ended';
+    this.workerId = null;
     clearTimeout(this.deadlineTimer);
     clearTimeout(this.startTimer);
     this.deps.router.unregister(this.requestId);
-    this.deps.observer?.ended(ok);
+    this.deps.observer?.ended(ending === 'job_finished' && jobSucceeded);
   }
 }

@@ -2,7 +2,7 @@ import type { GatewayConfig } from '@mgw/config';
 import { GatewayError, type CancelMessage, type ReplyMessage } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import type { ReplyHandler } from '@mgw/queue';
-import type { GatewayRuntime } from '../gateway.runtime';
+import type { JobProducer, ReplyRouter } from '@mgw/queue';
 import { InflightRequests } from './inflight.registry';
 
 /** The registry's bookkeeping: metrics hooks along a request's life, and ending what is open at shutdown. */
@@ -37,8 +37,14 @@ describe('InflightRequests', () => {
         removeWaiting: () => Promise.resolve(removeResult),
       },
       cancel: (workerId: string, message: CancelMessage) => cancels.push([workerId, message]),
-    } as unknown as GatewayRuntime;
-    inflight = new InflightRequests(runtime, metrics, { workerLeaseMs: 3000 } as GatewayConfig);
+    };
+    inflight = new InflightRequests(
+      runtime.router as unknown as ReplyRouter,
+      runtime.producer as unknown as JobProducer,
+      runtime,
+      metrics,
+      { workerLeaseMs: 3000 } as GatewayConfig,
+    );
   });
 
   afterEach(() => {

@@ -1,8 +1,15 @@
 import { Inject, Injectable, Logger, type LoggerService, type OnModuleDestroy } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
-import { GatewayError, JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
+import {
+  GatewayError,
+  JOB_PROTOCOL_VERSION,
+  type CancelMessage,
+  type JobEnvelopeFields,
+  type ModelKind,
+} from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
-import { GatewayRuntime } from '../gateway.runtime';
+import { JobProducer, ReplyRouter } from '@mgw/queue';
+import { CancelPublisher } from '../queue/cancel.publisher';
 import { InflightRequest, type ReplySink } from './inflight-request';
 
 /**
@@ -18,7 +25,9 @@ export class InflightRequests implements OnModuleDestroy {
   private readonly leaseTimer: NodeJS.Timeout;
 
   constructor(
-    @Inject(GatewayRuntime) private readonly runtime: GatewayRuntime,
+    @Inject(ReplyRouter) private readonly router: ReplyRouter,
+    @Inject(JobProducer) private readonly producer: JobProducer,
+    @Inject(CancelPublisher) private readonly cancels: Pick<CancelPublisher, 'cancel'>,
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
     @Inject(GatewayConfig) config: GatewayConfig,
   ) {
@@ -26,6 +35,9 @@ export class InflightRequests implements OnModuleDestroy {
     this.leaseTimer = setInterval(() => this.checkLeases(leaseMs), Math.max(50, Math.floor(leaseMs / 4)));
     this.leaseTimer.unref();
   }
+
+  private readonly cancel = (workerId: string, message: CancelMessage): void =>
+    this.cancels.cancel(workerId, message);
 
   onModuleDestroy(): void {
     clearInterval(this.leaseTimer);
@@ -37,16 +49,15 @@ export class InflightRequests implements OnModuleDestroy {
   }
 
   create(requestId: string, kind: ModelKind, model: string, sink: ReplySink): InflightRequest {
-    const { router, producer } = this.runtime;
     const timing = this.metrics.timingFor(requestId, model, kind);
     const request: InflightRequest = new InflightRequest(
       requestId,
       kind,
       model,
       {
-        router,
-        producer,
-        cancel: (workerId, message) => this.runtime.cancel(workerId, message),
+        router: this.router,
+        producer: this.producer,
+        cancel: this.cancel,
         logger: this.loggerFor(requestId),
         observer: {
           enqueued: () => timing.enqueued(),
@@ -112,7 +123,7 @@ export class InflightRequests implements OnModuleDestroy {
       v: JOB_PROTOCOL_VERSION,
       requestId,
       model,
-      replyTo: this.runtime.router.channel,
+      replyTo: this.router.channel,
       deadline: now + deadlineMs,
       enqueuedAt: now,
     };

@@ -1,5 +1,5 @@
 import { GatewayError, type ModelEntry, type ModelLookup } from '@mgw/contracts';
-import type { GatewayRuntime } from '../gateway.runtime';
+import type { ModelDirectory } from '@mgw/registry';
 import { ModelResolver } from './model.resolver';
 
 const entry = (overrides: Partial<ModelEntry> = {}): ModelEntry => ({
@@ -13,8 +13,8 @@ const entry = (overrides: Partial<ModelEntry> = {}): ModelEntry => ({
 });
 
 function resolverFor(lookup: ModelLookup): ModelResolver {
-  const runtime = { models: { lookup: jest.fn(() => Promise.resolve(lookup)) } };
-  return new ModelResolver(runtime as unknown as GatewayRuntime);
+  const models = { lookup: jest.fn(() => Promise.resolve(lookup)) };
+  return new ModelResolver(models as unknown as ModelDirectory);
 }
 
 async function errorOf(promise: Promise<unknown>): Promise<GatewayError> {

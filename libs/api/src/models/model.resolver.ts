@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { allowsModel, type Principal } from '@mgw/access';
 import { GatewayError, modelTypeOf, type ModelEntry, type ModelKind } from '@mgw/contracts';
-import { GatewayRuntime } from '../gateway.runtime';
+import { ModelDirectory } from '@mgw/registry';
 
 /** A model a request may be queued for; `startWithinMs` is set when no worker runs it yet. */
 export interface ResolvedModel {
@@ -17,12 +17,12 @@ export interface ResolvedModel {
  */
 @Injectable()
 export class ModelResolver {
-  constructor(@Inject(GatewayRuntime) private readonly runtime: GatewayRuntime) {}
+  constructor(@Inject(ModelDirectory) private readonly models: ModelDirectory) {}
 
   async resolve(id: string, kind: ModelKind, principal: Principal | null = null): Promise<ResolvedModel> {
     // A key scoped away from a model is told the same as for a model that does not exist.
     if (!allowsModel(principal, id)) throw GatewayError.modelNotFound(id);
-    const lookup = await this.runtime.models.lookup(id);
+    const lookup = await this.models.lookup(id);
     if (lookup.state === 'unknown') throw GatewayError.modelNotFound(id);
     const expected = modelTypeOf(kind);
     if (lookup.model.type !== expected) throw GatewayError.wrongModelType(id, expected, lookup.model.type);

@@ -10,7 +10,7 @@ import {
 } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
 import { principalOf } from '../auth/request-principal';
-import { GatewayRuntime } from '../gateway.runtime';
+import { ModelDirectory } from '@mgw/registry';
 
 function isServable(entry: ModelEntry): boolean {
   return entry.liveWorkers > 0 || entry.scaleToZero !== undefined;
@@ -34,12 +34,12 @@ function toModelObject(entry: ModelEntry): ModelObject {
 @Controller('v1/models')
 @Auth('models')
 export class ModelsController {
-  constructor(@Inject(GatewayRuntime) private readonly runtime: GatewayRuntime) {}
+  constructor(@Inject(ModelDirectory) private readonly models: ModelDirectory) {}
 
   @Get()
   async list(@Req() request: FastifyRequest): Promise<ModelList> {
     const principal = principalOf(request);
-    const models = await this.runtime.models.listModels();
+    const models = await this.models.listModels();
     return {
       object: 'list',
       data: models.filter((m) => isServable(m) && allowsModel(principal, m.id)).map(toModelObject),
@@ -49,7 +49,7 @@ export class ModelsController {
   @Get(':id')
   async retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ModelObject> {
     if (!allowsModel(principalOf(request), id)) throw GatewayError.modelNotFound(id);
-    const lookup = await this.runtime.models.lookup(id);
+    const lookup = await this.models.lookup(id);
     if (lookup.state === 'unknown' || !isServable(lookup.model)) throw GatewayError.modelNotFound(id);
     return toModelObject(lookup.model);
   }

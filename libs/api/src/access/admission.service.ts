@@ -1,21 +1,18 @@
-import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import {
   jobPriorityOf,
-  KeyAuthenticator,
-  KeyStore,
   LeaseKeeper,
   Limiter,
   rateLimitHeaders,
   retryAfterSeconds,
-  UsageReader,
   type AdmissionDecision,
   type Principal,
   type Ticket,
 } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError, type ModelEntry, type ModelKind } from '@mgw/contracts';
-import { GatewayRuntime } from '../gateway.runtime';
+import { JobProducer } from '@mgw/queue';
 
 /** What the job carries from its admission. */
 export interface AdmittedFields {
@@ -38,42 +35,21 @@ const UNKNOWN_RATE_RETRY_S = 10;
 const MAX_OVERLOAD_RETRY_S = 60;
 
 /**
- * The gateway's side of keys and limits: authentication with a cache kept honest by pub/sub on the
- * instance's one subscriber connection, admission against the key's limits and the model's queue bound,
- * and the concurrency leases of this instance's live requests.
+ * Admission: a request is let in against its key's limits (requests, tokens, concurrency) and its model's
+ * queue bound, or refused with the 429/503 that says why; admitted, it holds a concurrency lease (renewed
+ * here while this instance's requests live) until its response is over.
  */
 @Injectable()
-export class AccessService implements OnModuleInit, OnApplicationShutdown {
-  readonly keys: KeyStore;
-  readonly usage: UsageReader;
-  readonly authenticator: KeyAuthenticator;
-  private readonly limiter: Limiter;
+export class AdmissionService implements OnApplicationShutdown {
   private readonly leases: LeaseKeeper;
   private readonly logger = new Logger('Access');
 
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
-    @Inject(GatewayRuntime) private readonly runtime: GatewayRuntime,
+    @Inject(Limiter) private readonly limiter: Limiter,
+    @Inject(JobProducer) private readonly producer: JobProducer,
   ) {
-    this.keys = new KeyStore(runtime.commands, config.namespace);
-    this.usage = new UsageReader(runtime.commands, config.namespace);
-    this.authenticator = new KeyAuthenticator(this.keys, config.apiKeys, {
-      ttlMs: config.keyCacheMs,
-      maxEntries: config.keyCacheMax,
-    });
-    this.limiter = new Limiter(runtime.commands, config.namespace, config.concurrencyLeaseMs);
-    this.leases = new LeaseKeeper(this.limiter, config.concurrencyLeaseMs, this.logger);
-  }
-
-  async onModuleInit(): Promise<void> {
-    const channel = this.keys.invalidationChannel;
-    const subscriber = this.runtime.subscriber;
-    subscriber.on('message', (from: string, hash: string) => {
-      if (from === channel) this.authenticator.invalidate(hash);
-    });
-    // Invalidations sent while the connection was down are lost: forget everything cached.
-    subscriber.on('ready', () => this.authenticator.clear());
-    await subscriber.subscribe(channel);
+    this.leases = new LeaseKeeper(limiter, config.concurrencyLeaseMs, this.logger);
   }
 
   onApplicationShutdown(): void {
@@ -93,7 +69,7 @@ export class AccessService implements OnModuleInit, OnApplicationShutdown {
     tokenEstimate: number,
     reply: FastifyReply,
   ): Promise<Admission> {
-    const queue = this.runtime.producer.queueFor(kind, model.id);
+    const queue = this.producer.queueFor(kind, model.id);
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     let decision: AdmissionDecision;
     try {

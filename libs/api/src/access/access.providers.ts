@@ -1,0 +1,35 @@
+import type { Provider } from '@nestjs/common';
+import { KeyAuthenticator, KeyStore, Limiter, UsageReader } from '@mgw/access';
+import { GatewayConfig } from '@mgw/config';
+import { RedisConnections } from '../connections/redis-connections.provider';
+
+/** Keys, usage and limits, each on the command connection. */
+export const accessProviders: Provider[] = [
+  {
+    provide: KeyStore,
+    useFactory: (redis: RedisConnections, config: GatewayConfig) =>
+      new KeyStore(redis.commands, config.namespace),
+    inject: [RedisConnections, GatewayConfig],
+  },
+  {
+    provide: UsageReader,
+    useFactory: (redis: RedisConnections, config: GatewayConfig) =>
+      new UsageReader(redis.commands, config.namespace),
+    inject: [RedisConnections, GatewayConfig],
+  },
+  {
+    provide: KeyAuthenticator,
+    useFactory: (keys: KeyStore, config: GatewayConfig) =>
+      new KeyAuthenticator(keys, config.apiKeys, {
+        ttlMs: config.keyCacheMs,
+        maxEntries: config.keyCacheMax,
+      }),
+    inject: [KeyStore, GatewayConfig],
+  },
+  {
+    provide: Limiter,
+    useFactory: (redis: RedisConnections, config: GatewayConfig) =>
+      new Limiter(redis.commands, config.namespace, config.concurrencyLeaseMs),
+    inject: [RedisConnections, GatewayConfig],
+  },
+];

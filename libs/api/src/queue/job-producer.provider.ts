@@ -1,0 +1,19 @@
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import { GatewayConfig } from '@mgw/config';
+import { JobProducer } from '@mgw/queue';
+import { RedisConnections } from '../connections/redis-connections.provider';
+
+/** `JobProducer` on the command connection; its queues close at shutdown, before the connection does. */
+@Injectable()
+export class GatewayJobProducer extends JobProducer implements OnApplicationShutdown {
+  constructor(
+    @Inject(RedisConnections) redis: RedisConnections,
+    @Inject(GatewayConfig) config: GatewayConfig,
+  ) {
+    super(redis.commands, config.namespace, config.keepFailedJobs);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.close();
+  }
+}
