@@ -128,7 +128,7 @@ export class JobRunner {
   ): Promise<JobOutcome> {
     switch (stop.kind) {
       case 'cancelled':
-        // The client asked (or went away and its gateway said so): nobody waits for an answer.
+        // A gateway said so (its client left, its request ended there, or it stops): nobody waits for an answer.
         this.logOutcome(data, 'cancelled', Date.now() - startedAt);
         return 'cancelled';
       case 'nobody_listening':

@@ -53,7 +53,7 @@ function compile(kind: ModelKind, env: Record<string, string> = {}): Promise<Tes
 describe('WorkerModule wiring', () => {
   let module: TestingModule | undefined;
 
-  afterEach(async () => {
+  afterEach(() => {
     if (!module) return;
     module.get(JobRunner).close();
     module = undefined;
