@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { parseCancelMessage, type CancelMessage } from '@mgw/contracts';
+import { parseCancelMessage, type CancelMessage, type GatewayError } from '@mgw/contracts';
 
 export interface CancelLogger {
   warn(message: string): void;
@@ -28,7 +28,9 @@ export class CancelListener {
         this.logger.warn(`ignoring malformed cancel message: ${(error as Error).message}`);
         return;
       }
-      this.running.get(message.requestId)?.abort(new CancelledError(message.reason));
+      this.running
+        .get(message.requestId)
+        ?.abort(new JobStopped({ kind: 'cancelled', reason: message.reason }));
     });
     await this.subscriber.subscribe(this.channel);
   }
@@ -41,7 +43,7 @@ export class CancelListener {
   }
 
   /** Aborts every running job with `reason` (a worker that must stop before they finished). */
-  abortAll(reason: Error): number {
+  abortAll(reason: JobStopped): number {
     for (const controller of this.running.values()) controller.abort(reason);
     return this.running.size;
   }
@@ -51,12 +53,20 @@ export class CancelListener {
   }
 }
 
-/** Why a job stopped early: a gateway's cancel, or the worker noticing that no gateway listens any more. */
-export type CancelReason = CancelMessage['reason'] | 'nobody_listening';
+/**
+ * Why a running job stops before it ends by itself: a gateway's cancel, no gateway listening any more, its
+ * deadline, or its worker stopping before it could finish.
+ */
+export type JobStop =
+  | { kind: 'cancelled'; reason: CancelMessage['reason'] }
+  | { kind: 'nobody_listening' }
+  | { kind: 'deadline' }
+  | { kind: 'worker_stopping'; error: GatewayError };
 
-export class CancelledError extends Error {
-  constructor(readonly reason: CancelReason) {
-    super(`cancelled: ${reason}`);
-    this.name = 'CancelledError';
+/** A job's AbortSignal reason: an Error (what an aborted generator throws) that says which JobStop it is. */
+export class JobStopped extends Error {
+  constructor(readonly stop: JobStop) {
+    super(`job stopped: ${stop.kind === 'cancelled' ? `cancelled (${stop.reason})` : stop.kind}`);
+    this.name = 'JobStopped';
   }
 }

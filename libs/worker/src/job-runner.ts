@@ -2,9 +2,10 @@ import type { Job } from 'bullmq';
 import type { LoggerService } from '@nestjs/common';
 import { GatewayError, REQUEST_ID_PATTERN, validateDto, type WireError } from '@mgw/contracts';
 import {
-  CancelledError,
+  JobStopped,
   ReplyStreamWriter,
   type CancelListener,
+  type JobStop,
   type ReplyBatcher,
   type ReplyObserver,
 } from '@mgw/queue';
@@ -84,7 +85,7 @@ export class JobRunner {
       this.publisher,
       data.replyTo,
       data.requestId,
-      () => controller.abort(new CancelledError('nobody_listening')),
+      () => controller.abort(new JobStopped({ kind: 'nobody_listening' })),
       this.observe?.(servedModel),
     );
     const remaining = data.deadline - Date.now();
@@ -94,10 +95,7 @@ export class JobRunner {
       this.logOutcome(data, 'expired', 0);
       return 'expired';
     }
-    const deadline = setTimeout(
-      () => controller.abort(new DOMException('The job deadline passed.', 'TimeoutError')),
-      remaining,
-    );
+    const deadline = setTimeout(() => controller.abort(new JobStopped({ kind: 'deadline' })), remaining);
     const signal = controller.signal;
     const startedAt = Date.now();
     try {
@@ -109,27 +107,7 @@ export class JobRunner {
       this.logOutcome(data, 'completed', Date.now() - startedAt);
       return 'completed';
     } catch (error) {
-      if (signal.aborted) {
-        // The worker is stopping and could not wait for this job: its client hears why, and may retry.
-        if (signal.reason instanceof GatewayError) {
-          await this.sendError(writer, signal.reason);
-          this.logOutcome(data, 'failed', Date.now() - startedAt, signal.reason);
-          return 'failed';
-        }
-        const expired = !(signal.reason instanceof CancelledError);
-        if (expired)
-          await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
-        const outcome: JobOutcome = expired ? 'expired' : 'cancelled';
-        if (signal.reason instanceof CancelledError && signal.reason.reason === 'nobody_listening') {
-          // Not a client's choice: its gateway died or lost Redis, so this is worth an operator's eye.
-          this.logger.warn?.({
-            msg: `request ${data.requestId} model ${data.model} cancelled: its gateway is gone`,
-            requestId: data.requestId,
-          });
-        }
-        this.logOutcome(data, outcome, Date.now() - startedAt);
-        return outcome;
-      }
+      if (signal.aborted) return await this.stopped(data, stopOf(signal), writer, startedAt, job.timestamp);
       await this.sendError(writer, error);
       this.logOutcome(data, 'failed', Date.now() - startedAt, error);
       throw error;
@@ -137,6 +115,39 @@ export class JobRunner {
       clearTimeout(deadline);
       this.active.delete(writer);
       this.cancels.untrack(data.requestId);
+    }
+  }
+
+  /** The one place that decides how a job that stopped early ends, and what its client hears. */
+  private async stopped(
+    data: Envelope,
+    stop: JobStop,
+    writer: ReplyStreamWriter,
+    startedAt: number,
+    queuedAt: number,
+  ): Promise<JobOutcome> {
+    switch (stop.kind) {
+      case 'cancelled':
+        // A gateway said so (its client left, its request ended there, or it stops): nobody waits for an answer.
+        this.logOutcome(data, 'cancelled', Date.now() - startedAt);
+        return 'cancelled';
+      case 'nobody_listening':
+        // Not a client's choice: its gateway died or lost Redis, so this is worth an operator's eye.
+        this.logger.warn?.({
+          msg: `request ${data.requestId} model ${data.model} cancelled: its gateway is gone`,
+          requestId: data.requestId,
+        });
+        this.logOutcome(data, 'cancelled', Date.now() - startedAt);
+        return 'cancelled';
+      case 'deadline':
+        await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - queuedAt));
+        this.logOutcome(data, 'expired', Date.now() - startedAt);
+        return 'expired';
+      case 'worker_stopping':
+        // The worker could not wait for this job: its client hears why, and may retry.
+        await this.sendError(writer, stop.error);
+        this.logOutcome(data, 'failed', Date.now() - startedAt, stop.error);
+        return 'failed';
     }
   }
 
@@ -208,4 +219,13 @@ export class JobRunner {
       });
     else this.logger.debug?.({ msg: line, requestId });
   }
+}
+
+/**
+ * Why a job's signal aborted. Only the cancel listener and the runner abort a job's controller, always with a
+ * JobStopped; anything else would be a signal that merely timed out, so it counts as the deadline.
+ */
+function stopOf(signal: AbortSignal): JobStop {
+  const reason: unknown = signal.reason;
+  return reason instanceof JobStopped ? reason.stop : { kind: 'deadline' };
 }

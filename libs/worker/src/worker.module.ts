@@ -1,20 +1,241 @@
-import { Module, type DynamicModule, type LoggerService } from '@nestjs/common';
-import type { Catalog, WorkerConfig } from '@mgw/config';
-import type { ModelKind } from '@mgw/contracts';
-import { WorkerRuntime } from './worker.runtime';
+import { hostname } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { Module, type DynamicModule, type LoggerService, type Provider } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { UsageRecorder } from '@mgw/access';
+import { WorkerConfig, type Catalog, type CatalogModel } from '@mgw/config';
+import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
+import { MetricsServer, WorkerMetrics } from '@mgw/observability';
+import { CancelListener, ModelQueueConsumer, ReplyBatcher } from '@mgw/queue';
+import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
+import { JobInstrumentation } from './job.instrumentation';
+import { JobRunner } from './job-runner';
+import { createModelJobProcessors } from './model-job.processor';
+import { ServedBackends } from './served-backends';
+import { selectServedModels } from './served-models';
+import { UsageReporter } from './usage.reporter';
+import { WorkerCapacity } from './worker.capacity';
+import { WorkerConnections } from './worker-connections.service';
+import { WorkerLifecycle } from './worker.lifecycle';
+import { WorkerReadiness } from './worker.readiness';
+import {
+  CANCEL_CONNECTION,
+  METRICS_SERVER,
+  MODEL_PROCESSORS,
+  PUBLISHER_CONNECTION,
+  QUEUE_CONNECTION,
+  SERVED_MODELS,
+  WORKER_CATALOG,
+  WORKER_KIND,
+  WORKER_LOGGER,
+} from './worker.tokens';
 
-/** Wires a worker process for one model kind; the app's main.ts supplies config, catalog and logger. */
+export interface WorkerModuleOptions {
+  kind: ModelKind;
+  config: WorkerConfig;
+  catalog: Catalog;
+  logger: LoggerService;
+}
+
+/** The process's own settings, catalog and logger, and what follows from them alone. */
+const settingsProviders: Provider[] = [
+  {
+    provide: SERVED_MODELS,
+    useFactory: (catalog: Catalog, kind: ModelKind, config: WorkerConfig) =>
+      selectServedModels(catalog, kind, config.models),
+    inject: [WORKER_CATALOG, WORKER_KIND, WorkerConfig],
+  },
+  {
+    provide: WorkerCapacity,
+    useFactory: (kind: ModelKind, config: WorkerConfig) => WorkerCapacity.of(kind, config),
+    inject: [WORKER_KIND, WorkerConfig],
+  },
+];
+
+/** The served models' backends (per model, owned by ServedBackends) and a job processor for each. */
+const modelProviders: Provider[] = [
+  {
+    provide: ServedBackends,
+    useFactory: (
+      kind: ModelKind,
+      served: CatalogModel[],
+      config: WorkerConfig,
+      capacity: WorkerCapacity,
+      logger: LoggerService,
+    ) =>
+      ServedBackends.create(
+        kind,
+        served,
+        {
+          simChatTtftMs: config.simChatTtftMs,
+          simChatTokensPerS: config.simChatTokensPerS,
+          simImageLatencyMs: config.simImageLatencyMs,
+          concurrency: capacity.concurrency,
+          environment: config.environment,
+          catalogDir: dirname(resolve(config.catalogPath)),
+        },
+        logger,
+      ),
+    inject: [WORKER_KIND, SERVED_MODELS, WorkerConfig, WorkerCapacity, WORKER_LOGGER],
+  },
+  {
+    provide: MODEL_PROCESSORS,
+    useFactory: (backends: ServedBackends, runner: JobRunner, usage: UsageReporter, config: WorkerConfig) =>
+      createModelJobProcessors(backends.all, runner, usage, config),
+    inject: [ServedBackends, JobRunner, UsageReporter, WorkerConfig],
+  },
+];
+
+/** The Redis connections, all owned (opened, awaited, closed) by WorkerConnections. */
+const connectionProviders: Provider[] = [
+  WorkerConnections,
+  {
+    provide: PUBLISHER_CONNECTION,
+    useFactory: (connections: WorkerConnections) => connections.publisher,
+    inject: [WorkerConnections],
+  },
+  {
+    provide: CANCEL_CONNECTION,
+    useFactory: (connections: WorkerConnections) => connections.cancelSubscriber,
+    inject: [WorkerConnections],
+  },
+  {
+    provide: QUEUE_CONNECTION,
+    useFactory: (connections: WorkerConnections) => connections.blocking,
+    inject: [WorkerConnections],
+  },
+];
+
+/** Taking jobs, running them, replying, cancelling, and recording their usage. */
+const jobProviders: Provider[] = [
+  {
+    provide: CancelListener,
+    useFactory: (subscriber: Redis, config: WorkerConfig, logger: LoggerService) =>
+      new CancelListener(subscriber, cancelChannelFor(config.namespace, config.instanceId), logger),
+    inject: [CANCEL_CONNECTION, WorkerConfig, WORKER_LOGGER],
+  },
+  {
+    provide: ReplyBatcher,
+    useFactory: (publisher: Redis) => new ReplyBatcher(publisher),
+    inject: [PUBLISHER_CONNECTION],
+  },
+  {
+    provide: JobRunner,
+    useFactory: (
+      batcher: ReplyBatcher,
+      cancels: CancelListener,
+      config: WorkerConfig,
+      logger: LoggerService,
+      metrics: WorkerMetrics,
+    ) =>
+      new JobRunner(
+        batcher,
+        cancels,
+        config.instanceId,
+        logger,
+        { heartbeatMs: config.replyHeartbeatMs },
+        (model) => metrics.observerFor(model),
+      ),
+    inject: [ReplyBatcher, CancelListener, WorkerConfig, WORKER_LOGGER, WorkerMetrics],
+  },
+  {
+    provide: UsageReporter,
+    useFactory: (publisher: Redis, config: WorkerConfig, kind: ModelKind, logger: LoggerService) =>
+      new UsageReporter(new UsageRecorder(publisher, config.namespace, kind), logger),
+    inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_KIND, WORKER_LOGGER],
+  },
+  {
+    provide: ModelQueueConsumer,
+    useFactory: (blocking: Redis, config: WorkerConfig, logger: LoggerService) =>
+      new ModelQueueConsumer(blocking, config.namespace, logger, config.jobLockMs),
+    inject: [QUEUE_CONNECTION, WorkerConfig, WORKER_LOGGER],
+  },
+  JobInstrumentation,
+];
+
+/** Metrics, the metrics/health port (none when METRICS_PORT is 0) and readiness. */
+const observabilityProviders: Provider[] = [
+  {
+    provide: WorkerMetrics,
+    useFactory: (kind: ModelKind, served: CatalogModel[]) =>
+      new WorkerMetrics(
+        `${kind}-worker`,
+        served.map((m) => ({ id: m.id, kind: m.kind })),
+      ),
+    inject: [WORKER_KIND, SERVED_MODELS],
+  },
+  WorkerReadiness,
+  {
+    provide: METRICS_SERVER,
+    useFactory: (
+      config: WorkerConfig,
+      metrics: WorkerMetrics,
+      readiness: WorkerReadiness,
+      logger: LoggerService,
+    ): MetricsServer | null =>
+      config.metricsPort > 0
+        ? new MetricsServer(
+            { port: config.metricsPort, registry: metrics.registry, ready: () => readiness.ready },
+            logger,
+          )
+        : null,
+    inject: [WorkerConfig, WorkerMetrics, WorkerReadiness, WORKER_LOGGER],
+  },
+];
+
+/** Being listed in the registry while serving: the client and the heartbeats. */
+const registryProviders: Provider[] = [
+  {
+    provide: RegistryClient,
+    useFactory: (config: WorkerConfig) => new RegistryClient(config.redisUrl, config.namespace),
+    inject: [WorkerConfig],
+  },
+  {
+    provide: WorkerAnnouncer,
+    useFactory: (
+      registry: RegistryClient,
+      config: WorkerConfig,
+      served: CatalogModel[],
+      capacity: WorkerCapacity,
+      logger: LoggerService,
+    ) => {
+      const startedAt = Date.now();
+      const beat = (): WorkerHeartbeatDto => ({
+        instanceId: config.instanceId,
+        models: served.map((m) => ({ id: m.id, type: m.type, owned_by: m.ownedBy })),
+        concurrency: capacity.concurrency,
+        hostname: hostname(),
+        startedAt,
+      });
+      return new WorkerAnnouncer(registry, beat, config.heartbeatIntervalMs, logger);
+    },
+    inject: [RegistryClient, WorkerConfig, SERVED_MODELS, WorkerCapacity, WORKER_LOGGER],
+  },
+];
+
+/**
+ * A worker process for one model kind: consumes its models' queues, runs inference, publishes replies, and
+ * keeps itself registered. The app supplies config, catalog and logger (see bootstrapWorker); WorkerLifecycle
+ * starts and stops the rest in order.
+ */
 @Module({})
 export class WorkerModule {
-  static forRoot(
-    kind: ModelKind,
-    config: WorkerConfig,
-    catalog: Catalog,
-    logger: LoggerService,
-  ): DynamicModule {
+  static forRoot({ kind, config, catalog, logger }: WorkerModuleOptions): DynamicModule {
     return {
       module: WorkerModule,
-      providers: [{ provide: WorkerRuntime, useValue: new WorkerRuntime(kind, config, catalog, logger) }],
+      providers: [
+        { provide: WORKER_KIND, useValue: kind },
+        { provide: WorkerConfig, useValue: config },
+        { provide: WORKER_CATALOG, useValue: catalog },
+        { provide: WORKER_LOGGER, useValue: logger },
+        ...settingsProviders,
+        ...modelProviders,
+        ...connectionProviders,
+        ...jobProviders,
+        ...observabilityProviders,
+        ...registryProviders,
+        WorkerLifecycle,
+      ],
     };
   }
 }

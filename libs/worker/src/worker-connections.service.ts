@@ -1,0 +1,45 @@
+import { Inject, Injectable, type LoggerService } from '@nestjs/common';
+import type { Redis } from 'ioredis';
+import { WorkerConfig } from '@mgw/config';
+import { closeRedis, createRedisConnection, waitUntilReady } from '@mgw/queue';
+import { WORKER_LOGGER } from './worker.tokens';
+
+const REDIS_READY_TIMEOUT_MS = 10_000;
+
+/**
+ * The owner of the worker's Redis connections: it opens them, tells when they are ready, and closes them.
+ * Others get them through their tokens (PUBLISHER_CONNECTION, CANCEL_CONNECTION, QUEUE_CONNECTION).
+ */
+@Injectable()
+export class WorkerConnections {
+  readonly publisher: Redis;
+  readonly cancelSubscriber: Redis;
+  readonly blocking: Redis;
+
+  constructor(
+    @Inject(WorkerConfig) private readonly config: WorkerConfig,
+    @Inject(WORKER_LOGGER) logger: LoggerService,
+  ) {
+    const { redisUrl, instanceId } = config;
+    this.publisher = createRedisConnection(redisUrl, 'command', `${instanceId}:publish`, logger);
+    this.cancelSubscriber = createRedisConnection(redisUrl, 'subscriber', `${instanceId}:cancel`, logger);
+    this.blocking = createRedisConnection(redisUrl, 'blocking', `${instanceId}:queue`, logger);
+  }
+
+  private get all(): Redis[] {
+    return [this.publisher, this.cancelSubscriber, this.blocking];
+  }
+
+  /** Resolves once every connection is ready; rejects after a timeout naming REDIS_URL. */
+  async ready(): Promise<void> {
+    await Promise.all(this.all.map((c) => waitUntilReady(c, REDIS_READY_TIMEOUT_MS, this.config.redisUrl)));
+  }
+
+  get allReady(): boolean {
+    return this.all.every((c) => c.status === 'ready');
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.all.map((connection) => closeRedis(connection)));
+  }
+}

@@ -1,0 +1,20 @@
+/** Injection tokens of a worker process, for what is not a class of its own. */
+
+/** The model kind the process serves (`ModelKind`). */
+export const WORKER_KIND = Symbol('WORKER_KIND');
+/** The model catalog (`Catalog`). */
+export const WORKER_CATALOG = Symbol('WORKER_CATALOG');
+/** The app's logger (`LoggerService`); log lines keep their shape, with no Nest context added. */
+export const WORKER_LOGGER = Symbol('WORKER_LOGGER');
+/** The catalog models this process serves (`CatalogModel[]`). */
+export const SERVED_MODELS = Symbol('SERVED_MODELS');
+/** Command connection that publishes replies and records usage (`Redis`, owned by WorkerConnections). */
+export const PUBLISHER_CONNECTION = Symbol('PUBLISHER_CONNECTION');
+/** Pub/sub connection of the cancel channel (`Redis`, owned by WorkerConnections). */
+export const CANCEL_CONNECTION = Symbol('CANCEL_CONNECTION');
+/** Blocking connection the queue consumers take jobs on (`Redis`, owned by WorkerConnections). */
+export const QUEUE_CONNECTION = Symbol('QUEUE_CONNECTION');
+/** One job processor per served model (`ModelJobProcessor[]`). */
+export const MODEL_PROCESSORS = Symbol('MODEL_PROCESSORS');
+/** The metrics/health HTTP server (`MetricsServer`), or null when METRICS_PORT is 0. */
+export const METRICS_SERVER = Symbol('METRICS_SERVER');
