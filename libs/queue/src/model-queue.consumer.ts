@@ -1,12 +1,8 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { queueNameFor, type ModelKind } from '@mgw/contracts';
+import { queueNameFor, type ModelKind, type ComponentLogger } from '@mgw/contracts';
 
 export type JobHandler = (job: Job<unknown>) => Promise<void>;
-
-export interface ConsumerLogger {
-  error(message: string): void;
-}
 
 /**
  * The workers' side of the queues: `fetchers` BullMQ Workers per served model, each with its own blocking
@@ -23,7 +19,7 @@ export class ModelQueueConsumer {
   constructor(
     private readonly connection: Redis,
     private readonly namespace: string,
-    private readonly logger: ConsumerLogger,
+    private readonly logger: Pick<ComponentLogger, 'error'>,
     private readonly lockMs: number,
   ) {}
 
