@@ -10,8 +10,8 @@ export type JobHandler = (job: Job<unknown>) => Promise<void>;
  *
  * Several, because a BullMQ Worker fetches jobs in sequence — one `moveToActive` round trip (two when the
  * queue was empty: the marker, then the job) before it asks for the next — so a single one starts at most one
- * job per round trip however much concurrency it has. 100 streams requested at once then waited up to a third
- * of a second for their turn (bench S3); parallel fetch loops divide that wait.
+ * job per round trip however much concurrency it has, and of 100 streams requested at once the last waits up
+ * to a third of a second for its turn; parallel fetch loops divide that wait.
  */
 export class ModelQueueConsumer {
   private readonly workers: Worker[] = [];
