@@ -51,10 +51,10 @@ export function isFieldRecord(value: unknown): value is FieldRecord {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Integer bounds, both inclusive. */
+/** Integer bounds, both inclusive; no `max` means any safe integer from `min`. */
 export interface IntBounds {
   min: number;
-  max: number;
+  max?: number;
 }
 
 /** A pattern a string must match, and how a problem completes "<field> …" when it does not. */
@@ -107,32 +107,46 @@ export class RecordReader {
     return 0;
   }
 
-  /** A required string with something besides whitespace in it. */
-  requiredString(record: FieldRecord, field: string): string {
+  /** A required string with something besides whitespace in it, of at most `maxLength` characters if given. */
+  requiredString(record: FieldRecord, field: string, maxLength?: number): string {
     const value = record[field];
-    if (typeof value === 'string' && value.trim().length > 0) return value;
-    this.sink.report(`${this.name(field)} is required and must be a non-empty string`);
-    return '';
+    if (typeof value !== 'string' || value.trim().length === 0) {
+      this.sink.report(`${this.name(field)} is required and must be a non-empty string`);
+      return '';
+    }
+    if (maxLength !== undefined && value.length > maxLength) {
+      this.sink.report(`${this.name(field)} must be at most ${maxLength} characters`);
+      return '';
+    }
+    return value;
   }
 
   /** An integer within `bounds`; `fallback` when absent or invalid. */
   optionalInt(record: FieldRecord, field: string, bounds: IntBounds, fallback: number): number {
     const value = record[field];
     if (value === undefined) return fallback;
-    if (typeof value === 'number' && Number.isInteger(value) && value >= bounds.min && value <= bounds.max) {
+    const { min, max = Number.MAX_SAFE_INTEGER } = bounds;
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max)
       return value;
-    }
-    this.sink.report(`${this.name(field)} must be an integer from ${bounds.min} to ${bounds.max}`);
+    this.sink.report(
+      bounds.max === undefined
+        ? `${this.name(field)} must be an integer of at least ${min}`
+        : `${this.name(field)} must be an integer from ${min} to ${max}`,
+    );
+    return fallback;
+  }
+
+  /** One of `values`, required; `fallback` when invalid. */
+  oneOf<T extends string>(record: FieldRecord, field: string, values: readonly T[], fallback: T): T {
+    const value = record[field];
+    if (typeof value === 'string' && (values as readonly string[]).includes(value)) return value as T;
+    this.sink.report(`${this.name(field)} must be ${values.map((v) => `'${v}'`).join(' or ')}`);
     return fallback;
   }
 
   /** One of `values`; `fallback` when absent or invalid. */
   optionalOneOf<T extends string>(record: FieldRecord, field: string, values: readonly T[], fallback: T): T {
-    const value = record[field];
-    if (value === undefined) return fallback;
-    if (typeof value === 'string' && (values as readonly string[]).includes(value)) return value as T;
-    this.sink.report(`${this.name(field)} must be ${values.map((v) => `'${v}'`).join(' or ')}`);
-    return fallback;
+    return record[field] === undefined ? fallback : this.oneOf(record, field, values, fallback);
   }
 
   /** A non-empty string of at most `maxLength` characters, matching `pattern` if given; `undefined` when absent or invalid. */
