@@ -60,6 +60,21 @@ describe('RecordReader, collect-all', () => {
     expect(() => problems.throwIfAny(() => new Refused('never'))).not.toThrow();
   });
 
+  it('reads required enumerations, bounded required strings and open-ended integer bounds', () => {
+    const { problems, read } = collecting();
+    expect(read.oneOf({ t: 'y' }, 't', ['x', 'y'] as const, 'x')).toBe('y');
+    expect(read.oneOf({}, 't', ['x', 'y'] as const, 'x')).toBe('x');
+    expect(read.requiredString({ s: 'abcd' }, 's', 4)).toBe('abcd');
+    expect(read.requiredString({ s: 'abcde' }, 's', 4)).toBe('');
+    expect(read.optionalInt({ n: 2 ** 40 }, 'n', { min: 1 }, 1)).toBe(2 ** 40);
+    expect(read.optionalInt({ n: 0 }, 'n', { min: 1 }, 1)).toBe(1);
+    expect(problems.problems).toEqual([
+      "model \"m\": backend.t must be 'x' or 'y'",
+      'model "m": backend.s must be at most 4 characters',
+      'model "m": backend.n must be an integer of at least 1',
+    ]);
+  });
+
   it('reports a string that does not match its pattern with the pattern’s words', () => {
     const { problems, read } = collecting();
     read.optionalString({ s: 'xyz' }, 's', 5, { test: /^a/, says: 'must start with a' });
