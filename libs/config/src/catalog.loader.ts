@@ -1,26 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { Type } from 'class-transformer';
 import {
-  ArrayMinSize,
-  IsArray,
-  IsIn,
-  IsInt,
-  IsObject,
-  IsOptional,
-  IsString,
-  Matches,
-  Max,
-  MaxLength,
-  Min,
-  MinLength,
-  ValidateIf,
-  ValidateNested,
-  validateSync,
-  type ValidationError,
-} from 'class-validator';
-import { plainToInstance } from 'class-transformer';
-import { modelTypeOf, type ModelKind, type ModelType } from '@mgw/contracts';
+  isFieldRecord,
+  modelTypeOf,
+  ProblemCollector,
+  RecordReader,
+  type FieldRecord,
+  type ModelKind,
+  type ModelType,
+} from '@mgw/contracts';
 import { ConfigError } from './load-config';
 
 /** Backend settings are opaque here: each backend validates its own options (its quirks stay inside it). */
@@ -55,72 +43,63 @@ export interface Catalog {
   models: CatalogModel[];
 }
 
-class ScaleToZeroDto {
-  @IsOptional()
-  @Max(3_600_000, { message: 'maxWaitMs must be an integer between 1 and 3600000' })
-  @Min(1, { message: 'maxWaitMs must be an integer between 1 and 3600000' })
-  @IsInt({ message: 'maxWaitMs must be an integer between 1 and 3600000' })
-  maxWaitMs?: number;
+const MODEL_KINDS: readonly ModelKind[] = ['chat', 'image'];
+const MODEL_FIELDS = ['id', 'type', 'owned_by', 'created', 'backend', 'scaleToZero', 'maxQueueDepth'];
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/;
+const MAX_WAIT_MS = 3_600_000;
+
+/**
+ * One catalog entry, read in collect-all mode: every problem is reported with the entry's position and id
+ * (`models[1] (model "x"): type must be …`) and reading goes on, so the operator sees them all at once.
+ */
+function readModel(
+  entry: FieldRecord,
+  name: string,
+  problems: ProblemCollector,
+  loadedAt: number,
+): CatalogModel {
+  const read = new RecordReader(problems, (field) => `${name}: ${field}`);
+  read.onlyFields(entry, MODEL_FIELDS, 'is not a field of a catalog model');
+  const id = read.requiredString(entry, 'id', 256);
+  if (id !== '' && !ID_PATTERN.test(id)) {
+    read.report(`${name}: id must start with a letter or digit and use only A-Z a-z 0-9 . _ : / @ + -`);
+  }
+  const kind = read.oneOf(entry, 'type', MODEL_KINDS, 'chat');
+  const ownedBy = read.requiredString(entry, 'owned_by', 256);
+  // `created` and `scaleToZero` may be null, meaning absent; `maxQueueDepth` may not.
+  const created =
+    entry.created === null ? loadedAt : read.optionalInt(entry, 'created', { min: 0 }, loadedAt);
+  const backend = read.record(entry.backend, `${name}: backend`) as BackendSpec;
+  if (isFieldRecord(entry.backend)) {
+    new RecordReader(problems, (field) => `${name}: backend.${field}`).requiredString(backend, 'kind');
+  }
+  const model: CatalogModel = { id, kind, type: modelTypeOf(kind), ownedBy, created, backend };
+  if (entry.scaleToZero !== undefined && entry.scaleToZero !== null)
+    model.scaleToZero = readScaleToZero(entry.scaleToZero, name, problems);
+  if (entry.maxQueueDepth !== undefined) {
+    model.maxQueueDepth = read.optionalInt(entry, 'maxQueueDepth', { min: 1 }, 1);
+  }
+  return model;
 }
 
-class CatalogModelDto {
-  @Matches(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, {
-    message: 'id must start with a letter or digit and use only A-Z a-z 0-9 . _ : / @ + -',
-  })
-  @MaxLength(256)
-  @IsString()
-  id!: string;
-
-  @IsIn(['chat', 'image'], { message: "type must be 'chat' or 'image'" })
-  type!: ModelKind;
-
-  @MaxLength(256)
-  @MinLength(1)
-  @IsString()
-  owned_by!: string;
-
-  @IsOptional()
-  @Min(0)
-  @IsInt()
-  created?: number;
-
-  @IsObject({ message: 'backend must be an object with a "kind"' })
-  backend!: BackendSpec;
-
-  @IsOptional()
-  @ValidateNested()
-  @Type(() => ScaleToZeroDto)
-  @IsObject({ message: 'scaleToZero must be an object such as {"maxWaitMs": 120000}' })
-  scaleToZero?: ScaleToZeroDto;
-  @ValidateIf((model: CatalogModelDto) => model.maxQueueDepth !== undefined)
-  @Min(1, { message: 'maxQueueDepth must be an integer of at least 1' })
-  @IsInt({ message: 'maxQueueDepth must be an integer of at least 1' })
-  maxQueueDepth?: number;
-}
-
-class CatalogFileDto {
-  @ValidateNested({ each: true })
-  @Type(() => CatalogModelDto)
-  @ArrayMinSize(1, { message: 'models must list at least one model' })
-  @IsArray({ message: 'models must be an array' })
-  models!: CatalogModelDto[];
-}
-
-function describe(errors: ValidationError[], models: unknown[], prefix = ''): string[] {
-  return errors.flatMap((error) => {
-    const isIndex = /^\d+$/.test(error.property);
-    let name = prefix
-      ? isIndex
-        ? `${prefix}[${error.property}]`
-        : `${prefix}.${error.property}`
-      : error.property;
-    if (isIndex && prefix === 'models') {
-      const entry = models[Number(error.property)] as { id?: unknown } | undefined;
-      if (typeof entry?.id === 'string') name += ` (model "${entry.id}")`;
-    }
-    const own = Object.values(error.constraints ?? {}).map((m) => `${name}: ${m}`);
-    return [...own, ...describe(error.children ?? [], models, name)];
-  });
+function readScaleToZero(value: unknown, name: string, problems: ProblemCollector): ScaleToZeroSpec {
+  const read = new RecordReader(problems, (field) => `${name}: scaleToZero.${field}`);
+  const spec = read.record(value, `${name}: scaleToZero`);
+  if (!isFieldRecord(value)) {
+    return { maxWaitMs: DEFAULT_SCALE_TO_ZERO_MAX_WAIT_MS };
+  }
+  read.onlyFields(spec, ['maxWaitMs'], 'is not a field of scaleToZero (known: maxWaitMs)');
+  const maxWaitMs = spec.maxWaitMs ?? DEFAULT_SCALE_TO_ZERO_MAX_WAIT_MS;
+  if (
+    typeof maxWaitMs !== 'number' ||
+    !Number.isInteger(maxWaitMs) ||
+    maxWaitMs < 1 ||
+    maxWaitMs > MAX_WAIT_MS
+  ) {
+    read.report(`${name}: scaleToZero.maxWaitMs must be an integer between 1 and ${MAX_WAIT_MS}`);
+    return { maxWaitMs: DEFAULT_SCALE_TO_ZERO_MAX_WAIT_MS };
+  }
+  return { maxWaitMs };
 }
 
 /** Parses and checks a catalog document; every problem names the model and the field. */
@@ -131,47 +110,31 @@ export function parseCatalog(text: string, path: string): Catalog {
   } catch (error) {
     throw new ConfigError([`catalog ${path}: not valid JSON (${(error as Error).message})`]);
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+  if (!isFieldRecord(raw)) {
     throw new ConfigError([`catalog ${path}: expected an object with a "models" array`]);
   }
-  const dto = plainToInstance(CatalogFileDto, raw);
-  const errors = validateSync(dto, {
-    whitelist: true,
-    forbidNonWhitelisted: true,
-    validationError: { target: false },
-  });
-  const entries: unknown[] = Array.isArray(dto.models) ? dto.models : [];
-  const problems = describe(errors, entries).map((p) => `catalog ${path}: ${p}`);
-  if (problems.length === 0) {
-    // Only reached once every entry is an object with a string id and an object backend.
-    const seen = new Set<string>();
-    dto.models.forEach((model, index) => {
-      if (typeof model.backend.kind !== 'string' || model.backend.kind.length === 0) {
-        problems.push(
-          `catalog ${path}: models[${index}] (model "${model.id}"): backend.kind must be a non-empty string`,
-        );
-      }
-      if (seen.has(model.id)) problems.push(`catalog ${path}: model "${model.id}" is declared twice`);
-      seen.add(model.id);
-    });
-  }
-  if (problems.length > 0) throw new ConfigError(problems);
+  const problems = new ProblemCollector(`catalog ${path}: `);
+  const read = new RecordReader(problems);
+  read.onlyFields(raw, ['models'], 'is not a field of a catalog (known: models)');
+  const entries = Array.isArray(raw.models) ? (raw.models as unknown[]) : [];
+  if (!Array.isArray(raw.models)) read.report('models must be an array');
+  else if (entries.length === 0) read.report('models must list at least one model');
   const loadedAt = Math.floor(Date.now() / 1000);
-  return {
-    path,
-    models: dto.models.map((m) => ({
-      id: m.id,
-      kind: m.type,
-      type: modelTypeOf(m.type),
-      ownedBy: m.owned_by,
-      created: m.created ?? loadedAt,
-      backend: m.backend,
-      ...(m.scaleToZero
-        ? { scaleToZero: { maxWaitMs: m.scaleToZero.maxWaitMs ?? DEFAULT_SCALE_TO_ZERO_MAX_WAIT_MS } }
-        : {}),
-      ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
-    })),
-  };
+  const seen = new Set<string>();
+  const models: CatalogModel[] = [];
+  entries.forEach((entry, index) => {
+    if (!isFieldRecord(entry)) {
+      read.report(`models[${index}] must be an object`);
+      return;
+    }
+    const named = typeof entry.id === 'string' ? ` (model "${entry.id}")` : '';
+    const model = readModel(entry, `models[${index}]${named}`, problems, loadedAt);
+    if (model.id !== '' && seen.has(model.id)) read.report(`model "${model.id}" is declared twice`);
+    seen.add(model.id);
+    models.push(model);
+  });
+  problems.throwIfAny((all) => new ConfigError(all));
+  return { path, models };
 }
 
 export async function loadCatalog(path: string): Promise<Catalog> {

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
-import { parseCancelMessage, type CancelMessage, type GatewayError } from '@mgw/contracts';
-
-export interface CancelLogger {
-  warn(message: string): void;
-}
+import {
+  parseCancelMessage,
+  type CancelMessage,
+  type ComponentLogger,
+  type GatewayError,
+} from '@mgw/contracts';
 
 /**
  * A worker process's single subscription to its own cancel channel. Running jobs register an
@@ -15,7 +16,7 @@ export class CancelListener {
   constructor(
     private readonly subscriber: Redis,
     readonly channel: string,
-    private readonly logger: CancelLogger,
+    private readonly logger: Pick<ComponentLogger, 'warn'>,
   ) {}
 
   async start(): Promise<void> {

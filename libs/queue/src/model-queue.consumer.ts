@@ -1,12 +1,8 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { queueNameFor, type ModelKind } from '@mgw/contracts';
+import { queueNameFor, type ModelKind, type ComponentLogger } from '@mgw/contracts';
 
 export type JobHandler = (job: Job<unknown>) => Promise<void>;
-
-export interface ConsumerLogger {
-  error(message: string): void;
-}
 
 /**
  * The workers' side of the queues: `fetchers` BullMQ Workers per served model, each with its own blocking
@@ -14,8 +10,8 @@ export interface ConsumerLogger {
  *
  * Several, because a BullMQ Worker fetches jobs in sequence — one `moveToActive` round trip (two when the
  * queue was empty: the marker, then the job) before it asks for the next — so a single one starts at most one
- * job per round trip however much concurrency it has. 100 streams requested at once then waited up to a third
- * of a second for their turn (bench S3); parallel fetch loops divide that wait.
+ * job per round trip however much concurrency it has, and of 100 streams requested at once the last waits up
+ * to a third of a second for its turn; parallel fetch loops divide that wait.
  */
 export class ModelQueueConsumer {
   private readonly workers: Worker[] = [];
@@ -23,7 +19,7 @@ export class ModelQueueConsumer {
   constructor(
     private readonly connection: Redis,
     private readonly namespace: string,
-    private readonly logger: ConsumerLogger,
+    private readonly logger: Pick<ComponentLogger, 'error'>,
     private readonly lockMs: number,
   ) {}
 

@@ -1,3 +1,4 @@
+import type { ComponentLogger } from '@mgw/contracts';
 import { Redis, type RedisOptions } from 'ioredis';
 
 export interface RedisEndpoint {
@@ -32,10 +33,6 @@ export function redisOptionsFromUrl(url: string): RedisEndpoint {
  */
 export type RedisRole = 'command' | 'subscriber' | 'blocking';
 
-export interface RedisLogger {
-  warn(message: string): void;
-}
-
 /**
  * A connection for `role`, named `name` in CLIENT LIST. Its errors go to `logger`: ioredis reports every
  * failed reconnect as an 'error' event, and an unlistened one would crash the process.
@@ -44,7 +41,7 @@ export function createRedisConnection(
   url: string,
   role: RedisRole,
   name: string,
-  logger: RedisLogger,
+  logger: Pick<ComponentLogger, 'warn'>,
 ): Redis {
   const redis = connectionFor(url, role, name);
   redis.on('error', (error: Error) => logger.warn(`redis (${name}): ${error.message}`));

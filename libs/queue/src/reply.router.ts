@@ -5,6 +5,7 @@ import {
   ProtocolError,
   requestIdOfRecord,
   type ReplyMessage,
+  type ComponentLogger,
 } from '@mgw/contracts';
 import type { PubSubDispatcher } from './pubsub.dispatcher';
 
@@ -24,10 +25,6 @@ interface Route {
   noOutput: boolean;
 }
 
-export interface ReplyRouterLogger {
-  warn(message: string): void;
-}
-
 /**
  * Demultiplexes this gateway instance's single reply channel to in-flight requests by request id.
  * There is one SUBSCRIBE per process, made at start: nothing on the request path touches subscriptions.
@@ -38,7 +35,7 @@ export class ReplyRouter {
   constructor(
     private readonly pubsub: PubSubDispatcher,
     readonly channel: string,
-    private readonly logger: ReplyRouterLogger,
+    private readonly logger: Pick<ComponentLogger, 'warn'>,
   ) {}
 
   async start(): Promise<void> {

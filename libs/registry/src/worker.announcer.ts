@@ -1,9 +1,5 @@
-import type { WorkerHeartbeatDto } from '@mgw/contracts';
+import type { WorkerHeartbeatDto, ComponentLogger } from '@mgw/contracts';
 import type { RegistryClient } from './registry.client';
-
-export interface AnnouncerLogger {
-  warn(message: string): void;
-}
 
 /** Keeps a worker visible in the registry: a heartbeat at start, then every interval; a goodbye at stop. */
 export class WorkerAnnouncer {
@@ -13,7 +9,7 @@ export class WorkerAnnouncer {
     private readonly client: RegistryClient,
     private readonly beat: () => WorkerHeartbeatDto,
     private readonly intervalMs: number,
-    private readonly logger: AnnouncerLogger,
+    private readonly logger: Pick<ComponentLogger, 'warn'>,
   ) {}
 
   async start(): Promise<void> {

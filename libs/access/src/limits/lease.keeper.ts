@@ -1,8 +1,5 @@
+import type { ComponentLogger } from '@mgw/contracts';
 import type { Limiter, Ticket } from './limiter';
-
-export interface LeaseLogger {
-  warn(message: string): void;
-}
 
 /**
  * Keeps this gateway's concurrency leases alive: one timer for all of them, one script call per key per
@@ -15,7 +12,7 @@ export class LeaseKeeper {
   constructor(
     private readonly limiter: Limiter,
     leaseMs: number,
-    private readonly logger: LeaseLogger,
+    private readonly logger: Pick<ComponentLogger, 'warn'>,
   ) {
     this.timer = setInterval(() => this.tick(), Math.max(100, Math.floor(leaseMs / 3)));
     this.timer.unref();

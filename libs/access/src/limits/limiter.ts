@@ -161,7 +161,7 @@ export class Limiter {
    * The request is over (answered, failed, or its client left): its concurrency slot is free, and if its job
    * never reached the queue (`queued` false) its admission no longer counts towards the queue depth. Plain
    * commands, only those needed: a MULTI builds an ioredis Pipeline, which copies every script BullMQ defined
-   * on the connection — the costliest thing the gateway did per request (bench/README.md, optimisation 6).
+   * on the connection — more work than everything else the release does.
    */
   async release(ticket: Ticket, queued: boolean): Promise<void> {
     const pending: Promise<number>[] = [];

@@ -1,5 +1,5 @@
 import type { ErrorBody, ErrorObject, ErrorType } from '../openai/error.types';
-import type { WireError } from '../protocol/reply-message';
+import type { WireError } from '../protocol/reply-message.types';
 
 /**
  * A failure with a place on the wire: an HTTP status and an OpenAI error object. Thrown by the gateway,

@@ -29,9 +29,9 @@ export interface FinishedRequest {
  * status, time and the key's fingerprint — never headers, query strings or bodies. Refusals are warnings,
  * faults errors.
  *
- * It is one call on the logger the app already has, made when the response closes. pino-http built a child
- * logger per request (bindings serialised, level copied) whether or not the line was then written, which
- * was a tenth of the gateway's CPU on `GET /v1/models` (bench/README.md, optimisation 5).
+ * It is one call on the logger the app already has, made when the response closes, rather than a child
+ * logger per request: building one serialises its bindings and copies the level whether or not the line is
+ * then written, a cost every request would pay, and a large share of a cheap route such as `GET /v1/models`.
  */
 export class AccessLog {
   constructor(private readonly pino: Logger) {}

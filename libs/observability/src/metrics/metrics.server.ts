@@ -1,3 +1,4 @@
+import type { ComponentLogger } from '@mgw/contracts';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
@@ -10,10 +11,6 @@ export interface MetricsServerOptions {
   ready: () => boolean;
 }
 
-export interface MetricsServerLogger {
-  error(message: string): void;
-}
-
 /**
  * The small HTTP port of processes without an API (workers, registry): `GET /metrics` for Prometheus,
  * `GET /healthz` (the process is up) and `GET /readyz` (it can do its work) for orchestrators.
@@ -23,7 +20,7 @@ export class MetricsServer {
 
   constructor(
     private readonly options: MetricsServerOptions,
-    private readonly logger: MetricsServerLogger,
+    private readonly logger: Pick<ComponentLogger, 'error'>,
   ) {}
 
   /** Resolves once listening; rejects (e.g. the port is taken) with a message naming METRICS_PORT. */

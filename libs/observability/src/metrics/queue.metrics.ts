@@ -1,3 +1,4 @@
+import type { ComponentLogger } from '@mgw/contracts';
 import { Gauge, type Registry } from 'prom-client';
 import { BoundedLabel } from './label-bounds';
 import { QUEUE_METRICS } from './metric-names';
@@ -18,10 +19,6 @@ export interface QueueMetricsSource {
   workers(): { model: string; workers: number }[];
 }
 
-export interface QueueMetricsLogger {
-  warn(message: string): void;
-}
-
 /**
  * Queue depth and live workers, computed when Prometheus scrapes (no polling). Scrapes that arrive within
  * `cacheMs` of each other share one reading, so several scrapers cannot multiply the load on Redis.
@@ -35,7 +32,7 @@ export class QueueMetrics {
     declaredModels: string[],
     private readonly source: QueueMetricsSource,
     private readonly cacheMs: number,
-    private readonly logger: QueueMetricsLogger,
+    private readonly logger: Pick<ComponentLogger, 'warn'>,
     private readonly now: () => number = Date.now,
   ) {
     this.models = BoundedLabel.fixed(declaredModels);

@@ -1,55 +1,11 @@
-import {
-  encodeReplyFrame,
-  MAX_REPLY_FRAME_MESSAGES,
-  parseCancelMessage,
-  parseReplyFrame,
-  parseReplyMessage,
-  parseReplyRecord,
-  requestIdOfRecord,
-  peekRequestId,
-  peekRequestIds,
-  ProtocolError,
-  type ReplyMessage,
-} from './reply-message';
-
-const requestId = 'req_0123456789';
-
-const valid: Record<ReplyMessage['kind'], ReplyMessage> = {
-  started: { requestId, seq: 0, kind: 'started', workerId: 'chat-host-1-abc' },
-  alive: { requestId, seq: 1, kind: 'alive' },
-  delta: { requestId, seq: 1, kind: 'delta', choice: 0, content: 'He said "hi"\n😀' },
-  'chat-done': {
-    requestId,
-    seq: 2,
-    kind: 'chat-done',
-    finishReasons: ['stop', 'length'],
-    usage: { prompt_tokens: 5, completion_tokens: 7 },
-  },
-  image: {
-    requestId,
-    seq: 1,
-    kind: 'image',
-    index: 0,
-    key: 'mgw:image:req_0123456789:0',
-    revisedPrompt: 'a cat',
-  },
-  'image-done': { requestId, seq: 2, kind: 'image-done', count: 1 },
-  error: {
-    requestId,
-    seq: 1,
-    kind: 'error',
-    error: { status: 502, type: 'server_error', code: 'worker_error', message: 'boom', param: null },
-  },
-};
-
-function raw(message: unknown): string {
-  return JSON.stringify(message);
-}
+import { parseReplyMessage } from './reply-message.parser';
+import { ProtocolError } from './protocol.error';
+import type { ReplyMessage } from './reply-message.types';
+import { raw, valid } from './reply-message.fixtures';
 
 function withFields(kind: ReplyMessage['kind'], fields: Record<string, unknown>): string {
   return raw({ ...valid[kind], ...fields });
 }
-
 function expectProtocolError(text: string, reason?: string): void {
   let caught: unknown;
   try {
@@ -63,36 +19,6 @@ function expectProtocolError(text: string, reason?: string): void {
     if (reason !== undefined) expect(caught.message).toContain(reason);
   }
 }
-
-describe('reply frames', () => {
-  it('encodes one message as itself and several as an array, which parses back in order', () => {
-    const one = raw(valid.started);
-    expect(encodeReplyFrame([one])).toBe(one);
-    expect(parseReplyMessage(encodeReplyFrame([one]))).toEqual(valid.started);
-    const frame = encodeReplyFrame([one, raw(valid.delta), raw(valid['chat-done'])]);
-    expect(parseReplyFrame(frame).map(parseReplyRecord)).toEqual([
-      valid.started,
-      valid.delta,
-      valid['chat-done'],
-    ]);
-  });
-
-  it('bounds a frame at MAX_REPLY_FRAME_MESSAGES messages', () => {
-    const full = encodeReplyFrame(Array.from({ length: MAX_REPLY_FRAME_MESSAGES }, () => raw(valid.alive)));
-    expect(parseReplyFrame(full)).toHaveLength(MAX_REPLY_FRAME_MESSAGES);
-    expect(() => parseReplyFrame(`[${full.slice(1, -1)},{}]`)).toThrow(ProtocolError);
-    expect(() => parseReplyFrame('[]')).toThrow(ProtocolError);
-    expect(() => parseReplyFrame('[{"a":')).toThrow('not JSON');
-  });
-
-  it("finds a message's request id only where it is a well-formed id", () => {
-    expect(requestIdOfRecord({ requestId, kind: 'nonsense' })).toBe(requestId);
-    expect(requestIdOfRecord({ requestId: 'has spaces' })).toBeNull();
-    expect(requestIdOfRecord({ requestId: 7 })).toBeNull();
-    expect(requestIdOfRecord('req_0123456789')).toBeNull();
-    expect(requestIdOfRecord(null)).toBeNull();
-  });
-});
 
 describe('parseReplyMessage', () => {
   it.each(Object.keys(valid) as ReplyMessage['kind'][])('accepts a valid %s message', (kind) => {
@@ -231,61 +157,5 @@ describe('parseReplyMessage', () => {
     ['a missing param', { status: 500, type: 'server_error', code: null, message: 'x' }, "'param'"],
   ])('rejects an error message with %s', (_label, error, reason) => {
     expectProtocolError(withFields('error', { error }), reason);
-  });
-});
-
-describe('peekRequestIds', () => {
-  it('finds every request id of a broken frame once, in order', () => {
-    const text = `[{"requestId":"req_bbbbbbbb","seq":0},{"requestId":"${requestId}"},{"requestId":"req_bbbbbbbb","seq":1},{"requestId":`;
-    expect(peekRequestIds(text)).toEqual(['req_bbbbbbbb', requestId]);
-    expect(peekRequestIds('total garbage')).toEqual([]);
-  });
-});
-
-describe('peekRequestId', () => {
-  it('finds the request id in a truncated message', () => {
-    expect(peekRequestId('{"requestId":"req_0123456789","seq":')).toBe(requestId);
-  });
-
-  it('tolerates whitespace around the colon', () => {
-    expect(peekRequestId('{ "requestId" :  "abc-DEF_123" }')).toBe('abc-DEF_123');
-  });
-
-  it.each([
-    ['no request id at all', '{"seq":1}'],
-    ['a numeric request id', '{"requestId":12345678}'],
-    ['plain text', 'garbage'],
-    ['an id with forbidden characters', '{"requestId":"a b"}'],
-  ])('returns null for %s', (_label, text) => {
-    expect(peekRequestId(text)).toBeNull();
-  });
-});
-
-describe('parseCancelMessage', () => {
-  it.each(['client_disconnected', 'deadline_exceeded', 'gateway_shutdown', 'protocol_error'])(
-    'accepts reason %s',
-    (reason) => {
-      expect(parseCancelMessage(raw({ requestId, reason }))).toEqual({ requestId, reason });
-    },
-  );
-
-  it('drops unknown fields', () => {
-    expect(parseCancelMessage(raw({ requestId, reason: 'gateway_shutdown', x: 1 }))).toEqual({
-      requestId,
-      reason: 'gateway_shutdown',
-    });
-  });
-
-  it.each([
-    ['non-JSON', '{', 'not JSON'],
-    ['an array', '[]', 'must be an object'],
-    ['null', 'null', 'must be an object'],
-    ['an unknown reason', raw({ requestId, reason: 'bored' }), "'reason'"],
-    ['a missing reason', raw({ requestId }), "'reason'"],
-    ['a missing requestId', raw({ reason: 'client_disconnected' }), "'requestId'"],
-    ['a numeric requestId', raw({ requestId: 1, reason: 'client_disconnected' }), "'requestId'"],
-  ])('rejects %s', (_label, text, reason) => {
-    expect(() => parseCancelMessage(text)).toThrow(ProtocolError);
-    expect(() => parseCancelMessage(text)).toThrow(reason);
   });
 });

@@ -1,0 +1,32 @@
+import { parseCancelMessage } from './cancel-message';
+import { ProtocolError } from './protocol.error';
+import { raw, requestId } from './reply-message.fixtures';
+
+describe('parseCancelMessage', () => {
+  it.each(['client_disconnected', 'deadline_exceeded', 'gateway_shutdown', 'protocol_error'])(
+    'accepts reason %s',
+    (reason) => {
+      expect(parseCancelMessage(raw({ requestId, reason }))).toEqual({ requestId, reason });
+    },
+  );
+
+  it('drops unknown fields', () => {
+    expect(parseCancelMessage(raw({ requestId, reason: 'gateway_shutdown', x: 1 }))).toEqual({
+      requestId,
+      reason: 'gateway_shutdown',
+    });
+  });
+
+  it.each([
+    ['non-JSON', '{', 'not JSON'],
+    ['an array', '[]', 'must be an object'],
+    ['null', 'null', 'must be an object'],
+    ['an unknown reason', raw({ requestId, reason: 'bored' }), "'reason'"],
+    ['a missing reason', raw({ requestId }), "'reason'"],
+    ['a missing requestId', raw({ reason: 'client_disconnected' }), "'requestId'"],
+    ['a numeric requestId', raw({ requestId: 1, reason: 'client_disconnected' }), "'requestId'"],
+  ])('rejects %s', (_label, text, reason) => {
+    expect(() => parseCancelMessage(text)).toThrow(ProtocolError);
+    expect(() => parseCancelMessage(text)).toThrow(reason);
+  });
+});

@@ -1,0 +1,76 @@
+import type { ErrorObject } from '../openai/error.types';
+import type { FinishReason } from '../openai/chat-completion.types';
+
+/**
+ * Messages a worker publishes on a gateway's reply channel. Every message of one request carries a
+ * sequence number starting at 0, so the gateway can detect a lost or duplicated message.
+ */
+export interface ReplyBase {
+  requestId: string;
+  seq: number;
+}
+
+export interface StartedMessage extends ReplyBase {
+  kind: 'started';
+  /** The worker process running the job; cancel messages go to its channel. */
+  workerId: string;
+}
+
+/**
+ * Sent by a worker when a running job has been silent for a while (waiting on a slow backend), so the
+ * gateway can tell a quiet worker from a dead one; carries nothing for the client.
+ */
+export interface AliveMessage extends ReplyBase {
+  kind: 'alive';
+}
+
+export interface DeltaMessage extends ReplyBase {
+  kind: 'delta';
+  choice: number;
+  content: string;
+}
+
+export interface TokenUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+export interface ChatDoneMessage extends ReplyBase {
+  kind: 'chat-done';
+  /** One per choice, by choice index. */
+  finishReasons: FinishReason[];
+  usage: TokenUsage;
+}
+
+export interface ImageMessage extends ReplyBase {
+  kind: 'image';
+  index: number;
+  /** Redis key holding the base64 PNG (see `imageResultKeyFor`). */
+  key: string;
+  revisedPrompt: string;
+}
+
+export interface ImageDoneMessage extends ReplyBase {
+  kind: 'image-done';
+  count: number;
+}
+
+export interface WireError extends ErrorObject {
+  status: number;
+  /** Seconds the client should wait before retrying (an upstream's `Retry-After`), passed on as a header. */
+  retryAfter?: number;
+}
+
+export interface ErrorMessage extends ReplyBase {
+  kind: 'error';
+  error: WireError;
+}
+
+export type ReplyMessage =
+  | StartedMessage
+  | AliveMessage
+  | DeltaMessage
+  | ChatDoneMessage
+  | ImageMessage
+  | ImageDoneMessage
+  | ErrorMessage;
