@@ -61,7 +61,7 @@ describe('ChatStreamReader', () => {
     ]);
     expect(events[4]).toEqual({
       type: 'usage',
-      promptTokens: countPromptTokens(messages),
+      promptTokens: countPromptTokens({ messages }),
       completionTokens: 4,
     });
   });
@@ -69,7 +69,7 @@ describe('ChatStreamReader', () => {
   it('finishes with stop a choice the upstream left open before [DONE]', () => {
     expect(read(1, [data([content(0, 'ok')]), '[DONE]']).slice(1)).toEqual([
       { type: 'finish', choice: 0, reason: 'stop' },
-      { type: 'usage', promptTokens: countPromptTokens(messages), completionTokens: 1 },
+      { type: 'usage', promptTokens: countPromptTokens({ messages }), completionTokens: 1 },
     ]);
   });
 

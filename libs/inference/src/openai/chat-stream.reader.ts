@@ -1,6 +1,6 @@
 import type { FinishReason } from '@mgw/contracts';
 import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
-import { countPromptTokens, countTextTokens } from '../text/token-count';
+import { countPromptTokens, countTextTokens, type PromptParts } from '../text/token-count';
 import { readUpstreamError, upstreamProtocolError } from './upstream-error.mapper';
 import { GatewayError } from '@mgw/contracts';
 
@@ -29,7 +29,7 @@ export class ChatStreamReader {
   private usage: { promptTokens: number; completionTokens: number } | null = null;
   private done = false;
 
-  constructor(private readonly request: Pick<ChatInferenceRequest, 'n' | 'messages'>) {
+  constructor(private readonly request: Pick<ChatInferenceRequest, 'n'> & PromptParts) {
     this.texts = new Array<string>(request.n).fill('');
     this.seen = new Array<boolean>(request.n).fill(false);
     this.finished = new Array<boolean>(request.n).fill(false);
@@ -122,7 +122,7 @@ export class ChatStreamReader {
     }
     const events: ChatInferenceEvent[] = open.map((choice) => ({ type: 'finish', choice, reason: 'stop' }));
     const usage = this.usage ?? {
-      promptTokens: countPromptTokens(this.request.messages),
+      promptTokens: countPromptTokens(this.request),
       completionTokens: this.texts.reduce((sum, text) => sum + countTextTokens(text), 0),
     };
     events.push({ type: 'usage', ...usage });
