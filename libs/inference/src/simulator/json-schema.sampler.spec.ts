@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats';
 import { zodFunction, zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import type { JsonSchema } from '../chat-backend.interface';
-import { sampleFromPattern, sampleJsonSchema } from './json-schema.sampler';
+import { SAMPLER_LIMITS, sampleFromPattern, sampleJsonSchema } from './json-schema.sampler';
 import { SeededRandom } from './seeded-random';
 
 const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true });
@@ -304,6 +304,48 @@ describe('sampleJsonSchema', () => {
       exclusiveMaximum: true,
     };
     for (const seed of SEEDS) expect(sampleJsonSchema(schema, { seed })).toBe(1);
+  });
+
+  it('keeps __proto__ as an own property', () => {
+    const schema = JSON.parse(
+      '{"type":"object","properties":{"__proto__":{"type":"integer"}},"required":["__proto__"]}',
+    ) as JsonSchema;
+    const instance = JSON.parse(JSON.stringify(sampleJsonSchema(schema, { seed: 1 }))) as object;
+    expect(Object.keys(instance)).toEqual(['__proto__']);
+    expect(Object.getOwnPropertyDescriptor(instance, '__proto__')?.value).toEqual(expect.any(Number));
+    expectValid(schema);
+  });
+
+  it('bounds its work whatever the schema asks for', () => {
+    const started = performance.now();
+    const huge = sampleJsonSchema(
+      {
+        type: 'object',
+        properties: {
+          many: { type: 'array', items: { type: 'integer' }, minItems: 1e9 },
+          long: { type: 'string', minLength: 1e9 },
+          repeated: { type: 'string', pattern: '^(a{100000}){100000}$' },
+        },
+        required: ['many', 'long', 'repeated'],
+      },
+      { seed: 1 },
+    ) as { many: unknown[]; long: string; repeated: string };
+    expect(huge.many).toHaveLength(SAMPLER_LIMITS.items);
+    expect(huge.long).toHaveLength(SAMPLER_LIMITS.stringLength);
+    expect(huge.repeated.length).toBeLessThanOrEqual(2 * SAMPLER_LIMITS.stringLength);
+    // A required recursion that branches sixteen ways never ends validly; it must end quickly anyway.
+    const branching = {
+      $defs: {
+        node: {
+          type: 'object',
+          properties: { kids: { type: 'array', items: { $ref: '#/$defs/node' }, minItems: 16 } },
+          required: ['kids'],
+        },
+      },
+      $ref: '#/$defs/node',
+    };
+    expect(sampleJsonSchema(branching, { seed: 1 })).toEqual(expect.any(Object));
+    expect(performance.now() - started).toBeLessThan(5000);
   });
 
   it('resolves percent- and tilde-escaped JSON pointers and a root $ref', () => {

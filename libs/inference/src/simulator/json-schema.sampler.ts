@@ -26,6 +26,12 @@ type Schema = Record<string, unknown>;
 const MAX_OPTIONAL_DEPTH = 6;
 /** A recursive schema whose required path never ends is cut here (the instance is then not valid). */
 const MAX_DEPTH = 32;
+/**
+ * Work bounds whatever the schema asks for (`minItems: 1e9`, `minLength: 1e9`, a required recursion that
+ * branches): values (sample calls), items per array and characters per string. Past them the instance
+ * is cut short and is then not valid, which only a schema no real answer could meet gets.
+ */
+export const SAMPLER_LIMITS = { values: 10_000, items: 256, stringLength: 4096 } as const;
 const DEFAULT_WORDS: readonly string[] = ['sample', 'value', 'alpha', 'beta', 'gamma', 'delta', 'omega'];
 
 const isSchema = (value: unknown): value is Schema =>
@@ -33,6 +39,10 @@ const isSchema = (value: unknown): value is Schema =>
 const numberOr = (value: unknown, fallback: number): number =>
   typeof value === 'number' && Number.isFinite(value) ? value : fallback;
 const codePoints = (text: string): number => [...text].length;
+/** An own property even for `__proto__`, which plain assignment would turn into the prototype. */
+const setProperty = (target: Record<string, unknown>, name: string, value: unknown): void => {
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+};
 
 export function sampleJsonSchema(schema: JsonSchema, options: SampleOptions): unknown {
   const words = (options.words ?? []).filter((word) => /^[\p{L}\p{N}]+$/u.test(word));
@@ -50,8 +60,10 @@ class SchemaSampler {
     private readonly words: readonly string[],
   ) {}
 
+  private values = 0;
+
   sample(input: unknown, depth: number): unknown {
-    if (input === false) return null;
+    if (input === false || ++this.values > SAMPLER_LIMITS.values) return null;
     if (!isSchema(input)) return this.text(1, 3);
     const schema = this.resolve(input, depth);
     if (depth > MAX_DEPTH) return null;
@@ -224,7 +236,7 @@ class SchemaSampler {
         ? schema.items
         : {};
     const wanted = depth > MAX_OPTIONAL_DEPTH ? 0 : this.random.nextIntBetween(1, 3);
-    const count = Math.min(maxItems, Math.max(minItems, tuple.length, wanted), minItems + 16);
+    const count = Math.min(maxItems, Math.max(minItems, tuple.length, wanted), SAMPLER_LIMITS.items);
     const items: unknown[] = [];
     const seen = new Set<string>();
     for (let i = 0; i < count; i++) {
@@ -257,17 +269,21 @@ class SchemaSampler {
     for (const [name, propertySchema] of Object.entries(properties)) {
       if (!required.has(name) && (!optionalToo || Object.keys(result).length >= maxProperties)) continue;
       if (propertySchema === false) continue;
-      result[name] = this.sample(propertySchema, depth + 1);
+      setProperty(result, name, this.sample(propertySchema, depth + 1));
     }
     // Required names without a property schema: anything additionalProperties allows.
     const additional = schema.additionalProperties;
     for (const name of required) {
-      if (!(name in result)) result[name] = this.sample(isSchema(additional) ? additional : {}, depth + 1);
+      if (!Object.hasOwn(result, name)) {
+        setProperty(result, name, this.sample(isSchema(additional) ? additional : {}, depth + 1));
+      }
     }
     const minProperties = numberOr(schema.minProperties, 0);
     for (let i = 1; Object.keys(result).length < minProperties && additional !== false && i <= 64; i++) {
       const name = `${this.word()}_${i}`;
-      if (!(name in result)) result[name] = this.sample(isSchema(additional) ? additional : {}, depth + 1);
+      if (!Object.hasOwn(result, name)) {
+        setProperty(result, name, this.sample(isSchema(additional) ? additional : {}, depth + 1));
+      }
     }
     return result;
   }
@@ -306,10 +322,13 @@ class SchemaSampler {
 
   /** Padded with more words, then cut, to fit [min, max] code points. */
   private sized(text: string, minLength: number, maxLength: number): string {
-    let result = text;
-    while (codePoints(result) < minLength) result += ` ${this.word()}`;
-    if (codePoints(result) > maxLength) result = [...result].slice(0, maxLength).join('').trimEnd();
-    while (codePoints(result) < minLength) result += 'x';
+    const wanted = Math.min(minLength, SAMPLER_LIMITS.stringLength);
+    const parts = [...text];
+    while (parts.length < wanted) parts.push(...` ${this.word()}`);
+    if (parts.length > maxLength) parts.length = Math.max(0, maxLength);
+    let result = parts.join('').trimEnd();
+    const length = codePoints(result);
+    if (length < wanted) result += 'x'.repeat(wanted - length);
     return result;
   }
 
@@ -392,8 +411,9 @@ export function sampleFromPattern(
   const anchoredStart = source.startsWith('^');
   let text = generate({ kind: 'group', alternatives: tree }, random);
   // An unanchored pattern matches inside a longer string; padding reaches minLength without breaking it.
-  if (!anchoredEnd) while (codePoints(text) < minLength) text += 'x';
-  if (!anchoredStart) while (codePoints(text) < minLength) text = `x${text}`;
+  const missing = Math.min(minLength, SAMPLER_LIMITS.stringLength) - codePoints(text);
+  if (missing > 0 && !anchoredEnd) text += 'x'.repeat(missing);
+  else if (missing > 0 && !anchoredStart) text = `${'x'.repeat(missing)}${text}`;
   return codePoints(text) <= maxLength ? text : null;
 }
 
@@ -409,7 +429,9 @@ function generate(node: Node, random: SeededRandom): string {
       const max = Math.min(node.max, node.min + 4);
       const times = random.nextIntBetween(node.min, Math.max(node.min, max));
       let text = '';
-      for (let i = 0; i < times; i++) text += generate(node.node, random);
+      for (let i = 0; i < times && text.length <= SAMPLER_LIMITS.stringLength; i++) {
+        text += generate(node.node, random);
+      }
       return text;
     }
   }
