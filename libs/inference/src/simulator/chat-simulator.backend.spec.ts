@@ -693,6 +693,17 @@ describe('ChatSimulatorBackend', () => {
       );
     });
 
+    it("keeps each of n interleaved choices' logprobs with its own text", async () => {
+      const events = await collect(backend({ mode: 'words', maxWords: 10 }), withLogprobs({ n: 3, seed: 2 }));
+      const summary = summarise(events, 3);
+      for (let choice = 0; choice < 3; choice++) {
+        const tokens = events.flatMap((event) =>
+          event.type === 'delta' && event.choice === choice ? (event.logprobs ?? []) : [],
+        );
+        expect(tokens.map((token) => token.token).join('')).toBe(summary.texts[choice]);
+      }
+    });
+
     it('covers content only: a tool call has none', async () => {
       const events = await collect(
         backend(),
