@@ -361,8 +361,9 @@ export class ChatSimulatorBackend implements ChatBackend {
         : this.completionTexts(request);
     const format = request.responseFormat;
     return texts.map((text, index) => {
-      if (format.type === 'json_object')
+      if (format.type === 'json_object') {
         return { text: JSON.stringify({ [echo ? 'echo' : 'text']: text }), toolCall: null };
+      }
       if (format.type === 'json_schema') {
         const instance = sampleJsonSchema(format.schema, { seed: sampleSeed(index), words: wordsOf(text) });
         return { text: JSON.stringify(instance), toolCall: null };
