@@ -1,6 +1,6 @@
 import { GatewayError } from '@mgw/contracts';
 import type { ChatInferenceEvent } from '../chat-backend.interface';
-import { countPromptTokens } from '../text/token-count';
+import { countPromptTokens, countTextTokens } from '../text/token-count';
 import { ChatStreamReader } from './chat-stream.reader';
 
 const messages = [{ role: 'user' as const, content: 'Hi there' }];
@@ -57,11 +57,11 @@ describe('ChatStreamReader', () => {
       { type: 'delta', choice: 1, text: 'Blue sea' },
       { type: 'delta', choice: 0, text: 'Red sky' },
       { type: 'finish', choice: 0, reason: 'length' },
-      { type: 'finish', choice: 1, reason: 'stop' },
+      { type: 'finish', choice: 1, reason: 'content_filter' },
     ]);
     expect(events[4]).toEqual({
       type: 'usage',
-      promptTokens: countPromptTokens(messages),
+      promptTokens: countPromptTokens({ messages }),
       completionTokens: 4,
     });
   });
@@ -69,7 +69,7 @@ describe('ChatStreamReader', () => {
   it('finishes with stop a choice the upstream left open before [DONE]', () => {
     expect(read(1, [data([content(0, 'ok')]), '[DONE]']).slice(1)).toEqual([
       { type: 'finish', choice: 0, reason: 'stop' },
-      { type: 'usage', promptTokens: countPromptTokens(messages), completionTokens: 1 },
+      { type: 'usage', promptTokens: countPromptTokens({ messages }), completionTokens: 1 },
     ]);
   });
 
@@ -123,5 +123,238 @@ describe('ChatStreamReader', () => {
       { type: 'finish', choice: 0, reason: 'stop' },
       { type: 'usage', promptTokens: 4, completionTokens: 3 },
     ]);
+  });
+
+  describe('tool calls', () => {
+    const toolDelta = (toolCalls: unknown[], finish: string | null = null, index = 0) => ({
+      index,
+      delta: { tool_calls: toolCalls },
+      logprobs: null,
+      finish_reason: finish,
+    });
+
+    it("relays OpenAI's shape: id, type and name first, then arguments fragments as they come", () => {
+      expect(
+        read(1, [
+          data([
+            {
+              index: 0,
+              delta: {
+                role: 'assistant',
+                content: null,
+                tool_calls: [
+                  {
+                    index: 0,
+                    id: 'call_abc',
+                    type: 'function',
+                    function: { name: 'get_weather', arguments: '' },
+                  },
+                ],
+                refusal: null,
+              },
+              logprobs: null,
+              finish_reason: null,
+            },
+          ]),
+          data([toolDelta([{ index: 0, function: { arguments: '{"ci' } }])]),
+          data([toolDelta([{ index: 0, function: { arguments: 'ty":"Paris"}' } }])]),
+          data([{ index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' }]),
+          data([], { usage: { prompt_tokens: 50, completion_tokens: 9, total_tokens: 59 } }),
+          '[DONE]',
+        ]),
+      ).toEqual([
+        { type: 'tool-call-start', choice: 0, index: 0, id: 'call_abc', name: 'get_weather' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{"ci' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: 'ty":"Paris"}' },
+        { type: 'finish', choice: 0, reason: 'tool_calls' },
+        { type: 'usage', promptTokens: 50, completionTokens: 9 },
+      ]);
+    });
+
+    it("relays vLLM's shape: parallel calls by index, arguments with the name, repeated ids ignored", () => {
+      const events = read(1, [
+        data([toolDelta([{ id: 'chatcmpl-tool-1', type: 'function', index: 0, function: { name: 'a' } }])]),
+        data([toolDelta([{ index: 0, function: { arguments: '{"x": ' } }])]),
+        data([toolDelta([{ index: 0, id: 'chatcmpl-tool-1', function: { arguments: '1}' } }])]),
+        data([
+          toolDelta([
+            { id: 'chatcmpl-tool-2', type: 'function', index: 1, function: { name: 'b', arguments: '{}' } },
+          ]),
+        ]),
+        data([toolDelta([], 'tool_calls')]),
+        '[DONE]',
+      ]);
+      expect(events.slice(0, -1)).toEqual([
+        { type: 'tool-call-start', choice: 0, index: 0, id: 'chatcmpl-tool-1', name: 'a' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{"x": ' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '1}' },
+        { type: 'tool-call-start', choice: 0, index: 1, id: 'chatcmpl-tool-2', name: 'b' },
+        { type: 'tool-call-arguments', choice: 0, index: 1, fragment: '{}' },
+        { type: 'finish', choice: 0, reason: 'tool_calls' },
+      ]);
+      // Without upstream usage: names and arguments count as completion tokens.
+      expect(events.at(-1)).toEqual({
+        type: 'usage',
+        promptTokens: countPromptTokens({ messages }),
+        completionTokens:
+          countTextTokens('a') + countTextTokens('{"x": 1}') + countTextTokens('b') + countTextTokens('{}'),
+      });
+    });
+
+    it('numbers calls densely per choice and keeps choices apart', () => {
+      const events = read(2, [
+        data([
+          toolDelta([{ index: 3, id: 'call_x', function: { name: 'f', arguments: '{}' } }], 'tool_calls', 1),
+        ]),
+        data([content(0, 'text', 'stop')]),
+        '[DONE]',
+      ]);
+      expect(events.slice(0, 2)).toEqual([
+        { type: 'tool-call-start', choice: 1, index: 0, id: 'call_x', name: 'f' },
+        { type: 'tool-call-arguments', choice: 1, index: 0, fragment: '{}' },
+      ]);
+    });
+
+    it('refuses a piece of an unknown call without id or name, and arguments that are not a string', () => {
+      const unnamed = errorOf(() =>
+        read(1, [data([toolDelta([{ index: 0, function: { arguments: '{}' } }])])]),
+      );
+      expect(unnamed).toMatchObject({ status: 502, code: 'upstream_protocol_error' });
+      expect(unnamed.message).toBe(
+        "The upstream model server sent a piece of tool call 0 before the call's id and function name.",
+      );
+      expect(
+        errorOf(() => read(1, [data([toolDelta([{ index: 0, id: 'c', function: { arguments: '{}' } }])])]))
+          .code,
+      ).toBe('upstream_protocol_error');
+      const objectArguments = errorOf(() =>
+        read(1, [data([toolDelta([{ index: 0, id: 'c', function: { name: 'f', arguments: { a: 1 } } }])])]),
+      );
+      expect(objectArguments.message).toBe(
+        'The upstream model server sent tool call arguments that are not a string.',
+      );
+      expect(errorOf(() => read(1, [data([toolDelta('x' as unknown as unknown[])])])).code).toBe(
+        'upstream_protocol_error',
+      );
+      expect(
+        errorOf(() => read(1, [data([toolDelta([{ index: -1, id: 'c', function: { name: 'f' } }])])])).code,
+      ).toBe('upstream_protocol_error');
+    });
+
+    it('reads message.tool_calls of a whole completion', () => {
+      const reader = new ChatStreamReader({ n: 1, messages });
+      const body = JSON.stringify({
+        object: 'chat.completion',
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                { id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } },
+                { id: 'call_2', type: 'function', function: { name: 'g', arguments: '{}' } },
+              ],
+            },
+            logprobs: null,
+            finish_reason: 'tool_calls',
+          },
+        ],
+      });
+      expect(reader.readCompletion(body)).toEqual([
+        { type: 'tool-call-start', choice: 0, index: 0, id: 'call_1', name: 'f' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{"a":1}' },
+        { type: 'tool-call-start', choice: 0, index: 1, id: 'call_2', name: 'g' },
+        { type: 'tool-call-arguments', choice: 0, index: 1, fragment: '{}' },
+        { type: 'finish', choice: 0, reason: 'tool_calls' },
+      ]);
+    });
+  });
+
+  describe('finish reasons', () => {
+    it.each([
+      ['stop', 'stop'],
+      ['length', 'length'],
+      ['tool_calls', 'tool_calls'],
+      ['content_filter', 'content_filter'],
+      ['function_call', 'tool_calls'],
+      ['eos_token', 'stop'],
+      ['abort', 'stop'],
+    ])('keeps %s as %s', (upstream, ours) => {
+      expect(read(1, [data([content(0, 'x', upstream)]), '[DONE]'])[1]).toEqual({
+        type: 'finish',
+        choice: 0,
+        reason: ours,
+      });
+    });
+  });
+
+  describe('logprobs', () => {
+    const hello = {
+      token: 'Hello',
+      logprob: -0.31,
+      bytes: [72, 101, 108, 108, 111],
+      top_logprobs: [
+        { token: 'Hello', logprob: -0.31, bytes: [72, 101, 108, 108, 111] },
+        { token: 'Hi', logprob: -1.5, bytes: null },
+      ],
+    };
+
+    it('attaches logprobs.content to the delta it came with', () => {
+      const events = read(1, [
+        data([
+          {
+            index: 0,
+            delta: { role: 'assistant', content: '' },
+            logprobs: { content: [] },
+            finish_reason: null,
+          },
+        ]),
+        data([
+          {
+            index: 0,
+            delta: { content: 'Hello' },
+            logprobs: { content: [hello], refusal: null },
+            finish_reason: null,
+          },
+        ]),
+        // vLLM leaves out bytes and top_logprobs when they are not asked for.
+        data([
+          {
+            index: 0,
+            delta: { content: '!' },
+            logprobs: { content: [{ token: '!', logprob: -2 }] },
+            finish_reason: 'stop',
+          },
+        ]),
+        '[DONE]',
+      ]);
+      expect(events.slice(0, 2)).toEqual([
+        { type: 'delta', choice: 0, text: 'Hello', logprobs: [hello] },
+        {
+          type: 'delta',
+          choice: 0,
+          text: '!',
+          logprobs: [{ token: '!', logprob: -2, bytes: null, top_logprobs: [] }],
+        },
+      ]);
+    });
+
+    it('refuses malformed logprobs', () => {
+      for (const logprobs of [
+        'x',
+        { content: 'x' },
+        { content: [{ token: 1, logprob: -1 }] },
+        { content: [{ token: 'a', logprob: 'low' }] },
+        { content: [{ token: 'a', logprob: -1, bytes: [300] }] },
+        { content: [{ token: 'a', logprob: -1, top_logprobs: [{ token: 'b' }] }] },
+      ]) {
+        expect(
+          errorOf(() =>
+            read(1, [data([{ index: 0, delta: { content: 'a' }, logprobs, finish_reason: null }])]),
+          ).code,
+        ).toBe('upstream_protocol_error');
+      }
+    });
   });
 });

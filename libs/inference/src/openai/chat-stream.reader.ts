@@ -1,6 +1,6 @@
-import type { FinishReason } from '@mgw/contracts';
+import type { FinishReason, TokenLogprob, TopLogprob } from '@mgw/contracts';
 import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
-import { countPromptTokens, countTextTokens } from '../text/token-count';
+import { countPromptTokens, countTextTokens, type PromptParts } from '../text/token-count';
 import { readUpstreamError, upstreamProtocolError } from './upstream-error.mapper';
 import { GatewayError } from '@mgw/contracts';
 
@@ -12,9 +12,59 @@ const isObject = (value: unknown): value is Json =>
 const isCount = (value: unknown): value is number =>
   typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 
-/** Ours has `stop` and `length`; an upstream's other reasons (content_filter, tool_calls) ended the text too. */
+/**
+ * OpenAI's four reasons are kept as they are. Others map to the closest: the legacy `function_call` is a
+ * tool call; anything else (TGI's `eos_token`, vLLM's `abort`, …) ended the text, so `stop`.
+ */
 function finishReasonOf(reason: string): FinishReason {
-  return reason === 'length' ? 'length' : 'stop';
+  switch (reason) {
+    case 'length':
+    case 'tool_calls':
+    case 'content_filter':
+      return reason;
+    case 'function_call':
+      return 'tool_calls';
+    default:
+      return 'stop';
+  }
+}
+
+const isByteList = (value: unknown): value is number[] =>
+  Array.isArray(value) && value.every((byte) => Number.isInteger(byte) && byte >= 0 && byte <= 255);
+
+function topLogprobOf(value: unknown): TopLogprob {
+  if (
+    !isObject(value) ||
+    typeof value.token !== 'string' ||
+    typeof value.logprob !== 'number' ||
+    !Number.isFinite(value.logprob) ||
+    (value.bytes !== undefined && value.bytes !== null && !isByteList(value.bytes))
+  ) {
+    throw upstreamProtocolError('sent a malformed logprob');
+  }
+  return { token: value.token, logprob: value.logprob, bytes: value.bytes ?? null };
+}
+
+/** `choices[].logprobs.content` of a chunk, checked; null when the chunk has none. */
+function logprobsOf(choice: Json): TokenLogprob[] | null {
+  const logprobs = choice.logprobs;
+  if (logprobs === undefined || logprobs === null) return null;
+  if (!isObject(logprobs)) throw upstreamProtocolError('sent logprobs that are not an object');
+  const content = logprobs.content;
+  if (content === undefined || content === null) return null;
+  if (!Array.isArray(content)) throw upstreamProtocolError('sent logprobs whose content is not a list');
+  return content.map((entry: unknown) => {
+    const top = isObject(entry) ? (entry.top_logprobs ?? []) : null;
+    if (!Array.isArray(top)) throw upstreamProtocolError('sent top_logprobs that are not a list');
+    return { ...topLogprobOf(entry), top_logprobs: top.map(topLogprobOf) };
+  });
+}
+
+/** A tool call of one choice as it streams in: its upstream index maps to ours, 0, 1, … in start order. */
+interface OpenToolCall {
+  index: number;
+  argumentsText: string;
+  name: string;
 }
 
 /**
@@ -24,13 +74,16 @@ function finishReasonOf(reason: string): FinishReason {
  */
 export class ChatStreamReader {
   private readonly texts: string[];
+  /** Per choice, the tool calls started so far by the upstream's index. */
+  private readonly toolCalls: Array<Map<number, OpenToolCall>>;
   private readonly seen: boolean[];
   private readonly finished: boolean[];
   private usage: { promptTokens: number; completionTokens: number } | null = null;
   private done = false;
 
-  constructor(private readonly request: Pick<ChatInferenceRequest, 'n' | 'messages'>) {
+  constructor(private readonly request: Pick<ChatInferenceRequest, 'n'> & PromptParts) {
     this.texts = new Array<string>(request.n).fill('');
+    this.toolCalls = Array.from({ length: request.n }, () => new Map<number, OpenToolCall>());
     this.seen = new Array<boolean>(request.n).fill(false);
     this.finished = new Array<boolean>(request.n).fill(false);
   }
@@ -80,7 +133,16 @@ export class ChatStreamReader {
       const delta = isObject(choice.delta) ? choice.delta : isObject(choice.message) ? choice.message : {};
       if (typeof delta.content === 'string' && delta.content.length > 0) {
         this.texts[index] += delta.content;
-        events.push({ type: 'delta', choice: index, text: delta.content });
+        // Logprobs ride on the text they belong to; a chunk without text has none worth relaying.
+        const logprobs = logprobsOf(choice);
+        events.push(
+          logprobs === null
+            ? { type: 'delta', choice: index, text: delta.content }
+            : { type: 'delta', choice: index, text: delta.content, logprobs },
+        );
+      }
+      if (delta.tool_calls !== undefined && delta.tool_calls !== null) {
+        this.readToolCalls(index, delta.tool_calls, events);
       }
       if (typeof choice.finish_reason === 'string') {
         this.finished[index] = true;
@@ -98,6 +160,47 @@ export class ChatStreamReader {
       };
     }
     return events;
+  }
+
+  /**
+   * `delta.tool_calls` (or a whole message's `tool_calls`, which have no `index`: their position is
+   * theirs). The first piece of a call must name it (`id`, `function.name`); `function.arguments`, when
+   * present, is a string fragment, relayed as it comes.
+   */
+  private readToolCalls(choice: number, toolCalls: unknown, events: ChatInferenceEvent[]): void {
+    if (!Array.isArray(toolCalls)) throw upstreamProtocolError('sent tool_calls that are not a list');
+    const calls = this.toolCalls[choice]!;
+    toolCalls.forEach((piece: unknown, position) => {
+      if (!isObject(piece)) throw upstreamProtocolError('sent a tool call that is not an object');
+      const upstreamIndex = piece.index ?? position;
+      if (!isCount(upstreamIndex)) throw upstreamProtocolError('sent a tool call without a valid index');
+      const fn = piece.function ?? {};
+      if (!isObject(fn)) throw upstreamProtocolError('sent a tool call whose function is not an object');
+      let call = calls.get(upstreamIndex);
+      if (call === undefined) {
+        if (
+          typeof piece.id !== 'string' ||
+          piece.id === '' ||
+          typeof fn.name !== 'string' ||
+          fn.name === ''
+        ) {
+          throw upstreamProtocolError(
+            `sent a piece of tool call ${upstreamIndex} before the call's id and function name`,
+          );
+        }
+        call = { index: calls.size, argumentsText: '', name: fn.name };
+        calls.set(upstreamIndex, call);
+        events.push({ type: 'tool-call-start', choice, index: call.index, id: piece.id, name: fn.name });
+      }
+      const fragment = fn.arguments;
+      if (fragment === undefined || fragment === null) return;
+      if (typeof fragment !== 'string') {
+        throw upstreamProtocolError('sent tool call arguments that are not a string');
+      }
+      if (fragment.length === 0) return;
+      call.argumentsText += fragment;
+      events.push({ type: 'tool-call-arguments', choice, index: call.index, fragment });
+    });
   }
 
   /**
@@ -122,8 +225,15 @@ export class ChatStreamReader {
     }
     const events: ChatInferenceEvent[] = open.map((choice) => ({ type: 'finish', choice, reason: 'stop' }));
     const usage = this.usage ?? {
-      promptTokens: countPromptTokens(this.request.messages),
-      completionTokens: this.texts.reduce((sum, text) => sum + countTextTokens(text), 0),
+      promptTokens: countPromptTokens(this.request),
+      completionTokens:
+        this.texts.reduce((sum, text) => sum + countTextTokens(text), 0) +
+        this.toolCalls.reduce((sum, calls) => {
+          for (const call of calls.values()) {
+            sum += countTextTokens(call.name) + countTextTokens(call.argumentsText);
+          }
+          return sum;
+        }, 0),
     };
     events.push({ type: 'usage', ...usage });
     return events;

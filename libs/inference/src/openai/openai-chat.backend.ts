@@ -1,10 +1,53 @@
 import type { CatalogModel } from '@mgw/config';
 import type { BackendSettings } from '../backend-settings';
-import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
+import type {
+  ChatBackend,
+  ChatInferenceEvent,
+  ChatInferenceRequest,
+  InferenceMessage,
+  ResponseFormat,
+  ToolChoice,
+  ToolDefinition,
+} from '../chat-backend.interface';
 import { ChatStreamReader } from './chat-stream.reader';
 import { OpenAIUpstreamClient } from './openai-upstream.client';
 import { parseOpenAIUpstreamOptions, type OpenAIUpstreamOptions } from './openai.options';
 import { readServerSentEvents } from './server-sent-events.reader';
+
+/** A message in OpenAI's wire shape; messages outside a tool loop are sent as they are. */
+function toUpstreamMessage(message: InferenceMessage): object {
+  if (message.role === 'tool') {
+    return { role: 'tool', content: message.content, tool_call_id: message.toolCallId };
+  }
+  if (message.role === 'assistant' && message.toolCalls !== undefined) {
+    const { toolCalls, ...rest } = message;
+    return { ...rest, tool_calls: toolCalls };
+  }
+  return message;
+}
+
+const toUpstreamTool = (tool: ToolDefinition): object => ({
+  type: 'function',
+  function: {
+    name: tool.name,
+    ...(tool.description !== undefined && { description: tool.description }),
+    parameters: tool.parameters,
+    ...(tool.strict && { strict: true }),
+  },
+});
+
+function toUpstreamToolChoice(choice: ToolChoice): unknown {
+  return choice.type === 'function' ? { type: 'function', function: { name: choice.name } } : choice.type;
+}
+
+function toUpstreamResponseFormat(format: ResponseFormat): object {
+  if (format.type !== 'json_schema') return { type: format.type };
+  const { name, schema, strict, description } = format;
+  return {
+    type: 'json_schema',
+    json_schema: { name, schema, strict, ...(description !== undefined && { description }) },
+  };
+}
 
 /**
  * The upstream request for ours. Sampling parameters at OpenAI's defaults are left out, so that the
@@ -14,7 +57,7 @@ import { readServerSentEvents } from './server-sent-events.reader';
 export function toUpstreamChatRequest(request: ChatInferenceRequest, upstreamModel: string): object {
   return {
     model: upstreamModel,
-    messages: request.messages,
+    messages: request.messages.map(toUpstreamMessage),
     // Always streamed, also for our non-streaming clients: the worker relays deltas to the gateway anyway.
     stream: true,
     stream_options: { include_usage: true },
@@ -27,6 +70,17 @@ export function toUpstreamChatRequest(request: ChatInferenceRequest, upstreamMod
     ...(request.frequencyPenalty !== 0 && { frequency_penalty: request.frequencyPenalty }),
     ...(request.seed !== null && { seed: request.seed }),
     ...(request.user !== null && { user: request.user }),
+    // Tool fields only with tools: some servers refuse tool_choice or parallel_tool_calls without them.
+    ...(request.tools.length > 0 && {
+      tools: request.tools.map(toUpstreamTool),
+      tool_choice: toUpstreamToolChoice(request.toolChoice),
+      parallel_tool_calls: request.parallelToolCalls,
+    }),
+    ...(request.responseFormat.type !== 'text' && {
+      response_format: toUpstreamResponseFormat(request.responseFormat),
+    }),
+    ...(request.logprobs && { logprobs: true }),
+    ...(request.logprobs && request.topLogprobs > 0 && { top_logprobs: request.topLogprobs }),
   };
 }
 
@@ -35,7 +89,8 @@ const isJson = (contentType: string | string[] | undefined): boolean =>
 
 /**
  * Chat through an OpenAI-compatible upstream: POST /chat/completions with `stream: true`, relayed event by
- * event as the upstream sends them (one upstream content chunk → one delta). Abort closes the upstream
+ * event as the upstream sends them (one upstream content chunk → one delta, one tool-call piece → one
+ * tool-call event, logprobs on the delta they came with). Abort closes the upstream
  * connection, so the upstream stops generating as well.
  */
 export class OpenAIChatBackend implements ChatBackend {

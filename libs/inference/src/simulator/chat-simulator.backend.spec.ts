@@ -1,5 +1,12 @@
+import Ajv, { type AnySchema } from 'ajv';
+import addFormats from 'ajv-formats';
 import { encode } from 'gpt-tokenizer';
-import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
+import type {
+  ChatInferenceEvent,
+  ChatInferenceRequest,
+  JsonSchema,
+  ToolDefinition,
+} from '../chat-backend.interface';
 import { countPromptTokens, IMAGE_PART_TOKENS } from '../text/token-count';
 import { ChatSimulatorBackend, tokenSegments } from './chat-simulator.backend';
 import type { ChatSimulatorOptions } from './simulator.options';
@@ -294,17 +301,19 @@ describe('ChatSimulatorBackend', () => {
       expect(short).toBeGreaterThan(countTokens('Hello there, simulator! Please repeat this sentence.'));
       expect(longer).toBeGreaterThan(short);
 
-      const withImage = countPromptTokens([
-        {
-          role: 'user',
-          content: [
-            { type: 'text', text: 'What is this?' },
-            { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
-          ],
-        },
-      ]);
+      const withImage = countPromptTokens({
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
+            ],
+          },
+        ],
+      });
       expect(withImage).toBe(
-        countPromptTokens([{ role: 'user', content: 'What is this?' }]) + IMAGE_PART_TOKENS,
+        countPromptTokens({ messages: [{ role: 'user', content: 'What is this?' }] }) + IMAGE_PART_TOKENS,
       );
     });
   });
@@ -413,6 +422,298 @@ describe('ChatSimulatorBackend', () => {
       expect(events.length).toBeGreaterThanOrEqual(1);
       expect(events.length).toBeLessThanOrEqual(3);
       expect(events.every((event) => event.type === 'delta')).toBe(true);
+    });
+  });
+
+  describe('tools', () => {
+    const ajv = addFormats(new Ajv({ strict: false }));
+    const weather: ToolDefinition = {
+      name: 'get_weather',
+      description: 'Current weather',
+      parameters: {
+        type: 'object',
+        properties: {
+          city: { type: 'string', minLength: 1 },
+          unit: { enum: ['celsius', 'fahrenheit'] },
+          days: { type: 'integer', minimum: 1, maximum: 7 },
+          when: { type: 'string', format: 'date-time' },
+        },
+        required: ['city', 'unit', 'days', 'when'],
+        additionalProperties: false,
+      },
+      strict: true,
+    };
+    const search: ToolDefinition = {
+      name: 'search_docs',
+      parameters: {
+        type: 'object',
+        properties: { query: { type: 'string' }, limit: { type: 'integer', maximum: 10 } },
+        required: ['query'],
+      },
+      strict: false,
+    };
+    const ask = (content: string, overrides: Partial<ChatInferenceRequest> = {}) =>
+      chatRequest({
+        messages: [{ role: 'user', content }],
+        tools: [weather, search],
+        toolChoice: { type: 'auto' },
+        ...overrides,
+      });
+
+    interface Call {
+      id: string;
+      name: string;
+      arguments: string;
+      fragments: number;
+    }
+    /** The tool call of each choice, checking that start comes first and only arguments follow. */
+    function callsOf(events: ChatInferenceEvent[], n: number): Call[] {
+      const calls: Array<Call | undefined> = new Array<Call | undefined>(n).fill(undefined);
+      for (const event of events) {
+        if (event.type === 'tool-call-start') {
+          expect(calls[event.choice]).toBeUndefined();
+          expect(event.index).toBe(0);
+          calls[event.choice] = { id: event.id, name: event.name, arguments: '', fragments: 0 };
+        } else if (event.type === 'tool-call-arguments') {
+          const call = calls[event.choice];
+          if (call === undefined) throw new Error('arguments before the start of the call');
+          expect(event.index).toBe(0);
+          call.arguments += event.fragment;
+          call.fragments++;
+        }
+      }
+      return calls.map((call) => {
+        if (call === undefined) throw new Error('a choice without a tool call');
+        return call;
+      });
+    }
+
+    it('calls the first tool, with valid arguments streamed in token-sized fragments, and no content', async () => {
+      const events = await collect(backend(), ask('Tell me something'));
+      const summary = summarise(events, 1);
+      expect(summary.texts[0]).toBe('');
+      expect(reasonOf(summary, 0)).toBe('tool_calls');
+      const [call] = callsOf(events, 1);
+      expect(call?.name).toBe('get_weather');
+      expect(call?.id).toMatch(/^call_[A-Za-z0-9]{24}$/);
+      expect(call?.fragments).toBe(countTokens(call?.arguments ?? ''));
+      expect(call?.fragments).toBeGreaterThan(3);
+      const validate = ajv.compile(weather.parameters as AnySchema);
+      expect(validate(JSON.parse(call?.arguments ?? ''))).toBe(true);
+      expect(summary.usage.completionTokens).toBe(call?.fragments);
+      expect(summary.usage.promptTokens).toBeGreaterThan(
+        countPromptTokens({ messages: [{ role: 'user', content: 'Tell me something' }] }),
+      );
+    });
+
+    it('calls the tool the user names, or the one tool_choice names, and puts the user’s words in strings', async () => {
+      const [named] = callsOf(await collect(backend(), ask('Please search_docs for Paris')), 1);
+      expect(named?.name).toBe('search_docs');
+      expect((JSON.parse(named?.arguments ?? '') as { query: string }).query).toMatch(
+        /^(Please|search_docs|for|Paris)( (Please|search_docs|for|Paris))*$/,
+      );
+      const forced = ask('Please search_docs', { toolChoice: { type: 'function', name: 'get_weather' } });
+      expect(callsOf(await collect(backend(), forced), 1)[0]?.name).toBe('get_weather');
+      const required = ask('Please search_docs', { toolChoice: { type: 'required' } });
+      expect(callsOf(await collect(backend(), required), 1)[0]?.name).toBe('search_docs');
+    });
+
+    it('answers in text with tool_choice none', async () => {
+      const summary = summarise(await collect(backend(), ask('Hi', { toolChoice: { type: 'none' } })), 1);
+      expect(summary.texts[0]).toBe('Hi');
+      expect(reasonOf(summary, 0)).toBe('stop');
+    });
+
+    it('is deterministic, gives each of n choices its own call id, and interleaves their fragments', async () => {
+      const request = ask('weather?', { n: 2, seed: 7 });
+      const events = await collect(backend({ mode: 'words' }), request);
+      const calls = callsOf(events, 2);
+      expect(callsOf(await collect(backend({ mode: 'words' }), request), 2)).toEqual(calls);
+      expect(calls[0]?.id).not.toBe(calls[1]?.id);
+      const choices = events.filter((event) => event.type === 'tool-call-start').map((event) => event.choice);
+      expect(choices).toEqual([0, 1]);
+      const summary = summarise(events, 2);
+      expect(summary.finishes.map((finish) => finish.reason)).toEqual(['tool_calls', 'tool_calls']);
+      const other = callsOf(await collect(backend({ mode: 'words' }), ask('weather?', { n: 2, seed: 8 })), 2);
+      expect(other[0]?.id).not.toBe(calls[0]?.id);
+    });
+
+    it('finishes with length when max_tokens cuts the arguments', async () => {
+      const events = await collect(backend(), ask('weather?', { maxTokens: 3 }));
+      const summary = summarise(events, 1);
+      expect(reasonOf(summary, 0)).toBe('length');
+      expect(callsOf(events, 1)[0]?.fragments).toBe(3);
+    });
+
+    it('answers a tool result with text that contains it, in echo and words mode', async () => {
+      const messages: ChatInferenceRequest['messages'] = [
+        { role: 'user', content: 'Weather in Paris?' },
+        {
+          role: 'assistant',
+          content: null,
+          toolCalls: [
+            {
+              id: 'call_1',
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+            },
+          ],
+        },
+        { role: 'tool', toolCallId: 'call_1', content: '{"temperature":21}' },
+      ];
+      for (const mode of ['echo', 'words'] as const) {
+        const summary = summarise(
+          await collect(
+            backend({ mode }),
+            chatRequest({ messages, tools: [weather], toolChoice: { type: 'auto' } }),
+          ),
+          1,
+        );
+        expect(summary.texts[0]).toContain('The tool returned: {"temperature":21}');
+        expect(reasonOf(summary, 0)).toBe('stop');
+      }
+    });
+  });
+
+  describe('response formats', () => {
+    const ajv = addFormats(new Ajv({ strict: false }));
+    const schema: JsonSchema = {
+      type: 'object',
+      properties: {
+        title: { type: 'string' },
+        tags: { type: 'array', items: { type: 'string' }, minItems: 1 },
+        score: { type: 'number', minimum: 0, maximum: 1 },
+      },
+      required: ['title', 'tags', 'score'],
+      additionalProperties: false,
+    };
+
+    it('answers json_object with a JSON object, as token-sized deltas', async () => {
+      for (const mode of ['echo', 'words'] as const) {
+        const summary = summarise(
+          await collect(backend({ mode }), chatRequest({ responseFormat: { type: 'json_object' } })),
+          1,
+        );
+        const parsed = JSON.parse(summary.texts[0] ?? '') as Record<string, string>;
+        expect(Object.values(parsed)[0]).toEqual(expect.any(String));
+        expect(summary.deltas[0]).toBe(countTokens(summary.texts[0] ?? ''));
+        expect(reasonOf(summary, 0)).toBe('stop');
+      }
+      const echoed = summarise(
+        await collect(backend(), chatRequest({ responseFormat: { type: 'json_object' } })),
+        1,
+      );
+      expect(JSON.parse(echoed.texts[0] ?? '')).toEqual({
+        echo: 'Hello there, simulator! Please repeat this sentence.',
+      });
+    });
+
+    it('answers json_schema with an instance valid against the schema, for each of n choices', async () => {
+      const request = chatRequest({
+        n: 3,
+        seed: 3,
+        responseFormat: { type: 'json_schema', name: 'doc', schema, strict: true },
+      });
+      const summary = summarise(await collect(backend({ mode: 'words' }), request), 3);
+      const validate = ajv.compile(schema as AnySchema);
+      for (const text of summary.texts) expect(validate(JSON.parse(text))).toBe(true);
+      expect(new Set(summary.texts).size).toBeGreaterThan(1);
+      expect(summary.usage.promptTokens).toBeGreaterThan(
+        summarise(await collect(backend(), chatRequest({ n: 3, seed: 3 })), 3).usage.promptTokens,
+      );
+    });
+
+    it('cuts the JSON at max_tokens with finish reason length (then it is not valid JSON)', async () => {
+      const request = chatRequest({
+        maxTokens: 4,
+        responseFormat: { type: 'json_schema', name: 'doc', schema, strict: true },
+      });
+      const summary = summarise(await collect(backend(), request), 1);
+      expect(reasonOf(summary, 0)).toBe('length');
+      expect(() => JSON.parse(summary.texts[0] ?? '') as unknown).toThrow();
+    });
+  });
+
+  describe('logprobs', () => {
+    const withLogprobs = (overrides: Partial<ChatInferenceRequest> = {}) =>
+      chatRequest({ logprobs: true, topLogprobs: 3, ...overrides });
+
+    it('gives every delta one logprob per token that produced it, deterministically', async () => {
+      const text = 'Wave 👋🏽, say 你好 — done.';
+      const request = withLogprobs({ messages: [{ role: 'user', content: text }] });
+      const events = await collect(backend(), request);
+      const deltas = events.filter((event) => event.type === 'delta');
+      expect(deltas.map((delta) => delta.logprobs?.length)).toEqual(
+        tokenSegments(text).map((segment) => segment.tokens),
+      );
+      const logprobs = deltas.flatMap((delta) => delta.logprobs ?? []);
+      expect(logprobs).toHaveLength(countTokens(text));
+      for (const delta of deltas) {
+        const whole = delta.logprobs?.length === 1 ? delta.logprobs[0] : undefined;
+        if (whole !== undefined) {
+          expect(whole.token).toBe(delta.text);
+          expect(whole.bytes).toEqual([...Buffer.from(delta.text, 'utf8')]);
+        }
+      }
+      const bytes = logprobs.flatMap((logprob) => logprob.bytes ?? []);
+      expect(Buffer.from(bytes).toString('utf8')).toBe(text);
+      for (const logprob of logprobs) {
+        expect(logprob.logprob).toBeLessThanOrEqual(0);
+        expect(logprob.top_logprobs).toHaveLength(3);
+        expect(logprob.top_logprobs[0]).toEqual({
+          token: logprob.token,
+          logprob: logprob.logprob,
+          bytes: logprob.bytes,
+        });
+        const values = logprob.top_logprobs.map((top) => top.logprob);
+        expect([...values].sort((a, b) => b - a)).toEqual(values);
+        expect(new Set(logprob.top_logprobs.map((top) => top.token)).size).toBe(3);
+        expect(values.reduce((sum, value) => sum + Math.exp(value), 0)).toBeLessThanOrEqual(1);
+      }
+      expect(await collect(backend(), request)).toEqual(events);
+    });
+
+    it('has empty top_logprobs when none are asked for, and no logprobs at all without logprobs', async () => {
+      const none = await collect(backend(), withLogprobs({ topLogprobs: 0 }));
+      for (const event of none)
+        if (event.type === 'delta') expect(event.logprobs?.[0]?.top_logprobs).toEqual([]);
+      const plain = await collect(backend(), chatRequest());
+      for (const event of plain) if (event.type === 'delta') expect(event).not.toHaveProperty('logprobs');
+    });
+
+    it('holds back the logprobs of text a stop sequence holds, and drops those of text it cuts', async () => {
+      const request = withLogprobs({
+        messages: [{ role: 'user', content: 'alpha beta gamma STOP delta' }],
+        stop: ['STOP'],
+      });
+      const deltas = (await collect(backend(), request)).filter((event) => event.type === 'delta');
+      expect(deltas.map((delta) => delta.text).join('')).toBe('alpha beta gamma ');
+      expect(deltas.flatMap((delta) => delta.logprobs ?? []).map((logprob) => logprob.token)).toEqual(
+        tokenSegments('alpha beta gamma').map((segment) => segment.text),
+      );
+    });
+
+    it("keeps each of n interleaved choices' logprobs with its own text", async () => {
+      const events = await collect(backend({ mode: 'words', maxWords: 10 }), withLogprobs({ n: 3, seed: 2 }));
+      const summary = summarise(events, 3);
+      for (let choice = 0; choice < 3; choice++) {
+        const tokens = events.flatMap((event) =>
+          event.type === 'delta' && event.choice === choice ? (event.logprobs ?? []) : [],
+        );
+        expect(tokens.map((token) => token.token).join('')).toBe(summary.texts[choice]);
+      }
+    });
+
+    it('covers content only: a tool call has none', async () => {
+      const events = await collect(
+        backend(),
+        withLogprobs({
+          tools: [{ name: 'f', parameters: { type: 'object', properties: {} }, strict: false }],
+          toolChoice: { type: 'required' },
+        }),
+      );
+      expect(events.some((event) => event.type === 'delta')).toBe(false);
+      expect(events.some((event) => event.type === 'tool-call-arguments')).toBe(true);
     });
   });
 

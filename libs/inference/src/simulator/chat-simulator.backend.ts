@@ -1,9 +1,14 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { decodeGenerator, encode } from 'gpt-tokenizer';
 import type { CatalogModel } from '@mgw/config';
-import type { FinishReason } from '@mgw/contracts';
+import type { FinishReason, TokenLogprob } from '@mgw/contracts';
 import type { BackendSettings } from '../backend-settings';
-import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
+import type {
+  ChatBackend,
+  ChatInferenceEvent,
+  ChatInferenceRequest,
+  ToolDefinition,
+} from '../chat-backend.interface';
 import { StopSequenceMatcher } from '../text/stop-sequence.matcher';
 import { BoundedCache } from '../text/bounded-cache';
 import {
@@ -13,7 +18,9 @@ import {
   TOKENIZER_CACHE_LIMITS,
   TOKENIZER_OPTIONS,
 } from '../text/token-count';
+import { sampleJsonSchema } from './json-schema.sampler';
 import { fnv1a32, SeededRandom, toSeed32 } from './seeded-random';
+import { simulatedLogprobs } from './simulated-logprobs';
 import { parseChatSimulatorOptions, type ChatSimulatorOptions } from './simulator.options';
 
 type ChatMessages = ChatInferenceRequest['messages'];
@@ -21,6 +28,9 @@ type ChatMessages = ChatInferenceRequest['messages'];
 /** At full speed, hand the event loop back this often so one huge generation cannot starve the process. */
 const TOKENS_PER_EVENT_LOOP_TURN = 64;
 const FALLBACK_ECHO = 'This is a simulated response.';
+const TOOL_CALL_ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+/** Tool-call ids come from their own stream of the choice's seed, so they do not shift the arguments. */
+const TOOL_CALL_ID_SALT = 0x9e3779b9;
 /** Splitting a text into token segments is pure, and load tests repeat prompts: remembered within bounds. */
 const segmentCache = new BoundedCache<readonly TokenSegment[]>(
   TOKENIZER_CACHE_LIMITS.entries,
@@ -101,18 +111,66 @@ function cachedTokenSegments(text: string): readonly TokenSegment[] {
 
 /** A message-order-sensitive fingerprint that ignores JSON key order, which differs between clients. */
 function fingerprint(messages: ChatMessages): number {
-  const canonical = messages.map((message) => [
-    message.role,
-    ('name' in message ? message.name : undefined) ?? null,
-    message.content === null || typeof message.content === 'string'
-      ? message.content
-      : message.content.map((part) =>
-          part.type === 'text'
-            ? ['text', part.text]
-            : ['image_url', part.image_url.url, part.image_url.detail ?? null],
-        ),
-  ]);
+  const canonical = messages.map((message) => {
+    const fields: unknown[] = [
+      message.role,
+      ('name' in message ? message.name : undefined) ?? null,
+      message.content === null || typeof message.content === 'string'
+        ? message.content
+        : message.content.map((part) =>
+            part.type === 'text'
+              ? ['text', part.text]
+              : ['image_url', part.image_url.url, part.image_url.detail ?? null],
+          ),
+    ];
+    // Only messages of a tool loop carry more, so plain conversations keep their fingerprints.
+    if (message.role === 'tool') fields.push(message.toolCallId);
+    if (message.role === 'assistant' && message.toolCalls !== undefined) {
+      fields.push(message.toolCalls.map((call) => [call.id, call.function.name, call.function.arguments]));
+    }
+    return fields;
+  });
   return fnv1a32(JSON.stringify(canonical));
+}
+
+function lastUserText(messages: ChatMessages): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message?.role === 'user') return textOf(message.content);
+  }
+  return '';
+}
+
+const wordsOf = (text: string): string[] => text.split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 0);
+
+/** The results of the tool calls the conversation ends with, in order; empty unless it ends with one. */
+function trailingToolResults(messages: ChatMessages): string[] {
+  const results: string[] = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message?.role !== 'tool') break;
+    results.unshift(textOf(message.content));
+  }
+  return results;
+}
+
+/** The tool a simulated turn calls: the one tool_choice names, else the first the user mentions, else the first. */
+function chosenTool(request: ChatInferenceRequest): ToolDefinition | undefined {
+  const choice = request.toolChoice;
+  if (choice.type === 'function') {
+    const named = request.tools.find((tool) => tool.name === choice.name);
+    if (named !== undefined) return named;
+  }
+  const text = lastUserText(request.messages);
+  return request.tools.find((tool) => text.includes(tool.name)) ?? request.tools[0];
+}
+
+function toolCallId(seed: number): string {
+  const random = new SeededRandom((seed ^ TOOL_CALL_ID_SALT) >>> 0);
+  let id = 'call_';
+  for (let i = 0; i < 24; i++)
+    id += TOOL_CALL_ID_ALPHABET.charAt(random.nextInt(TOOL_CALL_ID_ALPHABET.length));
+  return id;
 }
 
 function echoText(messages: ChatMessages): string {
@@ -161,6 +219,12 @@ async function yieldTurn(signal: AbortSignal): Promise<void> {
   }
 }
 
+/** What one choice produces: text, or a call of one tool whose JSON arguments stream instead. */
+interface ChoicePlan {
+  text: string;
+  toolCall: { id: string; name: string } | null;
+}
+
 interface ChoiceRun {
   index: number;
   segments: readonly TokenSegment[];
@@ -170,6 +234,13 @@ interface ChoiceRun {
   emitted: string;
   matcher: StopSequenceMatcher;
   finished: boolean;
+  /** Set when the choice calls a tool: `segments` are then its arguments, and no content is sent. */
+  toolCall: { id: string; name: string } | null;
+  /** With `logprobs`: the log probabilities of tokens whose text the stop matcher still holds. */
+  pendingLogprobs: Array<{ end: number; logprobs: TokenLogprob[] }> | null;
+  /** Characters pushed into the stop matcher so far, and characters it has let out. */
+  pushed: number;
+  released: number;
 }
 
 /**
@@ -194,19 +265,20 @@ export class ChatSimulatorBackend implements ChatBackend {
 
   async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
     signal.throwIfAborted();
-    const promptTokens = countPromptTokens(request.messages);
-    const runs: ChoiceRun[] = this.completionTexts(request).map((text, index) => {
-      const segments = cachedTokenSegments(text);
-      return {
-        index,
-        segments,
-        next: 0,
-        generated: 0,
-        emitted: '',
-        matcher: new StopSequenceMatcher(request.stop),
-        finished: false,
-      };
-    });
+    const promptTokens = countPromptTokens(request);
+    const runs: ChoiceRun[] = this.plans(request).map(({ text, toolCall }, index) => ({
+      index,
+      segments: cachedTokenSegments(text),
+      next: 0,
+      generated: 0,
+      emitted: '',
+      matcher: new StopSequenceMatcher(request.stop),
+      finished: false,
+      toolCall,
+      pendingLogprobs: request.logprobs && toolCall === null ? [] : null,
+      pushed: 0,
+      released: 0,
+    }));
 
     if (this.options.ttftMs > 0) await pause(this.options.ttftMs, signal);
     const interval = this.options.tokensPerSecond > 0 ? 1000 / this.options.tokensPerSecond : 0;
@@ -226,9 +298,9 @@ export class ChatSimulatorBackend implements ChatBackend {
       }
       for (const run of runs) {
         if (run.finished) continue;
-        for (const event of this.step(run, request.maxTokens)) {
+        for (const event of this.step(run, request)) {
           if (
-            event.type === 'delta' &&
+            (event.type === 'delta' || event.type === 'tool-call-arguments') &&
             this.options.failAfterTokens > 0 &&
             deltas++ === this.options.failAfterTokens
           ) {
@@ -244,7 +316,8 @@ export class ChatSimulatorBackend implements ChatBackend {
     const completionTokens = runs.reduce(
       // A stop sequence can cut inside a token; counting the text actually sent keeps usage equal to what
       // a client would count, and never above what was generated.
-      (sum, run) => sum + Math.min(countTextTokens(run.emitted), run.generated),
+      (sum, run) =>
+        sum + (run.toolCall === null ? Math.min(countTextTokens(run.emitted), run.generated) : run.generated),
       0,
     );
     yield { type: 'usage', promptTokens, completionTokens };
@@ -252,6 +325,68 @@ export class ChatSimulatorBackend implements ChatBackend {
 
   close(): Promise<void> {
     return Promise.resolve();
+  }
+
+  /**
+   * What each choice produces. Requests without tools, a JSON response format or a tool result to answer
+   * take the plain path and pay nothing for those features.
+   */
+  private plans(request: ChatInferenceRequest): ChoicePlan[] {
+    const toolResults = trailingToolResults(request.messages);
+    const callsTool =
+      request.tools.length > 0 && request.toolChoice.type !== 'none' && toolResults.length === 0;
+    if (!callsTool && toolResults.length === 0 && request.responseFormat.type === 'text') {
+      return this.completionTexts(request).map((text) => ({ text, toolCall: null }));
+    }
+    const n = Math.max(1, request.n);
+    const messagesSeed = fingerprint(request.messages);
+    const base = request.seed === null ? messagesSeed : toSeed32(request.seed);
+    // Like the words: temperature 0 gives every choice the same sample; each call still gets its own id.
+    const sampleSeed = (index: number) => (request.temperature === 0 ? messagesSeed : (base + index) >>> 0);
+    const echo = this.options.mode === 'echo';
+
+    if (callsTool) {
+      const tool = chosenTool(request);
+      if (tool !== undefined) {
+        const words = echo ? wordsOf(lastUserText(request.messages)) : VOCABULARY;
+        return Array.from({ length: n }, (_, index) => ({
+          text: JSON.stringify(sampleJsonSchema(tool.parameters, { seed: sampleSeed(index), words })),
+          toolCall: { id: toolCallId((base + index) >>> 0), name: tool.name },
+        }));
+      }
+    }
+    const texts =
+      toolResults.length > 0
+        ? this.toolAnswers(request, toolResults, n, sampleSeed)
+        : this.completionTexts(request);
+    const format = request.responseFormat;
+    return texts.map((text, index) => {
+      if (format.type === 'json_object') {
+        return { text: JSON.stringify({ [echo ? 'echo' : 'text']: text }), toolCall: null };
+      }
+      if (format.type === 'json_schema') {
+        const instance = sampleJsonSchema(format.schema, { seed: sampleSeed(index), words: wordsOf(text) });
+        return { text: JSON.stringify(instance), toolCall: null };
+      }
+      return { text, toolCall: null };
+    });
+  }
+
+  /** After tool results, the answer quotes them (then, in words mode, goes on with pseudo-text). */
+  private toolAnswers(
+    request: ChatInferenceRequest,
+    results: readonly string[],
+    n: number,
+    sampleSeed: (index: number) => number,
+  ): string[] {
+    const quoted = `The tool returned: ${results.join('\n')}`;
+    if (this.options.mode === 'echo') return new Array<string>(n).fill(quoted);
+    const poolSize = Math.min(VOCABULARY.length, Math.max(1, Math.ceil(request.topP * VOCABULARY.length)));
+    return Array.from(
+      { length: n },
+      (_, index) =>
+        `${quoted}\n\n${wordsText(new SeededRandom(sampleSeed(index)), this.options.maxWords, poolSize)}`,
+    );
   }
 
   private completionTexts(request: ChatInferenceRequest): string[] {
@@ -272,39 +407,69 @@ export class ChatSimulatorBackend implements ChatBackend {
   }
 
   /** Advances one choice by one token. */
-  private *step(run: ChoiceRun, maxTokens: number | null): Generator<ChatInferenceEvent> {
+  private *step(run: ChoiceRun, request: ChatInferenceRequest): Generator<ChatInferenceEvent> {
+    const { maxTokens } = request;
+    const done: FinishReason = run.toolCall === null ? 'stop' : 'tool_calls';
     const segment = run.segments[run.next];
     if (segment === undefined) {
-      yield* this.finish(run, 'stop');
+      yield* this.finish(run, done);
       return;
     }
     if (maxTokens !== null && run.generated + segment.tokens > maxTokens) {
       yield* this.finish(run, 'length');
       return;
     }
+    const position = run.generated;
     run.next++;
     run.generated += segment.tokens;
-    const { emit, stopped } = run.matcher.push(segment.text);
-    if (emit.length > 0) {
-      run.emitted += emit;
-      yield { type: 'delta', choice: run.index, text: emit };
+    if (run.toolCall !== null) {
+      // Stop sequences apply to content only; arguments stream whole, as an upstream model's would.
+      if (run.next === 1) yield { type: 'tool-call-start', choice: run.index, index: 0, ...run.toolCall };
+      yield { type: 'tool-call-arguments', choice: run.index, index: 0, fragment: segment.text };
+    } else {
+      if (run.pendingLogprobs !== null) {
+        run.pushed += segment.text.length;
+        run.pendingLogprobs.push({
+          end: run.pushed,
+          logprobs: simulatedLogprobs(segment.text, segment.tokens, position, request.topLogprobs),
+        });
+      }
+      const { emit, stopped } = run.matcher.push(segment.text);
+      if (emit.length > 0) yield this.delta(run, emit);
+      if (stopped) {
+        yield* this.finish(run, 'stop');
+        return;
+      }
     }
     // Finish in the same round as the last token rather than one token interval later.
-    if (stopped || run.next === run.segments.length) {
-      yield* this.finish(run, 'stop');
+    if (run.next === run.segments.length) {
+      yield* this.finish(run, done);
     } else if (maxTokens !== null && run.generated >= maxTokens) {
       yield* this.finish(run, 'length');
     }
+  }
+
+  /**
+   * A content delta. With logprobs, it carries those of every token whose text it completes: the stop
+   * matcher can hold text back, and the logprobs wait with it; text a stop sequence cuts, or a token cut
+   * in two, leaves its logprobs out, so the listed tokens are exactly the ones sent whole.
+   */
+  private delta(run: ChoiceRun, text: string): ChatInferenceEvent {
+    run.emitted += text;
+    const pending = run.pendingLogprobs;
+    if (pending === null) return { type: 'delta', choice: run.index, text };
+    run.released += text.length;
+    let taken = 0;
+    while (taken < pending.length && pending[taken]!.end <= run.released) taken++;
+    const logprobs = pending.splice(0, taken).flatMap((entry) => entry.logprobs);
+    return { type: 'delta', choice: run.index, text, logprobs };
   }
 
   private *finish(run: ChoiceRun, reason: FinishReason): Generator<ChatInferenceEvent> {
     run.finished = true;
     // The held tail can no longer grow into a stop sequence, so it belongs to the answer.
     const rest = run.matcher.flush();
-    if (rest.length > 0) {
-      run.emitted += rest;
-      yield { type: 'delta', choice: run.index, text: rest };
-    }
+    if (rest.length > 0) yield this.delta(run, rest);
     yield { type: 'finish', choice: run.index, reason };
   }
 }

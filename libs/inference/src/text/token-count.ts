@@ -1,6 +1,6 @@
 import { encode, encodeChat } from 'gpt-tokenizer';
 import type { ChatMessageContent } from '@mgw/contracts';
-import type { ChatInferenceRequest } from '../chat-backend.interface';
+import type { ChatInferenceRequest, ResponseFormat, ToolDefinition } from '../chat-backend.interface';
 import { BoundedCache } from './bounded-cache';
 
 /**
@@ -27,6 +27,29 @@ const promptTokenCache = new BoundedCache<number>(
   TOKENIZER_CACHE_LIMITS.entries,
   TOKENIZER_CACHE_LIMITS.maxKeyLength,
 );
+/** Agents send the same tool definitions with every turn of a loop. */
+const definitionTokenCache = new BoundedCache<number>(
+  TOKENIZER_CACHE_LIMITS.entries,
+  TOKENIZER_CACHE_LIMITS.maxKeyLength,
+);
+
+/**
+ * gpt-tokenizer's BPE is quadratic in the length of one pre-token, and a run without spaces is one
+ * pre-token: longer texts are counted in pieces of at most this many characters, cut at whitespace where
+ * there is some. Shorter texts (nearly every message) are counted whole, exactly.
+ */
+export const TOKENIZER_CHUNK_CHARS = 2048;
+/** What OpenAI adds per tool definition beyond its text, approximately. */
+export const TOOL_DEFINITION_OVERHEAD_TOKENS = 8;
+/** What OpenAI adds per call in an assistant message beyond its name and arguments, approximately. */
+export const TOOL_CALL_OVERHEAD_TOKENS = 3;
+
+/** Every message costs the same frame whatever its role (each role name is one token). */
+const MESSAGE_OVERHEAD_TOKENS =
+  encodeChat([{ role: 'user', content: '' }], CHAT_FORMAT_MODEL, TOKENIZER_OPTIONS).length -
+  encodeChat([], CHAT_FORMAT_MODEL, TOKENIZER_OPTIONS).length;
+/** The primer of the assistant's reply. */
+const REPLY_PRIMER_TOKENS = encodeChat([], CHAT_FORMAT_MODEL, TOKENIZER_OPTIONS).length;
 
 export function textOf(content: ChatMessageContent | null): string {
   if (content === null) return '';
@@ -35,26 +58,97 @@ export function textOf(content: ChatMessageContent | null): string {
 }
 
 export function countTextTokens(text: string): number {
-  return textTokenCache.getOrCompute(text, () => encode(text, TOKENIZER_OPTIONS).length);
+  return textTokenCache.getOrCompute(text, () => encodedLength(text));
 }
+
+/** Token count of `text`, in bounded pieces when it is long (see TOKENIZER_CHUNK_CHARS). */
+function encodedLength(text: string): number {
+  if (text.length <= TOKENIZER_CHUNK_CHARS) return encode(text, TOKENIZER_OPTIONS).length;
+  let count = 0;
+  for (let start = 0; start < text.length;) {
+    let end = Math.min(text.length, start + TOKENIZER_CHUNK_CHARS);
+    if (end < text.length) {
+      // Cut before the last whitespace of the window, where the tokenizer's own pre-tokens begin.
+      const space = text.slice(start, end).search(/\s\S*$/);
+      if (space > 0) end = start + space;
+      // Never between the two halves of a surrogate pair.
+      else if (/[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end--;
+    }
+    count += encode(text.slice(start, end), TOKENIZER_OPTIONS).length;
+    start = end;
+  }
+  return count;
+}
+
+/** The parts of a request that are sent to the model as prompt. */
+export type PromptParts = Pick<ChatInferenceRequest, 'messages'> &
+  Partial<Pick<ChatInferenceRequest, 'tools' | 'responseFormat'>>;
 
 /**
- * Prompt tokens as OpenAI would bill them: the ChatML-formatted conversation (including the primer for the
- * assistant's reply) plus a flat cost per image. 'developer' is counted as 'system', which it replaces.
- * Backends whose model has no tokenizer of its own at hand use this as an estimate.
+ * Prompt tokens as OpenAI would bill them, an estimate for backends whose model has no tokenizer at hand:
+ * - the ChatML-formatted conversation (4 tokens per message around its text, 3 for the primer of the
+ *   assistant's reply), 'developer' counted as 'system', which it replaces; a flat 85 per image part;
+ * - an assistant message's tool calls: each call's name and arguments plus 3;
+ * - tool definitions, which OpenAI renders into a hidden system message: the tokens of a compact rendering
+ *   (`// description` and `type name = (_: <parameters as JSON>) => any;` in a `namespace functions`)
+ *   plus 8 per tool, as one more message;
+ * - a `json_schema` response format: its name, description and schema as JSON, as one more message.
  */
-export function countPromptTokens(messages: ChatInferenceRequest['messages']): number {
-  return promptTokenCache.getOrCompute(JSON.stringify(messages), () => countUncached(messages));
+export function countPromptTokens(request: PromptParts): number {
+  const messages = promptTokenCache.getOrCompute(JSON.stringify(request.messages), () =>
+    countMessages(request.messages),
+  );
+  const tools = request.tools ?? [];
+  const format = request.responseFormat;
+  if (tools.length === 0 && format?.type !== 'json_schema') return messages;
+  return messages + countDefinitions(tools, format);
 }
 
-function countUncached(messages: ChatInferenceRequest['messages']): number {
-  let extra = 0;
-  const chat = messages.map((message) => {
+function countMessages(messages: ChatInferenceRequest['messages']): number {
+  let total = REPLY_PRIMER_TOKENS;
+  for (const message of messages) {
+    total += MESSAGE_OVERHEAD_TOKENS + countTextTokens(textOf(message.content));
     if (Array.isArray(message.content)) {
-      extra += IMAGE_PART_TOKENS * message.content.filter((part) => part.type === 'image_url').length;
+      total += IMAGE_PART_TOKENS * message.content.filter((part) => part.type === 'image_url').length;
     }
-    if ('name' in message && message.name !== undefined) extra += countTextTokens(message.name);
-    return { role: message.role === 'developer' ? 'system' : message.role, content: textOf(message.content) };
+    if ('name' in message && message.name !== undefined) total += countTextTokens(message.name);
+    if (message.role === 'assistant' && message.toolCalls !== undefined) {
+      for (const call of message.toolCalls) {
+        total +=
+          TOOL_CALL_OVERHEAD_TOKENS +
+          countTextTokens(call.function.name) +
+          countTextTokens(call.function.arguments);
+      }
+    }
+  }
+  return total;
+}
+
+function countDefinitions(tools: readonly ToolDefinition[], format: ResponseFormat | undefined): number {
+  const key = JSON.stringify([tools, format]);
+  return definitionTokenCache.getOrCompute(key, () => {
+    let total = 0;
+    if (tools.length > 0) {
+      total +=
+        MESSAGE_OVERHEAD_TOKENS +
+        TOOL_DEFINITION_OVERHEAD_TOKENS * tools.length +
+        countTextTokens(renderTools(tools));
+    }
+    if (format?.type === 'json_schema') {
+      const text = `${format.name}\n${format.description ?? ''}\n${JSON.stringify(format.schema)}`;
+      total += MESSAGE_OVERHEAD_TOKENS + countTextTokens(text);
+    }
+    return total;
   });
-  return encodeChat(chat, CHAT_FORMAT_MODEL, TOKENIZER_OPTIONS).length + extra;
+}
+
+/** Close to the TypeScript-like form OpenAI shows its models, without rendering every keyword. */
+export function renderTools(tools: readonly ToolDefinition[]): string {
+  const lines = ['# Tools', '', '## functions', '', 'namespace functions {', ''];
+  for (const tool of tools) {
+    if (tool.description !== undefined) lines.push(`// ${tool.description}`);
+    lines.push(`type ${tool.name} = (_: ${JSON.stringify(tool.parameters)}) => any;`, '');
+  }
+  lines.push('} // namespace functions');
+  return lines.join('\n');
 }

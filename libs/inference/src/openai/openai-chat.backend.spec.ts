@@ -1,0 +1,117 @@
+import type { ChatInferenceRequest } from '../chat-backend.interface';
+import { toUpstreamChatRequest } from './openai-chat.backend';
+
+function chatRequest(overrides: Partial<ChatInferenceRequest> = {}): ChatInferenceRequest {
+  return {
+    messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    n: 1,
+    maxTokens: null,
+    stop: [],
+    temperature: 1,
+    topP: 1,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
+    seed: null,
+    user: null,
+    tools: [],
+    toolChoice: { type: 'none' },
+    parallelToolCalls: true,
+    responseFormat: { type: 'text' },
+    logprobs: false,
+    topLogprobs: 0,
+    ...overrides,
+  };
+}
+
+describe('toUpstreamChatRequest', () => {
+  it('sends a plain request without any of the tool, format or logprobs fields', () => {
+    const request = chatRequest();
+    expect(toUpstreamChatRequest(request, 'upstream-model')).toEqual({
+      model: 'upstream-model',
+      messages: request.messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+  });
+
+  it('passes tools, tool_choice and parallel_tool_calls in OpenAI’s shape', () => {
+    const parameters = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
+    const body = toUpstreamChatRequest(
+      chatRequest({
+        tools: [
+          { name: 'get_weather', description: 'Weather now', parameters, strict: true },
+          { name: 'noop', parameters: { type: 'object', properties: {} }, strict: false },
+        ],
+        toolChoice: { type: 'function', name: 'get_weather' },
+        parallelToolCalls: false,
+      }),
+      'm',
+    );
+    expect(body).toMatchObject({
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'get_weather', description: 'Weather now', parameters, strict: true },
+        },
+        { type: 'function', function: { name: 'noop', parameters: { type: 'object', properties: {} } } },
+      ],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      parallel_tool_calls: false,
+    });
+    expect(
+      toUpstreamChatRequest(
+        chatRequest({
+          tools: [{ name: 'f', parameters: {}, strict: false }],
+          toolChoice: { type: 'required' },
+        }),
+        'm',
+      ),
+    ).toMatchObject({ tool_choice: 'required', parallel_tool_calls: true });
+  });
+
+  it('sends assistant tool calls and tool results in OpenAI’s wire shape', () => {
+    const call = { id: 'call_1', type: 'function' as const, function: { name: 'f', arguments: '{"a":1}' } };
+    const body = toUpstreamChatRequest(
+      chatRequest({
+        messages: [
+          { role: 'user', content: 'Go' },
+          { role: 'assistant', content: null, toolCalls: [call] },
+          { role: 'tool', toolCallId: 'call_1', content: '42' },
+        ],
+      }),
+      'm',
+    ) as { messages: unknown[] };
+    expect(body.messages).toEqual([
+      { role: 'user', content: 'Go' },
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', content: '42', tool_call_id: 'call_1' },
+    ]);
+  });
+
+  it('passes response_format and logprobs', () => {
+    const schema = { type: 'object', properties: {} };
+    expect(
+      toUpstreamChatRequest(
+        chatRequest({
+          responseFormat: { type: 'json_schema', name: 'out', schema, strict: true, description: 'd' },
+          logprobs: true,
+          topLogprobs: 5,
+        }),
+        'm',
+      ),
+    ).toMatchObject({
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'out', schema, strict: true, description: 'd' },
+      },
+      logprobs: true,
+      top_logprobs: 5,
+    });
+    const body = toUpstreamChatRequest(
+      chatRequest({ responseFormat: { type: 'json_object' }, logprobs: true }),
+      'm',
+    );
+    expect(body).toMatchObject({ response_format: { type: 'json_object' }, logprobs: true });
+    expect(body).not.toHaveProperty('top_logprobs');
+  });
+});

@@ -1,0 +1,111 @@
+import { encode, encodeChat } from 'gpt-tokenizer';
+import type { ToolDefinition } from '../chat-backend.interface';
+import {
+  countPromptTokens,
+  countTextTokens,
+  renderTools,
+  TOKENIZER_CHUNK_CHARS,
+  TOOL_CALL_OVERHEAD_TOKENS,
+  TOOL_DEFINITION_OVERHEAD_TOKENS,
+} from './token-count';
+
+const options = { disallowedSpecial: new Set<string>() };
+const tokens = (text: string) => encode(text, options).length;
+
+const weather: ToolDefinition = {
+  name: 'get_weather',
+  description: 'The current weather in a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  strict: false,
+};
+
+describe('countPromptTokens', () => {
+  const messages = [
+    { role: 'system' as const, content: 'Be brief.' },
+    { role: 'user' as const, content: 'Hello there, how are you?' },
+  ];
+
+  it('counts a plain conversation exactly as its ChatML encoding', () => {
+    expect(countPromptTokens({ messages })).toBe(encodeChat(messages, 'gpt-4o', options).length);
+    const developer = [{ role: 'developer' as const, content: 'Be brief.' }, messages[1]!];
+    expect(countPromptTokens({ messages: developer })).toBe(countPromptTokens({ messages }));
+  });
+
+  it('adds the rendered tool definitions, their per-tool overhead and one message frame', () => {
+    const plain = countPromptTokens({ messages });
+    const frame = encodeChat([{ role: 'system', content: '' }], 'gpt-4o', options).length - 3;
+    expect(countPromptTokens({ messages, tools: [weather] })).toBe(
+      plain + frame + TOOL_DEFINITION_OVERHEAD_TOKENS + tokens(renderTools([weather])),
+    );
+    expect(renderTools([weather])).toContain('// The current weather in a city');
+    expect(renderTools([weather])).toContain('type get_weather = (_: {"type":"object"');
+    const two = countPromptTokens({ messages, tools: [weather, { ...weather, name: 'get_forecast' }] });
+    expect(two).toBeGreaterThan(
+      countPromptTokens({ messages, tools: [weather] }) + TOOL_DEFINITION_OVERHEAD_TOKENS,
+    );
+  });
+
+  it('adds a json_schema response format, but nothing for text or json_object', () => {
+    const plain = countPromptTokens({ messages });
+    expect(countPromptTokens({ messages, responseFormat: { type: 'text' } })).toBe(plain);
+    expect(countPromptTokens({ messages, responseFormat: { type: 'json_object' } })).toBe(plain);
+    const schema = { type: 'object', properties: { answer: { type: 'string' } } };
+    const withSchema = countPromptTokens({
+      messages,
+      responseFormat: { type: 'json_schema', name: 'answer', schema, strict: true },
+    });
+    expect(withSchema).toBeGreaterThan(plain + tokens(JSON.stringify(schema)));
+  });
+
+  it('counts assistant tool calls and tool results', () => {
+    const call = {
+      id: 'call_1',
+      type: 'function' as const,
+      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+    };
+    const loop = [
+      messages[1]!,
+      { role: 'assistant' as const, content: null, toolCalls: [call] },
+      { role: 'tool' as const, toolCallId: 'call_1', content: '{"temperature":21}' },
+    ];
+    const withoutCall = [messages[1]!, { role: 'assistant' as const, content: null }, loop[2]!];
+    expect(countPromptTokens({ messages: loop })).toBe(
+      countPromptTokens({ messages: withoutCall }) +
+        TOOL_CALL_OVERHEAD_TOKENS +
+        tokens('get_weather') +
+        tokens('{"city":"Paris"}'),
+    );
+    expect(countPromptTokens({ messages: withoutCall })).toBeGreaterThan(tokens('{"temperature":21}'));
+  });
+});
+
+describe('countTextTokens', () => {
+  it('counts texts up to the chunk size exactly', () => {
+    const text = 'wor '.repeat(TOKENIZER_CHUNK_CHARS / 4);
+    expect(text.length).toBe(TOKENIZER_CHUNK_CHARS);
+    expect(countTextTokens(text)).toBe(tokens(text));
+  });
+
+  it('counts long spaced text in pieces cut at whitespace, within a token of the whole count', () => {
+    const text = 'The quick brown fox jumps over the lazy dog. '.repeat(500);
+    expect(Math.abs(countTextTokens(text) - tokens(text))).toBeLessThanOrEqual(
+      Math.ceil(text.length / TOKENIZER_CHUNK_CHARS),
+    );
+  });
+
+  it('counts a long run without spaces in bounded pieces, in linear time', () => {
+    // Whole, gpt-tokenizer takes about 8 s for this (quadratic in a pre-token); in pieces, tens of ms.
+    const run = 'ab'.repeat(32 * 1024);
+    const started = performance.now();
+    expect(countTextTokens(run)).toBe(run.length / 4);
+    expect(performance.now() - started).toBeLessThan(2000);
+  });
+
+  it('never cuts a surrogate pair at a piece boundary', () => {
+    // The window ends between the halves of an emoji, so the piece ends one character earlier.
+    const text = `x${'😀'.repeat(1500)}`;
+    expect(countTextTokens(text)).toBe(
+      tokens(text.slice(0, TOKENIZER_CHUNK_CHARS - 1)) + tokens(text.slice(TOKENIZER_CHUNK_CHARS - 1)),
+    );
+  });
+});
