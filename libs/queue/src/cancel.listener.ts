@@ -1,39 +1,38 @@
-import type { Redis } from 'ioredis';
 import {
   parseCancelMessage,
   type CancelMessage,
   type ComponentLogger,
   type GatewayError,
 } from '@mgw/contracts';
+import type { PubSubDispatcher } from './pubsub.dispatcher';
 
 /**
- * A worker process's single subscription to its own cancel channel. Running jobs register an
- * AbortController; a cancel message for their request aborts it.
+ * A worker process's single subscription to its own cancel channel, made through the dispatcher that owns
+ * the subscriber connection's listeners. Running jobs register an AbortController; a cancel message for
+ * their request aborts it.
  */
 export class CancelListener {
   private readonly running = new Map<string, AbortController>();
 
   constructor(
-    private readonly subscriber: Redis,
+    private readonly pubsub: PubSubDispatcher,
     readonly channel: string,
     private readonly logger: Pick<ComponentLogger, 'warn'>,
   ) {}
 
   async start(): Promise<void> {
-    this.subscriber.on('message', (channel: string, raw: string) => {
-      if (channel !== this.channel) return;
-      let message: CancelMessage;
-      try {
-        message = parseCancelMessage(raw);
-      } catch (error) {
-        this.logger.warn(`ignoring malformed cancel message: ${(error as Error).message}`);
-        return;
-      }
-      this.running
-        .get(message.requestId)
-        ?.abort(new JobStopped({ kind: 'cancelled', reason: message.reason }));
-    });
-    await this.subscriber.subscribe(this.channel);
+    await this.pubsub.listen(this.channel, { message: (raw) => this.onMessage(raw) });
+  }
+
+  private onMessage(raw: string): void {
+    let message: CancelMessage;
+    try {
+      message = parseCancelMessage(raw);
+    } catch (error) {
+      this.logger.warn(`ignoring malformed cancel message: ${(error as Error).message}`);
+      return;
+    }
+    this.running.get(message.requestId)?.abort(new JobStopped({ kind: 'cancelled', reason: message.reason }));
   }
 
   /** Registers a job before its `started` message goes out, so a cancel can never arrive unseen. */

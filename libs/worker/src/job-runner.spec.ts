@@ -3,7 +3,7 @@ import type { Job } from 'bullmq';
 import { IsInt, IsString } from 'class-validator';
 import type { Redis } from 'ioredis';
 import { GatewayError } from '@mgw/contracts';
-import { CancelListener, JobStopped, type ReplyBatcher } from '@mgw/queue';
+import { CancelListener, JobStopped, PubSubDispatcher, type ReplyBatcher } from '@mgw/queue';
 import { JobRunner, type JobContext } from './job-runner';
 
 class TestJob {
@@ -36,7 +36,11 @@ function harness(listeners = 1) {
     warn: (message: string | { msg: string }) =>
       warnings.push(typeof message === 'string' ? message : message.msg),
   };
-  const cancels = new CancelListener(subscriber as unknown as Redis, 'cancel-channel', logger);
+  const cancels = new CancelListener(
+    new PubSubDispatcher(subscriber as unknown as Redis),
+    'cancel-channel',
+    logger,
+  );
   const runner = new JobRunner(publisher, cancels, 'worker-1', logger, { heartbeatMs: 60_000 });
   return { sent, warnings, cancels, subscriber, runner };
 }

@@ -6,7 +6,7 @@ import { UsageRecorder } from '@mgw/access';
 import { WorkerConfig, type Catalog, type CatalogModel } from '@mgw/config';
 import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
 import { MetricsServer, WorkerMetrics } from '@mgw/observability';
-import { CancelListener, ModelQueueConsumer, ReplyBatcher } from '@mgw/queue';
+import { CancelListener, ModelQueueConsumer, PubSubDispatcher, ReplyBatcher } from '@mgw/queue';
 import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
 import { JobInstrumentation } from './job.instrumentation';
 import { JobRunner } from './job-runner';
@@ -111,7 +111,11 @@ const jobProviders: Provider[] = [
   {
     provide: CancelListener,
     useFactory: (subscriber: Redis, config: WorkerConfig, logger: LoggerService) =>
-      new CancelListener(subscriber, cancelChannelFor(config.namespace, config.instanceId), logger),
+      new CancelListener(
+        new PubSubDispatcher(subscriber),
+        cancelChannelFor(config.namespace, config.instanceId),
+        logger,
+      ),
     inject: [CANCEL_CONNECTION, WorkerConfig, WORKER_LOGGER],
   },
   {
