@@ -1,8 +1,15 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { SequenceEvaluateOptions, Token } from 'node-llama-cpp';
+import type { ChatModelFunctions, GbnfJsonSchema, Token } from 'node-llama-cpp';
 import { GatewayError } from '@mgw/contracts';
-import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
-import type { LlamaSequence, LoadedLlamaModel } from './loaded-model';
+import type { ChatInferenceEvent, ChatInferenceRequest, ToolDefinition } from '../chat-backend.interface';
+import type {
+  EvaluateOptions,
+  FunctionCallSyntax,
+  GeneratedToken,
+  LlamaSequence,
+  LoadedLlamaModel,
+  ModelGrammar,
+} from './loaded-model';
 import { LlamaCppChatBackend } from './llamacpp-chat.backend';
 import type { LlamaCppOptions } from './llamacpp.options';
 
@@ -11,13 +18,27 @@ const END_OF_TURN = 999 as Token;
 
 const tokensOf = (text: string) => [...text].map((c) => c.charCodeAt(0) as Token);
 
+/** The fake template's special token that opens a function call (like Qwen's <tool_call>). */
+const CALL_TOKEN = 998 as Token;
+
 /**
  * A fake loaded model at the node-llama-cpp seam: one token per character, prompts rendered as
- * "<role>:text" lines, and sequences that "generate" a scripted text (forever, when `endless`).
+ * "<role>:text" lines (and the offered functions as a "functions:" line), and sequences that "generate" a
+ * scripted text (forever, when `endless`); under a grammar they generate what `grammarOutput` says.
  */
 class FakeModel implements LoadedLlamaModel {
   readonly description = 'fake';
-  readonly evaluations: SequenceEvaluateOptions[] = [];
+  readonly evaluations: EvaluateOptions[] = [];
+  /** The tokens each evaluation appended to its sequence. */
+  readonly appended: string[] = [];
+  readonly renderedFunctions: Array<ChatModelFunctions | undefined> = [];
+  readonly functionCallSyntax: FunctionCallSyntax = {
+    triggerTexts: ['||call: ', '||call:'],
+    triggerTokens: [{ token: CALL_TOKEN, rest: tokensOf('{"name": "') }],
+    prefix: tokensOf('||call: '),
+    paramsPrefix: (name) => tokensOf(`<${name}>(`),
+  };
+  grammarOutput: (grammar: ModelGrammar) => string = () => '{}';
   active = 0;
   maxActive = 0;
   disposedSequences = 0;
@@ -32,15 +53,36 @@ class FakeModel implements LoadedLlamaModel {
     },
   ) {}
 
-  renderPrompt(history: Parameters<LoadedLlamaModel['renderPrompt']>[0]) {
-    const text = history
-      .map((item) => ('text' in item ? `${item.type}:${JSON.stringify(item.text).slice(1, -1)}\n` : 'model:'))
-      .join('');
+  renderPrompt(history: Parameters<LoadedLlamaModel['renderPrompt']>[0], functions?: ChatModelFunctions) {
+    this.renderedFunctions.push(functions);
+    const text =
+      (functions === undefined ? '' : `functions:${JSON.stringify(functions)}\n`) +
+      history
+        .map((item) =>
+          'text' in item ? `${item.type}:${JSON.stringify(item.text).slice(1, -1)}\n` : 'model:',
+        )
+        .join('');
     return { tokens: tokensOf(text), stopTexts: ['<|end|>'], stopTokenSequences: [[END_OF_TURN]] };
   }
 
   detokenize(tokens: readonly Token[]): string {
-    return tokens.map((t) => (t === END_OF_TURN ? '' : String.fromCharCode(t))).join('');
+    return tokens.map((t) => (t === END_OF_TURN || t === CALL_TOKEN ? '' : String.fromCharCode(t))).join('');
+  }
+
+  tokenize(text: string): Token[] {
+    return tokensOf(text);
+  }
+
+  tokenText(token: Token): string {
+    return String.fromCharCode(token);
+  }
+
+  jsonGrammar(schema: GbnfJsonSchema | null): Promise<ModelGrammar> {
+    return Promise.resolve({ label: schema === null ? 'json' : `json ${JSON.stringify(schema)}` });
+  }
+
+  choiceGrammar(texts: readonly string[]): Promise<ModelGrammar> {
+    return Promise.resolve({ label: `one of ${texts.join('|')}` });
   }
 
   getSequence(): LlamaSequence {
@@ -60,16 +102,35 @@ class FakeSequence implements LlamaSequence {
 
   constructor(private readonly model: FakeModel) {}
 
-  async *evaluate(_prompt: Token[], options: SequenceEvaluateOptions): AsyncGenerator<Token, void, void> {
+  async *evaluate(tokens: Token[], options: EvaluateOptions): AsyncGenerator<GeneratedToken, void, void> {
     this.model.evaluations.push(options);
+    this.model.appended.push(this.model.detokenize(tokens));
+    const generated = (token: Token): GeneratedToken =>
+      options.probabilities === true
+        ? {
+            token,
+            probabilities: new Map([
+              [token, 0.5],
+              [0x21 as Token, 0.25],
+              [0x22 as Token, 0.125],
+            ]),
+          }
+        : { token };
+    if (options.grammar !== undefined) {
+      for (const token of tokensOf(this.model.grammarOutput(options.grammar))) {
+        await nextTurn();
+        yield generated(token);
+      }
+      return;
+    }
     const { text, endless, tail } = this.model.script(options.seed);
     do {
       for (const token of tokensOf(text)) {
         await nextTurn();
-        yield token;
+        yield generated(token);
       }
     } while (endless);
-    for (const token of tail ?? []) yield token;
+    for (const token of tail ?? []) yield generated(token);
   }
 
   dispose(): Promise<void> {
@@ -220,7 +281,7 @@ describe('LlamaCppChatBackend', () => {
     const { backend } = await backendWith(model);
 
     await collect(backend.generate(request({ temperature: 0.3, topP: 0.9, seed: 7 }), never()));
-    expect(model.evaluations[0]).toEqual({ temperature: 0.3, topP: 0.9, seed: 7 });
+    expect(model.evaluations[0]).toEqual({ temperature: 0.3, topP: 0.9, seed: 7, probabilities: false });
 
     await collect(backend.generate(request({ presencePenalty: 0.5, frequencyPenalty: -0.25 }), never()));
     const penalty = model.evaluations[1]!.repeatPenalty!;
