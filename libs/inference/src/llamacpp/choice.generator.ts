@@ -199,6 +199,7 @@ export class ChoiceGenerator {
         if (this.full) return 'length';
       }
       name = start.nameStart + written + decoder.flush();
+      if (!candidates.includes(name)) throw new Error(`the name grammar produced "${name}"`);
       pending = [];
     }
     this.stop.throwIfAborted();

@@ -338,4 +338,281 @@ describe('LlamaCppChatBackend', () => {
     await backend.close();
     expect(model.disposed).toBe(true);
   });
+
+  describe('tools, structured outputs and logprobs', () => {
+    const weather: ToolDefinition = {
+      name: 'get_weather',
+      description: 'Weather of a city',
+      strict: true,
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string' } },
+        required: ['city'],
+        additionalProperties: false,
+      },
+    };
+    const time: ToolDefinition = {
+      name: 'get_time',
+      strict: false,
+      parameters: { type: 'object', properties: { zone: { type: 'string' } } },
+    };
+    const WEATHER_GRAMMAR = `json ${JSON.stringify({
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      additionalProperties: false,
+    })}`;
+    const callEvents = (events: ChatInferenceEvent[]) => events.filter((e) => e.type.startsWith('tool-call'));
+    const argumentsOf = (events: ChatInferenceEvent[]) =>
+      events.map((e) => (e.type === 'tool-call-arguments' ? e.fragment : '')).join('');
+
+    it('forces a call of the named function: prefix and name written, arguments from its schema grammar', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'never used' }));
+      model.grammarOutput = (grammar) =>
+        grammar.label === WEATHER_GRAMMAR ? '{"city": "Paris"}\n\n' : 'wrong';
+      const { backend } = await backendWith(model);
+
+      const { events } = await collect(
+        backend.generate(
+          request({ tools: [weather, time], toolChoice: { type: 'function', name: 'get_weather' } }),
+          never(),
+        ),
+      );
+
+      expect(events.filter((e) => e.type === 'delta')).toEqual([]);
+      expect(events[0]).toEqual({
+        type: 'tool-call-start',
+        choice: 0,
+        index: 0,
+        id: expect.stringMatching(/^call_[\w-]{16}$/) as unknown,
+        name: 'get_weather',
+      });
+      expect(events.filter((e) => e.type === 'tool-call-arguments').length).toBeGreaterThan(1);
+      // Trailing whitespace the JSON grammar allows is not part of the arguments.
+      expect(argumentsOf(events)).toBe('{"city": "Paris"}');
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'tool_calls' });
+      // Both functions are documented in the prompt, which counts as prompt tokens.
+      expect(Object.keys(model.renderedFunctions[0]!)).toEqual(['get_weather', 'get_time']);
+      expect(events.at(-1)).toEqual({
+        type: 'usage',
+        promptTokens: expect.any(Number) as unknown,
+        completionTokens: '{"city": "Paris"}\n\n'.length,
+      });
+      expect((events.at(-1) as { promptTokens: number }).promptTokens).toBeGreaterThan(PROMPT_TOKENS + 50);
+      // One evaluation: prompt, then the call prefix, the name and the params prefix the backend wrote.
+      expect(model.appended).toHaveLength(1);
+      expect(model.appended[0]!.endsWith('model:||call: get_weather<get_weather>(')).toBe(true);
+      expect(model.evaluations[0]!.grammar).toEqual({ label: WEATHER_GRAMMAR });
+    });
+
+    it('with tool_choice required and several tools, lets a grammar over the names pick one', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'never used' }));
+      model.grammarOutput = (grammar) =>
+        grammar.label === 'one of get_weather|get_time' ? 'get_time' : '{}';
+      const { backend } = await backendWith(model);
+
+      const { events } = await collect(
+        backend.generate(request({ tools: [weather, time], toolChoice: { type: 'required' } }), never()),
+      );
+
+      expect(callEvents(events)).toEqual([
+        expect.objectContaining({ type: 'tool-call-start', name: 'get_time' }),
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '}' },
+      ]);
+      expect(model.appended).toEqual([expect.stringMatching(/model:\|\|call: $/), '<get_time>(']);
+      expect(events.at(-1)).toMatchObject({ completionTokens: 'get_time{}'.length });
+    });
+
+    it('in auto, sends the text before the call, then the call the model opened', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'Let me check.||call: get_weather(and more' }));
+      model.grammarOutput = (grammar) =>
+        grammar.label === 'one of get_weather|get_time' ? 'get_weather' : '{"city": "Oslo"}';
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(request({ tools: [weather, time], toolChoice: { type: 'auto' } }), never()),
+      );
+
+      expect(texts).toEqual(['Let me check.']);
+      expect(callEvents(events)[0]).toMatchObject({ type: 'tool-call-start', name: 'get_weather' });
+      expect(argumentsOf(events)).toBe('{"city": "Oslo"}');
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'tool_calls' });
+      // The token that completed the trigger ("||call:") enters the sequence before the name is chosen.
+      expect(model.appended.slice(1)).toEqual([':', '<get_weather>(']);
+    });
+
+    it('in auto, opens a call at the special token that starts one, and writes the rest of its prefix', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'ok', tail: [CALL_TOKEN, 120 as Token] }));
+      model.grammarOutput = () => '{"zone": "UTC"}';
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(request({ tools: [time], toolChoice: { type: 'auto' } }), never()),
+      );
+
+      expect(texts).toEqual(['ok']);
+      expect(callEvents(events)[0]).toMatchObject({ name: 'get_time' });
+      expect(model.appended[1]).toBe('{"name": "get_time<get_time>(');
+      expect(argumentsOf(events)).toBe('{"zone": "UTC"}');
+    });
+
+    it('in auto, answers in text when the model opens no call', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'It is sunny | nice.' }));
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(request({ tools: [weather], toolChoice: { type: 'auto' } }), never()),
+      );
+
+      expect(texts).toEqual(['It is sunny | nice.']);
+      expect(callEvents(events)).toEqual([]);
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+    });
+
+    it('with tool_choice none, offers no function and treats call syntax as text', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'a ||call: get_weather' }));
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(request({ tools: [weather], toolChoice: { type: 'none' } }), never()),
+      );
+
+      expect(model.renderedFunctions).toEqual([undefined]);
+      expect(texts).toEqual(['a ||call: get_weather']);
+      expect(callEvents(events)).toEqual([]);
+    });
+
+    it('ends a call cut by max_tokens with length', async () => {
+      const model = new FakeModel(4096, () => ({ text: '' }));
+      model.grammarOutput = () => '{"city": "Reykjavik"}';
+      const { backend } = await backendWith(model);
+
+      const { events } = await collect(
+        backend.generate(
+          request({ tools: [weather], toolChoice: { type: 'required' }, maxTokens: 5 }),
+          never(),
+        ),
+      );
+
+      expect(argumentsOf(events)).toBe('{"cit');
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'length' });
+    });
+
+    it('constrains the answer with a JSON grammar for json_object and json_schema', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'not json' }));
+      model.grammarOutput = (grammar) => (grammar.label === 'json' ? '{"a": 1}' : '{"city": "Rome"}');
+      const { backend } = await backendWith(model);
+
+      const object = await collect(
+        backend.generate(request({ responseFormat: { type: 'json_object' } }), never()),
+      );
+      expect(object.texts).toEqual(['{"a": 1}']);
+      expect(model.evaluations[0]!.grammar).toEqual({ label: 'json' });
+
+      const schema = await collect(
+        backend.generate(
+          request({
+            responseFormat: { type: 'json_schema', name: 'w', strict: true, schema: weather.parameters },
+          }),
+          never(),
+        ),
+      );
+      expect(schema.texts).toEqual(['{"city": "Rome"}']);
+      expect(model.evaluations[1]!.grammar).toEqual({ label: WEATHER_GRAMMAR });
+      expect(schema.events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+    });
+
+    it('refuses a schema the grammar cannot enforce with a 400 naming the field, before any output', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'x' }));
+      const { backend } = await backendWith(model);
+      const unenforceable = { type: 'object', properties: { n: { type: 'number', minimum: 3 } } };
+
+      const format = await collect(
+        backend.generate(
+          request({
+            responseFormat: { type: 'json_schema', name: 'n', strict: true, schema: unenforceable },
+          }),
+          never(),
+        ),
+      ).catch((e: unknown) => e);
+      expect(format).toBeInstanceOf(GatewayError);
+      expect(format).toMatchObject({ status: 400, param: 'response_format.json_schema.schema' });
+      expect((format as Error).message).toContain('properties.n.minimum');
+
+      const tool = await collect(
+        backend.generate(
+          request({
+            tools: [weather, { ...time, parameters: unenforceable }],
+            toolChoice: { type: 'auto' },
+          }),
+          never(),
+        ),
+      ).catch((e: unknown) => e);
+      expect(tool).toMatchObject({ status: 400, param: 'tools[1].function.parameters' });
+      expect(model.disposedSequences).toBe(0);
+    });
+
+    it("attaches each token's logprob and its top alternatives to the delta it produced", async () => {
+      const model = new FakeModel(4096, () => ({ text: 'ab' }));
+      const { backend } = await backendWith(model);
+
+      const { events } = await collect(
+        backend.generate(request({ logprobs: true, topLogprobs: 2 }), never()),
+      );
+
+      expect(model.evaluations[0]!.probabilities).toBe(true);
+      expect(events.filter((e) => e.type === 'delta')).toEqual([
+        {
+          type: 'delta',
+          choice: 0,
+          text: 'a',
+          logprobs: [
+            {
+              token: 'a',
+              logprob: Math.log(0.5),
+              bytes: [0x61],
+              top_logprobs: [
+                { token: 'a', logprob: Math.log(0.5), bytes: [0x61] },
+                { token: '!', logprob: Math.log(0.25), bytes: [0x21] },
+              ],
+            },
+          ],
+        },
+        expect.objectContaining({ text: 'b', logprobs: [expect.objectContaining({ token: 'b' })] }),
+      ]);
+    });
+
+    it('renders a tool loop (call, result) and continues the model turn after the result', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'It is 21.' }));
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(
+          request({
+            tools: [weather],
+            toolChoice: { type: 'auto' },
+            messages: [
+              { role: 'user', content: 'Weather in Paris?' },
+              {
+                role: 'assistant',
+                content: null,
+                toolCalls: [
+                  {
+                    id: 'call_1',
+                    type: 'function',
+                    function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+                  },
+                ],
+              },
+              { role: 'tool', toolCallId: 'call_1', content: '21 degrees' },
+            ],
+          }),
+          never(),
+        ),
+      );
+
+      expect(texts).toEqual(['It is 21.']);
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+    });
+  });
 });
