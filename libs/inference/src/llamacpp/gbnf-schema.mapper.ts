@@ -152,7 +152,10 @@ class SchemaTranslator {
             (name) => typeof name !== 'string' || !Object.hasOwn(properties, name),
           );
           if (missing !== undefined) {
-            this.refuse(`${path}.required`, `"${String(missing)}" is required but not listed in properties`);
+            this.refuse(
+              `${path}.required`,
+              `${JSON.stringify(missing)} is required but not listed in properties`,
+            );
           }
         }
         const extra = schema.additionalProperties;

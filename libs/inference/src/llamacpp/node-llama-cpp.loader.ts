@@ -1,6 +1,6 @@
 import { pathToFileURL } from 'node:url';
 import type * as NodeLlamaCpp from 'node-llama-cpp';
-import type { ChatWrapper, Llama, LlamaGrammar, LlamaModel, LlamaText, Token } from 'node-llama-cpp';
+import type { ChatWrapper, Llama, LlamaGrammar, LlamaModel, LlamaText } from 'node-llama-cpp';
 import { ConfigError } from '@mgw/config';
 import { BoundedCache } from '../text/bounded-cache';
 import type {
