@@ -65,7 +65,7 @@ describe('toChatHistory', () => {
             call('call_b', 'get_weather', 'not json'),
           ],
         },
-        { role: 'tool', toolCallId: 'call_b', content: 'snow' },
+        { role: 'tool', toolCallId: 'call_b', content: '{"temp": -3}' },
         { role: 'tool', toolCallId: 'call_a', content: [{ type: 'text', text: 'sun' }] },
       ],
       'm',
@@ -77,7 +77,7 @@ describe('toChatHistory', () => {
         response: [
           'Checking.',
           { type: 'functionCall', name: 'get_weather', params: { city: 'Paris' }, result: 'sun' },
-          { type: 'functionCall', name: 'get_weather', params: 'not json', result: 'snow' },
+          { type: 'functionCall', name: 'get_weather', params: 'not json', result: { temp: -3 } },
         ],
       },
     ]);

@@ -15,12 +15,15 @@ function textOf(content: ChatMessageContent | null, index: number, model: string
   return content.map((part) => (part.type === 'text' ? part.text : '')).join('');
 }
 
-/** Arguments as the model wrote them: JSON when they parse, else the raw string (rendered as is). */
-function paramsOf(args: string): unknown {
+/**
+ * Arguments or a result as JSON when they parse, so the wrapper renders them as the JSON they are rather
+ * than as an escaped string; else the raw string.
+ */
+function jsonOrText(text: string): unknown {
   try {
-    return JSON.parse(args);
+    return JSON.parse(text);
   } catch {
-    return args;
+    return text;
   }
 }
 
@@ -61,7 +64,7 @@ export function toChatHistory(messages: ChatInferenceRequest['messages'], model:
           const item: ChatModelFunctionCall = {
             type: 'functionCall',
             name: call.function.name,
-            params: paramsOf(call.function.arguments),
+            params: jsonOrText(call.function.arguments),
             result: undefined,
           };
           response.response.push(item);
@@ -78,7 +81,7 @@ export function toChatHistory(messages: ChatInferenceRequest['messages'], model:
             `messages[${index}].tool_call_id`,
           );
         }
-        call.result = textOf(message.content, index, model);
+        call.result = jsonOrText(textOf(message.content, index, model));
         return;
       }
     }
