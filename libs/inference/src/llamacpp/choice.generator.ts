@@ -118,7 +118,10 @@ export class ChoiceGenerator {
     const triggers = tools?.syntax.triggerTexts ?? [];
     const decoder = new TokenTextDecoder<Token>((tokens, context) => this.model.detokenize(tokens, context));
     const matcher = new StopSequenceMatcher([...prompt.stopTexts, ...triggers]);
-    /** Everything decoded, and how much of it was sent: a call trigger is found where sending stopped. */
+    /**
+     * Everything decoded (only kept when a call can be opened), and how much of it was sent: a call
+     * trigger is found where sending stopped.
+     */
     let decoded = '';
     let sent = 0;
     let logprobs: TokenLogprob[] = [];
@@ -129,13 +132,11 @@ export class ChoiceGenerator {
       logprobs = [];
     };
     let reason: FinishReason = 'stop';
-    let last: Token | null = null;
     const options = { ...this.sampling(this.generated), probabilities: prompt.topLogprobs !== null };
     if (prompt.answerGrammar !== null) options.grammar = prompt.answerGrammar;
     for await (const output of this.sequence.evaluate(prompt.tokens, options)) {
       if (this.stop.aborted) break;
       const { token } = output;
-      last = token;
       this.generated.push(token);
       if (prompt.stopTokenSequences.some((suffix) => endsWith(this.generated, suffix))) break;
       const opened = tools?.syntax.triggerTokens.find((trigger) => trigger.token === token);
@@ -145,7 +146,7 @@ export class ChoiceGenerator {
       }
       if (prompt.topLogprobs !== null) logprobs.push(this.logprobOf(output, prompt.topLogprobs));
       const piece = decoder.push(token);
-      decoded += piece;
+      if (triggers.length > 0) decoded += piece;
       const { emit, stopped } = matcher.push(piece);
       send(emit);
       if (stopped) {
@@ -162,7 +163,7 @@ export class ChoiceGenerator {
       }
     }
     this.stop.throwIfAborted();
-    if (!matcher.isStopped && last !== null) {
+    if (!matcher.isStopped) {
       // Bytes held for an unfinished character, then text held as a possible start of a stop sequence.
       send(matcher.push(decoder.flush()).emit);
       if (matcher.isStopped) reason = 'stop';

@@ -32,6 +32,10 @@ const PENALTY_WINDOW = 1024;
  * `seed` (choice i uses seed + i; without a seed each choice draws a random one). `stop` is matched on the
  * decoded text, so a stop sequence split across tokens is still caught and never sent.
  *
+ * Tools, structured outputs and logprobs (see ChoiceGenerator): function calls in the wrapper's own syntax
+ * with grammar-constrained names and arguments, JSON answers under a grammar, and per-token probabilities
+ * from the sampler. Each costs only the requests that ask for it.
+ *
  * Abort: a waiting choice leaves the sequence queue at once; a generating one stops at its next token.
  * Sequences are given back on every path.
  */
