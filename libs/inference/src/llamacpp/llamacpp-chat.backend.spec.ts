@@ -78,6 +78,7 @@ class FakeModel implements LoadedLlamaModel {
   }
 
   jsonGrammar(schema: GbnfJsonSchema | null): Promise<ModelGrammar> {
+    if (schema !== null && '$ref' in schema) return Promise.reject(new Error('no such definition'));
     return Promise.resolve({ label: schema === null ? 'json' : `json ${JSON.stringify(schema)}` });
   }
 
@@ -439,6 +440,12 @@ describe('LlamaCppChatBackend', () => {
       expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'tool_calls' });
       // The token that completed the trigger ("||call:") enters the sequence before the name is chosen.
       expect(model.appended.slice(1)).toEqual([':', '<get_weather>(']);
+      // The name is chosen under a grammar of the offered names, the arguments under the function's schema.
+      expect(model.evaluations.map((e) => e.grammar?.label)).toEqual([
+        undefined,
+        'one of get_weather|get_time',
+        WEATHER_GRAMMAR,
+      ]);
     });
 
     it('in auto, opens a call at the special token that starts one, and writes the rest of its prefix', async () => {
@@ -550,6 +557,63 @@ describe('LlamaCppChatBackend', () => {
       ).catch((e: unknown) => e);
       expect(tool).toMatchObject({ status: 400, param: 'tools[1].function.parameters' });
       expect(model.disposedSequences).toBe(0);
+    });
+
+    it('refuses a schema llama.cpp cannot compile with a 400 naming the field', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'x' }));
+      const { backend } = await backendWith(model);
+      const broken = { ...time, parameters: { $ref: '#/$defs/missing' } };
+
+      const error = await collect(
+        backend.generate(request({ tools: [broken], toolChoice: { type: 'required' } }), never()),
+      ).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(GatewayError);
+      expect(error).toMatchObject({ status: 400, param: 'tools[0].function.parameters' });
+      expect((error as Error).message).toContain('no such definition');
+    });
+
+    it('forces a call in each of n choices, each on its own sequence with its own id', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'never used' }));
+      model.grammarOutput = () => '{"zone": "UTC"}';
+      const { backend } = await backendWith(model, { sequences: 2 });
+
+      const { events } = await collect(
+        backend.generate(request({ n: 3, tools: [time], toolChoice: { type: 'required' } }), never()),
+      );
+
+      const starts = events.filter((e) => e.type === 'tool-call-start');
+      expect(starts.map((e) => e.choice).sort()).toEqual([0, 1, 2]);
+      expect(new Set(starts.map((e) => e.id)).size).toBe(3);
+      expect(events.filter((e) => e.type === 'finish').map((e) => e.reason)).toEqual([
+        'tool_calls',
+        'tool_calls',
+        'tool_calls',
+      ]);
+      expect(model.disposedSequences).toBe(3);
+    });
+
+    it('stops promptly on abort while generating arguments, and gives the sequence back', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'never used' }));
+      model.grammarOutput = () => `{"zone": "${'z'.repeat(10_000)}"}`;
+      const { backend } = await backendWith(model);
+      const controller = new AbortController();
+      const reason = new Error('client went away');
+
+      let fragments = 0;
+      const run = (async () => {
+        for await (const event of backend.generate(
+          request({ tools: [time], toolChoice: { type: 'required' } }),
+          controller.signal,
+        )) {
+          if (event.type === 'tool-call-arguments' && ++fragments === 5) controller.abort(reason);
+        }
+      })();
+
+      await expect(run).rejects.toBe(reason);
+      expect(fragments).toBeLessThan(20);
+      expect(model.active).toBe(0);
+      expect(model.disposedSequences).toBe(1);
     });
 
     it("attaches each token's logprob and its top alternatives to the delta it produced", async () => {

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import type { ChatModelFunctions, Token } from 'node-llama-cpp';
+import type { ChatModelFunctions, GbnfJsonSchema, Token } from 'node-llama-cpp';
 import type { CatalogModel } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
 import type { BackendSettings } from '../backend-settings';
@@ -21,6 +21,27 @@ import { SequencePool } from './sequence.pool';
 
 /** OpenAI applies its penalties to the tokens generated so far; llama.cpp needs a bound on that list. */
 const PENALTY_WINDOW = 1024;
+
+const ANSWER_PARAM = 'response_format.json_schema.schema';
+
+/**
+ * The grammar of a schema that passed the subset check; one llama.cpp still cannot compile (e.g. a `$ref`
+ * to a definition that does not exist) is the client's error too.
+ */
+async function compileSchema(
+  loaded: LoadedLlamaModel,
+  schema: GbnfJsonSchema,
+  param: string,
+): Promise<ModelGrammar> {
+  try {
+    return await loaded.jsonGrammar(schema);
+  } catch (error) {
+    throw GatewayError.invalidRequest(
+      `${param}: this model cannot turn the schema into a grammar (${error instanceof Error ? error.message : String(error)}).`,
+      param,
+    );
+  }
+}
 
 /**
  * A GGUF model run in-process by llama.cpp (node-llama-cpp). The model and one context are loaded once
@@ -123,12 +144,12 @@ export class LlamaCppChatBackend implements ChatBackend {
     const offered = this.offeredTools(request);
     const answerSchema =
       request.responseFormat.type === 'json_schema'
-        ? toGbnfJsonSchema(request.responseFormat.schema, 'response_format.json_schema.schema')
+        ? toGbnfJsonSchema(request.responseFormat.schema, ANSWER_PARAM)
         : null;
-    const argumentSchemas = offered.map(({ tool, index }) => ({
-      name: tool.name,
-      schema: toGbnfJsonSchema(tool.parameters, `tools[${index}].function.parameters`),
-    }));
+    const argumentSchemas = offered.map(({ tool, index }) => {
+      const param = `tools[${index}].function.parameters`;
+      return { name: tool.name, param, schema: toGbnfJsonSchema(tool.parameters, param) };
+    });
 
     const history = toChatHistory(request.messages, this.modelId);
     const functions: ChatModelFunctions | undefined =
@@ -154,7 +175,7 @@ export class LlamaCppChatBackend implements ChatBackend {
 
     let answerGrammar: ModelGrammar | null = null;
     if (request.responseFormat.type === 'json_object') answerGrammar = await loaded.jsonGrammar(null);
-    else if (answerSchema !== null) answerGrammar = await loaded.jsonGrammar(answerSchema);
+    else if (answerSchema !== null) answerGrammar = await compileSchema(loaded, answerSchema, ANSWER_PARAM);
     let tools: PreparedTools | null = null;
     if (offered.length > 0) {
       const choice = request.toolChoice;
@@ -164,7 +185,9 @@ export class LlamaCppChatBackend implements ChatBackend {
         mode: choice.type === 'auto' ? 'auto' : 'forced',
         names: callable.map((s) => s.name),
         argumentGrammars: new Map(
-          await Promise.all(callable.map(async (s) => [s.name, await loaded.jsonGrammar(s.schema)] as const)),
+          await Promise.all(
+            callable.map(async (s) => [s.name, await compileSchema(loaded, s.schema, s.param)] as const),
+          ),
         ),
         syntax: loaded.functionCallSyntax,
       };
