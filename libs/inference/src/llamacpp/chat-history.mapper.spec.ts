@@ -1,5 +1,5 @@
 import { GatewayError } from '@mgw/contracts';
-import { toChatHistory } from './chat-history.mapper';
+import { toChatHistory, withResponseFormat } from './chat-history.mapper';
 
 describe('toChatHistory', () => {
   it("maps roles to node-llama-cpp's history and ends with the model turn to fill", () => {
@@ -113,5 +113,36 @@ describe('toChatHistory', () => {
         'm',
       ),
     ).toThrow(expect.objectContaining({ status: 400, param: 'messages[1].tool_call_id' }) as Error);
+  });
+});
+
+describe('withResponseFormat', () => {
+  const user = { type: 'user' as const, text: 'hi' };
+
+  it('leaves a text answer alone', () => {
+    expect(withResponseFormat([user], { type: 'text' })).toEqual([user]);
+  });
+
+  it('tells the model the JSON it must write, in the first system message or a new one', () => {
+    expect(withResponseFormat([user], { type: 'json_object' })).toEqual([
+      { type: 'system', text: 'Respond with a JSON object.' },
+      user,
+    ]);
+    const schema = { type: 'object', properties: { a: { type: 'string' } } };
+    expect(
+      withResponseFormat([{ type: 'system', text: 'Be brief.' }, user], {
+        type: 'json_schema',
+        name: 'thing',
+        description: 'a thing',
+        schema,
+        strict: true,
+      }),
+    ).toEqual([
+      {
+        type: 'system',
+        text: `Be brief.\n\nRespond with JSON that follows this JSON Schema (thing: a thing):\n${JSON.stringify(schema)}`,
+      },
+      user,
+    ]);
   });
 });

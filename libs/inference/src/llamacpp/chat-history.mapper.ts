@@ -1,6 +1,6 @@
 import type { ChatHistoryItem, ChatModelFunctionCall, ChatModelResponse } from 'node-llama-cpp';
 import { GatewayError, type ChatMessageContent } from '@mgw/contracts';
-import type { ChatInferenceRequest } from '../chat-backend.interface';
+import type { ChatInferenceRequest, ResponseFormat } from '../chat-backend.interface';
 
 function textOf(content: ChatMessageContent | null, index: number, model: string): string {
   if (content === null) return '';
@@ -89,4 +89,23 @@ export function toChatHistory(messages: ChatInferenceRequest['messages'], model:
   const last = history.at(-1);
   if (last === undefined || last !== open) history.push({ type: 'model', response: [] });
   return history;
+}
+
+/**
+ * Tells the model the JSON a grammar is about to hold it to. The grammar alone guarantees the shape, but
+ * a model that knows the schema fills it with sensible values instead of guessing the fields' meaning;
+ * and a schema in the prompt counts as prompt tokens, as OpenAI counts it. Added to the first system
+ * message (or as one), since templates differ in where they accept system text.
+ */
+export function withResponseFormat(history: ChatHistoryItem[], format: ResponseFormat): ChatHistoryItem[] {
+  if (format.type === 'text') return history;
+  const instruction =
+    format.type === 'json_object'
+      ? 'Respond with a JSON object.'
+      : `Respond with JSON that follows this JSON Schema (${format.name}${format.description !== undefined ? `: ${format.description}` : ''}):\n${JSON.stringify(format.schema)}`;
+  const [first, ...rest] = history;
+  if (first?.type === 'system' && typeof first.text === 'string') {
+    return [{ type: 'system', text: `${first.text}\n\n${instruction}` }, ...rest];
+  }
+  return [{ type: 'system', text: instruction }, ...history];
 }

@@ -514,6 +514,10 @@ describe('LlamaCppChatBackend', () => {
         backend.generate(request({ responseFormat: { type: 'json_object' } }), never()),
       );
       expect(object.texts).toEqual(['{"a": 1}']);
+      // The instruction is part of the prompt, so it counts as prompt tokens.
+      expect(object.events.at(-1)).toMatchObject({
+        promptTokens: PROMPT_TOKENS + 'system:Respond with a JSON object.\n'.length,
+      });
       expect(model.evaluations[0]!.grammar).toEqual({ label: 'json' });
 
       const schema = await collect(

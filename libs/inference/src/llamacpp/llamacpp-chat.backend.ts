@@ -10,7 +10,7 @@ import type {
   ToolDefinition,
 } from '../chat-backend.interface';
 import { toSeed32 } from '../simulator/seeded-random';
-import { toChatHistory } from './chat-history.mapper';
+import { toChatHistory, withResponseFormat } from './chat-history.mapper';
 import { ChoiceGenerator, type PreparedPrompt, type PreparedTools } from './choice.generator';
 import { EventChannel } from './event.channel';
 import { toGbnfJsonSchema } from './gbnf-schema.mapper';
@@ -151,7 +151,7 @@ export class LlamaCppChatBackend implements ChatBackend {
       return { name: tool.name, param, schema: toGbnfJsonSchema(tool.parameters, param) };
     });
 
-    const history = toChatHistory(request.messages, this.modelId);
+    const history = withResponseFormat(toChatHistory(request.messages, this.modelId), request.responseFormat);
     const functions: ChatModelFunctions | undefined =
       offered.length === 0
         ? undefined
