@@ -383,8 +383,8 @@ describe('the llamacpp backend', () => {
       expect(completion.usage!.prompt_tokens).toBeGreaterThan(withoutResult.usage!.prompt_tokens + 10);
     });
 
-    it('answers json_schema with JSON valid against the schema', async () => {
-      const completion = await client.chat.completions.create({
+    it('answers json_schema with JSON valid against the schema, which the SDK parses', async () => {
+      const completion = await client.chat.completions.parse({
         model: MODEL,
         max_tokens: 300,
         temperature: 0,
@@ -394,8 +394,19 @@ describe('the llamacpp backend', () => {
           json_schema: { name: 'weather', strict: true, schema: WEATHER_PARAMETERS },
         },
       });
+      const message = completion.choices[0]!.message;
       expect(completion.choices[0]!.finish_reason).toBe('stop');
-      expectWeatherArguments(completion.choices[0]!.message.content!);
+      expectWeatherArguments(message.content!);
+      expect(message.parsed).toEqual(JSON.parse(message.content!));
+      // The schema is stated in the prompt, so it counts as prompt tokens.
+      const plain = await client.chat.completions.create({
+        model: MODEL,
+        max_tokens: 1,
+        messages: [{ role: 'user', content: 'The weather, as JSON.' }],
+      });
+      expect(completion.usage!.prompt_tokens).toBeGreaterThan(
+        plain.usage!.prompt_tokens + JSON.stringify(WEATHER_PARAMETERS).length / 2,
+      );
     });
 
     it('answers json_object with a JSON object', async () => {
