@@ -7,6 +7,47 @@ import { writeTinyLlamaGguf } from './fixtures/gguf/tiny-llama.gguf-writer';
 import { Stack } from './support/stack';
 
 const MODEL = 'tiny-llama';
+
+/** Every string is bounded, so even the random-weight model finishes the JSON well within max_tokens. */
+const WEATHER_PARAMETERS = {
+  type: 'object',
+  properties: {
+    city: { type: 'string', maxLength: 12 },
+    unit: { type: 'string', enum: ['c', 'f'] },
+    days: { type: 'integer' },
+  },
+  required: ['city', 'unit', 'days'],
+  additionalProperties: false,
+};
+
+const TOOLS = [
+  {
+    type: 'function' as const,
+    function: { name: 'get_weather', description: 'Weather of a city', parameters: WEATHER_PARAMETERS },
+  },
+  {
+    type: 'function' as const,
+    function: {
+      name: 'get_time',
+      parameters: {
+        type: 'object',
+        properties: { zone: { type: 'string', maxLength: 8 } },
+        required: ['zone'],
+        additionalProperties: false,
+      },
+    },
+  },
+];
+
+/** Validates an instance of WEATHER_PARAMETERS, field by field (the schema is small and fixed). */
+function expectWeatherArguments(json: string): void {
+  const value = JSON.parse(json) as Record<string, unknown>;
+  expect(Object.keys(value).sort()).toEqual(['city', 'days', 'unit']);
+  expect(typeof value.city).toBe('string');
+  expect((value.city as string).length).toBeLessThanOrEqual(12);
+  expect(['c', 'f']).toContain(value.unit);
+  expect(Number.isInteger(value.days)).toBe(true);
+}
 /** Letters the fixture's tokenizer has no merges for: one token per character. */
 const UNMERGED = 'xyzzyqxkv';
 
@@ -18,7 +59,9 @@ function catalogFor(modelPath: string) {
         type: 'chat',
         owned_by: 'e2e',
         // One thread: the CI machine is shared, and llama.cpp's spinning worker threads hurt more than help.
-        backend: { kind: 'llamacpp', modelPath, contextSize: 512, sequences: 4, threads: 1 },
+        // 2048 tokens: offered functions are documented in the prompt, and the fixture's byte-level
+        // tokenizer spends about a token per character on them.
+        backend: { kind: 'llamacpp', modelPath, contextSize: 2048, sequences: 4, threads: 1 },
       },
     ],
   };
@@ -255,6 +298,171 @@ describe('the llamacpp backend', () => {
         ],
       }),
     ).rejects.toMatchObject({ status: 400, param: 'messages[0].content' });
+  });
+
+  // Tools, structured outputs and logprobs reach the backend once the HTTP edge accepts those fields.
+  describe('tools, structured outputs and logprobs', () => {
+    it('returns a forced call of the named function, arguments valid against its schema, without running it', async () => {
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        max_tokens: 200,
+        temperature: 0,
+        messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+        tools: TOOLS,
+        tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      });
+      const choice = completion.choices[0]!;
+      expect(choice.finish_reason).toBe('tool_calls');
+      expect(choice.message.content).toBeNull();
+      expect(choice.message.tool_calls).toHaveLength(1);
+      const call = choice.message.tool_calls![0]!;
+      expect(call.id).toMatch(/^call_/);
+      if (call.type !== 'function') throw new Error(`a ${call.type} tool call`);
+      expect(call.function.name).toBe('get_weather');
+      expectWeatherArguments(call.function.arguments);
+      // The offered functions are documented in the prompt, so they count as prompt tokens.
+      expect(completion.usage!.prompt_tokens).toBeGreaterThan(300);
+    });
+
+    it('streams a call forced by tool_choice required: id and name first, then argument fragments', async () => {
+      const stream = await client.chat.completions.create({
+        model: MODEL,
+        stream: true,
+        max_tokens: 200,
+        temperature: 0,
+        messages: [{ role: 'user', content: 'Weather in Oslo, please.' }],
+        tools: [TOOLS[0]!],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+      });
+      const deltas = [];
+      let finish: string | null = null;
+      for await (const chunk of stream) {
+        deltas.push(...(chunk.choices[0]?.delta.tool_calls ?? []));
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      expect(deltas[0]).toMatchObject({ index: 0, type: 'function', function: { name: 'get_weather' } });
+      expect(deltas[0]!.id).toMatch(/^call_/);
+      expect(deltas.slice(1).length).toBeGreaterThan(1);
+      expect(deltas.every((d) => d.index === 0)).toBe(true);
+      expectWeatherArguments(deltas.map((d) => d.function?.arguments ?? '').join(''));
+      expect(finish).toBe('tool_calls');
+    });
+
+    it('answers after a tool loop: the assistant call and the tool result are part of the prompt', async () => {
+      const messages = [
+        { role: 'user' as const, content: 'What is the weather in Paris?' },
+        {
+          role: 'assistant' as const,
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_1',
+              type: 'function' as const,
+              function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"c","days":1}' },
+            },
+          ],
+        },
+        { role: 'tool' as const, tool_call_id: 'call_1', content: '21 degrees and sunny' },
+      ];
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        max_tokens: 5,
+        temperature: 0,
+        messages,
+        tools: TOOLS,
+      });
+      expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);
+      expect(completion.usage!.completion_tokens).toBeGreaterThan(0);
+      const withoutResult = await client.chat.completions.create({
+        model: MODEL,
+        max_tokens: 1,
+        messages: messages.slice(0, 1),
+        tools: TOOLS,
+      });
+      expect(completion.usage!.prompt_tokens).toBeGreaterThan(withoutResult.usage!.prompt_tokens + 10);
+    });
+
+    it('answers json_schema with JSON valid against the schema, which the SDK parses', async () => {
+      const completion = await client.chat.completions.parse({
+        model: MODEL,
+        max_tokens: 300,
+        temperature: 0,
+        messages: [{ role: 'user', content: 'The weather, as JSON.' }],
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'weather', strict: true, schema: WEATHER_PARAMETERS },
+        },
+      });
+      const message = completion.choices[0]!.message;
+      expect(completion.choices[0]!.finish_reason).toBe('stop');
+      expectWeatherArguments(message.content!);
+      expect(message.parsed).toEqual(JSON.parse(message.content!));
+      // The schema is stated in the prompt, so it counts as prompt tokens.
+      const plain = await client.chat.completions.create({
+        model: MODEL,
+        max_tokens: 1,
+        messages: [{ role: 'user', content: 'The weather, as JSON.' }],
+      });
+      expect(completion.usage!.prompt_tokens).toBeGreaterThan(
+        plain.usage!.prompt_tokens + JSON.stringify(WEATHER_PARAMETERS).length / 2,
+      );
+    });
+
+    it('answers json_object with a JSON object', async () => {
+      // Sampled (seeded): greedy decoding keeps this random-weight model inside its first string.
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        max_tokens: 600,
+        temperature: 1,
+        seed: 12,
+        messages: [{ role: 'user', content: 'Reply in JSON.' }],
+        response_format: { type: 'json_object' },
+      });
+      expect(completion.choices[0]!.finish_reason).toBe('stop');
+      const value: unknown = JSON.parse(completion.choices[0]!.message.content!);
+      expect(typeof value === 'object' && value !== null && !Array.isArray(value)).toBe(true);
+    });
+
+    it('refuses a schema outside the subset the grammar enforces, naming the field', async () => {
+      await expect(
+        client.chat.completions.create({
+          model: MODEL,
+          messages: [{ role: 'user', content: 'hi' }],
+          response_format: {
+            type: 'json_schema',
+            json_schema: {
+              name: 'n',
+              schema: { type: 'object', properties: { n: { type: 'number', minimum: 1 } } },
+            },
+          },
+        }),
+      ).rejects.toMatchObject({ status: 400, param: 'response_format.json_schema.schema' });
+    });
+
+    it("reports each token's logprob and its top alternatives, from the model's probabilities", async () => {
+      const completion = await client.chat.completions.create({
+        model: MODEL,
+        max_tokens: 4,
+        temperature: 0,
+        messages: [{ role: 'user', content: 'Tell me a story.' }],
+        logprobs: true,
+        top_logprobs: 2,
+      });
+      const choice = completion.choices[0]!;
+      const content = choice.logprobs!.content!;
+      expect(content).toHaveLength(4);
+      expect(content.map((t) => t.token).join('')).toBe(choice.message.content);
+      for (const token of content) {
+        expect(token.logprob).toBeLessThanOrEqual(0);
+        expect(token.bytes).toEqual([...Buffer.from(token.token, 'utf8')]);
+        expect(token.top_logprobs).toHaveLength(2);
+        expect(token.top_logprobs[0]!.logprob).toBeGreaterThanOrEqual(token.top_logprobs[1]!.logprob);
+        // Greedy decoding picks the most likely token.
+        expect(token.top_logprobs[0]!.token).toBe(token.token);
+        expect(token.top_logprobs[0]!.logprob).toBeCloseTo(token.logprob, 6);
+      }
+    });
   });
 
   it('stops the worker at start when the GGUF file is missing, naming the model and the field', async () => {

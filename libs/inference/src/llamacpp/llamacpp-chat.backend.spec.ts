@@ -1,8 +1,15 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { SequenceEvaluateOptions, Token } from 'node-llama-cpp';
+import type { ChatModelFunctions, GbnfJsonSchema, Token } from 'node-llama-cpp';
 import { GatewayError } from '@mgw/contracts';
-import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
-import type { LlamaSequence, LoadedLlamaModel } from './loaded-model';
+import type { ChatInferenceEvent, ChatInferenceRequest, ToolDefinition } from '../chat-backend.interface';
+import type {
+  EvaluateOptions,
+  FunctionCallSyntax,
+  GeneratedToken,
+  LlamaSequence,
+  LoadedLlamaModel,
+  ModelGrammar,
+} from './loaded-model';
 import { LlamaCppChatBackend } from './llamacpp-chat.backend';
 import type { LlamaCppOptions } from './llamacpp.options';
 
@@ -11,13 +18,27 @@ const END_OF_TURN = 999 as Token;
 
 const tokensOf = (text: string) => [...text].map((c) => c.charCodeAt(0) as Token);
 
+/** The fake template's special token that opens a function call (like Qwen's <tool_call>). */
+const CALL_TOKEN = 998 as Token;
+
 /**
  * A fake loaded model at the node-llama-cpp seam: one token per character, prompts rendered as
- * "<role>:text" lines, and sequences that "generate" a scripted text (forever, when `endless`).
+ * "<role>:text" lines (and the offered functions as a "functions:" line), and sequences that "generate" a
+ * scripted text (forever, when `endless`); under a grammar they generate what `grammarOutput` says.
  */
 class FakeModel implements LoadedLlamaModel {
   readonly description = 'fake';
-  readonly evaluations: SequenceEvaluateOptions[] = [];
+  readonly evaluations: EvaluateOptions[] = [];
+  /** The tokens each evaluation appended to its sequence. */
+  readonly appended: string[] = [];
+  readonly renderedFunctions: Array<ChatModelFunctions | undefined> = [];
+  readonly functionCallSyntax: FunctionCallSyntax = {
+    triggerTexts: ['||call: ', '||call:'],
+    triggerTokens: [{ token: CALL_TOKEN, rest: tokensOf('{"name": "') }],
+    prefix: tokensOf('||call: '),
+    paramsPrefix: (name) => tokensOf(`<${name}>(`),
+  };
+  grammarOutput: (grammar: ModelGrammar) => string = () => '{}';
   active = 0;
   maxActive = 0;
   disposedSequences = 0;
@@ -32,15 +53,37 @@ class FakeModel implements LoadedLlamaModel {
     },
   ) {}
 
-  renderPrompt(history: Parameters<LoadedLlamaModel['renderPrompt']>[0]) {
-    const text = history
-      .map((item) => ('text' in item ? `${item.type}:${JSON.stringify(item.text).slice(1, -1)}\n` : 'model:'))
-      .join('');
+  renderPrompt(history: Parameters<LoadedLlamaModel['renderPrompt']>[0], functions?: ChatModelFunctions) {
+    this.renderedFunctions.push(functions);
+    const text =
+      (functions === undefined ? '' : `functions:${JSON.stringify(functions)}\n`) +
+      history
+        .map((item) =>
+          'text' in item ? `${item.type}:${JSON.stringify(item.text).slice(1, -1)}\n` : 'model:',
+        )
+        .join('');
     return { tokens: tokensOf(text), stopTexts: ['<|end|>'], stopTokenSequences: [[END_OF_TURN]] };
   }
 
   detokenize(tokens: readonly Token[]): string {
-    return tokens.map((t) => (t === END_OF_TURN ? '' : String.fromCharCode(t))).join('');
+    return tokens.map((t) => (t === END_OF_TURN || t === CALL_TOKEN ? '' : String.fromCharCode(t))).join('');
+  }
+
+  tokenize(text: string): Token[] {
+    return tokensOf(text);
+  }
+
+  tokenText(token: Token): string {
+    return String.fromCharCode(token);
+  }
+
+  jsonGrammar(schema: GbnfJsonSchema | null): Promise<ModelGrammar> {
+    if (schema !== null && '$ref' in schema) return Promise.reject(new Error('no such definition'));
+    return Promise.resolve({ label: schema === null ? 'json' : `json ${JSON.stringify(schema)}` });
+  }
+
+  choiceGrammar(texts: readonly string[]): Promise<ModelGrammar> {
+    return Promise.resolve({ label: `one of ${texts.join('|')}` });
   }
 
   getSequence(): LlamaSequence {
@@ -60,16 +103,35 @@ class FakeSequence implements LlamaSequence {
 
   constructor(private readonly model: FakeModel) {}
 
-  async *evaluate(_prompt: Token[], options: SequenceEvaluateOptions): AsyncGenerator<Token, void, void> {
+  async *evaluate(tokens: Token[], options: EvaluateOptions): AsyncGenerator<GeneratedToken, void, void> {
     this.model.evaluations.push(options);
+    this.model.appended.push(this.model.detokenize(tokens));
+    const generated = (token: Token): GeneratedToken =>
+      options.probabilities === true
+        ? {
+            token,
+            probabilities: new Map([
+              [token, 0.5],
+              [0x21 as Token, 0.25],
+              [0x22 as Token, 0.125],
+            ]),
+          }
+        : { token };
+    if (options.grammar !== undefined) {
+      for (const token of tokensOf(this.model.grammarOutput(options.grammar))) {
+        await nextTurn();
+        yield generated(token);
+      }
+      return;
+    }
     const { text, endless, tail } = this.model.script(options.seed);
     do {
       for (const token of tokensOf(text)) {
         await nextTurn();
-        yield token;
+        yield generated(token);
       }
     } while (endless);
-    for (const token of tail ?? []) yield token;
+    for (const token of tail ?? []) yield generated(token);
   }
 
   dispose(): Promise<void> {
@@ -220,7 +282,7 @@ describe('LlamaCppChatBackend', () => {
     const { backend } = await backendWith(model);
 
     await collect(backend.generate(request({ temperature: 0.3, topP: 0.9, seed: 7 }), never()));
-    expect(model.evaluations[0]).toEqual({ temperature: 0.3, topP: 0.9, seed: 7 });
+    expect(model.evaluations[0]).toEqual({ temperature: 0.3, topP: 0.9, seed: 7, probabilities: false });
 
     await collect(backend.generate(request({ presencePenalty: 0.5, frequencyPenalty: -0.25 }), never()));
     const penalty = model.evaluations[1]!.repeatPenalty!;
@@ -276,5 +338,349 @@ describe('LlamaCppChatBackend', () => {
     expect(backend.describe()).toBe('fake');
     await backend.close();
     expect(model.disposed).toBe(true);
+  });
+
+  describe('tools, structured outputs and logprobs', () => {
+    const weather: ToolDefinition = {
+      name: 'get_weather',
+      description: 'Weather of a city',
+      strict: true,
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string' } },
+        required: ['city'],
+        additionalProperties: false,
+      },
+    };
+    const time: ToolDefinition = {
+      name: 'get_time',
+      strict: false,
+      parameters: { type: 'object', properties: { zone: { type: 'string' } } },
+    };
+    const WEATHER_GRAMMAR = `json ${JSON.stringify({
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      additionalProperties: false,
+    })}`;
+    const callEvents = (events: ChatInferenceEvent[]) => events.filter((e) => e.type.startsWith('tool-call'));
+    const argumentsOf = (events: ChatInferenceEvent[]) =>
+      events.map((e) => (e.type === 'tool-call-arguments' ? e.fragment : '')).join('');
+
+    it('forces a call of the named function: prefix and name written, arguments from its schema grammar', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'never used' }));
+      model.grammarOutput = (grammar) =>
+        grammar.label === WEATHER_GRAMMAR ? '{"city": "Paris"}\n\n' : 'wrong';
+      const { backend } = await backendWith(model);
+
+      const { events } = await collect(
+        backend.generate(
+          request({ tools: [weather, time], toolChoice: { type: 'function', name: 'get_weather' } }),
+          never(),
+        ),
+      );
+
+      expect(events.filter((e) => e.type === 'delta')).toEqual([]);
+      expect(events[0]).toEqual({
+        type: 'tool-call-start',
+        choice: 0,
+        index: 0,
+        id: expect.stringMatching(/^call_[\w-]{16}$/) as unknown,
+        name: 'get_weather',
+      });
+      expect(events.filter((e) => e.type === 'tool-call-arguments').length).toBeGreaterThan(1);
+      // Trailing whitespace the JSON grammar allows is not part of the arguments.
+      expect(argumentsOf(events)).toBe('{"city": "Paris"}');
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'tool_calls' });
+      // Both functions are documented in the prompt, which counts as prompt tokens.
+      expect(Object.keys(model.renderedFunctions[0]!)).toEqual(['get_weather', 'get_time']);
+      expect(events.at(-1)).toEqual({
+        type: 'usage',
+        promptTokens: expect.any(Number) as unknown,
+        completionTokens: '{"city": "Paris"}\n\n'.length,
+      });
+      expect((events.at(-1) as { promptTokens: number }).promptTokens).toBeGreaterThan(PROMPT_TOKENS + 50);
+      // One evaluation: prompt, then the call prefix, the name and the params prefix the backend wrote.
+      expect(model.appended).toHaveLength(1);
+      expect(model.appended[0]!.endsWith('model:||call: get_weather<get_weather>(')).toBe(true);
+      expect(model.evaluations[0]!.grammar).toEqual({ label: WEATHER_GRAMMAR });
+    });
+
+    it('with tool_choice required and several tools, lets a grammar over the names pick one', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'never used' }));
+      model.grammarOutput = (grammar) =>
+        grammar.label === 'one of get_weather|get_time' ? 'get_time' : '{}';
+      const { backend } = await backendWith(model);
+
+      const { events } = await collect(
+        backend.generate(request({ tools: [weather, time], toolChoice: { type: 'required' } }), never()),
+      );
+
+      expect(callEvents(events)).toEqual([
+        expect.objectContaining({ type: 'tool-call-start', name: 'get_time' }),
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '}' },
+      ]);
+      expect(model.appended).toEqual([expect.stringMatching(/model:\|\|call: $/), '<get_time>(']);
+      expect(events.at(-1)).toMatchObject({ completionTokens: 'get_time{}'.length });
+    });
+
+    it('in auto, sends the text before the call, then the call the model opened', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'Let me check.||call: get_weather(and more' }));
+      model.grammarOutput = (grammar) =>
+        grammar.label === 'one of get_weather|get_time' ? 'get_weather' : '{"city": "Oslo"}';
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(request({ tools: [weather, time], toolChoice: { type: 'auto' } }), never()),
+      );
+
+      expect(texts).toEqual(['Let me check.']);
+      expect(callEvents(events)[0]).toMatchObject({ type: 'tool-call-start', name: 'get_weather' });
+      expect(argumentsOf(events)).toBe('{"city": "Oslo"}');
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'tool_calls' });
+      // The token that completed the trigger ("||call:") enters the sequence before the name is chosen.
+      expect(model.appended.slice(1)).toEqual([':', '<get_weather>(']);
+      // The name is chosen under a grammar of the offered names, the arguments under the function's schema.
+      expect(model.evaluations.map((e) => e.grammar?.label)).toEqual([
+        undefined,
+        'one of get_weather|get_time',
+        WEATHER_GRAMMAR,
+      ]);
+    });
+
+    it('in auto, opens a call at the special token that starts one, and writes the rest of its prefix', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'ok', tail: [CALL_TOKEN, 120 as Token] }));
+      model.grammarOutput = () => '{"zone": "UTC"}';
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(request({ tools: [time], toolChoice: { type: 'auto' } }), never()),
+      );
+
+      expect(texts).toEqual(['ok']);
+      expect(callEvents(events)[0]).toMatchObject({ name: 'get_time' });
+      expect(model.appended[1]).toBe('{"name": "get_time<get_time>(');
+      expect(argumentsOf(events)).toBe('{"zone": "UTC"}');
+    });
+
+    it('in auto, answers in text when the model opens no call', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'It is sunny | nice.' }));
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(request({ tools: [weather], toolChoice: { type: 'auto' } }), never()),
+      );
+
+      expect(texts).toEqual(['It is sunny | nice.']);
+      expect(callEvents(events)).toEqual([]);
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+    });
+
+    it('with tool_choice none, offers no function and treats call syntax as text', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'a ||call: get_weather' }));
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(request({ tools: [weather], toolChoice: { type: 'none' } }), never()),
+      );
+
+      expect(model.renderedFunctions).toEqual([undefined]);
+      expect(texts).toEqual(['a ||call: get_weather']);
+      expect(callEvents(events)).toEqual([]);
+    });
+
+    it('ends a call cut by max_tokens with length', async () => {
+      const model = new FakeModel(4096, () => ({ text: '' }));
+      model.grammarOutput = () => '{"city": "Reykjavik"}';
+      const { backend } = await backendWith(model);
+
+      const { events } = await collect(
+        backend.generate(
+          request({ tools: [weather], toolChoice: { type: 'required' }, maxTokens: 5 }),
+          never(),
+        ),
+      );
+
+      expect(argumentsOf(events)).toBe('{"cit');
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'length' });
+    });
+
+    it('constrains the answer with a JSON grammar for json_object and json_schema', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'not json' }));
+      model.grammarOutput = (grammar) => (grammar.label === 'json' ? '{"a": 1}' : '{"city": "Rome"}');
+      const { backend } = await backendWith(model);
+
+      const object = await collect(
+        backend.generate(request({ responseFormat: { type: 'json_object' } }), never()),
+      );
+      expect(object.texts).toEqual(['{"a": 1}']);
+      // The instruction is part of the prompt, so it counts as prompt tokens.
+      expect(object.events.at(-1)).toMatchObject({
+        promptTokens: PROMPT_TOKENS + 'system:Respond with a JSON object.\n'.length,
+      });
+      expect(model.evaluations[0]!.grammar).toEqual({ label: 'json' });
+
+      const schema = await collect(
+        backend.generate(
+          request({
+            responseFormat: { type: 'json_schema', name: 'w', strict: true, schema: weather.parameters },
+          }),
+          never(),
+        ),
+      );
+      expect(schema.texts).toEqual(['{"city": "Rome"}']);
+      expect(model.evaluations[1]!.grammar).toEqual({ label: WEATHER_GRAMMAR });
+      expect(schema.events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+    });
+
+    it('refuses a schema the grammar cannot enforce with a 400 naming the field, before any output', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'x' }));
+      const { backend } = await backendWith(model);
+      const unenforceable = { type: 'object', properties: { n: { type: 'number', minimum: 3 } } };
+
+      const format = await collect(
+        backend.generate(
+          request({
+            responseFormat: { type: 'json_schema', name: 'n', strict: true, schema: unenforceable },
+          }),
+          never(),
+        ),
+      ).catch((e: unknown) => e);
+      expect(format).toBeInstanceOf(GatewayError);
+      expect(format).toMatchObject({ status: 400, param: 'response_format.json_schema.schema' });
+      expect((format as Error).message).toContain('properties.n.minimum');
+
+      const tool = await collect(
+        backend.generate(
+          request({
+            tools: [weather, { ...time, parameters: unenforceable }],
+            toolChoice: { type: 'auto' },
+          }),
+          never(),
+        ),
+      ).catch((e: unknown) => e);
+      expect(tool).toMatchObject({ status: 400, param: 'tools[1].function.parameters' });
+      expect(model.disposedSequences).toBe(0);
+    });
+
+    it('refuses a schema llama.cpp cannot compile with a 400 naming the field', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'x' }));
+      const { backend } = await backendWith(model);
+      const broken = { ...time, parameters: { $ref: '#/$defs/missing' } };
+
+      const error = await collect(
+        backend.generate(request({ tools: [broken], toolChoice: { type: 'required' } }), never()),
+      ).catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(GatewayError);
+      expect(error).toMatchObject({ status: 400, param: 'tools[0].function.parameters' });
+      expect((error as Error).message).toContain('no such definition');
+    });
+
+    it('forces a call in each of n choices, each on its own sequence with its own id', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'never used' }));
+      model.grammarOutput = () => '{"zone": "UTC"}';
+      const { backend } = await backendWith(model, { sequences: 2 });
+
+      const { events } = await collect(
+        backend.generate(request({ n: 3, tools: [time], toolChoice: { type: 'required' } }), never()),
+      );
+
+      const starts = events.filter((e) => e.type === 'tool-call-start');
+      expect(starts.map((e) => e.choice).sort()).toEqual([0, 1, 2]);
+      expect(new Set(starts.map((e) => e.id)).size).toBe(3);
+      expect(events.filter((e) => e.type === 'finish').map((e) => e.reason)).toEqual([
+        'tool_calls',
+        'tool_calls',
+        'tool_calls',
+      ]);
+      expect(model.disposedSequences).toBe(3);
+    });
+
+    it('stops promptly on abort while generating arguments, and gives the sequence back', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'never used' }));
+      model.grammarOutput = () => `{"zone": "${'z'.repeat(10_000)}"}`;
+      const { backend } = await backendWith(model);
+      const controller = new AbortController();
+      const reason = new Error('client went away');
+
+      let fragments = 0;
+      const run = (async () => {
+        for await (const event of backend.generate(
+          request({ tools: [time], toolChoice: { type: 'required' } }),
+          controller.signal,
+        )) {
+          if (event.type === 'tool-call-arguments' && ++fragments === 5) controller.abort(reason);
+        }
+      })();
+
+      await expect(run).rejects.toBe(reason);
+      expect(fragments).toBeLessThan(20);
+      expect(model.active).toBe(0);
+      expect(model.disposedSequences).toBe(1);
+    });
+
+    it("attaches each token's logprob and its top alternatives to the delta it produced", async () => {
+      const model = new FakeModel(4096, () => ({ text: 'ab' }));
+      const { backend } = await backendWith(model);
+
+      const { events } = await collect(
+        backend.generate(request({ logprobs: true, topLogprobs: 2 }), never()),
+      );
+
+      expect(model.evaluations[0]!.probabilities).toBe(true);
+      expect(events.filter((e) => e.type === 'delta')).toEqual([
+        {
+          type: 'delta',
+          choice: 0,
+          text: 'a',
+          logprobs: [
+            {
+              token: 'a',
+              logprob: Math.log(0.5),
+              bytes: [0x61],
+              top_logprobs: [
+                { token: 'a', logprob: Math.log(0.5), bytes: [0x61] },
+                { token: '!', logprob: Math.log(0.25), bytes: [0x21] },
+              ],
+            },
+          ],
+        },
+        expect.objectContaining({ text: 'b', logprobs: [expect.objectContaining({ token: 'b' })] }),
+      ]);
+    });
+
+    it('renders a tool loop (call, result) and continues the model turn after the result', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'It is 21.' }));
+      const { backend } = await backendWith(model);
+
+      const { events, texts } = await collect(
+        backend.generate(
+          request({
+            tools: [weather],
+            toolChoice: { type: 'auto' },
+            messages: [
+              { role: 'user', content: 'Weather in Paris?' },
+              {
+                role: 'assistant',
+                content: null,
+                toolCalls: [
+                  {
+                    id: 'call_1',
+                    type: 'function',
+                    function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+                  },
+                ],
+              },
+              { role: 'tool', toolCallId: 'call_1', content: '21 degrees' },
+            ],
+          }),
+          never(),
+        ),
+      );
+
+      expect(texts).toEqual(['It is 21.']);
+      expect(events.at(-2)).toEqual({ type: 'finish', choice: 0, reason: 'stop' });
+    });
   });
 });

@@ -1,38 +1,46 @@
 import { randomInt } from 'node:crypto';
-import type { SequenceEvaluateOptions, Token } from 'node-llama-cpp';
+import type { ChatModelFunctions, GbnfJsonSchema, Token } from 'node-llama-cpp';
 import type { CatalogModel } from '@mgw/config';
-import { GatewayError, type FinishReason } from '@mgw/contracts';
+import { GatewayError } from '@mgw/contracts';
 import type { BackendSettings } from '../backend-settings';
-import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
+import type {
+  ChatBackend,
+  ChatInferenceEvent,
+  ChatInferenceRequest,
+  ToolDefinition,
+} from '../chat-backend.interface';
 import { toSeed32 } from '../simulator/seeded-random';
-import { StopSequenceMatcher } from '../text/stop-sequence.matcher';
-import { toChatHistory } from './chat-history.mapper';
+import { toChatHistory, withResponseFormat } from './chat-history.mapper';
+import { ChoiceGenerator, type PreparedPrompt, type PreparedTools } from './choice.generator';
 import { EventChannel } from './event.channel';
-import type { LlamaModelLoader, LoadedLlamaModel } from './loaded-model';
+import { toGbnfJsonSchema } from './gbnf-schema.mapper';
+import type { EvaluateOptions, LlamaModelLoader, LoadedLlamaModel, ModelGrammar } from './loaded-model';
 import { parseLlamaCppOptions, type LlamaCppOptions } from './llamacpp.options';
 import { loadLlamaModel } from './node-llama-cpp.loader';
 import { SequencePool } from './sequence.pool';
-import { TokenTextDecoder } from './token-text.decoder';
 
 /** OpenAI applies its penalties to the tokens generated so far; llama.cpp needs a bound on that list. */
 const PENALTY_WINDOW = 1024;
 
-/** What every choice of one request shares. */
-interface PreparedPrompt {
-  tokens: Token[];
-  /** The user's stop sequences plus the chat template's end-of-turn texts. */
-  stopTexts: string[];
-  /** End-of-turn markers of the template that are special tokens rather than text. */
-  stopTokenSequences: Token[][];
-  /** Most tokens a choice may generate: max_tokens, or what is left of the context. */
-  budget: number;
-  request: ChatInferenceRequest;
-}
+const ANSWER_PARAM = 'response_format.json_schema.schema';
 
-function endsWith(tokens: readonly Token[], suffix: readonly Token[]): boolean {
-  if (suffix.length === 0 || suffix.length > tokens.length) return false;
-  const offset = tokens.length - suffix.length;
-  return suffix.every((token, i) => tokens[offset + i] === token);
+/**
+ * The grammar of a schema that passed the subset check; one llama.cpp still cannot compile (e.g. a `$ref`
+ * to a definition that does not exist) is the client's error too.
+ */
+async function compileSchema(
+  loaded: LoadedLlamaModel,
+  schema: GbnfJsonSchema,
+  param: string,
+): Promise<ModelGrammar> {
+  try {
+    return await loaded.jsonGrammar(schema);
+  } catch (error) {
+    throw GatewayError.invalidRequest(
+      `${param}: this model cannot turn the schema into a grammar (${error instanceof Error ? error.message : String(error)}).`,
+      param,
+    );
+  }
 }
 
 /**
@@ -44,6 +52,10 @@ function endsWith(tokens: readonly Token[], suffix: readonly Token[]): boolean {
  * Sampling: temperature (0 = greedy), top_p, presence/frequency penalties over the generated tokens, and
  * `seed` (choice i uses seed + i; without a seed each choice draws a random one). `stop` is matched on the
  * decoded text, so a stop sequence split across tokens is still caught and never sent.
+ *
+ * Tools, structured outputs and logprobs (see ChoiceGenerator): function calls in the wrapper's own syntax
+ * with grammar-constrained names and arguments, JSON answers under a grammar, and per-token probabilities
+ * from the sampler. Each costs only the requests that ask for it.
  *
  * Abort: a waiting choice leaves the sequence queue at once; a generating one stops at its next token.
  * Sequences are given back on every path.
@@ -83,7 +95,7 @@ export class LlamaCppChatBackend implements ChatBackend {
     signal.throwIfAborted();
     const loaded = this.loaded;
     if (loaded === null) throw new Error(`llamacpp model "${this.modelId}" is not loaded`);
-    const prompt = this.prepare(loaded, request);
+    const prompt = await this.prepare(loaded, request);
 
     // One controller stops every choice: the caller's abort, or the consumer leaving early (an error in
     // another choice, or the caller stopping its iteration).
@@ -93,7 +105,7 @@ export class LlamaCppChatBackend implements ChatBackend {
     const channel = new EventChannel<ChatInferenceEvent>();
     const completionTokens = new Array<number>(request.n).fill(0);
     const runs = Array.from({ length: request.n }, (_, choice) =>
-      this.runChoice(loaded, prompt, choice, stop.signal, channel).then((tokens) => {
+      this.runChoice(loaded, request, prompt, choice, stop.signal, channel).then((tokens) => {
         completionTokens[choice] = tokens;
       }),
     );
@@ -124,10 +136,35 @@ export class LlamaCppChatBackend implements ChatBackend {
     await loaded?.dispose();
   }
 
-  private prepare(loaded: LoadedLlamaModel, request: ChatInferenceRequest): PreparedPrompt {
-    const { tokens, stopTexts, stopTokenSequences } = loaded.renderPrompt(
-      toChatHistory(request.messages, this.modelId),
-    );
+  /**
+   * Everything the choices share, before any output: the rendered prompt (with the offered functions
+   * documented in it), and the grammars. A schema the grammar cannot enforce is refused here, as a 400.
+   */
+  private async prepare(loaded: LoadedLlamaModel, request: ChatInferenceRequest): Promise<PreparedPrompt> {
+    const offered = this.offeredTools(request);
+    const answerSchema =
+      request.responseFormat.type === 'json_schema'
+        ? toGbnfJsonSchema(request.responseFormat.schema, ANSWER_PARAM)
+        : null;
+    const argumentSchemas = offered.map(({ tool, index }) => {
+      const param = `tools[${index}].function.parameters`;
+      return { name: tool.name, param, schema: toGbnfJsonSchema(tool.parameters, param) };
+    });
+
+    const history = withResponseFormat(toChatHistory(request.messages, this.modelId), request.responseFormat);
+    const functions: ChatModelFunctions | undefined =
+      offered.length === 0
+        ? undefined
+        : Object.fromEntries(
+            offered.map(({ tool }, i) => [
+              tool.name,
+              {
+                ...(tool.description !== undefined ? { description: tool.description } : {}),
+                params: argumentSchemas[i]!.schema,
+              },
+            ]),
+          );
+    const { tokens, stopTexts, stopTokenSequences } = loaded.renderPrompt(history, functions);
     if (tokens.length >= loaded.contextSize) {
       throw GatewayError.invalidRequest(
         `This model's maximum context length is ${loaded.contextSize} tokens, and the messages take ${tokens.length}; shorten them.`,
@@ -135,14 +172,55 @@ export class LlamaCppChatBackend implements ChatBackend {
         'context_length_exceeded',
       );
     }
-    const room = loaded.contextSize - tokens.length;
-    const budget = request.maxTokens === null ? room : Math.min(request.maxTokens, room);
-    return { tokens, stopTexts: [...request.stop, ...stopTexts], stopTokenSequences, budget, request };
+
+    let answerGrammar: ModelGrammar | null = null;
+    if (request.responseFormat.type === 'json_object') answerGrammar = await loaded.jsonGrammar(null);
+    else if (answerSchema !== null) answerGrammar = await compileSchema(loaded, answerSchema, ANSWER_PARAM);
+    let tools: PreparedTools | null = null;
+    if (offered.length > 0) {
+      const choice = request.toolChoice;
+      const callable =
+        choice.type === 'function' ? argumentSchemas.filter((s) => s.name === choice.name) : argumentSchemas;
+      tools = {
+        mode: choice.type === 'auto' ? 'auto' : 'forced',
+        names: callable.map((s) => s.name),
+        argumentGrammars: new Map(
+          await Promise.all(
+            callable.map(async (s) => [s.name, await compileSchema(loaded, s.schema, s.param)] as const),
+          ),
+        ),
+        syntax: loaded.functionCallSyntax,
+      };
+    }
+    return {
+      tokens,
+      stopTexts: [...request.stop, ...stopTexts],
+      stopTokenSequences,
+      maxTokens: request.maxTokens,
+      contextSize: loaded.contextSize,
+      answerGrammar,
+      tools,
+      topLogprobs: request.logprobs ? request.topLogprobs : null,
+    };
+  }
+
+  /** The functions documented to the model: none with tool_choice none, else every tool of the request. */
+  private offeredTools(request: ChatInferenceRequest): Array<{ tool: ToolDefinition; index: number }> {
+    const choice = request.toolChoice;
+    if (choice.type === 'none') return [];
+    if (choice.type === 'function' && !request.tools.some((tool) => tool.name === choice.name)) {
+      throw GatewayError.invalidRequest(
+        `tool_choice names the function "${choice.name}", which is not in tools.`,
+        'tool_choice',
+      );
+    }
+    return request.tools.map((tool, index) => ({ tool, index }));
   }
 
   /** Generates one choice on a sequence of its own; resolves to the number of tokens it generated. */
   private async runChoice(
     loaded: LoadedLlamaModel,
+    request: ChatInferenceRequest,
     prompt: PreparedPrompt,
     choice: number,
     stop: AbortSignal,
@@ -158,54 +236,36 @@ export class LlamaCppChatBackend implements ChatBackend {
       }
     })();
     try {
-      const generated: Token[] = [];
-      const decoder = new TokenTextDecoder<Token>((tokens, context) => loaded.detokenize(tokens, context));
-      const matcher = new StopSequenceMatcher(prompt.stopTexts);
-      const send = (text: string): void => {
-        if (text.length > 0) channel.push({ type: 'delta', choice, text });
-      };
-      let reason: FinishReason = 'stop';
-      for await (const token of sequence.evaluate(
-        prompt.tokens,
-        this.sampling(prompt.request, choice, generated),
-      )) {
-        if (stop.aborted) break;
-        generated.push(token);
-        if (prompt.stopTokenSequences.some((suffix) => endsWith(generated, suffix))) break;
-        const { emit, stopped } = matcher.push(decoder.push(token));
-        send(emit);
-        if (stopped) break;
-        if (generated.length >= prompt.budget) {
-          reason = 'length';
-          break;
-        }
-      }
-      stop.throwIfAborted();
-      if (!matcher.isStopped) {
-        // Bytes held for an unfinished character, then text held as a possible start of a stop sequence.
-        send(matcher.push(decoder.flush()).emit);
-        if (matcher.isStopped) reason = 'stop';
-        else send(matcher.flush());
-      }
-      channel.push({ type: 'finish', choice, reason });
-      return generated.length;
+      const generator = new ChoiceGenerator(
+        loaded,
+        sequence,
+        prompt,
+        choice,
+        this.sampling(request, choice),
+        stop,
+        channel,
+      );
+      await generator.run();
+      return generator.completionTokens;
     } finally {
       await sequence.dispose();
       release();
     }
   }
 
-  private sampling(
-    request: ChatInferenceRequest,
-    choice: number,
-    generated: Token[],
-  ): SequenceEvaluateOptions {
+  /**
+   * The sampling settings of one choice, for each of its phases; `generated` are the tokens the choice has
+   * sampled so far (what the penalties apply to).
+   */
+  private sampling(request: ChatInferenceRequest, choice: number): (generated: Token[]) => EvaluateOptions {
     const penalize = request.presencePenalty !== 0 || request.frequencyPenalty !== 0;
-    return {
+    // Distinct per choice, so n choices are n independent samples; reproducible when the client seeds.
+    const seed =
+      request.seed === null ? randomInt(0, 0x1_0000_0000) : (toSeed32(request.seed) + choice) >>> 0;
+    return (generated) => ({
       temperature: request.temperature,
       topP: request.topP,
-      // Distinct per choice, so n choices are n independent samples; reproducible when the client seeds.
-      seed: request.seed === null ? randomInt(0, 0x1_0000_0000) : (toSeed32(request.seed) + choice) >>> 0,
+      seed,
       ...(penalize
         ? {
             repeatPenalty: {
@@ -217,6 +277,6 @@ export class LlamaCppChatBackend implements ChatBackend {
             },
           }
         : {}),
-    };
+    });
   }
 }

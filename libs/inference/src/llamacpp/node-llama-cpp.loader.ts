@@ -1,8 +1,17 @@
 import { pathToFileURL } from 'node:url';
 import type * as NodeLlamaCpp from 'node-llama-cpp';
-import type { Llama, LlamaModel, Token } from 'node-llama-cpp';
+import type { ChatWrapper, Llama, LlamaGrammar, LlamaModel, LlamaText } from 'node-llama-cpp';
 import { ConfigError } from '@mgw/config';
-import type { LoadedLlamaModel, RenderedPrompt } from './loaded-model';
+import { BoundedCache } from '../text/bounded-cache';
+import type {
+  FunctionCallSyntax,
+  GeneratedToken,
+  LlamaSequence,
+  LoadedLlamaModel,
+  ModelGrammar,
+  RenderedPrompt,
+  TemplateMarkers,
+} from './loaded-model';
 import { LLAMACPP_LIMITS, type LlamaCppOptions } from './llamacpp.options';
 
 export type NodeLlamaCppModule = typeof NodeLlamaCpp;
@@ -75,6 +84,68 @@ export async function releaseLlama(gpu: boolean): Promise<void> {
 }
 
 /**
+ * Compiled grammars kept per model, so a client that resends the same tools or schema (an agent, every
+ * turn) compiles them once. Compiling is a pure function of the key, so a failure is remembered too.
+ */
+const GRAMMAR_CACHE = { entries: 32, maxKeyLength: 64 * 1024 };
+
+class NativeGrammar implements ModelGrammar {
+  constructor(
+    readonly label: string,
+    readonly grammar: LlamaGrammar,
+  ) {}
+}
+
+/** Splits template markers into plain texts and special-token sequences, as they are matched differently. */
+function markersOf(texts: readonly LlamaText[], model: LlamaModel): TemplateMarkers {
+  const markers: TemplateMarkers = { texts: [], tokenSequences: [] };
+  for (const text of texts) {
+    if (text.values.every((value) => typeof value === 'string')) markers.texts.push(text.toString());
+    else markers.tokenSequences.push(text.tokenize(model.tokenizer));
+  }
+  return markers;
+}
+
+/** The wrapper's function-call syntax (see ChatWrapperSettings.functions) as tokens and markers. */
+function functionCallSyntaxOf(
+  wrapper: ChatWrapper,
+  model: LlamaModel,
+  { LlamaText }: NodeLlamaCppModule,
+): FunctionCallSyntax {
+  const { call, parallelism } = wrapper.settings.functions;
+  const triggerTexts: string[] = [];
+  const triggerTokens: FunctionCallSyntax['triggerTokens'] = [];
+  for (const prefix of [call.prefix, ...(call.prefixAlternateMatches ?? [])].map((value) =>
+    LlamaText(value),
+  )) {
+    const special = prefix.values.findIndex((value) => typeof value !== 'string');
+    if (special === -1) {
+      triggerTexts.push(prefix.toString());
+      continue;
+    }
+    // Text before the special token is usually a line break the model may or may not write; the special
+    // token is what reliably opens the call.
+    const [token] = LlamaText(prefix.values[special]!).tokenize(model.tokenizer);
+    const rest = LlamaText(prefix.values.slice(special + 1)).tokenize(model.tokenizer);
+    if (token !== undefined) triggerTokens.push({ token, rest });
+  }
+  return {
+    triggerTexts,
+    triggerTokens,
+    prefix: LlamaText(parallelism?.call.sectionPrefix ?? '', call.prefix).tokenize(model.tokenizer),
+    paramsPrefix: (name) =>
+      LlamaText(call.paramsPrefix)
+        .mapValues((value) =>
+          typeof value === 'string' ? value.replaceAll('{{functionName}}', name) : value,
+        )
+        .tokenize(model.tokenizer),
+  };
+}
+
+/** A GBNF string literal. */
+const gbnfLiteral = (text: string) => JSON.stringify(text);
+
+/**
  * Loads a GGUF with node-llama-cpp: the model, one context of `sequences` sequences, and the chat wrapper
  * node-llama-cpp resolves from the model's own chat template (a specialised one when the template is a
  * known format, else the template itself via Jinja). A file llama.cpp cannot read is a catalog error.
@@ -100,24 +171,70 @@ export async function loadLlamaModel(modelId: string, options: LlamaCppOptions):
       ...(threads > 0 ? { threads } : {}),
       ...(batchSize !== null ? { batchSize } : {}),
     });
-    const { resolveChatWrapper } = await importNodeLlamaCpp();
+    const nodeLlamaCpp = await importNodeLlamaCpp();
+    const { resolveChatWrapper, LlamaGrammarEvaluationState } = nodeLlamaCpp;
     const chatWrapper = resolveChatWrapper(model);
+    const grammars = new BoundedCache<Promise<NativeGrammar>>(
+      GRAMMAR_CACHE.entries,
+      GRAMMAR_CACHE.maxKeyLength,
+    );
+    const compiled = (key: string, compile: () => Promise<LlamaGrammar>) =>
+      grammars.getOrCompute(key, () => compile().then((grammar) => new NativeGrammar(key, grammar)));
     const compute = llama.gpu === false ? 'CPU' : `${llama.gpu}, ${gpuLayers} GPU layers`;
     return {
       contextSize: context.contextSize,
       description: `${modelPath}: context ${context.contextSize} × ${sequences} sequences, chat wrapper ${chatWrapper.wrapperName}, ${compute}`,
-      renderPrompt(history): RenderedPrompt {
-        const state = chatWrapper.generateContextState({ chatHistory: history });
-        const stopTexts: string[] = [];
-        const stopTokenSequences: Token[][] = [];
-        for (const trigger of state.stopGenerationTriggers) {
-          if (trigger.values.every((value) => typeof value === 'string')) stopTexts.push(trigger.toString());
-          else stopTokenSequences.push(trigger.tokenize(model.tokenizer));
-        }
-        return { tokens: state.contextText.tokenize(model.tokenizer), stopTexts, stopTokenSequences };
+      renderPrompt(history, functions): RenderedPrompt {
+        const state = chatWrapper.generateContextState({
+          chatHistory: history,
+          ...(functions !== undefined ? { availableFunctions: functions, documentFunctionParams: true } : {}),
+        });
+        const stops = markersOf(state.stopGenerationTriggers, model);
+        return {
+          tokens: state.contextText.tokenize(model.tokenizer),
+          stopTexts: stops.texts,
+          stopTokenSequences: stops.tokenSequences,
+        };
       },
+      functionCallSyntax: functionCallSyntaxOf(chatWrapper, model, nodeLlamaCpp),
       detokenize: (tokens, previous) => model.detokenize(tokens, false, previous),
-      getSequence: () => context.getSequence(),
+      tokenize: (text) => model.tokenize(text, false),
+      tokenText: (token) => model.detokenize([token], true),
+      jsonGrammar: (schema) =>
+        schema === null
+          ? compiled('any JSON object', () => llama.getGrammarFor('json'))
+          : compiled(JSON.stringify(schema), () =>
+              // The generic parameter only infers literal schemas; this one is already a GbnfJsonSchema.
+              llama.createGrammarForJsonSchema(schema as Parameters<Llama['createGrammarForJsonSchema']>[0]),
+            ),
+      choiceGrammar: (texts) =>
+        compiled(`one of ${JSON.stringify(texts)}`, () =>
+          llama.createGrammar({ grammar: `root ::= ${texts.map(gbnfLiteral).join(' | ')}` }),
+        ),
+      getSequence(): LlamaSequence {
+        const sequence = context.getSequence();
+        return {
+          async *evaluate(tokens, { grammar, probabilities, ...options }): AsyncGenerator<GeneratedToken> {
+            if (grammar !== undefined && !(grammar instanceof NativeGrammar)) {
+              throw new Error(`grammar "${grammar.label}" was not compiled for this model`);
+            }
+            const grammarEvaluationState =
+              grammar === undefined
+                ? undefined
+                : new LlamaGrammarEvaluationState({ model, grammar: grammar.grammar });
+            const evaluateOptions = {
+              ...options,
+              ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
+            };
+            if (probabilities !== true) {
+              for await (const token of sequence.evaluate(tokens, evaluateOptions)) yield { token };
+              return;
+            }
+            yield* sequence.evaluateWithMetadata(tokens, { probabilities: true }, evaluateOptions);
+          },
+          dispose: () => Promise.resolve(sequence.dispose()),
+        };
+      },
       async dispose() {
         await context.dispose();
         await model.dispose();
