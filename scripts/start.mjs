@@ -13,9 +13,28 @@ import { describeExit, Supervisor } from './start/supervisor.mjs';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const env = process.env;
 
+/**
+ * START_RESTART_LIMIT restarts of one app within START_RESTART_WINDOW_S seconds (default 5 in 60) are
+ * tolerated; one more crash inside the window stops the stack.
+ */
+function restartPolicy(source) {
+  const read = (name, fallback) => {
+    const raw = (source[name] ?? '').trim();
+    if (raw === '') return fallback;
+    const value = Number(raw);
+    if (Number.isInteger(value) && value >= 0) return value;
+    process.stderr.write(`${name} must be a whole number ≥ 0, got ${JSON.stringify(raw)}\n`);
+    process.exit(78);
+  };
+  return {
+    restartLimit: read('START_RESTART_LIMIT', 5),
+    restartWindowMs: read('START_RESTART_WINDOW_S', 60) * 1000,
+  };
+}
+
 registerTags([...APPS, REDIS, LAUNCHER]);
 const { say, complain } = launcherVoice(LAUNCHER);
-const supervisor = new Supervisor({ root, env, say, complain });
+const supervisor = new Supervisor({ root, env, say, complain, ...restartPolicy(env) });
 supervisor.installHandlers();
 
 async function main() {
@@ -46,10 +65,14 @@ async function main() {
   }
   const childEnv = redisUrl === null ? env : { ...env, REDIS_URL: redisUrl };
 
+  // Each app stops by itself when the launcher is gone, even after a `kill -9` of the launcher.
+  const preload = ['--import', new URL('./start/exit-with-launcher.mjs', import.meta.url).href];
   for (const app of APPS) {
-    supervisor.watchForUnexpectedExit(
-      supervisor.start(app, process.execPath, [app.entry], { childEnv: withMetricsPort(childEnv, app) }),
-    );
+    const entry = supervisor.start(app, process.execPath, [...preload, app.entry], {
+      childEnv: withMetricsPort(childEnv, app),
+    });
+    say(`started ${app.name} (pid ${entry.child.pid})`);
+    supervisor.keepRunning(entry);
   }
 
   const baseUrl = gatewayBaseUrl(env);

@@ -8,6 +8,7 @@ import { delimiter, join } from 'node:path';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
+import { fileURLToPath } from 'node:url';
 import { REDIS } from './apps.mjs';
 import { describeExit } from './supervisor.mjs';
 
@@ -98,14 +99,16 @@ async function startPrivateRedis(redis, supervisor) {
   // No snapshots and no append-only file: this Redis lives and dies with `npm start`.
   const options = { port: String(redis.port), bind: '127.0.0.1', save: '', appendonly: 'no', dir: tmpdir() };
   const args = Object.entries(options).flatMap(([option, value]) => [`--${option}`, value]);
-  const entry = supervisor.start(REDIS, 'redis-server', args);
+  // Through the tether, so that redis-server ends with the launcher even if the launcher is killed.
+  const tether = fileURLToPath(new URL('./tether.mjs', import.meta.url));
+  const entry = supervisor.start(REDIS, process.execPath, [tether, 'redis-server', ...args]);
   let exited = false;
   void entry.closed.then(() => (exited = true));
   const deadline = Date.now() + REDIS_START_TIMEOUT_MS;
   const target = { host: '127.0.0.1', port: redis.port, tls: false };
   while (!exited && !supervisor.stopping && Date.now() < deadline) {
     if ((await pingRedis(target)).ok) {
-      supervisor.watchForUnexpectedExit(entry);
+      supervisor.keepRunning(entry);
       // Same credentials and database, but the address the private server really listens on.
       const url = new URL(redis.url.href);
       url.hostname = '127.0.0.1';
