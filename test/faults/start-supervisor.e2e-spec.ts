@@ -45,10 +45,14 @@ describe('faults: npm start supervises its apps', () => {
     });
   }
 
+  /** Pids a test saw below the launcher, for the clean-up of a failed test whose launcher is gone. */
+  let seen: number[] = [];
+
   afterEach(() => {
     if (!launcher) return;
     // Whatever a test left running: the launcher and everything below it.
-    const pids = launcher.running ? launcher.descendants() : [];
+    const pids = [...seen, ...(launcher.running ? launcher.descendants() : [])];
+    seen = [];
     launcher.kill('SIGKILL');
     for (const pid of pids) {
       try {
@@ -135,7 +139,7 @@ describe('faults: npm start supervises its apps', () => {
         () => stack.output.match(/restarted chat-worker/g)?.length === restart,
       );
     }
-    const pids = stack.descendants();
+    const pids = (seen = stack.descendants());
     process.kill(stack.pidOf('chat-worker'), 'SIGKILL');
 
     expect(await stack.exited).toEqual({ code: 1, signal: null });
@@ -148,7 +152,7 @@ describe('faults: npm start supervises its apps', () => {
 
   it('leaves no app and no Redis running when the launcher itself is killed with -9', async () => {
     const stack = await startStack();
-    const pids = stack.descendants();
+    const pids = (seen = stack.descendants());
     // Four apps, the private redis-server and its tether.
     expect(pids.length).toBeGreaterThanOrEqual(6);
     for (const app of ['registry', 'chat-worker', 'image-worker', 'gateway']) {
