@@ -14,7 +14,7 @@ WORKDIR /app
 ENV NODE_LLAMA_CPP_SKIP_DOWNLOAD=true
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json nest-cli.json ./
+COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY apps ./apps
 COPY libs ./libs

@@ -1,4 +1,6 @@
-// Two layers: fast unit specs next to the code, and e2e specs under test/ that start the real apps.
+// Three layers: unit specs next to the code (no Redis, no network), integration specs next to the code that
+// talk to the real Redis at 127.0.0.1:6379 (`*.integration.spec.ts`), and e2e specs under test/ that start
+// the real apps as processes.
 const swc = [
   '@swc/jest',
   {
@@ -24,7 +26,8 @@ module.exports = {
       displayName: 'unit',
       rootDir: __dirname,
       testEnvironment: 'node',
-      setupFiles: ['reflect-metadata'],
+      // Refuses any connection to Redis, so a spec that needs it fails here instead of passing by luck.
+      setupFiles: ['reflect-metadata', '<rootDir>/test/support/no-redis.setup.ts'],
       transform: { '^.+\\.ts$': swc },
       moduleNameMapper,
       testMatch: [
@@ -32,6 +35,16 @@ module.exports = {
         '<rootDir>/apps/**/*.spec.ts',
         '<rootDir>/test/unit/**/*.spec.ts',
       ],
+      testPathIgnorePatterns: ['/node_modules/', '\\.integration\\.spec\\.ts$'],
+    },
+    {
+      displayName: 'integration',
+      rootDir: __dirname,
+      testEnvironment: 'node',
+      setupFiles: ['reflect-metadata'],
+      transform: { '^.+\\.ts$': swc },
+      moduleNameMapper,
+      testMatch: ['<rootDir>/libs/**/*.integration.spec.ts', '<rootDir>/apps/**/*.integration.spec.ts'],
     },
     {
       displayName: 'e2e',

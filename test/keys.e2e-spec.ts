@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { freePort } from './support/free-port';
 import { readSse } from './support/sse';
 import { Stack } from './support/stack';
+import { waitFor } from './support/wait-for';
 
 const run = promisify(execFile);
 const ROOT = resolve(__dirname, '..');
@@ -56,15 +57,12 @@ interface Usage {
   completion_tokens: number;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const until = <T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> =>
+  waitFor(what, probe, timeoutMs);
+
+// A change made on one replica reaches the other through `keys:changed`; without it the other replica's
+// cache (KEY_CACHE_MS, a minute here) would keep the old record. Seconds tell the two apart on any machine.
+const PROPAGATION_MS = 5_000;
 
 /** Keys, limits and usage against the real stack with TWO gateway replicas sharing one Redis. */
 describe('API keys, limits and usage across two gateways', () => {
@@ -271,7 +269,7 @@ describe('API keys, limits and usage across two gateways', () => {
     await Promise.all(ok.map((r) => r.text()));
   });
 
-  it('sees a revocation made on one replica on the other within 1 s', async () => {
+  it('sees a revocation made on one replica on the other within seconds, not after the cache', async () => {
     const created = await createKey({ name: 'revoked' });
     const probe = () => fetch(`${b}/v1/models`, { headers: { authorization: `Bearer ${created.key}` } });
     expect((await probe()).status).toBe(200); // now cached on B (KEY_CACHE_MS is a minute)
@@ -283,12 +281,12 @@ describe('API keys, limits and usage across two gateways', () => {
       const res = await probe();
       return res.status === 401 ? res : undefined;
     });
-    expect(Date.now() - at).toBeLessThan(1000);
+    expect(Date.now() - at).toBeLessThan(PROPAGATION_MS);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
     expect((await chat(a, created.key, { model: 'sim-chat' })).status).toBe(401);
   });
 
-  it('applies an update (disable, then re-enable with other limits) on the other replica within 1 s', async () => {
+  it('applies an update (disable, then re-enable with other limits) on the other replica within seconds', async () => {
     const created = await createKey({ name: 'updated' });
     expect((await chat(b, created.key, { model: 'sim-chat' })).status).toBe(200);
     const disabled = await fetch(
@@ -300,7 +298,7 @@ describe('API keys, limits and usage across two gateways', () => {
     await until('B to refuse the disabled key', async () =>
       (await chat(b, created.key, { model: 'sim-chat' })).status === 401 ? true : undefined,
     );
-    expect(Date.now() - at).toBeLessThan(1000);
+    expect(Date.now() - at).toBeLessThan(PROPAGATION_MS);
     const enabled = await fetch(
       `${a}/admin/keys/${created.id}`,
       admin({ method: 'PATCH', body: JSON.stringify({ disabled: false, models: ['sim-image'] }) }),
@@ -310,7 +308,7 @@ describe('API keys, limits and usage across two gateways', () => {
     await until('B to apply the new scope', async () =>
       (await chat(b, created.key, { model: 'sim-chat' })).status === 404 ? true : undefined,
     );
-    expect(Date.now() - at).toBeLessThan(1000);
+    expect(Date.now() - at).toBeLessThan(PROPAGATION_MS);
   });
 
   it('gives a concurrency slot back when the client aborts', async () => {

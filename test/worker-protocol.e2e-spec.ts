@@ -29,12 +29,12 @@ describe('worker job protocol', () => {
     );
     await subscriber.subscribe(replyTo);
     queue = new Queue('chat.sim-chat', { connection: stack.redis, prefix: stack.namespace });
-    const deadline = Date.now() + 20_000;
-    while ((await queue.getWorkersCount()) === 0) {
-      if (Date.now() > deadline)
-        throw new Error(`no worker consumes the queue:\n${stack.logs('chat-worker')}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(
+      'a worker to consume the queue',
+      async () => (await queue.getWorkersCount()) > 0,
+      20_000,
+      () => `\n${stack.logs('chat-worker')}`,
+    );
   });
 
   afterAll(async () => {
@@ -43,15 +43,16 @@ describe('worker job protocol', () => {
     await stack?.stop();
   });
 
-  const messagesOf = async (requestId: string, last: string): Promise<Wire[]> => {
-    const deadline = Date.now() + 5000;
-    while (Date.now() < deadline) {
-      const mine = received.filter((m) => m.requestId === requestId);
-      if (mine.some((m) => m.kind === last)) return mine;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    throw new Error(`no ${last} message for ${requestId}: ${JSON.stringify(received)}`);
-  };
+  const messagesOf = (requestId: string, last: string): Promise<Wire[]> =>
+    waitFor(
+      `a ${last} message for ${requestId}`,
+      () => {
+        const mine = received.filter((m) => m.requestId === requestId);
+        return mine.some((m) => m.kind === last) && mine;
+      },
+      15_000,
+      () => `; received ${JSON.stringify(received)}`,
+    );
 
   const envelope = (requestId: string) => ({
     v: 1,

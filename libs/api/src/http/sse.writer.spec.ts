@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { SseWriter, type SseWriterOptions } from './sse.writer';
+import { waitFor } from '@mgw/testing';
 
 /** What a raw client has received so far: the header block, and the body split into HTTP chunks. */
 interface Received {
@@ -65,15 +66,16 @@ class RawClient {
     return this.received.chunks.join('');
   }
 
-  async until(predicate: (received: Received) => boolean, timeoutMs = 1000): Promise<Received> {
-    const started = Date.now();
-    for (;;) {
-      const received = this.received;
-      if (predicate(received)) return received;
-      if (Date.now() - started > timeoutMs)
-        throw new Error(`timed out; received ${JSON.stringify(received)}`);
-      await sleep(2);
-    }
+  until(predicate: (received: Received) => boolean, timeoutMs = 5000): Promise<Received> {
+    return waitFor(
+      'the client to receive it',
+      () => {
+        const received = this.received;
+        return predicate(received) && received;
+      },
+      timeoutMs,
+      () => `; received ${JSON.stringify(this.received)}`,
+    );
   }
 }
 
@@ -97,11 +99,7 @@ async function connectClient(): Promise<{ res: ServerResponse; client: RawClient
   clients.push(client);
   const before = responses.length;
   socket.write('GET /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n');
-  const started = Date.now();
-  while (responses.length === before) {
-    if (Date.now() - started > 1000) throw new Error('request never reached the server');
-    await sleep(2);
-  }
+  await waitFor('the request to reach the server', () => responses.length > before, 5000);
   return { res: responses[responses.length - 1]!, client };
 }
 
@@ -220,11 +218,12 @@ describe('SseWriter', () => {
     const { res, client } = await connectClient();
     const writer = writerFor(res, { keepAliveMs: 50 });
     writer.open({});
+    const wroteAt = Date.now();
     writer.data('{"first":1}');
-    await sleep(20);
-    expect(client.body).toBe('data: {"first":1}\n\n');
-    const received = await client.until((r) => r.chunks.length >= 2, 1000);
-    expect(received.chunks[1]).toBe(': keep-alive\n\n');
+    const received = await client.until((r) => r.chunks.length >= 2);
+    // In this order, and not before keepAliveMs of silence (a lower bound: a loaded machine only delays it).
+    expect(Date.now() - wroteAt).toBeGreaterThanOrEqual(45);
+    expect(received.chunks.slice(0, 2)).toEqual(['data: {"first":1}\n\n', ': keep-alive\n\n']);
     writer.done();
     const final = await client.until((r) => r.complete);
     expect(final.chunks[final.chunks.length - 1]).toBe('data: [DONE]\n\n');
@@ -236,11 +235,13 @@ describe('SseWriter', () => {
 
   it('does not send keep-alives while events keep flowing', async () => {
     const { res, client } = await connectClient();
-    const writer = writerFor(res, { keepAliveMs: 60 });
+    // Events every 100 ms for 1.5 s against a 1 s keep-alive: a silence timer that events did not reset
+    // would fire, while a pause would have to last ten times longer than asked to cause a false alarm.
+    const writer = writerFor(res, { keepAliveMs: 1000 });
     writer.open({});
-    for (let i = 0; i < 10; i++) {
+    for (let i = 0; i < 15; i++) {
       writer.data(`{"i":${i}}`);
-      await sleep(15);
+      await sleep(100);
     }
     writer.done();
     const received = await client.until((r) => r.complete);

@@ -85,7 +85,8 @@ describe('ImageSimulatorBackend', () => {
     const pending = collect(imageRequest({ n: 2 }), 10_000, controller.signal);
     setTimeout(() => controller.abort(reason), 20);
     await expect(pending).rejects.toBe(reason);
-    expect(performance.now() - started).toBeLessThan(500);
+    // Without the abort this takes 20 s (two images of 10 s); half of one image's wait is a generous bound.
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   it('renders 1024×1024 quickly', async () => {
@@ -93,7 +94,7 @@ describe('ImageSimulatorBackend', () => {
     const started = performance.now();
     await only(imageRequest({ width: 1024, height: 1024 }));
     // Typically ~20 ms; the bound only catches a pathological regression on a loaded CI machine.
-    expect(performance.now() - started).toBeLessThan(400);
+    expect(performance.now() - started).toBeLessThan(2_000);
   });
 
   it('closes', async () => {

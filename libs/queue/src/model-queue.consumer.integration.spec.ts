@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { queueNameFor } from '@mgw/contracts';
+import { waitFor } from '@mgw/testing';
 import { ModelQueueConsumer } from './model-queue.consumer';
 
 /** Real Redis and real BullMQ Workers: the fetch loops of one model share its concurrency exactly. */
@@ -54,13 +55,11 @@ describe('ModelQueueConsumer', () => {
     await queue.addBulk(
       Array.from({ length: jobs }, (_, i) => ({ name: 'job', data: {}, opts: { jobId: `j${i}` } })),
     );
-    const deadline = Date.now() + 5000;
-    while (running < Math.min(concurrency, jobs) && Date.now() < deadline) await sleep(10);
+    await waitFor('the jobs to fill the concurrency', () => running >= Math.min(concurrency, jobs), 10_000);
     await sleep(300); // long enough for a loop with too large a share to take one more
     const seen = most;
     release();
-    while (finished < jobs && Date.now() < deadline + 5000) await sleep(10);
-    expect(finished).toBe(jobs);
+    await waitFor('every job to finish', () => finished === jobs, 10_000);
     return seen;
   }
 
