@@ -27,32 +27,26 @@ describe('faults: a worker dies while the gateway drains', () => {
     await stack?.stop();
   });
 
-  // Known bug (issue 14, item 1; the gateway's drain lives in libs/api): while the gateway drains, an
-  // expired worker lease does not end the stream, which ends only at GATEWAY_DRAIN_TIMEOUT_MS (15 s here).
-  // `it.failing` passes while the bug is there and fails once the drain honours the lease: then make it `it`.
-  it.failing(
-    'ends the stream of the killed worker with the error event and [DONE] during the drain',
-    async () => {
-      const res = await stack.post('/v1/chat/completions', {
-        model: 'sim-slow',
-        stream: true,
-        messages: [{ role: 'user', content: 'a long story, slowly' }],
-      });
-      expect(res.status).toBe(200);
-      const events: string[] = [];
-      let killedAt = 0;
-      for await (const event of readSse(res.body!)) {
-        events.push(event.data);
-        if (events.length === 2) {
-          killedAt = Date.now();
-          stack.processes.get('chat-worker')!.kill('SIGKILL');
-          stack.processes.get('gateway')!.kill('SIGTERM');
-        }
+  it('ends the stream of the killed worker with the error event and [DONE] during the drain', async () => {
+    const res = await stack.post('/v1/chat/completions', {
+      model: 'sim-slow',
+      stream: true,
+      messages: [{ role: 'user', content: 'a long story, slowly' }],
+    });
+    expect(res.status).toBe(200);
+    const events: string[] = [];
+    let killedAt = 0;
+    for await (const event of readSse(res.body!)) {
+      events.push(event.data);
+      if (events.length === 2) {
+        killedAt = Date.now();
+        stack.processes.get('chat-worker')!.kill('SIGKILL');
+        stack.processes.get('gateway')!.kill('SIGTERM');
       }
-      const endedIn = Date.now() - killedAt;
-      expect(events.at(-1)).toBe('[DONE]');
-      expect(JSON.parse(events.at(-2)!)).toMatchObject({ error: { type: 'server_error' } });
-      expect(endedIn).toBeLessThan(STREAM_END_MS);
-    },
-  );
+    }
+    const endedIn = Date.now() - killedAt;
+    expect(events.at(-1)).toBe('[DONE]');
+    expect(JSON.parse(events.at(-2)!)).toMatchObject({ error: { type: 'server_error' } });
+    expect(endedIn).toBeLessThan(STREAM_END_MS);
+  });
 });

@@ -50,7 +50,7 @@ describe('InflightRequests', () => {
   afterEach(() => {
     // Requests a test left open still hold their deadline timers.
     inflight.failAll(GatewayError.serviceUnavailable('test over'));
-    inflight.onModuleDestroy();
+    inflight.onApplicationShutdown();
   });
 
   const open = async (requestId: string, errors: GatewayError[] = []) => {

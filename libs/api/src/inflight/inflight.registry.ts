@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, type LoggerService, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, type LoggerService, type OnApplicationShutdown } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
@@ -18,7 +18,7 @@ import { InflightRequest, type ReplySink } from './inflight-request';
  * cost more than it saves).
  */
 @Injectable()
-export class InflightRequests implements OnModuleDestroy {
+export class InflightRequests implements OnApplicationShutdown {
   private readonly logger = new Logger('Inflight');
   private readonly live = new Set<InflightRequest>();
   private onIdle: (() => void) | null = null;
@@ -39,7 +39,11 @@ export class InflightRequests implements OnModuleDestroy {
   private readonly cancel = (workerId: string, message: CancelMessage): void =>
     this.cancels.cancel(workerId, message);
 
-  onModuleDestroy(): void {
+  /**
+   * Not `onModuleDestroy`: Nest runs that before `beforeApplicationShutdown`, where the drain waits for open
+   * requests, and a stream whose worker died then must still end at its lease, not at the drain timeout.
+   */
+  onApplicationShutdown(): void {
     clearInterval(this.leaseTimer);
   }
 
