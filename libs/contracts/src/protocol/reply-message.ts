@@ -1,5 +1,10 @@
 import type { ErrorObject, ErrorType } from '../openai/error.types';
-import { FINISH_REASONS, type FinishReason } from '../openai/chat-completion.types';
+import {
+  FINISH_REASONS,
+  type FinishReason,
+  type TokenLogprob,
+  type TopLogprob,
+} from '../openai/chat-completion.types';
 import { REQUEST_ID_PATTERN } from './names';
 
 /**
@@ -29,6 +34,21 @@ export interface DeltaMessage extends ReplyBase {
   kind: 'delta';
   choice: number;
   content: string;
+  /** The log probabilities of the tokens of `content`; only when the request asked for them. */
+  logprobs?: TokenLogprob[];
+}
+
+/**
+ * A piece of tool call `index` of choice `choice`. The first piece of a call carries its `id` and `name`
+ * (and possibly the start of its arguments); later pieces carry only fragments of the JSON `arguments`.
+ */
+export interface ToolCallMessage extends ReplyBase {
+  kind: 'tool-call';
+  choice: number;
+  index: number;
+  id?: string;
+  name?: string;
+  arguments: string;
 }
 
 export interface TokenUsage {
@@ -71,6 +91,7 @@ export type ReplyMessage =
   | StartedMessage
   | AliveMessage
   | DeltaMessage
+  | ToolCallMessage
   | ChatDoneMessage
   | ImageMessage
   | ImageDoneMessage
@@ -139,6 +160,82 @@ function parseWireError(value: unknown): WireError {
   return error;
 }
 
+/** Bounds of what one delta's logprobs may hold (OpenAI allows at most 20 alternatives per token). */
+const MAX_DELTA_LOGPROBS = 4096;
+const MAX_TOP_LOGPROBS = 20;
+const MAX_TOKEN_CHARS = 1024;
+const MAX_TOKEN_BYTES = 4096;
+/** The bounds of OpenAI's function names, which the HTTP edge also enforces on `tools`. */
+const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+const MAX_TOOL_CALL_ID_CHARS = 256;
+
+function parseTopLogprob(value: unknown, what: string): TopLogprob {
+  const record = obj(value, what);
+  const token = record.token;
+  if (typeof token !== 'string' || token.length > MAX_TOKEN_CHARS) {
+    throw new ProtocolError(`${what}.token must be a string of at most ${MAX_TOKEN_CHARS} characters`);
+  }
+  const logprob = record.logprob;
+  if (typeof logprob !== 'number' || !Number.isFinite(logprob) || logprob > 0) {
+    throw new ProtocolError(`${what}.logprob must be a finite number ≤ 0`);
+  }
+  const bytes = record.bytes;
+  if (bytes !== null) {
+    const valid =
+      Array.isArray(bytes) &&
+      bytes.length <= MAX_TOKEN_BYTES &&
+      bytes.every((b) => typeof b === 'number' && Number.isInteger(b) && b >= 0 && b <= 255);
+    if (!valid) throw new ProtocolError(`${what}.bytes must be null or an array of bytes (0–255)`);
+  }
+  return { token, logprob, bytes: bytes as number[] | null };
+}
+
+function parseLogprobs(value: unknown): TokenLogprob[] {
+  if (!Array.isArray(value) || value.length > MAX_DELTA_LOGPROBS) {
+    throw new ProtocolError(`'logprobs' must be an array of at most ${MAX_DELTA_LOGPROBS} tokens`);
+  }
+  return value.map((entry: unknown, i) => {
+    const what = `'logprobs[${i}]'`;
+    const top = obj(entry, what).top_logprobs;
+    if (!Array.isArray(top) || top.length > MAX_TOP_LOGPROBS) {
+      throw new ProtocolError(`${what}.top_logprobs must be an array of at most ${MAX_TOP_LOGPROBS}`);
+    }
+    return {
+      ...parseTopLogprob(entry, what),
+      top_logprobs: top.map((t: unknown, j) => parseTopLogprob(t, `${what}.top_logprobs[${j}]`)),
+    };
+  });
+}
+
+function parseDelta(base: ReplyBase, record: Fields): DeltaMessage {
+  const message: DeltaMessage = {
+    ...base,
+    kind: 'delta',
+    choice: nat(record, 'choice'),
+    content: str(record, 'content'),
+  };
+  if (record.logprobs !== undefined) message.logprobs = parseLogprobs(record.logprobs);
+  return message;
+}
+
+function parseToolCall(base: ReplyBase, record: Fields): ToolCallMessage {
+  const message: ToolCallMessage = {
+    ...base,
+    kind: 'tool-call',
+    choice: nat(record, 'choice'),
+    index: nat(record, 'index'),
+    arguments: str(record, 'arguments'),
+  };
+  if (record.id === undefined && record.name === undefined) return message;
+  const id = str(record, 'id');
+  if (id.length === 0 || id.length > MAX_TOOL_CALL_ID_CHARS) {
+    throw new ProtocolError(`'id' must be 1 to ${MAX_TOOL_CALL_ID_CHARS} characters`);
+  }
+  const name = str(record, 'name');
+  if (!TOOL_NAME_PATTERN.test(name)) throw new ProtocolError(`'name' must match ${TOOL_NAME_PATTERN.source}`);
+  return { ...message, id, name };
+}
+
 /**
  * Most messages a worker puts in one frame (one PUBLISH). A frame is either one message object or an array of
  * them: the messages a worker produced within one event-loop turn, for any requests of one gateway instance.
@@ -186,7 +283,9 @@ export function parseReplyRecord(value: unknown): ReplyMessage {
     case 'alive':
       return { ...base, kind };
     case 'delta':
-      return { ...base, kind, choice: nat(record, 'choice'), content: str(record, 'content') };
+      return parseDelta(base, record);
+    case 'tool-call':
+      return parseToolCall(base, record);
     case 'chat-done': {
       const reasons = record.finishReasons;
       if (!Array.isArray(reasons) || !reasons.every((r) => FINISH_REASONS.includes(r as FinishReason))) {
