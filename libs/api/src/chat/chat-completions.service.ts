@@ -70,7 +70,12 @@ export class ChatCompletionsService {
       onOverflow: () => inflight?.abandon(),
     });
     inflight = this.inflight.create(job.requestId, 'chat', model.id, {
-      onDelta: (choice, content) => sse.data(chunks.delta(choice, content)),
+      onDelta: (choice, content, logprobs) => {
+        const opening = logprobs === undefined ? null : chunks.opening(choice);
+        if (opening !== null) sse.data(opening);
+        sse.data(chunks.delta(choice, content, logprobs));
+      },
+      onToolCall: (piece) => sse.data(chunks.toolCall(piece)),
       onChatDone: (done) => {
         sse.data(chunks.final(done));
         sse.done();
@@ -101,7 +106,10 @@ export class ChatCompletionsService {
     const assembler = new CompletionAssembler(job.requestId, model.id, created);
     const completion = new Promise<ChatCompletion>((resolve, reject) => {
       const inflight = this.inflight.create(job.requestId, 'chat', model.id, {
-        onDelta: (choice, content) => assembler.add(choice, content),
+        onDelta: (choice, content, logprobs) =>
+          assembler.add(choice, content, logprobs) || inflight.fail(assembler.tooLarge(), 'protocol_error'),
+        onToolCall: (piece) =>
+          assembler.addToolCall(piece) || inflight.fail(assembler.tooLarge(), 'protocol_error'),
         onChatDone: (done) => resolve(assembler.finish(done)),
         onError: reject,
       });

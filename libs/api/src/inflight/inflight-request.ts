@@ -8,12 +8,17 @@ import {
   type ModelKind,
   type ProtocolError,
   type ReplyMessage,
+  type TokenLogprob,
+  type ToolCallMessage,
 } from '@mgw/contracts';
 import type { JobDataOf, JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
 
 /** Where a request's replies go: an SSE stream, an assembler for a JSON answer, an image collector. */
 export interface ReplySink {
-  onDelta?(choice: number, content: string): void;
+  /** `logprobs` only when the request asked for them. */
+  onDelta?(choice: number, content: string, logprobs?: TokenLogprob[]): void;
+  /** A piece of a tool call; the first piece of each call carries its id and name. */
+  onToolCall?(message: ToolCallMessage): void;
   onChatDone?(message: ChatDoneMessage): void;
   onImage?(message: ImageMessage): void;
   onImageDone?(message: ImageDoneMessage): void;
@@ -106,15 +111,18 @@ export class InflightRequest implements ReplyHandler {
       return;
     }
     if (message.kind === 'alive') return;
-    if (message.kind === 'delta' || message.kind === 'image') this.outputSent = true;
+    const output = message.kind === 'delta' || message.kind === 'tool-call' || message.kind === 'image';
+    if (output) this.outputSent = true;
     const terminal =
       message.kind === 'chat-done' || message.kind === 'image-done' || message.kind === 'error';
     if (terminal) this.end(message.kind !== 'error');
     if (this.abandoned) return;
-    if (message.kind === 'delta' || message.kind === 'image') this.deps.observer?.output();
+    if (output) this.deps.observer?.output();
     switch (message.kind) {
       case 'delta':
-        return this.sink.onDelta?.(message.choice, message.content);
+        return this.sink.onDelta?.(message.choice, message.content, message.logprobs);
+      case 'tool-call':
+        return this.sink.onToolCall?.(message);
       case 'image':
         return this.sink.onImage?.(message);
       case 'chat-done':
