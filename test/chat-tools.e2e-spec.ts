@@ -15,6 +15,9 @@ import { Stack } from './support/stack';
  * on unchanged.
  */
 
+/** Starting a whole stack on a contended machine can take longer than jest's default hook timeout. */
+const STACK_START_MS = 120_000;
+
 const weatherParameters = {
   type: 'object',
   properties: {
@@ -105,7 +108,7 @@ describe('tools, structured outputs and logprobs against the simulator', () => {
   beforeAll(async () => {
     stack = await Stack.start();
     client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
-  });
+  }, STACK_START_MS);
 
   afterAll(async () => {
     await stack?.stop();
@@ -441,7 +444,7 @@ describe('tools and logprobs through an openai upstream relay', () => {
       waitForModels: ['up-tools'],
     });
     client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
-  });
+  }, STACK_START_MS);
 
   afterAll(async () => {
     await stack?.stop();
