@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import type { ChatJobData, TokenLogprob } from '@mgw/contracts';
+import { GatewayError, type ChatJobData, type TokenLogprob } from '@mgw/contracts';
 import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '@mgw/inference';
 import type { OutgoingReply } from '@mgw/queue';
 import { ChatJobProcessor } from './chat-job.processor';
@@ -167,6 +167,28 @@ describe('ChatJobProcessor event forwarding', () => {
     await outcome;
     expect(sent.map((m) => m.kind)).toEqual(['delta', 'chat-done']);
   });
+
+  it.each([
+    ['a name outside OpenAI function names', 'call_1', 'functions.get weather', "'name' must match"],
+    ['an empty id', '', 'get_weather', "'id' must be 1 to 256 characters"],
+  ])(
+    'fails the job with a clear 502 when a backend calls a tool with %s',
+    async (_label, id, name, reason) => {
+      const { sent, outcome } = run([
+        { type: 'delta', choice: 0, text: 'Calling.' },
+        { type: 'tool-call-start', choice: 0, index: 0, id, name },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{}' },
+      ]);
+      const error = await outcome.then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(GatewayError);
+      expect(error).toMatchObject({ status: 502, code: 'worker_error' });
+      expect((error as GatewayError).message).toContain(reason);
+      expect(sent).toEqual([{ kind: 'delta', choice: 0, content: 'Calling.' }]);
+    },
+  );
 
   it('counts what was sent when the backend fails before reporting usage', async () => {
     inference = requestWith({ logprobs: true });

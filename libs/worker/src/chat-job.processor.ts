@@ -1,5 +1,11 @@
 import type { Job } from 'bullmq';
-import { ChatJobData, type FinishReason, type TokenUsage } from '@mgw/contracts';
+import {
+  ChatJobData,
+  GatewayError,
+  toolCallHeadProblem,
+  type FinishReason,
+  type TokenUsage,
+} from '@mgw/contracts';
 import { toChatInferenceRequest, type ChatBackend } from '@mgw/inference';
 import { estimatePromptTokens } from '@mgw/access';
 import type { JobOutcome, JobRunner } from './job-runner';
@@ -39,7 +45,13 @@ export class ChatJobProcessor {
               }
               break;
             }
-            case 'tool-call-start':
+            case 'tool-call-start': {
+              const problem = toolCallHeadProblem(event.id, event.name);
+              if (problem !== null) {
+                throw GatewayError.workerFailed(
+                  `The model backend produced a tool call that cannot be relayed: ${problem}.`,
+                );
+              }
               produced++;
               await writer.send({
                 kind: 'tool-call',
@@ -50,6 +62,7 @@ export class ChatJobProcessor {
                 arguments: '',
               });
               break;
+            }
             case 'tool-call-arguments':
               if (event.fragment.length > 0) {
                 produced++;

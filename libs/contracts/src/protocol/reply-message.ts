@@ -228,12 +228,22 @@ function parseToolCall(base: ReplyBase, record: Fields): ToolCallMessage {
   };
   if (record.id === undefined && record.name === undefined) return message;
   const id = str(record, 'id');
-  if (id.length === 0 || id.length > MAX_TOOL_CALL_ID_CHARS) {
-    throw new ProtocolError(`'id' must be 1 to ${MAX_TOOL_CALL_ID_CHARS} characters`);
-  }
   const name = str(record, 'name');
-  if (!TOOL_NAME_PATTERN.test(name)) throw new ProtocolError(`'name' must match ${TOOL_NAME_PATTERN.source}`);
+  const problem = toolCallHeadProblem(id, name);
+  if (problem !== null) throw new ProtocolError(problem);
   return { ...message, id, name };
+}
+
+/**
+ * Why the id and function name of a tool call cannot go on the wire, or null when they can. The worker asks
+ * before it sends, so a backend's bad call fails with a clear error rather than as a broken reply stream.
+ */
+export function toolCallHeadProblem(id: string, name: string): string | null {
+  if (id.length === 0 || id.length > MAX_TOOL_CALL_ID_CHARS) {
+    return `'id' must be 1 to ${MAX_TOOL_CALL_ID_CHARS} characters`;
+  }
+  if (!TOOL_NAME_PATTERN.test(name)) return `'name' must match ${TOOL_NAME_PATTERN.source}`;
+  return null;
 }
 
 /**
