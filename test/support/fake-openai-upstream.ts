@@ -128,9 +128,24 @@ export function sendEvent(res: ServerResponse, data: unknown): Promise<void> {
   return new Promise((resolve) => res.write(`data: ${text}\n\n`, () => resolve()));
 }
 
+/** One choice of a scripted chunk; `tool_calls` and `logprobs` as OpenAI and vLLM stream them. */
+export interface ScriptedChoice {
+  index?: number;
+  content?: string | null;
+  role?: string;
+  tool_calls?: Array<{
+    index: number;
+    id?: string;
+    type?: 'function';
+    function: { name?: string; arguments?: string };
+  }>;
+  logprobs?: { content: unknown[] | null; refusal: null } | null;
+  finish_reason?: string | null;
+}
+
 /** A chat.completion.chunk with the given choices. */
 export function chunk(
-  choices: Array<{ index?: number; content?: string; role?: string; finish_reason?: string | null }>,
+  choices: ScriptedChoice[],
   usage?: { prompt_tokens: number; completion_tokens: number },
 ): Record<string, unknown> {
   return {
@@ -138,12 +153,18 @@ export function chunk(
     object: 'chat.completion.chunk',
     created: 1_700_000_000,
     model: 'upstream-llama',
-    choices: choices.map(({ index = 0, content, role, finish_reason = null }) => ({
-      index,
-      delta: { ...(role !== undefined && { role }), ...(content !== undefined && { content }) },
-      logprobs: null,
-      finish_reason,
-    })),
+    choices: choices.map(
+      ({ index = 0, content, role, tool_calls, logprobs = null, finish_reason = null }) => ({
+        index,
+        delta: {
+          ...(role !== undefined && { role }),
+          ...(content !== undefined && { content }),
+          ...(tool_calls !== undefined && { tool_calls }),
+        },
+        logprobs,
+        finish_reason,
+      }),
+    ),
     ...(usage !== undefined && {
       usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
     }),

@@ -1,11 +1,20 @@
 import type { Job } from 'bullmq';
-import { ChatJobData, type FinishReason, type TokenUsage } from '@mgw/contracts';
+import {
+  ChatJobData,
+  GatewayError,
+  toolCallHeadProblem,
+  type FinishReason,
+  type TokenUsage,
+} from '@mgw/contracts';
 import { toChatInferenceRequest, type ChatBackend } from '@mgw/inference';
 import { estimatePromptTokens } from '@mgw/access';
 import type { JobOutcome, JobRunner } from './job-runner';
 import type { UsageReporter } from './usage.reporter';
 
-/** Runs chat jobs of one model: the backend's events become `delta` messages and one `chat-done`. */
+/**
+ * Runs chat jobs of one model: the backend's events become `delta` and `tool-call` messages and one
+ * `chat-done`.
+ */
 export class ChatJobProcessor {
   constructor(
     private readonly model: string,
@@ -19,14 +28,50 @@ export class ChatJobProcessor {
       const request = toChatInferenceRequest(data.request);
       const finishReasons: (FinishReason | undefined)[] = new Array<FinishReason | undefined>(request.n);
       let usage: TokenUsage | null = null;
-      let deltas = 0;
+      // Tokens sent so far, for the usage of a job that stops early: a delta with logprobs knows its token
+      // count; otherwise a delta, a tool call's name and each fragment of its arguments count as one.
+      let produced = 0;
       try {
         for await (const event of this.backend.generate(request, signal)) {
           switch (event.type) {
-            case 'delta':
-              if (event.text.length > 0) {
-                deltas++;
+            case 'delta': {
+              const logprobs = request.logprobs ? event.logprobs : undefined;
+              if (logprobs !== undefined && (event.text.length > 0 || logprobs.length > 0)) {
+                produced += Math.max(1, logprobs.length);
+                await writer.send({ kind: 'delta', choice: event.choice, content: event.text, logprobs });
+              } else if (event.text.length > 0) {
+                produced++;
                 await writer.send({ kind: 'delta', choice: event.choice, content: event.text });
+              }
+              break;
+            }
+            case 'tool-call-start': {
+              const problem = toolCallHeadProblem(event.id, event.name);
+              if (problem !== null) {
+                throw GatewayError.workerFailed(
+                  `The model backend produced a tool call that cannot be relayed: ${problem}.`,
+                );
+              }
+              produced++;
+              await writer.send({
+                kind: 'tool-call',
+                choice: event.choice,
+                index: event.index,
+                id: event.id,
+                name: event.name,
+                arguments: '',
+              });
+              break;
+            }
+            case 'tool-call-arguments':
+              if (event.fragment.length > 0) {
+                produced++;
+                await writer.send({
+                  kind: 'tool-call',
+                  choice: event.choice,
+                  index: event.index,
+                  arguments: event.fragment,
+                });
               }
               break;
             case 'finish':
@@ -40,10 +85,10 @@ export class ChatJobProcessor {
         signal.throwIfAborted();
       } catch (error) {
         // Stopped early (client gone, deadline, backend failure): what was generated still counts. Without
-        // the backend's final count, each delta is taken as one token and the prompt is estimated.
+        // the backend's final count, what was sent is counted as above and the prompt is estimated.
         await this.usage.report(data, {
           promptTokens: usage?.prompt_tokens ?? estimatePromptTokens(data.request.messages),
-          completionTokens: usage?.completion_tokens ?? deltas,
+          completionTokens: usage?.completion_tokens ?? produced,
           images: 0,
         });
         throw error;

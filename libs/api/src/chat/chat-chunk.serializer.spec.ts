@@ -1,4 +1,11 @@
-import type { ChatCompletionChunk, ChatDoneMessage, FinishReason } from '@mgw/contracts';
+import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
+import type {
+  ChatCompletionChunk,
+  ChatDoneMessage,
+  FinishReason,
+  TokenLogprob,
+  ToolCallMessage,
+} from '@mgw/contracts';
 import {
   ChatChunkSerializer,
   completionIdFor,
@@ -235,5 +242,220 @@ describe('CompletionAssembler', () => {
     assembler.add(0, 'quote " newline \n emoji 🎉');
     const completion = assembler.finish(done(['stop']));
     expect(JSON.parse(JSON.stringify(completion))).toEqual(completion);
+  });
+});
+
+describe('ChatChunkSerializer: tool calls and logprobs', () => {
+  const piece = (fields: Partial<ToolCallMessage> & Pick<ToolCallMessage, 'index' | 'arguments'>) =>
+    ({ requestId, seq: 1, kind: 'tool-call', choice: 0, ...fields }) as ToolCallMessage;
+  const lp = (token: string, logprob: number): TokenLogprob => ({
+    token,
+    logprob,
+    bytes: [...Buffer.from(token)],
+    top_logprobs: [{ token, logprob, bytes: [...Buffer.from(token)] }],
+  });
+
+  it('renders a chunk without logprobs byte for byte as it always has', () => {
+    const serializer = new ChatChunkSerializer(requestId, model, created);
+    const head = `{"id":"chatcmpl-${requestId}","object":"chat.completion.chunk","created":${created},"model":"${model}","system_fingerprint":"${systemFingerprintFor(model)}","choices":[`;
+    expect(serializer.delta(0, 'Hi')).toBe(
+      `${head}{"index":0,"delta":{"role":"assistant","content":"Hi"},"logprobs":null,"finish_reason":null}]}`,
+    );
+    expect(serializer.delta(0, '!', undefined)).toBe(
+      `${head}{"index":0,"delta":{"content":"!"},"logprobs":null,"finish_reason":null}]}`,
+    );
+    expect(serializer.final(done(['stop'], 1, 2))).toBe(
+      `${head}{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+    );
+  });
+
+  it("renders a tool call's first piece with id, type, name and the role, later pieces with arguments only", () => {
+    const serializer = new ChatChunkSerializer(requestId, model, created);
+    const first = parseChunk(
+      serializer.toolCall(piece({ index: 0, id: 'call_abc', name: 'get_weather', arguments: '' })),
+    );
+    const later = parseChunk(serializer.toolCall(piece({ index: 0, arguments: '{"city":"Paris"}' })));
+    expect(first.choices).toEqual([
+      {
+        index: 0,
+        delta: {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { index: 0, id: 'call_abc', type: 'function', function: { name: 'get_weather', arguments: '' } },
+          ],
+        },
+        logprobs: null,
+        finish_reason: null,
+      },
+    ]);
+    expect(later.choices).toEqual([
+      {
+        index: 0,
+        delta: { tool_calls: [{ index: 0, function: { arguments: '{"city":"Paris"}' } }] },
+        logprobs: null,
+        finish_reason: null,
+      },
+    ]);
+  });
+
+  it('gives no role to a tool call that follows text of the same choice, and keeps choices apart', () => {
+    const serializer = new ChatChunkSerializer(requestId, model, created);
+    serializer.delta(0, 'Let me look.');
+    const call = parseChunk(
+      serializer.toolCall(piece({ index: 0, id: 'call_1', name: 'f', arguments: '{}' })),
+    );
+    expect(call.choices[0]!.delta).toEqual({
+      tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+    });
+    const other = parseChunk(
+      serializer.toolCall({ ...piece({ index: 0, id: 'call_2', name: 'g', arguments: '' }), choice: 1 }),
+    );
+    expect(other.choices[0]).toMatchObject({ index: 1, delta: { role: 'assistant', content: null } });
+    // The role went out with the tool call, so this choice's text comes without it.
+    expect(parseChunk(serializer.delta(1, 'x')).choices[0]!.delta).toEqual({ content: 'x' });
+  });
+
+  it('escapes awkward argument fragments and ids and keeps the chunk on one line', () => {
+    const serializer = new ChatChunkSerializer(requestId, model, created);
+    const fragment = '{"q":"a \\"quote\\"\n\u2028😀';
+    const text = serializer.toolCall(
+      piece({ index: 3, id: 'call_"x"\n', name: 'search', arguments: fragment }),
+    );
+    expect(text).not.toMatch(/[\r\n]/);
+    expect(parseChunk(text).choices[0]!.delta.tool_calls).toEqual([
+      { index: 3, id: 'call_"x"\n', type: 'function', function: { name: 'search', arguments: fragment } },
+    ]);
+  });
+
+  it('puts the logprobs of a delta in choices[].logprobs, with refusal null', () => {
+    const serializer = new ChatChunkSerializer(requestId, model, created);
+    const logprobs = [lp('Hel', -0.25), lp('lo', 0)];
+    const chunk = parseChunk(serializer.delta(0, 'Hello', logprobs));
+    expect(chunk.choices).toEqual([
+      {
+        index: 0,
+        delta: { role: 'assistant', content: 'Hello' },
+        logprobs: { content: logprobs, refusal: null },
+        finish_reason: null,
+      },
+    ]);
+    expect(parseChunk(serializer.delta(0, '', [])).choices[0]!.logprobs).toEqual({
+      content: [],
+      refusal: null,
+    });
+  });
+
+  it('opens a choice with a role-only chunk with empty logprobs, once', () => {
+    const serializer = new ChatChunkSerializer(requestId, model, created);
+    expect(parseChunk(serializer.opening(0)!).choices).toEqual([
+      {
+        index: 0,
+        delta: { role: 'assistant', content: '' },
+        logprobs: { content: [], refusal: null },
+        finish_reason: null,
+      },
+    ]);
+    expect(serializer.opening(0)).toBeNull();
+    expect(parseChunk(serializer.delta(0, 'a', [lp('a', -1)])).choices[0]!.delta).toEqual({ content: 'a' });
+    serializer.delta(1, 'b');
+    expect(serializer.opening(1)).toBeNull();
+  });
+
+  it.each(['stop', 'length', 'tool_calls', 'content_filter'] as const)(
+    'ends a choice with finish reason %s',
+    (reason) => {
+      const serializer = new ChatChunkSerializer(requestId, model, created);
+      expect(parseChunk(serializer.final(done([reason]))).choices[0]!.finish_reason).toBe(reason);
+    },
+  );
+});
+
+describe("the openai SDK's ChatCompletionStream over our chunks", () => {
+  /** Feeds chunks to the SDK's accumulator as it reads a stream, and collects its tool-call events. */
+  async function accumulate(chunks: string[]) {
+    const bytes = new TextEncoder().encode(chunks.map((c) => `${c}\n`).join(''));
+    const stream = ChatCompletionStream.fromReadableStream(
+      new ReadableStream({
+        start(controller) {
+          controller.enqueue(bytes);
+          controller.close();
+        },
+      }),
+    );
+    const argumentsDone: Array<{ name: string; index: number; arguments: string }> = [];
+    const logprobDeltas: number[] = [];
+    stream.on('tool_calls.function.arguments.done', ({ name, index, arguments: args }) =>
+      argumentsDone.push({ name, index, arguments: args }),
+    );
+    stream.on('logprobs.content.delta', ({ content }) => logprobDeltas.push(content.length));
+    return { completion: await stream.finalChatCompletion(), argumentsDone, logprobDeltas };
+  }
+
+  const call = (choice: number, index: number, args: string, head?: { id: string; name: string }) =>
+    ({ requestId, seq: 1, kind: 'tool-call', choice, index, arguments: args, ...head }) as ToolCallMessage;
+
+  it('assembles parallel tool calls of two choices and fires one arguments.done per call', async () => {
+    const serializer = new ChatChunkSerializer(requestId, model, created);
+    const { completion, argumentsDone } = await accumulate([
+      serializer.toolCall(call(0, 0, '', { id: 'call_w', name: 'get_weather' })),
+      serializer.toolCall(call(0, 0, '{"city":')),
+      serializer.toolCall(call(1, 0, '{"q":"x"}', { id: 'call_s', name: 'search' })),
+      serializer.toolCall(call(0, 0, '"Paris"}')),
+      serializer.toolCall(call(0, 1, '', { id: 'call_t', name: 'get_time' })),
+      serializer.toolCall(call(0, 1, '{"tz":"CET"}')),
+      serializer.final(done(['tool_calls', 'tool_calls'], 20, 12)),
+    ]);
+    expect(completion.choices.map((c) => [c.finish_reason, c.message.content, c.message.tool_calls])).toEqual(
+      [
+        [
+          'tool_calls',
+          null,
+          [
+            {
+              id: 'call_w',
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+            },
+            { id: 'call_t', type: 'function', function: { name: 'get_time', arguments: '{"tz":"CET"}' } },
+          ],
+        ],
+        [
+          'tool_calls',
+          null,
+          [{ id: 'call_s', type: 'function', function: { name: 'search', arguments: '{"q":"x"}' } }],
+        ],
+      ],
+    );
+    expect(completion.usage).toEqual({ prompt_tokens: 20, completion_tokens: 12, total_tokens: 32 });
+    expect(argumentsDone).toEqual(
+      expect.arrayContaining([
+        { name: 'get_weather', index: 0, arguments: '{"city":"Paris"}' },
+        { name: 'get_time', index: 1, arguments: '{"tz":"CET"}' },
+        { name: 'search', index: 0, arguments: '{"q":"x"}' },
+      ]),
+    );
+    expect(argumentsDone).toHaveLength(3);
+  });
+
+  it('assembles text with logprobs of two choices, each opened by a role-only chunk, counting every token once', async () => {
+    const serializer = new ChatChunkSerializer(requestId, model, created);
+    const t = (token: string) => ({ token, logprob: -1, bytes: null, top_logprobs: [] });
+    const send = (choice: number, text: string) => {
+      const opening = serializer.opening(choice);
+      return [...(opening === null ? [] : [opening]), serializer.delta(choice, text, [t(text)])];
+    };
+    const { completion, logprobDeltas } = await accumulate([
+      ...send(0, 'Hel'),
+      ...send(1, 'Bye'),
+      ...send(0, 'lo'),
+      serializer.final(done(['length', 'stop'])),
+    ]);
+    expect(completion.choices.map((c) => [c.finish_reason, c.message.content, c.logprobs])).toEqual([
+      ['length', 'Hello', { content: [t('Hel'), t('lo')], refusal: null }],
+      ['stop', 'Bye', { content: [t('Bye')], refusal: null }],
+    ]);
+    // The SDK reports the empty logprobs of each opening chunk too, as it does for OpenAI's own streams.
+    expect(logprobDeltas).toEqual([0, 1, 0, 1, 1]);
   });
 });

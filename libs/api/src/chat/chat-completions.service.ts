@@ -38,7 +38,12 @@ export class ChatCompletionsService {
       await this.pipeline.stream(admitted, (sse) => {
         const chunks = new ChatChunkSerializer(requestId, model, created);
         return {
-          onDelta: (choice, content) => sse.data(chunks.delta(choice, content)),
+          onDelta: (choice, content, logprobs) => {
+            const opening = logprobs === undefined ? null : chunks.opening(choice);
+            if (opening !== null) sse.data(opening);
+            sse.data(chunks.delta(choice, content, logprobs));
+          },
+          onToolCall: (piece) => sse.data(chunks.toolCall(piece)),
           onChatDone: (done) => {
             sse.data(chunks.final(done));
             sse.done();
@@ -51,7 +56,10 @@ export class ChatCompletionsService {
     await this.pipeline.respond<'chat', ChatCompletion>(admitted, (answer) => {
       const assembler = new CompletionAssembler(requestId, model, created);
       return {
-        onDelta: (choice, content) => assembler.add(choice, content),
+        // An answer past the assembler's bound is refused; what still arrives is not collected.
+        onDelta: (choice, content, logprobs) =>
+          assembler.add(choice, content, logprobs) || answer.reject(assembler.tooLarge()),
+        onToolCall: (piece) => assembler.addToolCall(piece) || answer.reject(assembler.tooLarge()),
         onChatDone: (done) => answer.resolve(assembler.finish(done)),
         onError: answer.reject,
       };

@@ -23,6 +23,7 @@ type Event =
   | ['removeWaiting', string, string, string]
   | ['cancel', string, CancelMessage]
   | ['onDelta', number, string]
+  | ['onToolCall', number, number, string]
   | ['onChatDone', number]
   | ['onError', number, string | null];
 
@@ -65,6 +66,9 @@ class Harness {
   readonly sink: Required<ReplySink> = {
     onDelta: jest.fn((choice: number, content: string) => {
       this.events.push(['onDelta', choice, content]);
+    }),
+    onToolCall: jest.fn((message) => {
+      this.events.push(['onToolCall', message.choice, message.index, message.arguments]);
     }),
     onChatDone: jest.fn((message) => {
       this.events.push(['onChatDone', message.seq]);
@@ -173,6 +177,35 @@ describe('InflightRequest', () => {
     expect(h.sink.onError).not.toHaveBeenCalled();
     expect(h.cancel).not.toHaveBeenCalled();
     expect(h.request.ended).toBe(true);
+  });
+
+  it('relays tool-call pieces and a delta with its logprobs in order', async () => {
+    await h.request.enqueue(jobData(), 1000);
+    h.request.onMessage(started());
+    const first: ReplyMessage = {
+      requestId,
+      seq: 1,
+      kind: 'tool-call',
+      choice: 0,
+      index: 0,
+      id: 'call_1',
+      name: 'get_weather',
+      arguments: '',
+    };
+    h.request.onMessage(first);
+    h.request.onMessage({ requestId, seq: 2, kind: 'tool-call', choice: 0, index: 0, arguments: '{}' });
+    const logprobs = [{ token: 'Hi', logprob: -0.1, bytes: [72, 105], top_logprobs: [] }];
+    h.request.onMessage({ requestId, seq: 3, kind: 'delta', choice: 1, content: 'Hi', logprobs });
+    h.request.onMessage(chatDone(4));
+    expect(h.events.slice(2)).toEqual([
+      ['onToolCall', 0, 0, ''],
+      ['onToolCall', 0, 0, '{}'],
+      ['onDelta', 1, 'Hi'],
+      ['unregister', requestId],
+      ['onChatDone', 4],
+    ]);
+    expect(h.sink.onToolCall).toHaveBeenNthCalledWith(1, first);
+    expect(h.sink.onDelta).toHaveBeenCalledWith(1, 'Hi', logprobs);
   });
 
   it('ignores messages after the end and does not fire the deadline later', async () => {
@@ -443,6 +476,16 @@ describe('InflightRequest', () => {
       expect(h.errors.map((e) => [e.status, e.code])).toEqual([[502, 'worker_error']]);
       expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'worker_unresponsive' });
       expect(h.request.ended).toBe(true);
+    });
+
+    it('counts a tool call as output: a worker silent after it ends the request with a 502', async () => {
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      h.request.onMessage({ requestId, seq: 1, kind: 'tool-call', choice: 0, index: 0, arguments: '{' });
+      jest.advanceTimersByTime(LEASE);
+      h.request.checkLease(Date.now(), LEASE);
+      expect(h.errors.map((e) => [e.status, e.code])).toEqual([[502, 'worker_error']]);
+      expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'worker_unresponsive' });
     });
 
     it('before any output, waits for the job to run again and accepts the new worker', async () => {

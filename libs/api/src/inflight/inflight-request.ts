@@ -8,12 +8,17 @@ import {
   type ModelKind,
   type ProtocolError,
   type ReplyMessage,
+  type TokenLogprob,
+  type ToolCallMessage,
 } from '@mgw/contracts';
 import type { JobDataOf, JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
 
 /** Where a request's replies go: an SSE stream, an assembler for a JSON answer, an image collector. */
 export interface ReplySink {
-  onDelta?(choice: number, content: string): void;
+  /** `logprobs` only when the request asked for them. */
+  onDelta?(choice: number, content: string, logprobs?: TokenLogprob[]): void;
+  /** A piece of a tool call; the first piece of each call carries its id and name. */
+  onToolCall?(message: ToolCallMessage): void;
   onChatDone?(message: ChatDoneMessage): void;
   onImage?(message: ImageMessage): void;
   onImageDone?(message: ImageDoneMessage): void;
@@ -144,11 +149,15 @@ export class InflightRequest implements ReplyHandler {
       case 'alive':
         return;
       case 'delta':
+      case 'tool-call':
       case 'image':
         this.outputSent = true;
         if (this.phase === 'stopping') return;
         this.deps.observer?.output();
-        if (message.kind === 'delta') return this.sink.onDelta?.(message.choice, message.content);
+        if (message.kind === 'delta') {
+          return this.sink.onDelta?.(message.choice, message.content, message.logprobs);
+        }
+        if (message.kind === 'tool-call') return this.sink.onToolCall?.(message);
         return this.sink.onImage?.(message);
       case 'chat-done':
       case 'image-done':

@@ -7,6 +7,16 @@ export const valid: Record<ReplyMessage['kind'], ReplyMessage> = {
   started: { requestId, seq: 0, kind: 'started', workerId: 'chat-host-1-abc' },
   alive: { requestId, seq: 1, kind: 'alive' },
   delta: { requestId, seq: 1, kind: 'delta', choice: 0, content: 'He said "hi"\n😀' },
+  'tool-call': {
+    requestId,
+    seq: 1,
+    kind: 'tool-call',
+    choice: 0,
+    index: 0,
+    id: 'call_0123456789',
+    name: 'get_weather',
+    arguments: '{"city":',
+  },
   'chat-done': {
     requestId,
     seq: 2,

@@ -1,7 +1,7 @@
 import { parseReplyMessage } from './reply-message.parser';
 import { ProtocolError } from './protocol.error';
 import type { ReplyMessage } from './reply-message.types';
-import { raw, valid } from './reply-message.fixtures';
+import { raw, requestId, valid } from './reply-message.fixtures';
 
 function withFields(kind: ReplyMessage['kind'], fields: Record<string, unknown>): string {
   return raw({ ...valid[kind], ...fields });
@@ -157,5 +157,106 @@ describe('parseReplyMessage', () => {
     ['a missing param', { status: 500, type: 'server_error', code: null, message: 'x' }, "'param'"],
   ])('rejects an error message with %s', (_label, error, reason) => {
     expectProtocolError(withFields('error', { error }), reason);
+  });
+});
+
+describe('parseReplyMessage: tool calls and logprobs', () => {
+  const token = (text: string, logprob: number, top: unknown[] = []) => ({
+    token: text,
+    logprob,
+    bytes: [...Buffer.from(text)],
+    top_logprobs: top,
+  });
+
+  it('reads a delta with logprobs, alternatives and null bytes', () => {
+    const logprobs = [
+      token('He', -0.25, [
+        { token: 'He', logprob: -0.25, bytes: [72, 101] },
+        { token: 'She', logprob: -1.5, bytes: null },
+      ]),
+      token(' said', 0),
+    ];
+    expect(parseReplyMessage(withFields('delta', { logprobs }))).toEqual({ ...valid.delta, logprobs });
+  });
+
+  it('leaves a delta without logprobs without the field', () => {
+    expect(parseReplyMessage(raw(valid.delta))).not.toHaveProperty('logprobs');
+  });
+
+  it.each([
+    ['not an array', { token: 'a' }, "'logprobs' must be an array"],
+    ['too many tokens', Array.from({ length: 4097 }, () => token('a', -1)), "'logprobs' must be an array"],
+    ['a positive logprob', [token('a', 0.5)], "'logprobs[0]'.logprob must be a finite number ≤ 0"],
+    ['a NaN-like logprob', [{ ...token('a', -1), logprob: null }], "'logprobs[0]'.logprob"],
+    ['a string logprob', [{ ...token('a', -1), logprob: '-1' }], "'logprobs[0]'.logprob"],
+    ['a huge token', [token('x'.repeat(1025), -1)], "'logprobs[0]'.token"],
+    ['a byte above 255', [{ ...token('a', -1), bytes: [256] }], "'logprobs[0]'.bytes"],
+    ['a fractional byte', [{ ...token('a', -1), bytes: [1.5] }], "'logprobs[0]'.bytes"],
+    ['a negative byte', [{ ...token('a', -1), bytes: [-1] }], "'logprobs[0]'.bytes"],
+    ['bytes as a string', [{ ...token('a', -1), bytes: 'YQ==' }], "'logprobs[0]'.bytes"],
+    ['missing top_logprobs', [{ token: 'a', logprob: -1, bytes: null }], 'top_logprobs must be an array'],
+    [
+      '21 alternatives',
+      [
+        token(
+          'a',
+          -1,
+          Array.from({ length: 21 }, () => ({ token: 'a', logprob: -1, bytes: null })),
+        ),
+      ],
+      'top_logprobs must be an array of at most 20',
+    ],
+    [
+      'a bad alternative',
+      [token('a', -1, [{ token: 'b', logprob: 1, bytes: null }])],
+      "'logprobs[0]'.top_logprobs[0].logprob",
+    ],
+    ['a token that is not an object', ['a'], "'logprobs[0]' must be an object"],
+  ])('rejects a delta whose logprobs have %s', (_label, logprobs, reason) => {
+    expectProtocolError(withFields('delta', { logprobs }), reason);
+  });
+
+  it('rejects a logprob that JSON reads as -Infinity (-1e999)', () => {
+    const text = withFields('delta', { logprobs: [token('a', -1)] }).replace(
+      '"logprob":-1',
+      '"logprob":-1e999',
+    );
+    expectProtocolError(text, 'finite');
+  });
+
+  it('reads a later piece of a tool call without id and name', () => {
+    const piece = { requestId, seq: 3, kind: 'tool-call', choice: 1, index: 2, arguments: '"Paris"}' };
+    expect(parseReplyMessage(raw(piece))).toEqual(piece);
+  });
+
+  it('reads a first piece with empty arguments', () => {
+    expect(parseReplyMessage(withFields('tool-call', { arguments: '' }))).toMatchObject({
+      id: 'call_0123456789',
+      name: 'get_weather',
+      arguments: '',
+    });
+  });
+
+  it.each([
+    ['a negative choice', { choice: -1 }, "'choice'"],
+    ['a fractional index', { index: 0.5 }, "'index'"],
+    ['missing arguments', { arguments: undefined }, "'arguments'"],
+    ['object arguments', { arguments: { city: 'Paris' } }, "'arguments'"],
+    ['an id without a name', { name: undefined }, "'name' must be a string"],
+    ['a name without an id', { id: undefined }, "'id' must be a string"],
+    ['an empty id', { id: '' }, "'id' must be 1 to 256 characters"],
+    ['a huge id', { id: 'c'.repeat(257) }, "'id' must be 1 to 256 characters"],
+    ['a name with a space', { name: 'get weather' }, "'name' must match"],
+    ['a name with a dot', { name: 'weather.get' }, "'name' must match"],
+    ['a 65-character name', { name: 'n'.repeat(65) }, "'name' must match"],
+    ['an empty name', { name: '' }, "'name' must match"],
+  ])('rejects a tool call with %s', (_label, fields, reason) => {
+    expectProtocolError(withFields('tool-call', fields), reason);
+  });
+
+  it.each(['stop', 'length', 'tool_calls', 'content_filter'])('keeps finish reason %s', (reason) => {
+    expect(parseReplyMessage(withFields('chat-done', { finishReasons: [reason] }))).toMatchObject({
+      finishReasons: [reason],
+    });
   });
 });

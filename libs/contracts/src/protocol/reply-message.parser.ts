@@ -1,10 +1,15 @@
 import type { ErrorType } from '../openai/error.types';
-import { FINISH_REASONS, type FinishReason } from '../openai/chat-completion.types';
+import {
+  FINISH_REASONS,
+  type FinishReason,
+  type TokenLogprob,
+  type TopLogprob,
+} from '../openai/chat-completion.types';
 import type { FieldRecord } from '../validation/record.reader';
 import { ProtocolError } from './protocol.error';
 import { protocolReader as read } from './protocol.reader';
 import { parseReplyFrame } from './reply-frame.codec';
-import type { ReplyMessage, WireError } from './reply-message.types';
+import type { DeltaMessage, ReplyMessage, ToolCallMessage, WireError } from './reply-message.types';
 
 const ERROR_TYPES: readonly ErrorType[] = [
   'invalid_request_error',
@@ -34,13 +39,33 @@ const KIND_READERS: {
     workerId: read.string(record, 'workerId'),
   }),
   alive: (_record, requestId, seq) => ({ requestId, seq, kind: 'alive' }),
-  delta: (record, requestId, seq) => ({
-    requestId,
-    seq,
-    kind: 'delta',
-    choice: read.natural(record, 'choice'),
-    content: read.string(record, 'content'),
-  }),
+  delta: (record, requestId, seq) => {
+    const message: DeltaMessage = {
+      requestId,
+      seq,
+      kind: 'delta',
+      choice: read.natural(record, 'choice'),
+      content: read.string(record, 'content'),
+    };
+    if (record.logprobs !== undefined) message.logprobs = readLogprobs(record.logprobs);
+    return message;
+  },
+  'tool-call': (record, requestId, seq) => {
+    const message: ToolCallMessage = {
+      requestId,
+      seq,
+      kind: 'tool-call',
+      choice: read.natural(record, 'choice'),
+      index: read.natural(record, 'index'),
+      arguments: read.string(record, 'arguments'),
+    };
+    if (record.id === undefined && record.name === undefined) return message;
+    const id = read.string(record, 'id');
+    const name = read.string(record, 'name');
+    const problem = toolCallHeadProblem(id, name);
+    if (problem !== null) throw new ProtocolError(problem);
+    return { ...message, id, name };
+  },
   'chat-done': (record, requestId, seq) => {
     const reasons = record.finishReasons;
     if (!Array.isArray(reasons) || !reasons.every((r) => FINISH_REASONS.includes(r as FinishReason))) {
@@ -74,6 +99,65 @@ const KIND_READERS: {
   }),
   error: (record, requestId, seq) => ({ requestId, seq, kind: 'error', error: readWireError(record.error) }),
 };
+
+/** Bounds of what one delta's logprobs may hold (OpenAI allows at most 20 alternatives per token). */
+const MAX_DELTA_LOGPROBS = 4096;
+const MAX_TOP_LOGPROBS = 20;
+const MAX_TOKEN_CHARS = 1024;
+const MAX_TOKEN_BYTES = 4096;
+/** OpenAI's function names, which the HTTP edge also enforces on `tools`. */
+const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+const MAX_TOOL_CALL_ID_CHARS = 256;
+
+/**
+ * Why the id and function name of a tool call cannot go on the wire, or null when they can. The worker asks
+ * before it sends, so a backend's bad call fails with a clear error rather than as a broken reply stream.
+ */
+export function toolCallHeadProblem(id: string, name: string): string | null {
+  if (id.length === 0 || id.length > MAX_TOOL_CALL_ID_CHARS) {
+    return `'id' must be 1 to ${MAX_TOOL_CALL_ID_CHARS} characters`;
+  }
+  if (!TOOL_NAME_PATTERN.test(name)) return `'name' must match ${TOOL_NAME_PATTERN.source}`;
+  return null;
+}
+
+function readTopLogprob(value: unknown, what: string): TopLogprob {
+  const record = read.record(value, what);
+  const token = record.token;
+  if (typeof token !== 'string' || token.length > MAX_TOKEN_CHARS) {
+    throw new ProtocolError(`${what}.token must be a string of at most ${MAX_TOKEN_CHARS} characters`);
+  }
+  const logprob = record.logprob;
+  if (typeof logprob !== 'number' || !Number.isFinite(logprob) || logprob > 0) {
+    throw new ProtocolError(`${what}.logprob must be a finite number ≤ 0`);
+  }
+  const bytes = record.bytes;
+  if (bytes !== null) {
+    const valid =
+      Array.isArray(bytes) &&
+      bytes.length <= MAX_TOKEN_BYTES &&
+      bytes.every((b) => typeof b === 'number' && Number.isInteger(b) && b >= 0 && b <= 255);
+    if (!valid) throw new ProtocolError(`${what}.bytes must be null or an array of bytes (0–255)`);
+  }
+  return { token, logprob, bytes: bytes as number[] | null };
+}
+
+function readLogprobs(value: unknown): TokenLogprob[] {
+  if (!Array.isArray(value) || value.length > MAX_DELTA_LOGPROBS) {
+    throw new ProtocolError(`'logprobs' must be an array of at most ${MAX_DELTA_LOGPROBS} tokens`);
+  }
+  return value.map((entry: unknown, i) => {
+    const what = `'logprobs[${i}]'`;
+    const top = read.record(entry, what).top_logprobs;
+    if (!Array.isArray(top) || top.length > MAX_TOP_LOGPROBS) {
+      throw new ProtocolError(`${what}.top_logprobs must be an array of at most ${MAX_TOP_LOGPROBS}`);
+    }
+    return {
+      ...readTopLogprob(entry, what),
+      top_logprobs: top.map((t: unknown, j) => readTopLogprob(t, `${what}.top_logprobs[${j}]`)),
+    };
+  });
+}
 
 function readWireError(value: unknown): WireError {
   const record = read.record(value, "'error'");

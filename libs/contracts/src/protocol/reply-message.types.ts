@@ -1,5 +1,5 @@
 import type { ErrorObject } from '../openai/error.types';
-import type { FinishReason } from '../openai/chat-completion.types';
+import type { FinishReason, TokenLogprob } from '../openai/chat-completion.types';
 
 /**
  * Messages a worker publishes on a gateway's reply channel. Every message of one request carries a
@@ -28,6 +28,21 @@ export interface DeltaMessage extends ReplyBase {
   kind: 'delta';
   choice: number;
   content: string;
+  /** The log probabilities of the tokens of `content`; only when the request asked for them. */
+  logprobs?: TokenLogprob[];
+}
+
+/**
+ * A piece of tool call `index` of choice `choice`. The first piece of a call carries its `id` and `name`
+ * (and possibly the start of its arguments); later pieces carry only fragments of the JSON `arguments`.
+ */
+export interface ToolCallMessage extends ReplyBase {
+  kind: 'tool-call';
+  choice: number;
+  index: number;
+  id?: string;
+  name?: string;
+  arguments: string;
 }
 
 export interface TokenUsage {
@@ -70,6 +85,7 @@ export type ReplyMessage =
   | StartedMessage
   | AliveMessage
   | DeltaMessage
+  | ToolCallMessage
   | ChatDoneMessage
   | ImageMessage
   | ImageDoneMessage

@@ -1,0 +1,212 @@
+import type { Job } from 'bullmq';
+import { GatewayError, type ChatJobData, type TokenLogprob } from '@mgw/contracts';
+import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '@mgw/inference';
+import type { OutgoingReply } from '@mgw/queue';
+import { ChatJobProcessor } from './chat-job.processor';
+import type { JobContext, JobRunner } from './job-runner';
+import type { UsageReporter } from './usage.reporter';
+
+/** What the HTTP edge maps a request to; only `n` and `logprobs` matter to the forwarding under test. */
+let inference: ChatInferenceRequest;
+
+jest.mock('@mgw/inference', () => ({ toChatInferenceRequest: () => inference }));
+
+function requestWith(fields: Partial<ChatInferenceRequest>): ChatInferenceRequest {
+  return {
+    messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    n: 1,
+    maxTokens: null,
+    stop: [],
+    temperature: 1,
+    topP: 1,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
+    seed: null,
+    user: null,
+    tools: [],
+    toolChoice: { type: 'none' },
+    parallelToolCalls: true,
+    responseFormat: { type: 'text' },
+    logprobs: false,
+    topLogprobs: 0,
+    ...fields,
+  };
+}
+
+const data = {
+  requestId: 'req_0123456789',
+  model: 'sim-chat',
+  replyTo: 'mgw:replies:gw-1',
+  deadline: Date.now() + 60_000,
+  request: { model: 'sim-chat', messages: [{ role: 'user', content: 'What is the weather in Paris?' }] },
+} as unknown as ChatJobData;
+
+const lp = (token: string): TokenLogprob => ({
+  token,
+  logprob: -0.5,
+  bytes: [...Buffer.from(token)],
+  top_logprobs: [],
+});
+
+interface Run {
+  sent: OutgoingReply[];
+  reported: Array<{ promptTokens: number; completionTokens: number }>;
+  outcome: Promise<unknown>;
+}
+
+/** Runs one job through the processor with a runner that hands it a recording writer. */
+function run(events: ChatInferenceEvent[], failAfter?: Error): Run {
+  const sent: OutgoingReply[] = [];
+  const reported: Run['reported'] = [];
+  const backend: ChatBackend = {
+    async *generate() {
+      for (const event of events) yield await Promise.resolve(event);
+      if (failAfter) throw failAfter;
+    },
+    close: () => Promise.resolve(),
+  };
+  const runner = {
+    run: async (
+      _job: unknown,
+      _cls: unknown,
+      _model: string,
+      execute: (c: JobContext<ChatJobData>) => Promise<void>,
+    ) => {
+      const writer = { send: (message: OutgoingReply) => Promise.resolve(void sent.push(message)) };
+      await execute({
+        data,
+        signal: new AbortController().signal,
+        writer,
+      } as unknown as JobContext<ChatJobData>);
+      return 'completed';
+    },
+  } as unknown as JobRunner;
+  const usage = {
+    report: (_subject: unknown, amounts: Run['reported'][number]) =>
+      Promise.resolve(void reported.push(amounts)),
+  } as unknown as UsageReporter;
+  const processor = new ChatJobProcessor('sim-chat', backend, runner, usage);
+  return { sent, reported, outcome: processor.process({} as Job<unknown>) };
+}
+
+describe('ChatJobProcessor event forwarding', () => {
+  beforeEach(() => {
+    inference = requestWith({});
+  });
+
+  it('forwards a tool call as tool-call messages, the first with id and name, and its finish reason', async () => {
+    const { sent, outcome } = run([
+      { type: 'tool-call-start', choice: 0, index: 0, id: 'call_a1', name: 'get_weather' },
+      { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{"city":' },
+      { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '' },
+      { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '"Paris"}' },
+      { type: 'tool-call-start', choice: 0, index: 1, id: 'call_b2', name: 'get_time' },
+      { type: 'tool-call-arguments', choice: 0, index: 1, fragment: '{}' },
+      { type: 'finish', choice: 0, reason: 'tool_calls' },
+      { type: 'usage', promptTokens: 12, completionTokens: 9 },
+    ]);
+    await outcome;
+    expect(sent).toEqual([
+      { kind: 'tool-call', choice: 0, index: 0, id: 'call_a1', name: 'get_weather', arguments: '' },
+      { kind: 'tool-call', choice: 0, index: 0, arguments: '{"city":' },
+      { kind: 'tool-call', choice: 0, index: 0, arguments: '"Paris"}' },
+      { kind: 'tool-call', choice: 0, index: 1, id: 'call_b2', name: 'get_time', arguments: '' },
+      { kind: 'tool-call', choice: 0, index: 1, arguments: '{}' },
+      {
+        kind: 'chat-done',
+        finishReasons: ['tool_calls'],
+        usage: { prompt_tokens: 12, completion_tokens: 9 },
+      },
+    ]);
+  });
+
+  it('keeps every finish reason per choice', async () => {
+    inference = requestWith({ n: 4 });
+    const { sent, outcome } = run([
+      { type: 'finish', choice: 2, reason: 'content_filter' },
+      { type: 'finish', choice: 0, reason: 'stop' },
+      { type: 'finish', choice: 3, reason: 'tool_calls' },
+      { type: 'finish', choice: 1, reason: 'length' },
+      { type: 'usage', promptTokens: 1, completionTokens: 0 },
+    ]);
+    await outcome;
+    expect(sent).toEqual([
+      {
+        kind: 'chat-done',
+        finishReasons: ['stop', 'length', 'content_filter', 'tool_calls'],
+        usage: { prompt_tokens: 1, completion_tokens: 0 },
+      },
+    ]);
+  });
+
+  it('sends logprobs with a delta only when the request asked for them', async () => {
+    const events: ChatInferenceEvent[] = [
+      { type: 'delta', choice: 0, text: 'Hi', logprobs: [lp('Hi')] },
+      { type: 'finish', choice: 0, reason: 'stop' },
+      { type: 'usage', promptTokens: 1, completionTokens: 1 },
+    ];
+    const plain = run(events);
+    await plain.outcome;
+    expect(plain.sent[0]).toEqual({ kind: 'delta', choice: 0, content: 'Hi' });
+
+    inference = requestWith({ logprobs: true });
+    const asked = run(events);
+    await asked.outcome;
+    expect(asked.sent[0]).toEqual({ kind: 'delta', choice: 0, content: 'Hi', logprobs: [lp('Hi')] });
+  });
+
+  it('sends a delta whose text is still empty when it carries logprobs (a token of a split character)', async () => {
+    inference = requestWith({ logprobs: true });
+    const { sent, outcome } = run([
+      { type: 'delta', choice: 0, text: '', logprobs: [lp('\u00e2')] },
+      { type: 'delta', choice: 0, text: '', logprobs: [] },
+      { type: 'delta', choice: 0, text: '' },
+      { type: 'finish', choice: 0, reason: 'stop' },
+      { type: 'usage', promptTokens: 1, completionTokens: 1 },
+    ]);
+    await outcome;
+    expect(sent.map((m) => m.kind)).toEqual(['delta', 'chat-done']);
+  });
+
+  it.each([
+    ['a name outside OpenAI function names', 'call_1', 'functions.get weather', "'name' must match"],
+    ['an empty id', '', 'get_weather', "'id' must be 1 to 256 characters"],
+  ])(
+    'fails the job with a clear 502 when a backend calls a tool with %s',
+    async (_label, id, name, reason) => {
+      const { sent, outcome } = run([
+        { type: 'delta', choice: 0, text: 'Calling.' },
+        { type: 'tool-call-start', choice: 0, index: 0, id, name },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{}' },
+      ]);
+      const error = await outcome.then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(GatewayError);
+      expect(error).toMatchObject({ status: 502, code: 'worker_error' });
+      expect((error as GatewayError).message).toContain(reason);
+      expect(sent).toEqual([{ kind: 'delta', choice: 0, content: 'Calling.' }]);
+    },
+  );
+
+  it('counts what was sent when the backend fails before reporting usage', async () => {
+    inference = requestWith({ logprobs: true });
+    const failure = new Error('backend died');
+    const { reported, outcome } = run(
+      [
+        { type: 'delta', choice: 0, text: 'Let me', logprobs: [lp('Let'), lp(' me')] },
+        { type: 'delta', choice: 0, text: ' check.' },
+        { type: 'tool-call-start', choice: 0, index: 0, id: 'call_a1', name: 'get_weather' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '{"city":' },
+        { type: 'tool-call-arguments', choice: 0, index: 0, fragment: '"Paris"}' },
+      ],
+      failure,
+    );
+    await expect(outcome).rejects.toBe(failure);
+    expect(reported).toHaveLength(1);
+    // 2 tokens with logprobs + 1 delta + 1 tool name + 2 argument fragments
+    expect(reported[0]!.completionTokens).toBe(6);
+    expect(reported[0]!.promptTokens).toBeGreaterThan(0);
+  });
+});
