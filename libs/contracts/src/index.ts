@@ -14,3 +14,6 @@ export * from './protocol/job-data';
 export * from './protocol/reply-message';
 export * from './registry/registry.patterns';
 export * from './registry/registry.messages';
+export * from './dto/chat-tools.dto';
+export * from './dto/chat-parameter.constraints';
+export * from './dto/json-schema.bounds';

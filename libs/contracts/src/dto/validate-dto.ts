@@ -64,6 +64,21 @@ export function toInvalidRequest(errors: ValidationError[]): GatewayError {
   return GatewayError.invalidRequest(`Invalid '${leaf.path}': ${constraints[key]}`, leaf.path);
 }
 
+/** Where a request breaks a rule that spans several fields; `param` is the exact path. */
+export interface FieldProblem {
+  param: string;
+  message: string;
+}
+
+/**
+ * A DTO class whose instances obey rules across fields (a `tool_choice` naming one of `tools`, …). The
+ * check is static so that plain objects of the DTO's shape still type-check as the DTO; it runs only once
+ * every field is valid on its own, so it can rely on the types.
+ */
+interface CrossFieldChecked<T> {
+  problemAcrossFields?(instance: T): FieldProblem | null;
+}
+
 /**
  * Validates untrusted plain data (an HTTP body, or a job read back from Redis) into a DTO instance.
  * Unknown fields are refused rather than silently dropped.
@@ -80,5 +95,7 @@ export function validateDto<T extends object>(cls: ClassConstructor<T>, plain: u
     validationError: { target: false, value: true },
   });
   if (errors.length > 0) throw toInvalidRequest(errors);
+  const problem = (cls as CrossFieldChecked<T>).problemAcrossFields?.(instance);
+  if (problem) throw GatewayError.invalidRequest(problem.message, problem.param);
   return instance;
 }
