@@ -17,3 +17,4 @@ export * from './registry/registry.messages';
 export * from './dto/chat-tools.dto';
 export * from './dto/chat-parameter.constraints';
 export * from './dto/json-schema.bounds';
+export * from './dto/chat-parameter-support';

@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayMetrics } from '@mgw/observability';
 import {
+  assertChatParametersSupported,
   GatewayError,
   type ChatCompletion,
   type ChatCompletionRequestDto,
@@ -41,6 +42,7 @@ export class ChatCompletionsService {
       'chat',
       principal,
     );
+    assertChatParametersSupported(body, model);
     const estimate = estimateChatTokens(body, this.config.tpmDefaultMaxTokens);
     const admission = await this.access.admit(principal, 'chat', model, requestId, estimate, reply);
     const job: ChatJobData = {

@@ -27,6 +27,8 @@ export function toUpstreamChatRequest(request: ChatInferenceRequest, upstreamMod
     ...(request.frequencyPenalty !== 0 && { frequency_penalty: request.frequencyPenalty }),
     ...(request.seed !== null && { seed: request.seed }),
     ...(request.user !== null && { user: request.user }),
+    // Parameters the gateway admitted for this backend only (backend-capabilities.ts), relayed as sent.
+    ...request.relayedParameters,
   };
 }
 
