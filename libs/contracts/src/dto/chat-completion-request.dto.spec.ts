@@ -1,7 +1,12 @@
 import { expectRejectedParam, rejectionOf } from '@mgw/testing';
 import type { GatewayError } from '../errors/gateway-error';
 import { ChatJobData } from '../protocol/job-data';
-import { ChatCompletionRequestDto } from './chat-completion-request.dto';
+import { getMetadataStorage } from 'class-validator';
+import {
+  ChatCompletionRequestDto,
+  ExtendedChatCompletionRequestDto,
+  ToolLoopMessageDto,
+} from './chat-completion-request.dto';
 import { JSON_SCHEMA_LIMITS } from './json-schema.bounds';
 import { validateDto } from './validate-dto';
 
@@ -893,5 +898,66 @@ describe('ChatCompletionRequestDto: tools, structured outputs, logprobs and the 
     };
     const error = rejectionOf((body) => validateDto(ChatJobData, body), job);
     expect(error.param).toBe('request.top_logprobs');
+  });
+});
+
+describe('lean and extended validation classes', () => {
+  const extendedFields = Object.keys(
+    getMetadataStorage().groupByPropertyName(
+      getMetadataStorage().getTargetValidationMetadatas(ExtendedChatCompletionRequestDto, '', false, false),
+    ),
+  ).filter(
+    (field) =>
+      !getMetadataStorage()
+        .getTargetValidationMetadatas(ChatCompletionRequestDto, '', false, false)
+        .some((metadata) => metadata.propertyName === field),
+  );
+
+  it('validates a plain request with the lean class', () => {
+    const dto = validate(base());
+    expect(dto).toBeInstanceOf(ChatCompletionRequestDto);
+    expect(dto).not.toBeInstanceOf(ExtendedChatCompletionRequestDto);
+    expect(dto.messages[0]).not.toBeInstanceOf(ToolLoopMessageDto);
+  });
+
+  it('declares the newer parameters on the extended class only', () => {
+    expect(extendedFields).toEqual(expect.arrayContaining(['tools', 'response_format', 'logprobs', 'store']));
+  });
+
+  it.each([
+    'tools',
+    'tool_choice',
+    'response_format',
+    'logprobs',
+    'top_logprobs',
+    'logit_bias',
+    'metadata',
+    'store',
+    'safety_identifier',
+  ])(
+    'selects the extended class for a body with %s alone (null), so it is never an unknown field',
+    (field) => {
+      expect(validate(withField(field, null))).toBeInstanceOf(ExtendedChatCompletionRequestDto);
+    },
+  );
+
+  it('selects the extended class for every field only it declares', () => {
+    for (const field of extendedFields) {
+      expect([field, validate(withField(field, null)) instanceof ExtendedChatCompletionRequestDto]).toEqual([
+        field,
+        true,
+      ]);
+    }
+  });
+
+  it('validates all messages as tool-loop messages when one of them has a tool-loop key', () => {
+    const dto = validate({
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b', refusal: null },
+      ],
+    });
+    expect(dto.messages[0]).toBeInstanceOf(ToolLoopMessageDto);
+    expect(dto).not.toBeInstanceOf(ExtendedChatCompletionRequestDto);
   });
 });

@@ -157,16 +157,39 @@ export class IsStopConstraint implements ValidatorConstraintInterface {
   }
 }
 
+/** Message keys only tool loops and refusals use; a request whose messages have none validates them lean. */
+const TOOL_MESSAGE_KEYS = ['tool_calls', 'tool_call_id', 'refusal'];
+
+function usesToolMessageKeys(messages: unknown): boolean {
+  if (!Array.isArray(messages)) return false;
+  for (const message of messages) {
+    if (typeof message !== 'object' || message === null) continue;
+    for (const key of TOOL_MESSAGE_KEYS) if (key in message) return true;
+  }
+  return false;
+}
+
+/** The keys of a tool loop's messages (validated by `ToolLoopMessageDto`). */
+interface ToolLoopMessageFields {
+  tool_calls?: ToolCallDto[];
+  tool_call_id?: string;
+  refusal?: string | null;
+}
+
 /**
- * One message. Role-specific rules (who may carry `tool_calls`, `tool_call_id` or `refusal`, and when an
- * assistant's `content` may be null) are checked across the request, where the path can name the message.
+ * One message as most requests send it: role, content and name. The keys of tool loops are declared here
+ * for their types, and validated by `ToolLoopMessageDto`, which the request uses for its messages only when
+ * one of them carries such a key: class-validator's cost grows with the number of decorated properties, and
+ * plain chat requests must not pay for fields they do not send.
  */
+// Merged with the interface of the same name below, which adds the tool-loop keys to its type.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class ChatMessageDto {
   @IsIn(CHAT_ROLES, { message: expected(`one of ${CHAT_ROLES.join(', ')}`) })
   @IsString({ message: expected('a string') })
   role!: ChatRole;
 
-  /** Null or absent only on an assistant message that called tools or refused. */
+  /** Null or absent only on an assistant message that called tools or refused (checked across fields). */
   @ValidateIf((message: ChatMessageDto) => message.role !== 'assistant' || message.content != null)
   @Validate(IsMessageContentConstraint)
   content!: ChatMessageContent | null;
@@ -176,6 +199,22 @@ export class ChatMessageDto {
   @IsString({ message: expected('a string') })
   name?: string;
 
+  /** The message class that validates `messages` of a plain request body. */
+  static classFor(messages: unknown): typeof ChatMessageDto {
+    return usesToolMessageKeys(messages) ? ToolLoopMessageDto : ChatMessageDto;
+  }
+}
+
+// The tool-loop keys belong to the type of every message; only `ToolLoopMessageDto` declares them at run time.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface ChatMessageDto extends ToolLoopMessageFields {}
+
+/**
+ * A message of a tool loop. Role-specific rules (who may carry `tool_calls`, `tool_call_id` or `refusal`,
+ * and when an assistant's `content` may be null) are checked across the request, where the path can name
+ * the message.
+ */
+export class ToolLoopMessageDto extends ChatMessageDto implements ToolLoopMessageFields {
   /** Assistant only: the calls it made, echoed back by the client with their results following. */
   @IsOptional()
   @ValidateNested({ each: true })
@@ -186,7 +225,7 @@ export class ChatMessageDto {
   })
   @ArrayMinSize(1, { message: expected('a non-empty array of tool calls') })
   @IsArray({ message: expected('an array of tool calls') })
-  tool_calls?: ToolCallDto[];
+  override tool_calls?: ToolCallDto[];
 
   /** Tool only: the id of the call this message answers. */
   @IsOptional()
@@ -195,12 +234,12 @@ export class ChatMessageDto {
   })
   @MinLength(1, { message: expected('a non-empty id') })
   @IsString({ message: expected('a string') })
-  tool_call_id?: string;
+  override tool_call_id?: string;
 
   /** Assistant only: OpenAI's refusal text of an earlier turn, echoed back (usually null). */
   @IsOptional()
   @IsString({ message: expected('a string or null') })
-  refusal?: string | null;
+  override refusal?: string | null;
 }
 
 export class StreamOptionsDto {
@@ -262,14 +301,68 @@ function messagesProblem(messages: readonly ChatMessageDto[]): FieldProblem | nu
 
 const { temperature, topP, penalty, n, maxTokens, messages, logprobs } = CHAT_LIMITS;
 
+/** The newer OpenAI parameters (validated by `ExtendedChatCompletionRequestDto`). */
+interface ChatRequestExtensionFields {
+  tools?: ToolDto[];
+  tool_choice?: ToolChoiceOption;
+  parallel_tool_calls?: boolean;
+  response_format?: ResponseFormatDto;
+  logprobs?: boolean;
+  top_logprobs?: number;
+  logit_bias?: Record<string, number>;
+  reasoning_effort?: (typeof REASONING_EFFORTS)[number];
+  verbosity?: (typeof VERBOSITIES)[number];
+  prediction?: { type: 'content'; content: string | TextContentPart[] };
+  modalities?: Array<'text' | 'audio'>;
+  audio?: Record<string, unknown>;
+  web_search_options?: Record<string, unknown>;
+  functions?: unknown[];
+  function_call?: unknown;
+  store?: boolean;
+  metadata?: Record<string, string>;
+  service_tier?: (typeof SERVICE_TIERS)[number];
+  prompt_cache_key?: string;
+  prompt_cache_retention?: (typeof PROMPT_CACHE_RETENTIONS)[number];
+  safety_identifier?: string;
+}
+
+/** Top-level keys that select `ExtendedChatCompletionRequestDto`. */
+const EXTENSION_KEYS: ReadonlySet<string> = new Set([
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'logprobs',
+  'top_logprobs',
+  'logit_bias',
+  'reasoning_effort',
+  'verbosity',
+  'prediction',
+  'modalities',
+  'audio',
+  'web_search_options',
+  'functions',
+  'function_call',
+  'store',
+  'metadata',
+  'service_tier',
+  'prompt_cache_key',
+  'prompt_cache_retention',
+  'safety_identifier',
+]);
+
 /**
  * `POST /v1/chat/completions` body. Unknown fields are refused, as OpenAI does. Every parameter OpenAI
- * documents is declared here with its shape; whether a model honours one is decided per model at the
- * gateway (see `unsupportedChatParameter`), so none is ever ignored silently.
+ * documents is declared with its shape; whether a model honours one is decided per model at the gateway
+ * (see `unsupportedChatParameter`), so none is ever ignored silently. This class validates the parameters
+ * most requests send; a body with any newer one is validated by `ExtendedChatCompletionRequestDto`, so that
+ * plain requests do not pay class-validator's per-property cost for fields they do not have.
  */
+// Merged with the interface of the same name below, which adds the newer parameters to its type.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class ChatCompletionRequestDto extends ModelRequestDto {
   @ValidateNested({ each: true })
-  @Type(() => ChatMessageDto)
+  @Type((help) => ChatMessageDto.classFor((help?.object as { messages?: unknown } | undefined)?.messages))
   // Without this, an array in place of a message would be transformed into an empty message and pass.
   @IsObject({ each: true, message: expected('an array of message objects') })
   @ArrayMaxSize(messages.max, { message: expected(`at most ${messages.max} messages`) })
@@ -315,111 +408,11 @@ export class ChatCompletionRequestDto extends ModelRequestDto {
   @OptionalIntIn(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'a safe integer')
   seed?: number;
 
-  @IsOptional()
-  @ValidateNested({ each: true })
-  @Type(() => ToolDto)
-  @IsObject({ each: true, message: expected('an array of tool objects') })
-  @ArrayMaxSize(TOOL_LIMITS.tools.max, { message: expected(`at most ${TOOL_LIMITS.tools.max} tools`) })
-  @ArrayMinSize(1, { message: expected('a non-empty array of tools') })
-  @IsArray({ message: expected('an array of tools') })
-  tools?: ToolDto[];
-
-  @IsOptional()
-  @Validate(IsToolChoiceConstraint)
-  tool_choice?: ToolChoiceOption;
-
-  @IsOptional()
-  @IsBoolean({ message: expected('a boolean') })
-  parallel_tool_calls?: boolean;
-
-  @IsOptional()
-  @ValidateNested()
-  @Type(() => ResponseFormatDto)
-  @IsObject({ message: expected('an object with a type') })
-  response_format?: ResponseFormatDto;
-
-  @IsOptional()
-  @IsBoolean({ message: expected('a boolean') })
-  logprobs?: boolean;
-
-  @OptionalIntIn(logprobs.topMin, logprobs.topMax)
-  top_logprobs?: number;
-
-  @IsOptional()
-  @Validate(IsLogitBiasConstraint)
-  logit_bias?: Record<string, number>;
-
-  @IsOptional()
-  @IsIn(REASONING_EFFORTS, { message: expected(`one of ${REASONING_EFFORTS.join(', ')}`) })
-  reasoning_effort?: (typeof REASONING_EFFORTS)[number];
-
-  @IsOptional()
-  @IsIn(VERBOSITIES, { message: expected(`one of ${VERBOSITIES.join(', ')}`) })
-  verbosity?: (typeof VERBOSITIES)[number];
-
-  @IsOptional()
-  @Validate(IsPredictionConstraint)
-  prediction?: { type: 'content'; content: string | TextContentPart[] };
-
-  @IsOptional()
-  @IsIn(['text', 'audio'], { each: true, message: expected("an array of 'text' and 'audio'") })
-  @ArrayMaxSize(2, { message: expected("an array of 'text' and 'audio'") })
-  @IsArray({ message: expected('an array of modalities') })
-  modalities?: Array<'text' | 'audio'>;
-
-  /** Audio output; refused per model (no backend produces audio). */
-  @IsOptional()
-  @IsObject({ message: expected('an object') })
-  audio?: Record<string, unknown>;
-
-  /** Search-augmented generation; refused per model (no backend searches). */
-  @IsOptional()
-  @IsObject({ message: expected('an object') })
-  web_search_options?: Record<string, unknown>;
-
-  /** Deprecated predecessor of `tools`; refused per model, the message points to `tools`. */
-  @IsOptional()
-  @IsArray({ message: expected('an array of functions') })
-  functions?: unknown[];
-
-  /** Deprecated predecessor of `tool_choice`; refused per model. */
-  @IsOptional()
-  @Validate(IsFunctionCallConstraint)
-  function_call?: unknown;
-
-  /** Stored completions do not exist here: `true` is refused per model, `false` is what happens anyway. */
-  @IsOptional()
-  @IsBoolean({ message: expected('a boolean') })
-  store?: boolean;
-
-  /** Advisory: accepted and not acted on (see the README's parameter table). */
-  @IsOptional()
-  @Validate(IsMetadataConstraint)
-  metadata?: Record<string, string>;
-
-  /** Advisory: every request is served at the one tier the gateway has. */
-  @IsOptional()
-  @IsIn(SERVICE_TIERS, { message: expected(`one of ${SERVICE_TIERS.join(', ')}`) })
-  service_tier?: (typeof SERVICE_TIERS)[number];
-
-  /** Advisory: prompt caching, where a backend has it, is keyed by the backend itself. */
-  @IsOptional()
-  @MaxLength(ADVISORY_STRING_MAX, {
-    message: expected(`a string of at most ${ADVISORY_STRING_MAX} characters`),
-  })
-  @IsString({ message: expected('a string') })
-  prompt_cache_key?: string;
-
-  /** Advisory, like `prompt_cache_key`. */
-  @IsOptional()
-  @IsIn(PROMPT_CACHE_RETENTIONS, { message: expected(`one of ${PROMPT_CACHE_RETENTIONS.join(', ')}`) })
-  prompt_cache_retention?: (typeof PROMPT_CACHE_RETENTIONS)[number];
-
-  /** Advisory: an end-user id for abuse detection, which the gateway does not do (OpenAI: ≤ 64 characters). */
-  @IsOptional()
-  @MaxLength(64, { message: expected('a string of at most 64 characters') })
-  @IsString({ message: expected('a string') })
-  safety_identifier?: string;
+  /** The class that validates `plain` (see `validateDto`). */
+  static validationClassFor(plain: object): typeof ChatCompletionRequestDto {
+    for (const key in plain) if (EXTENSION_KEYS.has(key)) return ExtendedChatCompletionRequestDto;
+    return ChatCompletionRequestDto;
+  }
 
   /**
    * Rules that span fields, run once every field is valid on its own. Cheap for a request without tools:
@@ -466,4 +459,120 @@ export class ChatCompletionRequestDto extends ModelRequestDto {
     }
     return messagesProblem(request.messages);
   }
+}
+
+// The newer parameters belong to the type of every request; only the extended class declares them at run time.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface ChatCompletionRequestDto extends ChatRequestExtensionFields {}
+
+/** A chat request using tools, structured outputs, logprobs or any other newer OpenAI parameter. */
+export class ExtendedChatCompletionRequestDto
+  extends ChatCompletionRequestDto
+  implements ChatRequestExtensionFields
+{
+  @IsOptional()
+  @ValidateNested({ each: true })
+  @Type(() => ToolDto)
+  @IsObject({ each: true, message: expected('an array of tool objects') })
+  @ArrayMaxSize(TOOL_LIMITS.tools.max, { message: expected(`at most ${TOOL_LIMITS.tools.max} tools`) })
+  @ArrayMinSize(1, { message: expected('a non-empty array of tools') })
+  @IsArray({ message: expected('an array of tools') })
+  override tools?: ToolDto[];
+
+  @IsOptional()
+  @Validate(IsToolChoiceConstraint)
+  override tool_choice?: ToolChoiceOption;
+
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  override parallel_tool_calls?: boolean;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ResponseFormatDto)
+  @IsObject({ message: expected('an object with a type') })
+  override response_format?: ResponseFormatDto;
+
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  override logprobs?: boolean;
+
+  @OptionalIntIn(logprobs.topMin, logprobs.topMax)
+  override top_logprobs?: number;
+
+  @IsOptional()
+  @Validate(IsLogitBiasConstraint)
+  override logit_bias?: Record<string, number>;
+
+  @IsOptional()
+  @IsIn(REASONING_EFFORTS, { message: expected(`one of ${REASONING_EFFORTS.join(', ')}`) })
+  override reasoning_effort?: (typeof REASONING_EFFORTS)[number];
+
+  @IsOptional()
+  @IsIn(VERBOSITIES, { message: expected(`one of ${VERBOSITIES.join(', ')}`) })
+  override verbosity?: (typeof VERBOSITIES)[number];
+
+  @IsOptional()
+  @Validate(IsPredictionConstraint)
+  override prediction?: { type: 'content'; content: string | TextContentPart[] };
+
+  @IsOptional()
+  @IsIn(['text', 'audio'], { each: true, message: expected("an array of 'text' and 'audio'") })
+  @ArrayMaxSize(2, { message: expected("an array of 'text' and 'audio'") })
+  @IsArray({ message: expected('an array of modalities') })
+  override modalities?: Array<'text' | 'audio'>;
+
+  /** Audio output; refused per model (no backend produces audio). */
+  @IsOptional()
+  @IsObject({ message: expected('an object') })
+  override audio?: Record<string, unknown>;
+
+  /** Search-augmented generation; refused per model (no backend searches). */
+  @IsOptional()
+  @IsObject({ message: expected('an object') })
+  override web_search_options?: Record<string, unknown>;
+
+  /** Deprecated predecessor of `tools`; refused per model, the message points to `tools`. */
+  @IsOptional()
+  @IsArray({ message: expected('an array of functions') })
+  override functions?: unknown[];
+
+  /** Deprecated predecessor of `tool_choice`; refused per model. */
+  @IsOptional()
+  @Validate(IsFunctionCallConstraint)
+  override function_call?: unknown;
+
+  /** Stored completions do not exist here: `true` is refused per model, `false` is what happens anyway. */
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  override store?: boolean;
+
+  /** Advisory: accepted and not acted on (see the README's parameter table). */
+  @IsOptional()
+  @Validate(IsMetadataConstraint)
+  override metadata?: Record<string, string>;
+
+  /** Advisory: every request is served at the one tier the gateway has. */
+  @IsOptional()
+  @IsIn(SERVICE_TIERS, { message: expected(`one of ${SERVICE_TIERS.join(', ')}`) })
+  override service_tier?: (typeof SERVICE_TIERS)[number];
+
+  /** Advisory: prompt caching, where a backend has it, is keyed by the backend itself. */
+  @IsOptional()
+  @MaxLength(ADVISORY_STRING_MAX, {
+    message: expected(`a string of at most ${ADVISORY_STRING_MAX} characters`),
+  })
+  @IsString({ message: expected('a string') })
+  override prompt_cache_key?: string;
+
+  /** Advisory, like `prompt_cache_key`. */
+  @IsOptional()
+  @IsIn(PROMPT_CACHE_RETENTIONS, { message: expected(`one of ${PROMPT_CACHE_RETENTIONS.join(', ')}`) })
+  override prompt_cache_retention?: (typeof PROMPT_CACHE_RETENTIONS)[number];
+
+  /** Advisory: an end-user id for abuse detection, which the gateway does not do (OpenAI: ≤ 64 characters). */
+  @IsOptional()
+  @MaxLength(64, { message: expected('a string of at most 64 characters') })
+  @IsString({ message: expected('a string') })
+  override safety_identifier?: string;
 }

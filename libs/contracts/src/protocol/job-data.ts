@@ -62,7 +62,7 @@ export type JobEnvelopeFields = Omit<ChatJobData, 'request'>;
 
 export class ChatJobData extends JobEnvelope {
   @ValidateNested()
-  @Type(() => ChatCompletionRequestDto)
+  @Type((help) => ChatCompletionRequestDto.validationClassFor((help?.object as ChatJobData).request ?? {}))
   request!: ChatCompletionRequestDto;
 
   /** The request's rules across fields hold for a job read back from Redis too. */
