@@ -177,9 +177,9 @@ interface ToolLoopMessageFields {
 }
 
 /**
- * One message as most requests send it: role, content and name. The keys of tool loops are declared here
- * for their types, and validated by `ToolLoopMessageDto`, which the request uses for its messages only when
- * one of them carries such a key: class-validator's cost grows with the number of decorated properties, and
+ * One message as most requests send it: role, content and name. The keys of tool loops belong to its type
+ * (the interface merged below) and are validated by `ToolLoopMessageDto`, which the request uses for its
+ * messages only when one of them carries such a key: class-validator's cost grows with the number of decorated properties, and
  * plain chat requests must not pay for fields they do not send.
  */
 // Merged with the interface of the same name below, which adds the tool-loop keys to its type.
