@@ -29,6 +29,7 @@ describe('the openai SDK against the gateway', () => {
         inputCapabilities: { text: true, image: true },
         outputCapabilities: { text: true, image: false },
       },
+      supported_parameters: expect.arrayContaining(['tools', 'response_format', 'logprobs']),
     });
     expect(byId.get('sim-image')).toEqual({
       id: 'sim-image',

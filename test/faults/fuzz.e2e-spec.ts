@@ -57,6 +57,39 @@ const VALID = {
 } as const;
 type Endpoint = keyof typeof VALID;
 
+/** A valid chat body using tools, a tool loop, a JSON schema format, logprobs and advisory parameters. */
+const VALID_WITH_TOOLS = () => ({
+  model: 'sim-chat',
+  messages: [
+    { role: 'user', content: 'weather in Paris?' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
+    },
+    { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: '21C' }] },
+  ],
+  tools: [
+    {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'weather',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        strict: false,
+      },
+    },
+  ],
+  tool_choice: { type: 'function', function: { name: 'get_weather' } },
+  parallel_tool_calls: true,
+  response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' } } },
+  logprobs: true,
+  top_logprobs: 2,
+  metadata: { a: 'b' },
+  store: false,
+  max_tokens: 4,
+});
+
 const CHAT_FIELDS = [
   'model',
   'messages',
@@ -79,6 +112,63 @@ const CHAT_FIELDS = [
   'messages.0.content.0',
 ];
 const IMAGE_FIELDS = ['model', 'prompt', 'n', 'size', 'response_format', 'user', 'quality', 'style'];
+/** Paths into VALID_WITH_TOOLS, plus OpenAI parameters the body does not have (set to nasty values). */
+const TOOL_FIELDS = [
+  'tools',
+  'tools.0',
+  'tools.0.type',
+  'tools.0.function',
+  'tools.0.function.name',
+  'tools.0.function.description',
+  'tools.0.function.parameters',
+  'tools.0.function.parameters.type',
+  'tools.0.function.parameters.properties',
+  'tools.0.function.parameters.properties.city',
+  'tools.0.function.parameters.required',
+  'tools.0.function.strict',
+  'tools.1',
+  'tool_choice',
+  'tool_choice.type',
+  'tool_choice.function',
+  'tool_choice.function.name',
+  'parallel_tool_calls',
+  'response_format',
+  'response_format.type',
+  'response_format.json_schema',
+  'response_format.json_schema.name',
+  'response_format.json_schema.schema',
+  'response_format.json_schema.strict',
+  'logprobs',
+  'top_logprobs',
+  'messages.1',
+  'messages.1.role',
+  'messages.1.content',
+  'messages.1.refusal',
+  'messages.1.tool_calls',
+  'messages.1.tool_calls.0',
+  'messages.1.tool_calls.0.id',
+  'messages.1.tool_calls.0.type',
+  'messages.1.tool_calls.0.function.name',
+  'messages.1.tool_calls.0.function.arguments',
+  'messages.2',
+  'messages.2.role',
+  'messages.2.tool_call_id',
+  'messages.2.content',
+  'messages.2.content.0',
+  'logit_bias',
+  'metadata',
+  'store',
+  'service_tier',
+  'reasoning_effort',
+  'verbosity',
+  'prediction',
+  'modalities',
+  'audio',
+  'functions',
+  'function_call',
+  'web_search_options',
+  'stream_options.include_obfuscation',
+];
 
 function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
   const keys = path.split('.');
@@ -99,19 +189,24 @@ function setPath(target: Record<string, unknown>, path: string, value: unknown):
   }
 }
 
+/** Which valid body the mutations start from: the endpoint's plain one, or the chat body with tools. */
+type Corpus = 'plain' | 'tools';
+
 /** Raw request bodies: valid bodies with one field made nasty, extra and prototype keys, and non-JSON. */
-function bodies(endpoint: Endpoint): fc.Arbitrary<string> {
-  const fields = endpoint === '/v1/chat/completions' ? CHAT_FIELDS : IMAGE_FIELDS;
+function bodies(endpoint: Endpoint, corpus: Corpus): fc.Arbitrary<string> {
+  const fields =
+    corpus === 'tools' ? TOOL_FIELDS : endpoint === '/v1/chat/completions' ? CHAT_FIELDS : IMAGE_FIELDS;
+  const valid = corpus === 'tools' ? VALID_WITH_TOOLS : VALID[endpoint];
   const mutated = fc
     .tuple(fc.constantFrom(...fields), nasty, fc.boolean())
     .map(([path, value, alsoExtra]) => {
-      const body = VALID[endpoint]() as Record<string, unknown>;
+      const body = valid() as Record<string, unknown>;
       setPath(body, path, value);
       if (alsoExtra) body.unexpected = value;
       return JSON.stringify(body) ?? 'undefined';
     });
   const polluted = fc.tuple(fc.constantFrom(...PROTO_KEYS), nasty).map(([key, value]) => {
-    const json = JSON.stringify(VALID[endpoint]());
+    const json = JSON.stringify(valid());
     return `{"${key}":${JSON.stringify(value) ?? 'null'},${json.slice(1)}`;
   });
   const anyJson = fc.jsonValue({ maxDepth: 6 }).map((value) => JSON.stringify(value));
@@ -123,7 +218,7 @@ function bodies(endpoint: Endpoint): fc.Arbitrary<string> {
     fc.constantFrom('{', '{"model":', '[', 'null', '"', '{"a":1}}', '\u0000', '{"model":"sim-chat",}'),
   );
   const huge = fc.integer({ min: BODY_LIMIT + 1, max: BODY_LIMIT * 4 }).map((size) => {
-    const json = JSON.stringify(VALID[endpoint]());
+    const json = JSON.stringify(valid());
     return `{"pad":"${'x'.repeat(size)}",${json.slice(1)}`;
   });
   return fc.oneof(
@@ -197,10 +292,14 @@ describe('faults: fuzzing every POST endpoint', () => {
     return null;
   }
 
-  it.each(Object.keys(VALID) as Endpoint[])(
-    `answers ${RUNS} generated bodies to %s with 4xx errors in the error shape`,
-    async (endpoint) => {
-      const samples = fc.sample(bodies(endpoint), { numRuns: RUNS, seed: SEED });
+  it.each<[Endpoint, Corpus]>([
+    ['/v1/chat/completions', 'plain'],
+    ['/v1/chat/completions', 'tools'],
+    ['/v1/images/generations', 'plain'],
+  ])(
+    `answers ${RUNS} generated bodies to %s (%s corpus) with 4xx errors in the error shape`,
+    async (endpoint, corpus) => {
+      const samples = fc.sample(bodies(endpoint, corpus), { numRuns: RUNS, seed: SEED });
       const statuses = new Map<number, number>();
       const failures: string[] = [];
       let next = 0;
@@ -220,7 +319,10 @@ describe('faults: fuzzing every POST endpoint', () => {
       // The generator reaches every kind of refusal, so the property is not vacuous.
       expect([...statuses.keys()]).toEqual(expect.arrayContaining([400, 413]));
       for (const [app, child] of stack.processes) expect([app, child.exitCode]).toEqual([app, null]);
-      const valid = await send(endpoint, JSON.stringify(VALID[endpoint]()));
+      const valid = await send(
+        endpoint,
+        JSON.stringify((corpus === 'tools' ? VALID_WITH_TOOLS : VALID[endpoint])()),
+      );
       expect(valid.status).toBe(200);
     },
     240_000,

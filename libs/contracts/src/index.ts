@@ -21,3 +21,7 @@ export * from './validation/record.reader';
 export * from './logging/component.logger';
 export * from './registry/registry.patterns';
 export * from './registry/registry.messages';
+export * from './dto/chat-tools.dto';
+export * from './dto/chat-parameter.constraints';
+export * from './dto/json-schema.bounds';
+export * from './dto/chat-parameter-support';

@@ -54,6 +54,12 @@ export interface ChatInferenceRequest {
   logprobs: boolean;
   /** How many alternatives per token, 0–20 (only with `logprobs`). */
   topLogprobs: number;
+  /**
+   * OpenAI parameters with no meaning of their own here (`logit_bias`, `reasoning_effort`, `verbosity`,
+   * `prediction`), by their wire names, present only when the client sent one. The gateway admits them only
+   * for models whose backend declares them (`backend-capabilities.ts`), i.e. one that relays them upstream.
+   */
+  relayedParameters?: Readonly<Record<string, unknown>>;
 }
 
 export type ChatInferenceEvent =

@@ -15,3 +15,4 @@ export * from './openai/openai-chat.backend';
 export * from './openai/openai-image.backend';
 export * from './llamacpp/llamacpp.options';
 export * from './llamacpp/llamacpp-chat.backend';
+export * from './backend-capabilities';

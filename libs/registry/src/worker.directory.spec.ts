@@ -1,8 +1,10 @@
 import { parseCatalog, type Catalog } from '@mgw/config';
 import { validateDto, WorkerHeartbeatDto, type ServedModelDto } from '@mgw/contracts';
+import { supportedChatParametersOf } from '@mgw/inference';
 import { WorkerDirectory } from './worker.directory';
 
 const TTL_MS = 6_000;
+const SIM_CHAT_PARAMETERS = supportedChatParametersOf('simulator');
 const START_MS = 1_700_000_000_000;
 
 const catalog: Catalog = parseCatalog(
@@ -54,6 +56,7 @@ describe('WorkerDirectory', () => {
         type: 'chat/compilations',
         owned_by: 'model-gateway',
         created: 1_650_000_000,
+        supportedParameters: SIM_CHAT_PARAMETERS,
         liveWorkers: 0,
         concurrency: 0,
       },
@@ -86,6 +89,7 @@ describe('WorkerDirectory', () => {
       type: 'chat/compilations',
       owned_by: 'model-gateway',
       created: 1_650_000_000,
+      supportedParameters: SIM_CHAT_PARAMETERS,
       liveWorkers: 1,
       concurrency: 2,
     });
@@ -160,6 +164,7 @@ describe('WorkerDirectory', () => {
           type: 'chat/compilations',
           owned_by: 'model-gateway',
           created: 1_650_000_000,
+          supportedParameters: SIM_CHAT_PARAMETERS,
           liveWorkers: 1,
           concurrency: 8,
         },
@@ -358,5 +363,30 @@ describe('WorkerDirectory', () => {
     expect(live.state).toBe('live');
     expect(live.state !== 'unknown' && live.model.scaleToZero).toEqual({ maxWaitMs: 45_000 });
     expect(directory.lookup('sim-chat')).not.toHaveProperty('model.scaleToZero');
+  });
+
+  it('publishes what each chat model supports from its backend kind; image models and undeclared ones carry none', () => {
+    const mixed = new WorkerDirectory(
+      parseCatalog(
+        JSON.stringify({
+          models: [
+            { id: 'up', type: 'chat', owned_by: 'o', backend: { kind: 'openai', baseUrl: 'http://x' } },
+            { id: 'llama', type: 'chat', owned_by: 'o', backend: { kind: 'llamacpp' } },
+            { id: 'img', type: 'image', owned_by: 'o', backend: { kind: 'simulator' } },
+          ],
+        }),
+        'mixed.json',
+      ),
+      TTL_MS,
+      () => clock,
+    );
+    mixed.heartbeat(beat('w-1', [{ id: 'stray', type: 'chat/compilations', owned_by: 'o' }]));
+    const byId = new Map(mixed.list().map((entry) => [entry.id, entry]));
+    expect(byId.get('up')?.supportedParameters).toEqual(supportedChatParametersOf('openai'));
+    expect(byId.get('up')?.supportedParameters).toContain('logit_bias');
+    expect(byId.get('llama')?.supportedParameters).toContain('tools');
+    expect(byId.get('llama')?.supportedParameters).not.toContain('logprobs');
+    expect(byId.get('img')).not.toHaveProperty('supportedParameters');
+    expect(byId.get('stray')).not.toHaveProperty('supportedParameters');
   });
 });

@@ -1,5 +1,6 @@
 import type { Catalog } from '@mgw/config';
 import type { ModelEntry, ModelLookup, ServedModelDto, WorkerHeartbeatDto } from '@mgw/contracts';
+import { supportedChatParametersOf } from '@mgw/inference';
 
 interface LiveWorker {
   instanceId: string;
@@ -31,6 +32,7 @@ export class WorkerDirectory {
           created: m.created,
           ...(m.scaleToZero ? { scaleToZero: { ...m.scaleToZero } } : {}),
           ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
+          ...(m.kind === 'chat' ? { supportedParameters: supportedChatParametersOf(m.backend.kind) } : {}),
         },
       ]),
     );

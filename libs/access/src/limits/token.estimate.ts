@@ -5,29 +5,67 @@ const PER_MESSAGE_TOKENS = 4;
 const CHARS_PER_TOKEN = 4;
 /** An image part counts like the simulator's flat rate; real backends vary, and reconciliation corrects it. */
 const IMAGE_PART_TOKENS = 85;
+/** Per tool call or tool definition: the framing a chat template wraps around it. */
+const PER_TOOL_TOKENS = 8;
+
+const textTokens = (text: string): number => Math.ceil(text.length / CHARS_PER_TOKEN);
 
 /**
  * A cheap upper-leaning guess of a chat prompt's tokens (about four characters each), for reserving
  * against a TPM limit before the real count is known. The worker replaces it with the actual usage.
+ * Tool calls an assistant message echoes back count with their name and arguments.
  */
 export function estimatePromptTokens(messages: ChatCompletionRequestDto['messages']): number {
   let tokens = 0;
   for (const message of messages) {
     tokens += PER_MESSAGE_TOKENS;
     const content: unknown = message.content;
-    if (typeof content === 'string') tokens += Math.ceil(content.length / CHARS_PER_TOKEN);
+    if (typeof content === 'string') tokens += textTokens(content);
     else if (Array.isArray(content)) {
       for (const part of content as Array<{ type?: string; text?: string }>) {
-        tokens +=
-          part.type === 'text' ? Math.ceil((part.text ?? '').length / CHARS_PER_TOKEN) : IMAGE_PART_TOKENS;
+        tokens += part.type === 'text' ? textTokens(part.text ?? '') : IMAGE_PART_TOKENS;
+      }
+    }
+    const calls = message.tool_calls;
+    if (calls != null) {
+      for (const call of calls) {
+        tokens += PER_TOOL_TOKENS + textTokens(call.function.name) + textTokens(call.function.arguments);
       }
     }
   }
   return tokens;
 }
 
-/** Prompt estimate plus the completion budget of every choice. */
+/**
+ * What the request's tool definitions and response schema add to the prompt: backends render them into it
+ * (a chat template's tool section, a schema instruction or grammar), so they count against TPM like text.
+ * Zero, without serializing anything, for a request that has neither.
+ */
+export function estimateToolAndSchemaTokens(request: ChatCompletionRequestDto): number {
+  let tokens = 0;
+  if (request.tools != null) {
+    for (const tool of request.tools) {
+      const { name, description, parameters } = tool.function;
+      tokens += PER_TOOL_TOKENS + textTokens(name);
+      if (typeof description === 'string') tokens += textTokens(description);
+      if (parameters != null) tokens += textTokens(JSON.stringify(parameters));
+    }
+  }
+  const schema = request.response_format?.json_schema;
+  if (schema != null) {
+    tokens += PER_TOOL_TOKENS + textTokens(schema.name);
+    if (typeof schema.description === 'string') tokens += textTokens(schema.description);
+    if (schema.schema != null) tokens += textTokens(JSON.stringify(schema.schema));
+  }
+  return tokens;
+}
+
+/** Prompt estimate (messages, tools, schema) plus the completion budget of every choice. */
 export function estimateChatTokens(request: ChatCompletionRequestDto, defaultMaxTokens: number): number {
   const completion = request.max_completion_tokens ?? request.max_tokens ?? defaultMaxTokens;
-  return estimatePromptTokens(request.messages) + completion * (request.n ?? 1);
+  return (
+    estimatePromptTokens(request.messages) +
+    estimateToolAndSchemaTokens(request) +
+    completion * (request.n ?? 1)
+  );
 }

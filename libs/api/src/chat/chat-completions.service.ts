@@ -2,7 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { estimateChatTokens, type Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import type { ChatCompletion, ChatCompletionRequestDto } from '@mgw/contracts';
+import {
+  assertChatParametersSupported,
+  type ChatCompletion,
+  type ChatCompletionRequestDto,
+} from '@mgw/contracts';
 import { RequestPipeline } from '../pipeline/request.pipeline';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { CompletionAssembler } from './completion.assembler';
@@ -29,6 +33,7 @@ export class ChatCompletionsService {
         model: body.model,
         request: body,
         tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
+        checkModel: (model) => assertChatParametersSupported(body, model),
       },
       reply,
     );

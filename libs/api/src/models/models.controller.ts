@@ -3,6 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { allowsModel } from '@mgw/access';
 import {
   capabilitiesOf,
+  CHAT_MODEL_TYPE,
+  COMMON_CHAT_PARAMETERS,
   GatewayError,
   type ModelEntry,
   type ModelList,
@@ -24,6 +26,9 @@ function toModelObject(entry: ModelEntry): ModelObject {
     owned_by: entry.owned_by,
     type: entry.type,
     capabilities: capabilitiesOf(entry.type),
+    ...(entry.type === CHAT_MODEL_TYPE && {
+      supported_parameters: entry.supportedParameters ?? [...COMMON_CHAT_PARAMETERS],
+    }),
   };
 }
 

@@ -1,6 +1,13 @@
 import { expectRejectedParam, rejectionOf } from '@mgw/testing';
 import type { GatewayError } from '../errors/gateway-error';
-import { ChatCompletionRequestDto } from './chat-completion-request.dto';
+import { ChatJobData } from '../protocol/job-data';
+import { getMetadataStorage } from 'class-validator';
+import {
+  ChatCompletionRequestDto,
+  ExtendedChatCompletionRequestDto,
+  ToolLoopMessageDto,
+} from './chat-completion-request.dto';
+import { JSON_SCHEMA_LIMITS } from './json-schema.bounds';
 import { validateDto } from './validate-dto';
 
 const base = (): Record<string, unknown> => ({
@@ -176,10 +183,10 @@ describe('ChatCompletionRequestDto via validateDto', () => {
       expect(validate({ messages: [{ role, content: 'x' }] }).messages[0]!.role).toBe(role);
     });
 
-    it('rejects role "tool" naming messages[0].role', () => {
-      const error = expectRejected({ messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role');
-      expect(error.message).toContain('expected one of system, user, assistant, developer');
-      expect(error.message).toContain('"tool"');
+    it('rejects an unknown role naming messages[0].role and the roles it accepts', () => {
+      const error = expectRejected({ messages: [{ role: 'function', content: 'x' }] }, 'messages[0].role');
+      expect(error.message).toContain('expected one of system, user, assistant, developer, tool');
+      expect(error.message).toContain('"function"');
     });
 
     it('names the index of the offending message', () => {
@@ -388,5 +395,569 @@ describe('ChatCompletionRequestDto via validateDto', () => {
     const error = rejection(body);
     expect(error.param).toBeNull();
     expect(error.message).toBe(`The request body must be a JSON object, got ${description}.`);
+  });
+});
+
+describe('ChatCompletionRequestDto: tools, structured outputs, logprobs and the other OpenAI parameters', () => {
+  const weather = (name = 'get_weather', extra: Record<string, unknown> = {}) => ({
+    type: 'function',
+    function: {
+      name,
+      description: 'Weather in a city',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string' }, days: { type: 'array', items: { type: 'integer' } } },
+        required: ['city'],
+      },
+      ...extra,
+    },
+  });
+  const call = (id = 'call_1', name = 'get_weather') => ({
+    id,
+    type: 'function',
+    function: { name, arguments: '{"city":"Paris"}' },
+  });
+  const toolLoop = (): Record<string, unknown>[] => [
+    { role: 'user', content: 'Weather in Paris?' },
+    { role: 'assistant', content: null, tool_calls: [call()] },
+    { role: 'tool', tool_call_id: 'call_1', content: '{"temp": 21}' },
+  ];
+
+  describe('accepted', () => {
+    it('keeps tools, tool_choice and parallel_tool_calls with the schema intact (arrays stay arrays)', () => {
+      const dto = validate({
+        ...base(),
+        tools: [weather(), weather('get_time', { strict: true })],
+        tool_choice: { type: 'function', function: { name: 'get_time' } },
+        parallel_tool_calls: false,
+      });
+      expect(dto.tools).toHaveLength(2);
+      expect(dto.tools![0]!.function.parameters).toEqual(weather().function.parameters);
+      expect(Array.isArray(dto.tools![0]!.function.parameters!.required)).toBe(true);
+      expect(dto.tool_choice).toEqual({ type: 'function', function: { name: 'get_time' } });
+      expect(dto.parallel_tool_calls).toBe(false);
+    });
+
+    it.each(['none', 'auto', 'required'])('accepts tool_choice %p with tools', (choice) => {
+      expect(validate({ ...base(), tools: [weather()], tool_choice: choice }).tool_choice).toBe(choice);
+    });
+
+    it('accepts a function without parameters or description, and strict null', () => {
+      expect(() =>
+        validate({ ...base(), tools: [{ type: 'function', function: { name: 'ping', strict: null } }] }),
+      ).not.toThrow();
+    });
+
+    it('accepts a whole tool loop: assistant tool_calls with null or absent content, then the tool result', () => {
+      expect(validate({ ...base(), messages: toolLoop() }).messages[2]!.tool_call_id).toBe('call_1');
+      const absent = toolLoop();
+      absent[1] = { role: 'assistant', tool_calls: [call()] };
+      expect(() => validate({ ...base(), messages: absent })).not.toThrow();
+    });
+
+    it('accepts a tool result as text parts', () => {
+      const messages = toolLoop();
+      messages[2] = { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: '21' }] };
+      expect(() => validate({ ...base(), messages })).not.toThrow();
+    });
+
+    it('accepts refusal on assistant messages (null, or the refusal text without content)', () => {
+      const messages = [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b', refusal: null },
+        { role: 'user', content: 'c' },
+        { role: 'assistant', content: null, refusal: 'I cannot help with that.' },
+        { role: 'user', content: 'd' },
+      ];
+      expect(validate({ ...base(), messages }).messages[3]!.refusal).toBe('I cannot help with that.');
+    });
+
+    it.each([
+      { type: 'text' },
+      { type: 'json_object' },
+      { type: 'json_schema', json_schema: { name: 'answer' } },
+      {
+        type: 'json_schema',
+        json_schema: {
+          name: 'answer',
+          description: 'd',
+          strict: true,
+          schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
+        },
+      },
+    ])('accepts response_format %j', (format) => {
+      expect(validate({ ...base(), response_format: format }).response_format).toEqual(format);
+    });
+
+    it('accepts logprobs with top_logprobs 0 and 20', () => {
+      expect(validate({ ...base(), logprobs: true, top_logprobs: 0 }).top_logprobs).toBe(0);
+      expect(validate({ ...base(), logprobs: true, top_logprobs: 20 }).top_logprobs).toBe(20);
+      expect(validate({ ...base(), logprobs: false }).logprobs).toBe(false);
+    });
+
+    it('accepts the advisory and per-model parameters in their documented shapes', () => {
+      const dto = validate({
+        ...base(),
+        metadata: { team: 'search', run: '7' },
+        service_tier: 'auto',
+        prompt_cache_key: 'k',
+        prompt_cache_retention: '24h',
+        safety_identifier: 'user-hash',
+        store: false,
+        logit_bias: { '50256': -100, '7': 5.5 },
+        reasoning_effort: 'low',
+        verbosity: 'high',
+        prediction: { type: 'content', content: 'predicted' },
+        modalities: ['text'],
+        stream_options: { include_obfuscation: false },
+      });
+      expect(dto.logit_bias).toEqual({ '50256': -100, '7': 5.5 });
+      expect(dto.metadata).toEqual({ team: 'search', run: '7' });
+    });
+  });
+
+  describe('refused with the exact path', () => {
+    const tools = (list: unknown[]) => ({ ...base(), tools: list });
+    it.each<[string, Record<string, unknown>, string, string]>([
+      ['tools not an array', { ...base(), tools: {} }, 'tools', 'expected an array of tools'],
+      ['empty tools', tools([]), 'tools', 'non-empty'],
+      ['129 tools', tools(Array.from({ length: 129 }, (_, i) => weather(`f${i}`))), 'tools', 'at most 128'],
+      ['a tool that is not an object', tools([weather(), 'f']), 'tools[1]', 'expected an object'],
+      [
+        'a tool of another type',
+        tools([{ type: 'retrieval', function: { name: 'x' } }]),
+        'tools[0].type',
+        "'function'",
+      ],
+      [
+        'a custom tool',
+        tools([{ type: 'custom', custom: { name: 'x' } }]),
+        'tools[0].custom',
+        'Unrecognized',
+      ],
+      ['a missing function', tools([{ type: 'function' }]), 'tools[0].function', 'expected an object'],
+      [
+        'a bad name',
+        tools([weather('a'), weather('b'), weather('has space')]),
+        'tools[2].function.name',
+        'a name of 1 to 64 characters',
+      ],
+      ['a 65-character name', tools([weather('x'.repeat(65))]), 'tools[0].function.name', '1 to 64'],
+      ['a duplicate name', tools([weather('a'), weather('a')]), 'tools[1].function.name', 'earlier tool'],
+      [
+        'an unknown field in function',
+        tools([weather('a', { examples: [] })]),
+        'tools[0].function.examples',
+        'Unrecognized request argument',
+      ],
+      [
+        'a non-boolean strict',
+        tools([weather('a', { strict: 'yes' })]),
+        'tools[0].function.strict',
+        'boolean',
+      ],
+      [
+        'parameters not an object',
+        tools([weather('a', { parameters: [] })]),
+        'tools[0].function.parameters',
+        'JSON Schema object',
+      ],
+      [
+        'parameters of type string',
+        tools([weather('a', { parameters: { type: 'string' } })]),
+        'tools[0].function.parameters',
+        "type 'object'",
+      ],
+      [
+        'tool_choice naming no tool',
+        { ...base(), tools: [weather()], tool_choice: { type: 'function', function: { name: 'nope' } } },
+        'tool_choice',
+        'not one of',
+      ],
+      ['tool_choice without tools', { ...base(), tool_choice: 'auto' }, 'tool_choice', "when 'tools'"],
+      [
+        'parallel_tool_calls without tools',
+        { ...base(), parallel_tool_calls: true },
+        'parallel_tool_calls',
+        "when 'tools'",
+      ],
+      [
+        'an unknown tool_choice mode',
+        { ...base(), tools: [weather()], tool_choice: 'any' },
+        'tool_choice',
+        '"any"',
+      ],
+      [
+        'a tool_choice of another type',
+        { ...base(), tools: [weather()], tool_choice: { type: 'allowed_tools' } },
+        'tool_choice',
+        "expected 'function'",
+      ],
+      [
+        'a tool_choice without a name',
+        { ...base(), tools: [weather()], tool_choice: { type: 'function', function: {} } },
+        'tool_choice',
+        'function.name',
+      ],
+      [
+        'a non-boolean parallel_tool_calls',
+        { ...base(), tools: [weather()], parallel_tool_calls: 1 },
+        'parallel_tool_calls',
+        'boolean',
+      ],
+      ['a response_format string', { ...base(), response_format: 'json' }, 'response_format', 'an object'],
+      [
+        'an unknown response_format type',
+        { ...base(), response_format: { type: 'xml' } },
+        'response_format.type',
+        "'json_schema'",
+      ],
+      [
+        'json_schema without json_schema',
+        { ...base(), response_format: { type: 'json_schema' } },
+        'response_format.json_schema',
+        'expected an object',
+      ],
+      [
+        'json_schema on a json_object format',
+        { ...base(), response_format: { type: 'json_object', json_schema: { name: 'a' } } },
+        'response_format.json_schema',
+        "only allowed when type is 'json_schema'",
+      ],
+      [
+        'a bad json_schema name',
+        { ...base(), response_format: { type: 'json_schema', json_schema: { name: 'a b' } } },
+        'response_format.json_schema.name',
+        '1 to 64',
+      ],
+      [
+        'a json_schema schema that is not an object',
+        { ...base(), response_format: { type: 'json_schema', json_schema: { name: 'a', schema: true } } },
+        'response_format.json_schema.schema',
+        'JSON Schema object',
+      ],
+      [
+        'an unknown field in json_schema',
+        { ...base(), response_format: { type: 'json_schema', json_schema: { name: 'a', format: 1 } } },
+        'response_format.json_schema.format',
+        'Unrecognized',
+      ],
+      ['a non-boolean logprobs', { ...base(), logprobs: 'yes' }, 'logprobs', 'boolean'],
+      [
+        'top_logprobs 21',
+        { ...base(), logprobs: true, top_logprobs: 21 },
+        'top_logprobs',
+        'between 0 and 20',
+      ],
+      [
+        'top_logprobs -1',
+        { ...base(), logprobs: true, top_logprobs: -1 },
+        'top_logprobs',
+        'between 0 and 20',
+      ],
+      ['top_logprobs 1.5', { ...base(), logprobs: true, top_logprobs: 1.5 }, 'top_logprobs', 'integer'],
+      [
+        'top_logprobs without logprobs',
+        { ...base(), top_logprobs: 2 },
+        'top_logprobs',
+        "'logprobs' must be true",
+      ],
+      [
+        'top_logprobs with logprobs false',
+        { ...base(), logprobs: false, top_logprobs: 2 },
+        'top_logprobs',
+        'must be true',
+      ],
+      [
+        'a logit_bias out of range',
+        { ...base(), logit_bias: { '1': 101 } },
+        'logit_bias',
+        'between -100 and 100',
+      ],
+      [
+        'a logit_bias key that is no token id',
+        { ...base(), logit_bias: { a: 1 } },
+        'logit_bias',
+        'token ids',
+      ],
+      ['an unknown reasoning_effort', { ...base(), reasoning_effort: 'max' }, 'reasoning_effort', 'one of'],
+      ['an unknown verbosity', { ...base(), verbosity: 'loud' }, 'verbosity', 'one of'],
+      ['a prediction of another type', { ...base(), prediction: { type: 'x' } }, 'prediction', "'content'"],
+      ['an unknown modality', { ...base(), modalities: ['video'] }, 'modalities', "'text' and 'audio'"],
+      [
+        '17 metadata pairs',
+        { ...base(), metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) },
+        'metadata',
+        'at most 16',
+      ],
+      ['a metadata number', { ...base(), metadata: { a: 1 } }, 'metadata', 'a string'],
+      ['an unknown service_tier', { ...base(), service_tier: 'gold' }, 'service_tier', 'one of'],
+      ['a non-boolean store', { ...base(), store: 'no' }, 'store', 'boolean'],
+      [
+        'a 65-character safety_identifier',
+        { ...base(), safety_identifier: 'x'.repeat(65) },
+        'safety_identifier',
+        '64',
+      ],
+      ['a bad function_call', { ...base(), function_call: 3 }, 'function_call', "'auto'"],
+      ['functions not an array', { ...base(), functions: {} }, 'functions', 'an array'],
+      [
+        'a non-boolean include_obfuscation',
+        { ...base(), stream_options: { include_obfuscation: 1 } },
+        'stream_options.include_obfuscation',
+        'boolean',
+      ],
+    ])('%s', (_label, body, param, text) => {
+      const error = expectRejected(body, param);
+      expect(error.message).toContain(text);
+      expect(error.toBody().error).toMatchObject({ type: 'invalid_request_error', param });
+    });
+  });
+
+  describe('message shapes refused with the exact path', () => {
+    const withMessages = (...messages: unknown[]) => ({ ...base(), messages });
+    it.each<[string, Record<string, unknown>, string, string]>([
+      [
+        'a tool message answering no earlier call',
+        withMessages({ role: 'user', content: 'a' }, { role: 'tool', tool_call_id: 'call_9', content: 'x' }),
+        'messages[1].tool_call_id',
+        'answers no tool call',
+      ],
+      [
+        'a tool message answering a later call',
+        withMessages(
+          { role: 'user', content: 'a' },
+          { role: 'tool', tool_call_id: 'call_1', content: 'x' },
+          { role: 'assistant', tool_calls: [call()] },
+        ),
+        'messages[1].tool_call_id',
+        'answers no tool call',
+      ],
+      [
+        'a tool message without tool_call_id',
+        withMessages({ role: 'assistant', tool_calls: [call()] }, { role: 'tool', content: 'x' }),
+        'messages[1].tool_call_id',
+        'expected the id',
+      ],
+      [
+        'a tool message without content',
+        withMessages({ role: 'assistant', tool_calls: [call()] }, { role: 'tool', tool_call_id: 'call_1' }),
+        'messages[1].content',
+        'expected a string or an array',
+      ],
+      [
+        'a tool result with an image',
+        withMessages(
+          { role: 'assistant', tool_calls: [call()] },
+          { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'image_url', image_url: { url: 'x' } }] },
+        ),
+        'messages[1].content',
+        "expected 'text'",
+      ],
+      [
+        'tool_calls on a user message',
+        withMessages({ role: 'user', content: 'a', tool_calls: [call()] }),
+        'messages[0].tool_calls',
+        'only assistant messages',
+      ],
+      [
+        'tool_call_id on a user message',
+        withMessages({ role: 'user', content: 'a', tool_call_id: 'call_1' }),
+        'messages[0].tool_call_id',
+        'only tool messages',
+      ],
+      [
+        'refusal on a user message',
+        withMessages({ role: 'user', content: 'a', refusal: 'no' }),
+        'messages[0].refusal',
+        'only assistant messages',
+      ],
+      [
+        'an assistant message with neither content nor calls',
+        withMessages({ role: 'user', content: 'a' }, { role: 'assistant', content: null }),
+        'messages[1].content',
+        'expected content, tool_calls or a refusal',
+      ],
+      [
+        'a user message with null content',
+        withMessages({ role: 'user', content: null }),
+        'messages[0].content',
+        'expected a string',
+      ],
+      [
+        'empty tool_calls',
+        withMessages({ role: 'assistant', tool_calls: [] }),
+        'messages[0].tool_calls',
+        'non-empty',
+      ],
+      [
+        'a tool call that is not an object',
+        withMessages({ role: 'assistant', tool_calls: [call(), 7] }),
+        'messages[0].tool_calls[1]',
+        'expected an object',
+      ],
+      [
+        'a tool call without an id',
+        withMessages({
+          role: 'assistant',
+          tool_calls: [{ type: 'function', function: { name: 'f', arguments: '{}' } }],
+        }),
+        'messages[0].tool_calls[0].id',
+        'a string',
+      ],
+      [
+        'a tool call of another type',
+        withMessages({ role: 'assistant', tool_calls: [{ ...call(), type: 'custom' }] }),
+        'messages[0].tool_calls[0].type',
+        "'function'",
+      ],
+      [
+        'object arguments',
+        withMessages(
+          { role: 'user', content: 'a' },
+          { role: 'user', content: 'b' },
+          { role: 'user', content: 'c' },
+          {
+            role: 'assistant',
+            tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }],
+          },
+        ),
+        'messages[3].tool_calls[0].function.arguments',
+        'the JSON text of the arguments',
+      ],
+      [
+        'an unknown field in a tool call',
+        withMessages({ role: 'assistant', tool_calls: [{ ...call(), index: 0 }] }),
+        'messages[0].tool_calls[0].index',
+        'Unrecognized',
+      ],
+    ])('%s', (_label, body, param, text) => {
+      const error = expectRejected(body, param);
+      expect(error.message).toContain(text);
+    });
+  });
+
+  describe('JSON Schema bounds', () => {
+    const nested = (levels: number): Record<string, unknown> => {
+      let schema: Record<string, unknown> = { type: 'string' };
+      for (let i = 0; i < levels; i++) schema = { type: 'object', properties: { a: schema } };
+      return schema;
+    };
+    const withSchema = (schema: unknown) => ({
+      ...base(),
+      response_format: { type: 'json_schema', json_schema: { name: 's', schema } },
+    });
+
+    it(`accepts ${JSON_SCHEMA_LIMITS.maxNesting} levels of nesting and refuses one more`, () => {
+      // The root object is level 0; each `properties` adds one.
+      expect(() => validate(withSchema(nested(JSON_SCHEMA_LIMITS.maxNesting)))).not.toThrow();
+      const error = expectRejected(
+        withSchema(nested(JSON_SCHEMA_LIMITS.maxNesting + 1)),
+        'response_format.json_schema.schema',
+      );
+      expect(error.message).toContain(`at most ${JSON_SCHEMA_LIMITS.maxNesting} levels`);
+    });
+
+    it('counts items and anyOf branches as it walks', () => {
+      let schema: Record<string, unknown> = { type: 'string' };
+      for (let i = 0; i <= JSON_SCHEMA_LIMITS.maxNesting; i++)
+        schema = { anyOf: [{ type: 'array', items: schema }] };
+      expectRejected(withSchema(schema), 'response_format.json_schema.schema');
+    });
+
+    it(`refuses more than ${JSON_SCHEMA_LIMITS.maxProperties} properties in total`, () => {
+      const half = (offset: number) =>
+        Object.fromEntries(Array.from({ length: 2501 }, (_, i) => [`p${i + offset}`, {}]));
+      const schema = {
+        type: 'object',
+        properties: { a: { type: 'object', properties: half(0) }, ...half(10_000) },
+      };
+      const error = expectRejected(withSchema(schema), 'response_format.json_schema.schema');
+      expect(error.message).toContain(`at most ${JSON_SCHEMA_LIMITS.maxProperties} properties`);
+    });
+
+    it(`refuses a schema over ${JSON_SCHEMA_LIMITS.maxBytes} bytes serialized, in tools too`, () => {
+      const big = { type: 'object', description: 'x'.repeat(JSON_SCHEMA_LIMITS.maxBytes) };
+      const error = expectRejected(
+        { ...base(), tools: [weather('a'), { type: 'function', function: { name: 'b', parameters: big } }] },
+        'tools[1].function.parameters',
+      );
+      expect(error.message).toContain(`at most ${JSON_SCHEMA_LIMITS.maxBytes} bytes`);
+    });
+  });
+
+  it('runs the checks across fields on a job read back from Redis, naming the path inside the job', () => {
+    const job = {
+      v: 1,
+      requestId: 'chatcmpl-0123456789abcdef0123456789abcdef',
+      model: 'sim-chat',
+      replyTo: 'gw-1',
+      deadline: 2,
+      enqueuedAt: 1,
+      request: { ...base(), top_logprobs: 3 },
+    };
+    const error = rejectionOf((body) => validateDto(ChatJobData, body), job);
+    expect(error.param).toBe('request.top_logprobs');
+  });
+});
+
+describe('lean and extended validation classes', () => {
+  const extendedFields = Object.keys(
+    getMetadataStorage().groupByPropertyName(
+      getMetadataStorage().getTargetValidationMetadatas(ExtendedChatCompletionRequestDto, '', false, false),
+    ),
+  ).filter(
+    (field) =>
+      !getMetadataStorage()
+        .getTargetValidationMetadatas(ChatCompletionRequestDto, '', false, false)
+        .some((metadata) => metadata.propertyName === field),
+  );
+
+  it('validates a plain request with the lean class', () => {
+    const dto = validate(base());
+    expect(dto).toBeInstanceOf(ChatCompletionRequestDto);
+    expect(dto).not.toBeInstanceOf(ExtendedChatCompletionRequestDto);
+    expect(dto.messages[0]).not.toBeInstanceOf(ToolLoopMessageDto);
+  });
+
+  it('declares the newer parameters on the extended class only', () => {
+    expect(extendedFields).toEqual(expect.arrayContaining(['tools', 'response_format', 'logprobs', 'store']));
+  });
+
+  it.each([
+    'tools',
+    'tool_choice',
+    'response_format',
+    'logprobs',
+    'top_logprobs',
+    'logit_bias',
+    'metadata',
+    'store',
+    'safety_identifier',
+  ])(
+    'selects the extended class for a body with %s alone (null), so it is never an unknown field',
+    (field) => {
+      expect(validate(withField(field, null))).toBeInstanceOf(ExtendedChatCompletionRequestDto);
+    },
+  );
+
+  it('selects the extended class for every field only it declares', () => {
+    for (const field of extendedFields) {
+      expect([field, validate(withField(field, null)) instanceof ExtendedChatCompletionRequestDto]).toEqual([
+        field,
+        true,
+      ]);
+    }
+  });
+
+  it('validates all messages as tool-loop messages when one of them has a tool-loop key', () => {
+    const dto = validate({
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b', refusal: null },
+      ],
+    });
+    expect(dto.messages[0]).toBeInstanceOf(ToolLoopMessageDto);
+    expect(dto).not.toBeInstanceOf(ExtendedChatCompletionRequestDto);
   });
 });

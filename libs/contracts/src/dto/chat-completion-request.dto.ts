@@ -9,17 +9,34 @@ import {
   IsOptional,
   IsString,
   MaxLength,
+  MinLength,
   Validate,
+  ValidateIf,
   ValidateNested,
   ValidatorConstraint,
   type ValidationArguments,
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { OptionalIntIn, OptionalNumberIn } from './bounded.decorators';
+import {
+  IsFunctionCallConstraint,
+  IsLogitBiasConstraint,
+  IsMetadataConstraint,
+} from './chat-parameter.constraints';
+import {
+  IsPredictionConstraint,
+  IsToolChoiceConstraint,
+  ResponseFormatDto,
+  TOOL_LIMITS,
+  ToolCallDto,
+  ToolDto,
+  type ToolChoiceOption,
+} from './chat-tools.dto';
 import { MODEL_REQUEST_LIMITS, ModelRequestDto } from './model-request.dto';
+import type { FieldProblem } from './validate-dto';
 import { describeValue, expected } from './validation-message';
 
-export const CHAT_ROLES = ['system', 'user', 'assistant', 'developer'] as const;
+export const CHAT_ROLES = ['system', 'user', 'assistant', 'developer', 'tool'] as const;
 export type ChatRole = (typeof CHAT_ROLES)[number];
 
 /** Bounds of the chat request; the spec's tables fix temperature, the penalties and `stop`. */
@@ -33,7 +50,14 @@ export const CHAT_LIMITS = {
   stop: { min: 1, max: 4, maxLength: 256 },
   ...MODEL_REQUEST_LIMITS,
   imageParts: { detail: ['auto', 'low', 'high'] as const },
+  logprobs: { topMin: 0, topMax: 20 },
 } as const;
+
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
+export const VERBOSITIES = ['low', 'medium', 'high'] as const;
+export const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
+export const PROMPT_CACHE_RETENTIONS = ['in-memory', '24h'] as const;
+const ADVISORY_STRING_MAX = 1024;
 
 export interface TextContentPart {
   type: 'text';
@@ -48,11 +72,14 @@ export interface ImageUrlContentPart {
 export type ChatContentPart = TextContentPart | ImageUrlContentPart;
 export type ChatMessageContent = string | ChatContentPart[];
 
-function contentPartProblem(part: unknown, path: string): string | null {
+function contentPartProblem(part: unknown, path: string, textOnly: boolean): string | null {
   if (typeof part !== 'object' || part === null || Array.isArray(part)) {
     return `${path}: expected a content part object, got ${describeValue(part)}.`;
   }
   const record = part as Record<string, unknown>;
+  if (textOnly && record.type !== 'text') {
+    return `${path}.type: expected 'text' (a tool result is text), got ${describeValue(record.type)}.`;
+  }
   const allowed = record.type === 'text' ? ['type', 'text'] : ['type', 'image_url'];
   const extra = Object.keys(record).find((key) => !allowed.includes(key));
   if (record.type === 'text') {
@@ -78,27 +105,28 @@ function contentPartProblem(part: unknown, path: string): string | null {
   return extra === undefined ? null : `${path}: unrecognized field '${extra}'.`;
 }
 
-/** A message's content: a string, or OpenAI content parts (`text`, `image_url`). */
+/** A message's content: a string, or OpenAI content parts (`text`, `image_url`; a tool result: `text` only). */
 @ValidatorConstraint({ name: 'isMessageContent' })
 export class IsMessageContentConstraint implements ValidatorConstraintInterface {
-  private problem(value: unknown): string | null {
+  private problem(value: unknown, message: object): string | null {
     if (typeof value === 'string') return null;
     if (!Array.isArray(value))
       return `expected a string or an array of content parts, got ${describeValue(value)}.`;
     if (value.length === 0) return 'expected at least one content part.';
+    const textOnly = (message as { role?: unknown }).role === 'tool';
     for (let i = 0; i < value.length; i++) {
-      const problem = contentPartProblem(value[i], `content[${i}]`);
+      const problem = contentPartProblem(value[i], `content[${i}]`, textOnly);
       if (problem !== null) return problem;
     }
     return null;
   }
 
-  validate(value: unknown): boolean {
-    return this.problem(value) === null;
+  validate(value: unknown, args: ValidationArguments): boolean {
+    return this.problem(value, args.object) === null;
   }
 
   defaultMessage(args: ValidationArguments): string {
-    return this.problem(args.value) ?? 'invalid content.';
+    return this.problem(args.value, args.object) ?? 'invalid content.';
   }
 }
 
@@ -129,32 +157,212 @@ export class IsStopConstraint implements ValidatorConstraintInterface {
   }
 }
 
+/** Message keys only tool loops and refusals use; a request whose messages have none validates them lean. */
+const TOOL_MESSAGE_KEYS = ['tool_calls', 'tool_call_id', 'refusal'];
+
+function usesToolMessageKeys(messages: unknown): boolean {
+  if (!Array.isArray(messages)) return false;
+  for (const message of messages) {
+    if (typeof message !== 'object' || message === null) continue;
+    for (const key of TOOL_MESSAGE_KEYS) if (key in message) return true;
+  }
+  return false;
+}
+
+/** The keys of a tool loop's messages (validated by `ToolLoopMessageDto`). */
+interface ToolLoopMessageFields {
+  tool_calls?: ToolCallDto[];
+  tool_call_id?: string;
+  refusal?: string | null;
+}
+
+/**
+ * One message as most requests send it: role, content and name. The keys of tool loops belong to its type
+ * (the interface merged below) and are validated by `ToolLoopMessageDto`, which the request uses for its
+ * messages only when one of them carries such a key: class-validator's cost grows with the number of decorated properties, and
+ * plain chat requests must not pay for fields they do not send.
+ */
+// Merged with the interface of the same name below, which adds the tool-loop keys to its type.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class ChatMessageDto {
   @IsIn(CHAT_ROLES, { message: expected(`one of ${CHAT_ROLES.join(', ')}`) })
   @IsString({ message: expected('a string') })
   role!: ChatRole;
 
+  /** Null or absent only on an assistant message that called tools or refused (checked across fields). */
+  @ValidateIf((message: ChatMessageDto) => message.role !== 'assistant' || message.content != null)
   @Validate(IsMessageContentConstraint)
-  content!: ChatMessageContent;
+  content!: ChatMessageContent | null;
 
   @IsOptional()
   @MaxLength(64, { message: expected('a string of at most 64 characters') })
   @IsString({ message: expected('a string') })
   name?: string;
+
+  /** The message class that validates `messages` of a plain request body. */
+  static classFor(messages: unknown): typeof ChatMessageDto {
+    return usesToolMessageKeys(messages) ? ToolLoopMessageDto : ChatMessageDto;
+  }
+}
+
+// The tool-loop keys belong to the type of every message; only `ToolLoopMessageDto` declares them at run time.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface ChatMessageDto extends ToolLoopMessageFields {}
+
+/**
+ * A message of a tool loop. Role-specific rules (who may carry `tool_calls`, `tool_call_id` or `refusal`,
+ * and when an assistant's `content` may be null) are checked across the request, where the path can name
+ * the message.
+ */
+export class ToolLoopMessageDto extends ChatMessageDto implements ToolLoopMessageFields {
+  /** Assistant only: the calls it made, echoed back by the client with their results following. */
+  @IsOptional()
+  @ValidateNested({ each: true })
+  @Type(() => ToolCallDto)
+  @IsObject({ each: true, message: expected('an array of tool call objects') })
+  @ArrayMaxSize(TOOL_LIMITS.toolCalls.max, {
+    message: expected(`at most ${TOOL_LIMITS.toolCalls.max} tool calls`),
+  })
+  @ArrayMinSize(1, { message: expected('a non-empty array of tool calls') })
+  @IsArray({ message: expected('an array of tool calls') })
+  override tool_calls?: ToolCallDto[];
+
+  /** Tool only: the id of the call this message answers. */
+  @IsOptional()
+  @MaxLength(TOOL_LIMITS.toolCallId.maxLength, {
+    message: expected(`an id of at most ${TOOL_LIMITS.toolCallId.maxLength} characters`),
+  })
+  @MinLength(1, { message: expected('a non-empty id') })
+  @IsString({ message: expected('a string') })
+  override tool_call_id?: string;
+
+  /** Assistant only: OpenAI's refusal text of an earlier turn, echoed back (usually null). */
+  @IsOptional()
+  @IsString({ message: expected('a string or null') })
+  override refusal?: string | null;
 }
 
 export class StreamOptionsDto {
   @IsOptional()
   @IsBoolean({ message: expected('a boolean') })
   include_usage?: boolean;
+
+  /** The gateway never pads stream events; `true` is refused per model (no model supports it). */
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  include_obfuscation?: boolean;
 }
 
-const { temperature, topP, penalty, n, maxTokens, messages } = CHAT_LIMITS;
+const invalid = (param: string, problem: string): FieldProblem => ({
+  param,
+  message: `Invalid '${param}': ${problem}`,
+});
 
-/** `POST /v1/chat/completions` body. Unknown fields are refused, as OpenAI does. */
+/** Problems of tool messages and assistant calls; one pass, and only over what the messages carry. */
+function messagesProblem(messages: readonly ChatMessageDto[]): FieldProblem | null {
+  let callIds: Set<string> | null = null;
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!;
+    const { role } = message;
+    if (message.tool_calls != null) {
+      if (role !== 'assistant') {
+        return invalid(`messages[${i}].tool_calls`, `only assistant messages may carry tool calls.`);
+      }
+      callIds ??= new Set();
+      for (const call of message.tool_calls) callIds.add(call.id);
+    }
+    if (message.refusal != null && role !== 'assistant') {
+      return invalid(`messages[${i}].refusal`, `only assistant messages may carry a refusal.`);
+    }
+    if (role === 'assistant') {
+      if (message.content == null && message.tool_calls == null && message.refusal == null) {
+        return invalid(`messages[${i}].content`, `expected content, tool_calls or a refusal, got none.`);
+      }
+    } else if (role === 'tool') {
+      if (message.tool_call_id == null) {
+        return invalid(
+          `messages[${i}].tool_call_id`,
+          `expected the id of the tool call this message answers.`,
+        );
+      }
+      if (callIds === null || !callIds.has(message.tool_call_id)) {
+        return invalid(
+          `messages[${i}].tool_call_id`,
+          `${describeValue(message.tool_call_id)} answers no tool call of an earlier assistant message.`,
+        );
+      }
+    }
+    if (message.tool_call_id != null && role !== 'tool') {
+      return invalid(`messages[${i}].tool_call_id`, `only tool messages may carry a tool_call_id.`);
+    }
+  }
+  return null;
+}
+
+const { temperature, topP, penalty, n, maxTokens, messages, logprobs } = CHAT_LIMITS;
+
+/** The newer OpenAI parameters (validated by `ExtendedChatCompletionRequestDto`). */
+interface ChatRequestExtensionFields {
+  tools?: ToolDto[];
+  tool_choice?: ToolChoiceOption;
+  parallel_tool_calls?: boolean;
+  response_format?: ResponseFormatDto;
+  logprobs?: boolean;
+  top_logprobs?: number;
+  logit_bias?: Record<string, number>;
+  reasoning_effort?: (typeof REASONING_EFFORTS)[number];
+  verbosity?: (typeof VERBOSITIES)[number];
+  prediction?: { type: 'content'; content: string | TextContentPart[] };
+  modalities?: Array<'text' | 'audio'>;
+  audio?: Record<string, unknown>;
+  web_search_options?: Record<string, unknown>;
+  functions?: unknown[];
+  function_call?: unknown;
+  store?: boolean;
+  metadata?: Record<string, string>;
+  service_tier?: (typeof SERVICE_TIERS)[number];
+  prompt_cache_key?: string;
+  prompt_cache_retention?: (typeof PROMPT_CACHE_RETENTIONS)[number];
+  safety_identifier?: string;
+}
+
+/** Top-level keys that select `ExtendedChatCompletionRequestDto`. */
+const EXTENSION_KEYS: ReadonlySet<string> = new Set([
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'logprobs',
+  'top_logprobs',
+  'logit_bias',
+  'reasoning_effort',
+  'verbosity',
+  'prediction',
+  'modalities',
+  'audio',
+  'web_search_options',
+  'functions',
+  'function_call',
+  'store',
+  'metadata',
+  'service_tier',
+  'prompt_cache_key',
+  'prompt_cache_retention',
+  'safety_identifier',
+]);
+
+/**
+ * `POST /v1/chat/completions` body. Unknown fields are refused, as OpenAI does. Every parameter OpenAI
+ * documents is declared with its shape; whether a model honours one is decided per model at the gateway
+ * (see `unsupportedChatParameter`), so none is ever ignored silently. This class validates the parameters
+ * most requests send; a body with any newer one is validated by `ExtendedChatCompletionRequestDto`, so that
+ * plain requests do not pay class-validator's per-property cost for fields they do not have.
+ */
+// Merged with the interface of the same name below, which adds the newer parameters to its type.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class ChatCompletionRequestDto extends ModelRequestDto {
   @ValidateNested({ each: true })
-  @Type(() => ChatMessageDto)
+  @Type((help) => ChatMessageDto.classFor((help?.object as { messages?: unknown } | undefined)?.messages))
   // Without this, an array in place of a message would be transformed into an empty message and pass.
   @IsObject({ each: true, message: expected('an array of message objects') })
   @ArrayMaxSize(messages.max, { message: expected(`at most ${messages.max} messages`) })
@@ -199,4 +407,172 @@ export class ChatCompletionRequestDto extends ModelRequestDto {
 
   @OptionalIntIn(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'a safe integer')
   seed?: number;
+
+  /** The class that validates `plain` (see `validateDto`). */
+  static validationClassFor(plain: object): typeof ChatCompletionRequestDto {
+    for (const key in plain) if (EXTENSION_KEYS.has(key)) return ExtendedChatCompletionRequestDto;
+    return ChatCompletionRequestDto;
+  }
+
+  /**
+   * Rules that span fields, run once every field is valid on its own. Cheap for a request without tools:
+   * a few property checks and one pass over the messages' roles.
+   */
+  static problemAcrossFields(request: ChatCompletionRequestDto): FieldProblem | null {
+    if (request.top_logprobs != null && request.logprobs !== true) {
+      return invalid('top_logprobs', `'logprobs' must be true when 'top_logprobs' is set.`);
+    }
+    const format = request.response_format;
+    if (format != null) {
+      if (format.type === 'json_schema' && format.json_schema == null) {
+        return invalid(
+          'response_format.json_schema',
+          `expected an object with a name when type is 'json_schema'.`,
+        );
+      }
+      if (format.type !== 'json_schema' && format.json_schema != null) {
+        return invalid('response_format.json_schema', `only allowed when type is 'json_schema'.`);
+      }
+    }
+    const tools = request.tools;
+    if (tools == null) {
+      if (request.tool_choice != null)
+        return invalid('tool_choice', `only allowed when 'tools' are specified.`);
+      if (request.parallel_tool_calls != null) {
+        return invalid('parallel_tool_calls', `only allowed when 'tools' are specified.`);
+      }
+    } else {
+      const names = new Set<string>();
+      for (let i = 0; i < tools.length; i++) {
+        const name = tools[i]!.function.name;
+        if (names.has(name))
+          return invalid(`tools[${i}].function.name`, `${describeValue(name)} names an earlier tool too.`);
+        names.add(name);
+      }
+      const choice = request.tool_choice;
+      if (typeof choice === 'object' && choice !== null && !names.has(choice.function.name)) {
+        return invalid(
+          'tool_choice',
+          `the function ${describeValue(choice.function.name)} is not one of 'tools'.`,
+        );
+      }
+    }
+    return messagesProblem(request.messages);
+  }
+}
+
+// The newer parameters belong to the type of every request; only the extended class declares them at run time.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface ChatCompletionRequestDto extends ChatRequestExtensionFields {}
+
+/** A chat request using tools, structured outputs, logprobs or any other newer OpenAI parameter. */
+export class ExtendedChatCompletionRequestDto
+  extends ChatCompletionRequestDto
+  implements ChatRequestExtensionFields
+{
+  @IsOptional()
+  @ValidateNested({ each: true })
+  @Type(() => ToolDto)
+  @IsObject({ each: true, message: expected('an array of tool objects') })
+  @ArrayMaxSize(TOOL_LIMITS.tools.max, { message: expected(`at most ${TOOL_LIMITS.tools.max} tools`) })
+  @ArrayMinSize(1, { message: expected('a non-empty array of tools') })
+  @IsArray({ message: expected('an array of tools') })
+  override tools?: ToolDto[];
+
+  @IsOptional()
+  @Validate(IsToolChoiceConstraint)
+  override tool_choice?: ToolChoiceOption;
+
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  override parallel_tool_calls?: boolean;
+
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ResponseFormatDto)
+  @IsObject({ message: expected('an object with a type') })
+  override response_format?: ResponseFormatDto;
+
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  override logprobs?: boolean;
+
+  @OptionalIntIn(logprobs.topMin, logprobs.topMax)
+  override top_logprobs?: number;
+
+  @IsOptional()
+  @Validate(IsLogitBiasConstraint)
+  override logit_bias?: Record<string, number>;
+
+  @IsOptional()
+  @IsIn(REASONING_EFFORTS, { message: expected(`one of ${REASONING_EFFORTS.join(', ')}`) })
+  override reasoning_effort?: (typeof REASONING_EFFORTS)[number];
+
+  @IsOptional()
+  @IsIn(VERBOSITIES, { message: expected(`one of ${VERBOSITIES.join(', ')}`) })
+  override verbosity?: (typeof VERBOSITIES)[number];
+
+  @IsOptional()
+  @Validate(IsPredictionConstraint)
+  override prediction?: { type: 'content'; content: string | TextContentPart[] };
+
+  @IsOptional()
+  @IsIn(['text', 'audio'], { each: true, message: expected("an array of 'text' and 'audio'") })
+  @ArrayMaxSize(2, { message: expected("an array of 'text' and 'audio'") })
+  @IsArray({ message: expected('an array of modalities') })
+  override modalities?: Array<'text' | 'audio'>;
+
+  /** Audio output; refused per model (no backend produces audio). */
+  @IsOptional()
+  @IsObject({ message: expected('an object') })
+  override audio?: Record<string, unknown>;
+
+  /** Search-augmented generation; refused per model (no backend searches). */
+  @IsOptional()
+  @IsObject({ message: expected('an object') })
+  override web_search_options?: Record<string, unknown>;
+
+  /** Deprecated predecessor of `tools`; refused per model, the message points to `tools`. */
+  @IsOptional()
+  @IsArray({ message: expected('an array of functions') })
+  override functions?: unknown[];
+
+  /** Deprecated predecessor of `tool_choice`; refused per model. */
+  @IsOptional()
+  @Validate(IsFunctionCallConstraint)
+  override function_call?: unknown;
+
+  /** Stored completions do not exist here: `true` is refused per model, `false` is what happens anyway. */
+  @IsOptional()
+  @IsBoolean({ message: expected('a boolean') })
+  override store?: boolean;
+
+  /** Advisory: accepted and not acted on (see the README's parameter table). */
+  @IsOptional()
+  @Validate(IsMetadataConstraint)
+  override metadata?: Record<string, string>;
+
+  /** Advisory: every request is served at the one tier the gateway has. */
+  @IsOptional()
+  @IsIn(SERVICE_TIERS, { message: expected(`one of ${SERVICE_TIERS.join(', ')}`) })
+  override service_tier?: (typeof SERVICE_TIERS)[number];
+
+  /** Advisory: prompt caching, where a backend has it, is keyed by the backend itself. */
+  @IsOptional()
+  @MaxLength(ADVISORY_STRING_MAX, {
+    message: expected(`a string of at most ${ADVISORY_STRING_MAX} characters`),
+  })
+  @IsString({ message: expected('a string') })
+  override prompt_cache_key?: string;
+
+  /** Advisory, like `prompt_cache_key`. */
+  @IsOptional()
+  @IsIn(PROMPT_CACHE_RETENTIONS, { message: expected(`one of ${PROMPT_CACHE_RETENTIONS.join(', ')}`) })
+  override prompt_cache_retention?: (typeof PROMPT_CACHE_RETENTIONS)[number];
+
+  /** Advisory: an end-user id for abuse detection, which the gateway does not do (OpenAI: ≤ 64 characters). */
+  @IsOptional()
+  @MaxLength(64, { message: expected('a string of at most 64 characters') })
+  @IsString({ message: expected('a string') })
+  override safety_identifier?: string;
 }

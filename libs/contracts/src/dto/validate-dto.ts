@@ -64,6 +64,23 @@ export function toInvalidRequest(errors: ValidationError[]): GatewayError {
   return GatewayError.invalidRequest(`Invalid '${leaf.path}': ${constraints[key]}`, leaf.path);
 }
 
+/** Where a request breaks a rule that spans several fields; `param` is the exact path. */
+export interface FieldProblem {
+  param: string;
+  message: string;
+}
+
+/** Optional static hooks of a DTO class; static, so plain objects of the DTO's shape still type-check. */
+interface DtoClassHooks<T> {
+  /**
+   * Rules across fields (a `tool_choice` naming one of `tools`, …), checked once every field is valid on
+   * its own, so they can rely on the types.
+   */
+  problemAcrossFields?(instance: T): FieldProblem | null;
+  /** The (sub)class that validates this body: a lean one when the body has none of the rarer fields. */
+  validationClassFor?(plain: object): ClassConstructor<T>;
+}
+
 /**
  * Validates untrusted plain data (an HTTP body, or a job read back from Redis) into a DTO instance.
  * Unknown fields are refused rather than silently dropped.
@@ -72,7 +89,8 @@ export function validateDto<T extends object>(cls: ClassConstructor<T>, plain: u
   if (typeof plain !== 'object' || plain === null || Array.isArray(plain)) {
     throw GatewayError.invalidRequest(`The request body must be a JSON object, got ${describeValue(plain)}.`);
   }
-  const instance = plainToInstance(cls, plain);
+  const hooks = cls as DtoClassHooks<T>;
+  const instance = plainToInstance(hooks.validationClassFor?.(plain) ?? cls, plain);
   const errors = validateSync(instance, {
     whitelist: true,
     forbidNonWhitelisted: true,
@@ -80,5 +98,7 @@ export function validateDto<T extends object>(cls: ClassConstructor<T>, plain: u
     validationError: { target: false, value: true },
   });
   if (errors.length > 0) throw toInvalidRequest(errors);
+  const problem = hooks.problemAcrossFields?.(instance);
+  if (problem) throw GatewayError.invalidRequest(problem.message, problem.param);
   return instance;
 }

@@ -7,6 +7,11 @@ export interface ModelObject {
   owned_by: string;
   type: ModelType;
   capabilities: ModelCapabilities;
+  /**
+   * Chat models only, beyond the seed's shape: every OpenAI request parameter the model honours (as
+   * OpenRouter lists them); a request using any other gated parameter is refused with a 400.
+   */
+  supported_parameters?: string[];
 }
 
 export interface ModelList {

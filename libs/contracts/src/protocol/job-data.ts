@@ -12,6 +12,7 @@ import {
 } from 'class-validator';
 import { ChatCompletionRequestDto } from '../dto/chat-completion-request.dto';
 import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
+import type { FieldProblem } from '../dto/validate-dto';
 import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN } from './names';
 
 export const JOB_PROTOCOL_VERSION = 1;
@@ -61,8 +62,14 @@ export type JobEnvelopeFields = Omit<ChatJobData, 'request'>;
 
 export class ChatJobData extends JobEnvelope {
   @ValidateNested()
-  @Type(() => ChatCompletionRequestDto)
+  @Type((help) => ChatCompletionRequestDto.validationClassFor((help?.object as ChatJobData).request ?? {}))
   request!: ChatCompletionRequestDto;
+
+  /** The request's rules across fields hold for a job read back from Redis too. */
+  static problemAcrossFields(job: ChatJobData): FieldProblem | null {
+    const problem = ChatCompletionRequestDto.problemAcrossFields(job.request);
+    return problem && { param: `request.${problem.param}`, message: problem.message };
+  }
 }
 
 export class ImageJobData extends JobEnvelope {

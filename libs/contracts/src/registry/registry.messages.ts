@@ -84,6 +84,11 @@ export interface ModelEntry {
   scaleToZero?: { maxWaitMs: number };
   /** The catalog's bound on waiting jobs; absent when the catalog sets none. */
   maxQueueDepth?: number;
+  /**
+   * Chat models declared in the catalog: the OpenAI request parameters the model's backend honours
+   * (`supportedChatParametersOf` in inference). Absent for image models and undeclared models.
+   */
+  supportedParameters?: string[];
 }
 
 export type ModelLookup =
