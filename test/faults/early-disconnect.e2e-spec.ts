@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { PrivateRedis } from '../support/private-redis';
 import { readSse } from '../support/sse';
 import { Stack } from '../support/stack';
 
@@ -78,6 +79,17 @@ function sendAndLeave(port: number, key: string, body: Buffer, closeAfterMs: num
   });
 }
 
+async function createLimitedKey(stack: Stack, name: string): Promise<{ key: string; slots: string }> {
+  const res = await fetch(`${stack.baseUrl}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name, max_concurrent: 2 }),
+  });
+  expect(res.status).toBe(201);
+  const created = (await res.json()) as { id: string; key: string };
+  return { key: created.key, slots: `${stack.namespace}:limits:${created.id}:concurrency` };
+}
+
 /**
  * A client that leaves early must not keep its key's concurrency slot: every admitted request releases it
  * on every ending — the socket closed while the body was validated or admitted, while the job waited in
@@ -87,21 +99,7 @@ describe('a client that leaves early releases its concurrency slot', () => {
   let stack: Stack;
   let port: number;
 
-  const admin = (init: RequestInit = {}): RequestInit => ({
-    ...init,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-  });
-
-  /** A key allowed two requests at a time; returns its secret and its concurrency set's Redis name. */
-  async function limitedKey(name: string): Promise<{ key: string; slots: string }> {
-    const res = await fetch(
-      `${stack.baseUrl}/admin/keys`,
-      admin({ method: 'POST', body: JSON.stringify({ name, max_concurrent: 2 }) }),
-    );
-    expect(res.status).toBe(201);
-    const created = (await res.json()) as { id: string; key: string };
-    return { key: created.key, slots: `${stack.namespace}:limits:${created.id}:concurrency` };
-  }
+  const limitedKey = (name: string) => createLimitedKey(stack, name);
 
   function chat(key: string, body: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
     return fetch(`${stack.baseUrl}/v1/chat/completions`, {
@@ -222,5 +220,53 @@ describe('a client that leaves early releases its concurrency slot', () => {
     await sleep(300);
     expect(await held(slots)).toBe(0);
     await bothSlotsServe(key);
+  }, 60_000);
+});
+
+/**
+ * The same ending made certain rather than timed: Redis holds the admission (writes paused) while the
+ * client leaves, so its socket's 'close' fires before the admission resolves.
+ */
+describe('a client that leaves while its admission waits on Redis', () => {
+  let redis: PrivateRedis;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    redis = await PrivateRedis.start();
+    stack = await Stack.start({ redisUrl: redis.url, env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN } });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+    await redis?.down();
+  });
+
+  it('releases the slot once the admission resolves, and the key serves two at once', async () => {
+    const { key, slots } = await createLimitedKey(stack, 'paused');
+    const port = Number(new URL(stack.baseUrl).port);
+    const body = Buffer.from(
+      JSON.stringify({ model: 'sim-chat', messages: [{ role: 'user', content: 'hi' }] }),
+    );
+    // Writes (the admission script among them) wait until the pause ends; reads go on.
+    await stack.redis.call('CLIENT', 'PAUSE', '3000', 'WRITE');
+    try {
+      await sendAndLeave(port, key, body, 500);
+      expect(await stack.redis.zcard(slots)).toBe(0);
+    } finally {
+      await stack.redis.call('CLIENT', 'UNPAUSE');
+    }
+    // The held admission now runs; a slot it leaked would stay held (its lease refreshed) from here on.
+    await sleep(2000);
+    expect(await stack.redis.zcard(slots)).toBe(0);
+    const answers = await Promise.all(
+      [0, 1].map(() =>
+        fetch(`${stack.baseUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body,
+        }),
+      ),
+    );
+    expect(answers.map((res) => res.status)).toEqual([200, 200]);
   }, 60_000);
 });
