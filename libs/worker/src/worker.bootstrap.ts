@@ -14,11 +14,11 @@ export function bootstrapWorker(kind: ModelKind, env: NodeJS.ProcessEnv): void {
     const config = loadWorkerConfig(env, kind);
     const catalog = await loadCatalog(config.catalogPath);
     const logger = createAppLogger(app, config.logLevel);
-    const context = await NestFactory.createApplicationContext(
-      WorkerModule.forRoot({ kind, config, catalog, logger }),
-      // A bad catalog entry or WORKER_MODELS fails a provider: runApp reports it (exit 78), not Nest.
-      { logger, abortOnError: false },
-    );
+    // A bad WORKER_MODELS or backend option throws its ConfigError here, before Nest starts: runApp prints
+    // it in one line and exits 78.
+    const module = WorkerModule.forRoot({ kind, config, catalog, logger });
+    // Any other provider failing to build reaches runApp too, rather than Nest aborting the process.
+    const context = await NestFactory.createApplicationContext(module, { logger, abortOnError: false });
     context.enableShutdownHooks();
     // Room for the drain plus closing connections; past it the process exits rather than hang.
     exitIfShutdownStalls(app, config.drainTimeoutMs + 15_000);

@@ -91,7 +91,27 @@ describe('WorkerModule wiring', () => {
     }
   });
 
-  it('fails to build with the ConfigError of a model the catalog does not declare', async () => {
-    await expect(compile('chat', { WORKER_MODELS: 'chat-a,missing' })).rejects.toBeInstanceOf(ConfigError);
+  it('fails with the ConfigError of a model the catalog does not declare, before Nest builds anything', () => {
+    expect(() => compile('chat', { WORKER_MODELS: 'chat-a,missing' })).toThrow(ConfigError);
+    expect(() => compile('chat', { WORKER_MODELS: 'chat-a,missing' })).toThrow(
+      'WORKER_MODELS: "missing" is not declared in catalog deploy/test-catalog.json',
+    );
+  });
+
+  it('fails with the ConfigError of a backend option it cannot accept, before Nest builds anything', () => {
+    const bad: Catalog = parseCatalog(
+      JSON.stringify({
+        models: [{ ...model('chat-a', 'chat'), backend: { kind: 'simulator', nonsense: 1 } }],
+      }),
+      'deploy/test-catalog.json',
+    );
+    expect(() =>
+      WorkerModule.forRoot({
+        kind: 'chat',
+        config: loadWorkerConfig({}, 'chat'),
+        catalog: bad,
+        logger: silent,
+      }),
+    ).toThrow(/catalog model "chat-a": backend\.nonsense is not an option/);
   });
 });

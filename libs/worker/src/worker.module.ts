@@ -37,47 +37,8 @@ export interface WorkerModuleOptions {
   logger: LoggerService;
 }
 
-/** The process's own settings, catalog and logger, and what follows from them alone. */
-const settingsProviders: Provider[] = [
-  {
-    provide: SERVED_MODELS,
-    useFactory: (catalog: Catalog, kind: ModelKind, config: WorkerConfig) =>
-      selectServedModels(catalog, kind, config.models),
-    inject: [WORKER_CATALOG, WORKER_KIND, WorkerConfig],
-  },
-  {
-    provide: WorkerCapacity,
-    useFactory: (kind: ModelKind, config: WorkerConfig) => WorkerCapacity.of(kind, config),
-    inject: [WORKER_KIND, WorkerConfig],
-  },
-];
-
-/** The served models' backends (per model, owned by ServedBackends) and a job processor for each. */
+/** A job processor for each served model, on its backend. */
 const modelProviders: Provider[] = [
-  {
-    provide: ServedBackends,
-    useFactory: (
-      kind: ModelKind,
-      served: CatalogModel[],
-      config: WorkerConfig,
-      capacity: WorkerCapacity,
-      logger: LoggerService,
-    ) =>
-      ServedBackends.create(
-        kind,
-        served,
-        {
-          simChatTtftMs: config.simChatTtftMs,
-          simChatTokensPerS: config.simChatTokensPerS,
-          simImageLatencyMs: config.simImageLatencyMs,
-          concurrency: capacity.concurrency,
-          environment: config.environment,
-          catalogDir: dirname(resolve(config.catalogPath)),
-        },
-        logger,
-      ),
-    inject: [WORKER_KIND, SERVED_MODELS, WorkerConfig, WorkerCapacity, WORKER_LOGGER],
-  },
   {
     provide: MODEL_PROCESSORS,
     useFactory: (backends: ServedBackends, runner: JobRunner, usage: UsageReporter, config: WorkerConfig) =>
@@ -225,6 +186,24 @@ const registryProviders: Provider[] = [
 @Module({})
 export class WorkerModule {
   static forRoot({ kind, config, catalog, logger }: WorkerModuleOptions): DynamicModule {
+    // What follows from the settings and the catalog alone (the served models, their backends' options) is
+    // resolved here, before Nest builds anything: a bad WORKER_MODELS or backend option is a ConfigError
+    // the caller reports in one clear line, rather than a provider failure Nest logs with its stack first.
+    const served = selectServedModels(catalog, kind, config.models);
+    const capacity = WorkerCapacity.of(kind, config);
+    const backends = ServedBackends.create(
+      kind,
+      served,
+      {
+        simChatTtftMs: config.simChatTtftMs,
+        simChatTokensPerS: config.simChatTokensPerS,
+        simImageLatencyMs: config.simImageLatencyMs,
+        concurrency: capacity.concurrency,
+        environment: config.environment,
+        catalogDir: dirname(resolve(config.catalogPath)),
+      },
+      logger,
+    );
     return {
       module: WorkerModule,
       providers: [
@@ -232,7 +211,9 @@ export class WorkerModule {
         { provide: WorkerConfig, useValue: config },
         { provide: WORKER_CATALOG, useValue: catalog },
         { provide: WORKER_LOGGER, useValue: logger },
-        ...settingsProviders,
+        { provide: SERVED_MODELS, useValue: served },
+        { provide: WorkerCapacity, useValue: capacity },
+        { provide: ServedBackends, useValue: backends },
         ...modelProviders,
         ...connectionProviders,
         ...jobProviders,

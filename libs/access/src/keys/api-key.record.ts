@@ -8,7 +8,6 @@ import {
   IsInt,
   IsOptional,
   IsString,
-  Matches,
   Max,
   MaxLength,
   Min,
@@ -26,67 +25,29 @@ export function jobPriorityOf(tier: PriorityTier): number {
 }
 
 /**
- * A key as stored in Redis (JSON under its id). Read back it is validated like any untrusted input:
- * a record that does not parse authenticates nobody.
+ * A key as stored in Redis (JSON under its id). Read back it is checked like any untrusted input
+ * (`readApiKeyRecord`): a record that does not read authenticates nobody.
  */
-export class ApiKeyRecord {
-  @Matches(/^key_[0-9a-f]{24}$/)
-  id!: string;
-
-  @MaxLength(128)
-  @MinLength(1)
-  @IsString()
-  name!: string;
-
+export interface ApiKeyRecord {
+  /** `key_` and 24 hex digits. */
+  id: string;
+  /** 1 to 128 characters. */
+  name: string;
   /** SHA-256 (hex) of the secret; the secret itself is never stored. */
-  @Matches(/^[0-9a-f]{64}$/)
-  hash!: string;
-
+  hash: string;
   /** `sk-gw-` and the next 4 characters, to tell keys apart in listings. */
-  @Matches(/^sk-gw-[A-Za-z0-9_-]{4}$/)
-  prefix!: string;
-
+  prefix: string;
   /** Unix seconds. */
-  @Min(0)
-  @IsInt()
-  createdAt!: number;
-
-  @IsOptional()
-  @Min(0)
-  @IsInt()
-  expiresAt!: number | null;
-
+  createdAt: number;
+  expiresAt: number | null;
   /** Model ids the key may use; null = all. */
-  @IsOptional()
-  @IsString({ each: true })
-  @IsArray()
-  models!: string[] | null;
-
-  @IsOptional()
-  @Min(1)
-  @IsInt()
-  rpm!: number | null;
-
-  @IsOptional()
-  @Min(1)
-  @IsInt()
-  tpm!: number | null;
-
-  @IsOptional()
-  @Min(1)
-  @IsInt()
-  maxConcurrent!: number | null;
-
-  @IsIn(PRIORITY_TIERS)
-  priority!: PriorityTier;
-
-  @IsBoolean()
-  disabled!: boolean;
-
-  @IsOptional()
-  @Min(0)
-  @IsInt()
-  revokedAt!: number | null;
+  models: string[] | null;
+  rpm: number | null;
+  tpm: number | null;
+  maxConcurrent: number | null;
+  priority: PriorityTier;
+  disabled: boolean;
+  revokedAt: number | null;
 }
 
 /** A key as the admin API and the CLI show it: never the secret, nor its hash. */

@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
-import { GatewayError, validateDto } from '@mgw/contracts';
+import { GatewayError } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
+import { readApiKeyRecord } from './api-key-record.reader';
 import {
-  ApiKeyRecord,
   toKeyView,
+  type ApiKeyRecord,
   type ApiKeyView,
   type CreateKeyDto,
   type UpdateKeyDto,
@@ -153,7 +154,7 @@ export class KeyStore {
   private parse(raw: string | null): ApiKeyRecord | null {
     if (raw === null) return null;
     try {
-      return validateDto(ApiKeyRecord, JSON.parse(raw));
+      return readApiKeyRecord(JSON.parse(raw));
     } catch {
       return null;
     }

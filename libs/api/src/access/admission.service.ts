@@ -13,6 +13,7 @@ import {
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError, type ModelEntry, type ModelKind } from '@mgw/contracts';
 import { JobProducer } from '@mgw/queue';
+import { AdmissionHold } from './admission-hold';
 
 /** What the job carries from its admission. */
 export interface AdmittedFields {
@@ -28,6 +29,12 @@ export interface Admission {
    * this request is counted. Resolves or rejects as the enqueue did.
    */
   track: (enqueue: Promise<void>) => Promise<void>;
+}
+
+/** Calls `over` once the response is over (finished, failed or its client gone) — at once if it already is. */
+function whenResponseOver(reply: FastifyReply, over: () => void): void {
+  if (reply.raw.destroyed) over();
+  else reply.raw.once('close', over);
 }
 
 /** Retry-After for a full queue when the model finished nothing in the last minute. */
@@ -90,29 +97,21 @@ export class AdmissionService implements OnApplicationShutdown {
     const headers = rateLimitHeaders(decision.state);
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
     for (const [name, value] of Object.entries(headers)) reply.raw.setHeader(name, value);
-    const ticket = decision.ticket;
-    if (ticket.leased) this.leases.track(ticket);
-    let settled = false;
-    let queued = false;
-    const release = () => {
-      if (settled) return;
-      settled = true;
-      this.leases.untrack(ticket);
-      this.quietly(this.limiter.release(ticket, queued), ticket, 'release');
-    };
-    reply.raw.once('close', release);
+    const hold = new AdmissionHold(decision.ticket, this.limiter, this.leases, (work, what) =>
+      this.quietly(work, decision.ticket, what),
+    );
+    // The one ending of the hold that the request's own lifecycle drives: its response is over, which covers
+    // an answer, an error and a client that left. A client may leave while the admission runs: its 'close'
+    // has fired already, so the hold ends now and the request goes no further.
+    whenResponseOver(reply, () => hold.release());
+    if (hold.ended) throw GatewayError.clientClosed();
     return {
       fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
       track: (enqueue) =>
         enqueue.then(
-          () => {
-            queued = true;
-            this.quietly(this.limiter.enqueued(ticket), ticket, 'enqueued');
-          },
+          () => hold.enqueued(),
           (error: unknown) => {
-            settled = true;
-            this.leases.untrack(ticket);
-            this.quietly(this.limiter.rollback(ticket), ticket, 'rollback');
+            hold.rollback();
             throw error;
           },
         ),

@@ -130,6 +130,12 @@ export class RequestPipeline {
     // (scale-to-zero) still opens the stream at once: keep-alive comments hold proxies while a worker
     // starts, and a wait that runs out ends the stream with the model_unavailable error.
     await admission.track(inflight.enqueue(job, deadlineMs, startWithinMs));
+    // The client may have left while the job was being enqueued: its 'close' has fired already, so no
+    // listener would ever take the job back.
+    if (reply.raw.destroyed) {
+      inflight.abandon();
+      throw GatewayError.clientClosed();
+    }
     reply.hijack();
     sse.open({ 'x-request-id': job.requestId });
     this.metrics.streamOpened(reply.raw);

@@ -1,0 +1,69 @@
+import { readApiKeyRecord, InvalidKeyRecordError } from './api-key-record.reader';
+import type { ApiKeyRecord } from './api-key.record';
+
+const stored: ApiKeyRecord = {
+  id: `key_${'a1'.repeat(12)}`,
+  name: 'ci',
+  hash: 'f'.repeat(64),
+  prefix: 'sk-gw-Ab_9',
+  createdAt: 1_700_000_000,
+  expiresAt: null,
+  models: ['sim-chat'],
+  rpm: 60,
+  tpm: null,
+  maxConcurrent: 2,
+  priority: 'high',
+  disabled: false,
+  revokedAt: null,
+};
+
+const readBack = (change: Record<string, unknown>) =>
+  readApiKeyRecord(JSON.parse(JSON.stringify({ ...stored, ...change })));
+
+describe('readApiKeyRecord', () => {
+  it('reads back what the store writes, field for field', () => {
+    expect(readApiKeyRecord(JSON.parse(JSON.stringify(stored)))).toEqual(stored);
+  });
+
+  it('accepts the values the admin API can store: zero times, a one-space name, no limits, absent optionals', () => {
+    expect(readBack({ expiresAt: 0, revokedAt: 0, name: ' ', models: null, rpm: null })).toMatchObject({
+      expiresAt: 0,
+      revokedAt: 0,
+      name: ' ',
+      models: null,
+      rpm: null,
+    });
+    const { expiresAt: _e, models: _m, tpm: _t, ...without } = stored;
+    expect(readApiKeyRecord(without)).toMatchObject({ expiresAt: null, models: null, tpm: null });
+  });
+
+  it.each([
+    ['not an object', () => readApiKeyRecord([stored]), 'key record: key record must be an object'],
+    ['an unknown field', () => readBack({ admin: true }), 'key record: admin is not a field of a key record'],
+    ['a bad id', () => readBack({ id: 'key_1' }), 'key record: id must match'],
+    ['an empty name', () => readBack({ name: '' }), 'key record: name must be 1 to 128 characters long'],
+    ['a long name', () => readBack({ name: 'n'.repeat(129) }), 'key record: name must be 1 to 128'],
+    ['a bad hash', () => readBack({ hash: 'F'.repeat(64) }), 'key record: hash must match'],
+    ['a bad prefix', () => readBack({ prefix: 'sk-gw-abc' }), 'key record: prefix must match'],
+    [
+      'a negative creation',
+      () => readBack({ createdAt: -1 }),
+      'key record: createdAt must be a non-negative',
+    ],
+    ['a fractional expiry', () => readBack({ expiresAt: 1.5 }), 'key record: expiresAt must be an integer'],
+    [
+      'models not strings',
+      () => readBack({ models: ['a', 1] }),
+      'key record: models must be an array of strings',
+    ],
+    ['a zero rpm', () => readBack({ rpm: 0 }), 'key record: rpm must be an integer of at least 1'],
+    ['a string tpm', () => readBack({ tpm: '5' }), 'key record: tpm must be an integer of at least 1'],
+    ['a zero max', () => readBack({ maxConcurrent: 0 }), 'key record: maxConcurrent must be an integer'],
+    ['an odd priority', () => readBack({ priority: 'urgent' }), "key record: priority must be 'high' or"],
+    ['disabled not boolean', () => readBack({ disabled: 'no' }), 'key record: disabled must be a boolean'],
+    ['a missing hash', () => readBack({ hash: undefined }), 'key record: hash must be a string'],
+  ])('refuses %s', (_case, readIt, message) => {
+    expect(readIt).toThrow(InvalidKeyRecordError);
+    expect(readIt).toThrow(message);
+  });
+});
