@@ -31,6 +31,7 @@ export class WorkerDirectory {
           created: m.created,
           ...(m.scaleToZero ? { scaleToZero: { ...m.scaleToZero } } : {}),
           ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
+          ...(m.contextTokens === undefined ? {} : { contextTokens: m.contextTokens }),
         },
       ]),
     );

@@ -4,6 +4,7 @@ import { estimateChatTokens, type Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import type { ChatCompletion, ChatCompletionRequestDto } from '@mgw/contracts';
 import { RequestPipeline } from '../pipeline/request.pipeline';
+import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { CompletionAssembler } from './completion.assembler';
 
@@ -29,6 +30,7 @@ export class ChatCompletionsService {
         model: body.model,
         request: body,
         tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
+        checkModel: (model) => checkContextWindow(body.messages, model),
       },
       reply,
     );

@@ -22,6 +22,8 @@ export interface PipelineInput<K extends ModelKind> {
   request: JobDataOf<K>['request'];
   /** Tokens the request may use, for the key's token budget (0 when the kind uses none). */
   tokenEstimate: number;
+  /** Checks of the request against its resolved model, before admission (a chat prompt's context size). */
+  checkModel?: (model: ModelEntry) => void;
 }
 
 /** A request that was let in: its job, ready to enqueue, and what its enqueue and relay need. */
@@ -70,6 +72,7 @@ export class RequestPipeline {
       kind,
       principal,
     );
+    input.checkModel?.(model);
     const admission = await this.admissions.admit(
       principal,
       kind,

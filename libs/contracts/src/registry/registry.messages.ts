@@ -84,6 +84,8 @@ export interface ModelEntry {
   scaleToZero?: { maxWaitMs: number };
   /** The catalog's bound on waiting jobs; absent when the catalog sets none. */
   maxQueueDepth?: number;
+  /** The catalog's context window in tokens; absent when the catalog sets none. */
+  contextTokens?: number;
 }
 
 export type ModelLookup =
