@@ -359,4 +359,28 @@ describe('WorkerDirectory', () => {
     expect(live.state !== 'unknown' && live.model.scaleToZero).toEqual({ maxWaitMs: 45_000 });
     expect(directory.lookup('sim-chat')).not.toHaveProperty('model.scaleToZero');
   });
+
+  it("carries the catalog's contextTokens into the model entry, and nothing when it sets none", () => {
+    const sized = new WorkerDirectory(
+      parseCatalog(
+        JSON.stringify({
+          models: [
+            {
+              id: 'sim-chat',
+              type: 'chat',
+              owned_by: 'model-gateway',
+              contextTokens: 4096,
+              backend: { kind: 'simulator' },
+            },
+          ],
+        }),
+        'sized-catalog.json',
+      ),
+      TTL_MS,
+      () => clock,
+    );
+    const lookup = sized.lookup('sim-chat');
+    expect(lookup.state !== 'unknown' && lookup.model.contextTokens).toBe(4096);
+    expect(directory.lookup('sim-chat')).not.toHaveProperty('model.contextTokens');
+  });
 });

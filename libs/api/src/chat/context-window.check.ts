@@ -1,9 +1,9 @@
 import { GatewayError, type ChatCompletionRequestDto, type ModelEntry } from '@mgw/contracts';
 
 /**
- * No token of a common vocabulary is longer: o200k_base's longest is 128 characters (a run of spaces),
- * and those of cl100k, Llama 3 and Mistral are no longer. A text of C characters is therefore at least
- * C / 256 tokens, whatever the model's tokenizer, with room to spare.
+ * Longer than any token a model is likely to have: o200k_base's longest is 128 characters (a run of
+ * spaces), and this leaves twice that for other vocabularies. A token of B bytes decodes to at most B
+ * UTF-16 units, so a text of C characters is at least C / 256 tokens.
  */
 export const MAX_CHARS_PER_TOKEN = 256;
 
