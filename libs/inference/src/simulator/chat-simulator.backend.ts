@@ -118,16 +118,18 @@ function cachedTokenSegments(text: string): readonly TokenSegment[] {
  * `max_tokens` lets it run. Choices with the same text share one source, so the text is split once.
  */
 class SegmentSource {
-  private readonly segments: TokenSegment[];
+  /** A short text's segments, split at once (and cached), or the growing list of a long text's. */
+  private readonly segments: readonly TokenSegment[];
+  private readonly growing: TokenSegment[] = [];
   /** Characters of the text split so far. */
   private split: number;
 
   constructor(private readonly text: string) {
     if (text.length <= TOKENIZER_CACHE_LIMITS.maxKeyLength) {
-      this.segments = [...cachedTokenSegments(text)];
+      this.segments = cachedTokenSegments(text);
       this.split = text.length;
     } else {
-      this.segments = [];
+      this.segments = this.growing;
       this.split = 0;
     }
   }
@@ -136,7 +138,7 @@ class SegmentSource {
   at(index: number): TokenSegment | undefined {
     while (index >= this.segments.length && this.split < this.text.length) {
       const end = pieceEnd(this.text, this.split);
-      this.segments.push(...tokenSegments(this.text.slice(this.split, end)));
+      this.growing.push(...tokenSegments(this.text.slice(this.split, end)));
       this.split = end;
     }
     return this.segments[index];

@@ -95,7 +95,7 @@ export function pieceEnd(text: string, start: number): number {
  * milliseconds at worst, so a turn lasts about this long.
  */
 export const TOKENIZER_SLICE_MS = 10;
-/** Prompts up to this many characters are counted at once: that takes well under a slice. */
+/** Texts and prompts up to this many characters are counted at once: a few pieces, about a slice at worst. */
 export const TOKENIZER_SYNC_CHARS = 4 * TOKENIZER_CHUNK_CHARS;
 
 /** Work done in slices of about TOKENIZER_SLICE_MS, the event loop handed back between them. */
@@ -115,7 +115,7 @@ export class TimeSlicer {
 
 /** `countTextTokens` that hands the event loop back between pieces of a long text. */
 export async function countTextTokensInSlices(text: string, slicer: TimeSlicer): Promise<number> {
-  if (text.length <= TOKENIZER_CHUNK_CHARS) return countTextTokens(text);
+  if (text.length <= TOKENIZER_SYNC_CHARS) return countTextTokens(text);
   let count = 0;
   for (let start = 0; start < text.length;) {
     const end = pieceEnd(text, start);
