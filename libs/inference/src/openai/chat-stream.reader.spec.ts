@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { GatewayError } from '@mgw/contracts';
 import type { ChatInferenceEvent } from '../chat-backend.interface';
 import { countPromptTokens, countTextTokens } from '../text/token-count';
@@ -103,6 +104,28 @@ describe('ChatStreamReader', () => {
     );
     expect(error).toMatchObject({ status: 502, code: 'upstream_error' });
     expect(error.message).toBe('The upstream model server failed during generation: OOM');
+  });
+
+  it('counts a long answer without upstream usage in slices, handing the event loop back', async () => {
+    // Base64 (an image, a blob) is one long pre-token after another: the slowest text to count.
+    const blob = randomBytes(100_000).toString('base64');
+    const reader = new ChatStreamReader({ n: 1, messages });
+    reader.readEvent(data([content(0, blob, 'stop')]));
+    let turns = 0;
+    let running = true;
+    const tick = () => {
+      turns++;
+      if (running) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const events = await reader.end();
+    running = false;
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      promptTokens: countPromptTokens({ messages }),
+      completionTokens: countTextTokens(blob),
+    });
+    expect(turns).toBeGreaterThan(1);
   });
 
   it('ignores what comes after [DONE]', () => {
