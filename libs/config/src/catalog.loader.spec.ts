@@ -200,6 +200,20 @@ describe('maxQueueDepth', () => {
   });
 });
 
+describe('contextTokens', () => {
+  it('is carried through when set, and absent otherwise', () => {
+    const [bounded, open] = parseCatalog(catalog({ ...chat, contextTokens: 8192 }, image), PATH).models;
+    expect(bounded!.contextTokens).toBe(8192);
+    expect(open).not.toHaveProperty('contextTokens');
+  });
+
+  it.each([0, -1, 2.5, '8192', null, 100_000_001])('refuses %p, naming the model and the field', (value) => {
+    const message = problemsOf(catalog({ ...chat, contextTokens: value })).message;
+    expect(message).toContain('"sim-chat"');
+    expect(message).toContain('contextTokens must be an integer from 1 to 100000000');
+  });
+});
+
 describe('loadCatalog', () => {
   let dir: string;
 

@@ -36,6 +36,11 @@ export interface CatalogModel {
   scaleToZero?: ScaleToZeroSpec;
   /** Jobs allowed to wait in this model's queue before the gateway answers 503 `overloaded`. */
   maxQueueDepth?: number;
+  /**
+   * The model's context window in tokens: the gateway refuses a prompt that cannot fit before it is
+   * queued, and the worker refuses one whose exact count does not fit. Absent: not checked.
+   */
+  contextTokens?: number;
 }
 
 export interface Catalog {
@@ -44,7 +49,18 @@ export interface Catalog {
 }
 
 const MODEL_KINDS: readonly ModelKind[] = ['chat', 'image'];
-const MODEL_FIELDS = ['id', 'type', 'owned_by', 'created', 'backend', 'scaleToZero', 'maxQueueDepth'];
+const MODEL_FIELDS = [
+  'id',
+  'type',
+  'owned_by',
+  'created',
+  'backend',
+  'scaleToZero',
+  'maxQueueDepth',
+  'contextTokens',
+];
+/** Larger than any model's context today, small enough that every count stays exact. */
+export const MAX_CONTEXT_TOKENS = 100_000_000;
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/;
 const MAX_WAIT_MS = 3_600_000;
 
@@ -78,6 +94,9 @@ function readModel(
     model.scaleToZero = readScaleToZero(entry.scaleToZero, name, problems);
   if (entry.maxQueueDepth !== undefined) {
     model.maxQueueDepth = read.optionalInt(entry, 'maxQueueDepth', { min: 1 }, 1);
+  }
+  if (entry.contextTokens !== undefined) {
+    model.contextTokens = read.optionalInt(entry, 'contextTokens', { min: 1, max: MAX_CONTEXT_TOKENS }, 1);
   }
   return model;
 }

@@ -385,8 +385,32 @@ describe('WorkerDirectory', () => {
     expect(byId.get('up')?.supportedParameters).toEqual(supportedChatParametersOf('openai'));
     expect(byId.get('up')?.supportedParameters).toContain('logit_bias');
     expect(byId.get('llama')?.supportedParameters).toContain('tools');
-    expect(byId.get('llama')?.supportedParameters).not.toContain('logprobs');
+    expect(byId.get('llama')?.supportedParameters).toContain('logprobs');
     expect(byId.get('img')).not.toHaveProperty('supportedParameters');
     expect(byId.get('stray')).not.toHaveProperty('supportedParameters');
+  });
+
+  it("carries the catalog's contextTokens into the model entry, and nothing when it sets none", () => {
+    const sized = new WorkerDirectory(
+      parseCatalog(
+        JSON.stringify({
+          models: [
+            {
+              id: 'sim-chat',
+              type: 'chat',
+              owned_by: 'model-gateway',
+              contextTokens: 4096,
+              backend: { kind: 'simulator' },
+            },
+          ],
+        }),
+        'sized-catalog.json',
+      ),
+      TTL_MS,
+      () => clock,
+    );
+    const lookup = sized.lookup('sim-chat');
+    expect(lookup.state !== 'unknown' && lookup.model.contextTokens).toBe(4096);
+    expect(directory.lookup('sim-chat')).not.toHaveProperty('model.contextTokens');
   });
 });

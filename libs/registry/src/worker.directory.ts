@@ -33,6 +33,7 @@ export class WorkerDirectory {
           ...(m.scaleToZero ? { scaleToZero: { ...m.scaleToZero } } : {}),
           ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
           ...(m.kind === 'chat' ? { supportedParameters: supportedChatParametersOf(m.backend.kind) } : {}),
+          ...(m.contextTokens === undefined ? {} : { contextTokens: m.contextTokens }),
         },
       ]),
     );

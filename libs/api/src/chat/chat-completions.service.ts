@@ -8,6 +8,7 @@ import {
   type ChatCompletionRequestDto,
 } from '@mgw/contracts';
 import { RequestPipeline } from '../pipeline/request.pipeline';
+import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { CompletionAssembler } from './completion.assembler';
 
@@ -33,7 +34,10 @@ export class ChatCompletionsService {
         model: body.model,
         request: body,
         tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
-        checkModel: (model) => assertChatParametersSupported(body, model),
+        checkModel: (model) => {
+          assertChatParametersSupported(body, model);
+          checkContextWindow(body.messages, model);
+        },
       },
       reply,
     );

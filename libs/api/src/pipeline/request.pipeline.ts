@@ -22,7 +22,7 @@ export interface PipelineInput<K extends ModelKind> {
   request: JobDataOf<K>['request'];
   /** Tokens the request may use, for the key's token budget (0 when the kind uses none). */
   tokenEstimate: number;
-  /** Checks of the request against its resolved model, before admission (what the model supports). */
+  /** Checks of the request against its resolved model, before admission (what it supports, its context). */
   checkModel?: (model: ModelEntry) => void;
 }
 

@@ -48,6 +48,18 @@ export class GatewayError extends Error {
     return new GatewayError(400, 'invalid_request_error', code, message, param);
   }
 
+  /**
+   * OpenAI's refusal of a prompt longer than the model's context. `atLeast`: the count is a lower bound
+   * (the gateway's estimate), not the model's own count.
+   */
+  static contextLengthExceeded(contextTokens: number, promptTokens: number, atLeast: boolean): GatewayError {
+    return GatewayError.invalidRequest(
+      `This model's maximum context length is ${contextTokens} tokens. However, your messages resulted in ${atLeast ? 'at least ' : ''}${promptTokens} tokens. Please reduce the length of the messages.`,
+      'messages',
+      'context_length_exceeded',
+    );
+  }
+
   static missingApiKey(): GatewayError {
     return new GatewayError(
       401,

@@ -89,6 +89,8 @@ export interface ModelEntry {
    * (`supportedChatParametersOf` in inference). Absent for image models and undeclared models.
    */
   supportedParameters?: string[];
+  /** The catalog's context window in tokens; absent when the catalog sets none. */
+  contextTokens?: number;
 }
 
 export type ModelLookup =

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { GatewayError } from '@mgw/contracts';
 import type { ChatInferenceEvent } from '../chat-backend.interface';
 import { countPromptTokens, countTextTokens } from '../text/token-count';
@@ -12,14 +13,14 @@ const content = (index: number, text: string, finish: string | null = null) => (
   finish_reason: finish,
 });
 
-function read(n: number, events: string[]): ChatInferenceEvent[] {
+async function read(n: number, events: string[]): Promise<ChatInferenceEvent[]> {
   const reader = new ChatStreamReader({ n, messages });
-  return [...events.flatMap((event) => reader.readEvent(event)), ...reader.end()];
+  return [...events.flatMap((event) => reader.readEvent(event)), ...(await reader.end())];
 }
 
-function errorOf(run: () => unknown): GatewayError {
+async function errorOf(run: () => unknown): Promise<GatewayError> {
   try {
-    run();
+    await run();
   } catch (error) {
     expect(error).toBeInstanceOf(GatewayError);
     return error as GatewayError;
@@ -28,9 +29,9 @@ function errorOf(run: () => unknown): GatewayError {
 }
 
 describe('ChatStreamReader', () => {
-  it('makes one delta per upstream content chunk, skips role-only chunks, and uses the upstream usage', () => {
+  it('makes one delta per upstream content chunk, skips role-only chunks, and uses the upstream usage', async () => {
     expect(
-      read(1, [
+      await read(1, [
         data([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]),
         data([content(0, 'Hel')]),
         data([content(0, 'lo')]),
@@ -46,8 +47,8 @@ describe('ChatStreamReader', () => {
     ]);
   });
 
-  it('keeps choices apart, maps finish reasons, and counts usage the upstream did not send', () => {
-    const events = read(2, [
+  it('keeps choices apart, maps finish reasons, and counts usage the upstream did not send', async () => {
+    const events = await read(2, [
       data([content(1, 'Blue sea')]),
       data([content(0, 'Red sky', 'length')]),
       data([{ index: 1, delta: {}, finish_reason: 'content_filter' }], { usage: null }),
@@ -66,41 +67,65 @@ describe('ChatStreamReader', () => {
     });
   });
 
-  it('finishes with stop a choice the upstream left open before [DONE]', () => {
-    expect(read(1, [data([content(0, 'ok')]), '[DONE]']).slice(1)).toEqual([
+  it('finishes with stop a choice the upstream left open before [DONE]', async () => {
+    expect((await read(1, [data([content(0, 'ok')]), '[DONE]'])).slice(1)).toEqual([
       { type: 'finish', choice: 0, reason: 'stop' },
       { type: 'usage', promptTokens: countPromptTokens({ messages }), completionTokens: 1 },
     ]);
   });
 
-  it('accepts a stream without [DONE] once every choice finished, but not one cut short', () => {
-    expect(read(1, [data([content(0, 'ok', 'stop')])]).at(-1)).toMatchObject({ type: 'usage' });
-    const error = errorOf(() => read(1, [data([content(0, 'partial')])]));
+  it('accepts a stream without [DONE] once every choice finished, but not one cut short', async () => {
+    expect((await read(1, [data([content(0, 'ok', 'stop')])])).at(-1)).toMatchObject({ type: 'usage' });
+    const error = await errorOf(() => read(1, [data([content(0, 'partial')])]));
     expect(error).toMatchObject({ status: 502, code: 'upstream_protocol_error' });
     expect(error.message).toBe('The upstream model server ended the stream before it was complete.');
   });
 
-  it('says so when the upstream returned fewer choices than asked for', () => {
-    expect(errorOf(() => read(3, [data([content(0, 'only one', 'stop')]), '[DONE]'])).message).toBe(
+  it('says so when the upstream returned fewer choices than asked for', async () => {
+    expect((await errorOf(() => read(3, [data([content(0, 'only one', 'stop')]), '[DONE]']))).message).toBe(
       'The upstream model server returned 1 of 3 choices (it may not support n).',
     );
   });
 
-  it('refuses choice indexes outside n and malformed events', () => {
-    expect(errorOf(() => read(1, [data([content(1, 'x')])])).message).toContain(
+  it('refuses choice indexes outside n and malformed events', async () => {
+    expect((await errorOf(() => read(1, [data([content(1, 'x')])]))).message).toContain(
       'sent choice 1 for a request of 1',
     );
-    expect(errorOf(() => read(1, ['{not json'])).code).toBe('upstream_protocol_error');
-    expect(errorOf(() => read(1, ['[1,2]'])).code).toBe('upstream_protocol_error');
-    expect(errorOf(() => read(1, [data('x' as unknown as unknown[])])).code).toBe('upstream_protocol_error');
+    expect((await errorOf(() => read(1, ['{not json']))).code).toBe('upstream_protocol_error');
+    expect((await errorOf(() => read(1, ['[1,2]']))).code).toBe('upstream_protocol_error');
+    expect((await errorOf(() => read(1, [data('x' as unknown as unknown[])]))).code).toBe(
+      'upstream_protocol_error',
+    );
   });
 
-  it('turns an error event into a 502 carrying the upstream message', () => {
-    const error = errorOf(() =>
+  it('turns an error event into a 502 carrying the upstream message', async () => {
+    const error = await errorOf(() =>
       read(1, [data([content(0, 'a')]), JSON.stringify({ error: { message: 'OOM' } })]),
     );
     expect(error).toMatchObject({ status: 502, code: 'upstream_error' });
     expect(error.message).toBe('The upstream model server failed during generation: OOM');
+  });
+
+  it('counts a long answer without upstream usage in slices, handing the event loop back', async () => {
+    // Base64 (an image, a blob) is one long pre-token after another: the slowest text to count.
+    const blob = randomBytes(100_000).toString('base64');
+    const reader = new ChatStreamReader({ n: 1, messages });
+    reader.readEvent(data([content(0, blob, 'stop')]));
+    let turns = 0;
+    let running = true;
+    const tick = () => {
+      turns++;
+      if (running) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const events = await reader.end();
+    running = false;
+    expect(events.at(-1)).toEqual({
+      type: 'usage',
+      promptTokens: countPromptTokens({ messages }),
+      completionTokens: countTextTokens(blob),
+    });
+    expect(turns).toBeGreaterThan(1);
   });
 
   it('ignores what comes after [DONE]', () => {
@@ -111,14 +136,14 @@ describe('ChatStreamReader', () => {
     expect(reader.readEvent(data([content(0, 'late')]))).toEqual([]);
   });
 
-  it('reads a whole completion from an upstream that ignored stream: true', () => {
+  it('reads a whole completion from an upstream that ignored stream: true', async () => {
     const reader = new ChatStreamReader({ n: 1, messages });
     const body = JSON.stringify({
       object: 'chat.completion',
       choices: [{ index: 0, message: { role: 'assistant', content: 'All at once' }, finish_reason: 'stop' }],
       usage: { prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 },
     });
-    expect([...reader.readCompletion(body), ...reader.end()]).toEqual([
+    expect([...reader.readCompletion(body), ...(await reader.end())]).toEqual([
       { type: 'delta', choice: 0, text: 'All at once' },
       { type: 'finish', choice: 0, reason: 'stop' },
       { type: 'usage', promptTokens: 4, completionTokens: 3 },
@@ -133,9 +158,9 @@ describe('ChatStreamReader', () => {
       finish_reason: finish,
     });
 
-    it("relays OpenAI's shape: id, type and name first, then arguments fragments as they come", () => {
+    it("relays OpenAI's shape: id, type and name first, then arguments fragments as they come", async () => {
       expect(
-        read(1, [
+        await read(1, [
           data([
             {
               index: 0,
@@ -171,8 +196,8 @@ describe('ChatStreamReader', () => {
       ]);
     });
 
-    it("relays vLLM's shape: parallel calls by index, arguments with the name, repeated ids ignored", () => {
-      const events = read(1, [
+    it("relays vLLM's shape: parallel calls by index, arguments with the name, repeated ids ignored", async () => {
+      const events = await read(1, [
         data([toolDelta([{ id: 'chatcmpl-tool-1', type: 'function', index: 0, function: { name: 'a' } }])]),
         data([toolDelta([{ index: 0, function: { arguments: '{"x": ' } }])]),
         data([toolDelta([{ index: 0, id: 'chatcmpl-tool-1', function: { arguments: '1}' } }])]),
@@ -201,8 +226,8 @@ describe('ChatStreamReader', () => {
       });
     });
 
-    it('numbers calls densely per choice and keeps choices apart', () => {
-      const events = read(2, [
+    it('numbers calls densely per choice and keeps choices apart', async () => {
+      const events = await read(2, [
         data([
           toolDelta([{ index: 3, id: 'call_x', function: { name: 'f', arguments: '{}' } }], 'tool_calls', 1),
         ]),
@@ -215,8 +240,8 @@ describe('ChatStreamReader', () => {
       ]);
     });
 
-    it('refuses a piece of an unknown call without id or name, and arguments that are not a string', () => {
-      const unnamed = errorOf(() =>
+    it('refuses a piece of an unknown call without id or name, and arguments that are not a string', async () => {
+      const unnamed = await errorOf(() =>
         read(1, [data([toolDelta([{ index: 0, function: { arguments: '{}' } }])])]),
       );
       expect(unnamed).toMatchObject({ status: 502, code: 'upstream_protocol_error' });
@@ -224,20 +249,24 @@ describe('ChatStreamReader', () => {
         "The upstream model server sent a piece of tool call 0 before the call's id and function name.",
       );
       expect(
-        errorOf(() => read(1, [data([toolDelta([{ index: 0, id: 'c', function: { arguments: '{}' } }])])]))
-          .code,
+        (
+          await errorOf(() =>
+            read(1, [data([toolDelta([{ index: 0, id: 'c', function: { arguments: '{}' } }])])]),
+          )
+        ).code,
       ).toBe('upstream_protocol_error');
-      const objectArguments = errorOf(() =>
+      const objectArguments = await errorOf(() =>
         read(1, [data([toolDelta([{ index: 0, id: 'c', function: { name: 'f', arguments: { a: 1 } } }])])]),
       );
       expect(objectArguments.message).toBe(
         'The upstream model server sent tool call arguments that are not a string.',
       );
-      expect(errorOf(() => read(1, [data([toolDelta('x' as unknown as unknown[])])])).code).toBe(
+      expect((await errorOf(() => read(1, [data([toolDelta('x' as unknown as unknown[])])]))).code).toBe(
         'upstream_protocol_error',
       );
       expect(
-        errorOf(() => read(1, [data([toolDelta([{ index: -1, id: 'c', function: { name: 'f' } }])])])).code,
+        (await errorOf(() => read(1, [data([toolDelta([{ index: -1, id: 'c', function: { name: 'f' } }])])])))
+          .code,
       ).toBe('upstream_protocol_error');
     });
 
@@ -280,8 +309,8 @@ describe('ChatStreamReader', () => {
       ['function_call', 'tool_calls'],
       ['eos_token', 'stop'],
       ['abort', 'stop'],
-    ])('keeps %s as %s', (upstream, ours) => {
-      expect(read(1, [data([content(0, 'x', upstream)]), '[DONE]'])[1]).toEqual({
+    ])('keeps %s as %s', async (upstream, ours) => {
+      expect((await read(1, [data([content(0, 'x', upstream)]), '[DONE]']))[1]).toEqual({
         type: 'finish',
         choice: 0,
         reason: ours,
@@ -300,8 +329,8 @@ describe('ChatStreamReader', () => {
       ],
     };
 
-    it('attaches logprobs.content to the delta it came with', () => {
-      const events = read(1, [
+    it('attaches logprobs.content to the delta it came with', async () => {
+      const events = await read(1, [
         data([
           {
             index: 0,
@@ -340,7 +369,7 @@ describe('ChatStreamReader', () => {
       ]);
     });
 
-    it('refuses malformed logprobs', () => {
+    it('refuses malformed logprobs', async () => {
       for (const logprobs of [
         'x',
         { content: 'x' },
@@ -350,8 +379,10 @@ describe('ChatStreamReader', () => {
         { content: [{ token: 'a', logprob: -1, top_logprobs: [{ token: 'b' }] }] },
       ]) {
         expect(
-          errorOf(() =>
-            read(1, [data([{ index: 0, delta: { content: 'a' }, logprobs, finish_reason: null }])]),
+          (
+            await errorOf(() =>
+              read(1, [data([{ index: 0, delta: { content: 'a' }, logprobs, finish_reason: null }])]),
+            )
           ).code,
         ).toBe('upstream_protocol_error');
       }

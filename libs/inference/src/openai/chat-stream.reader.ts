@@ -1,6 +1,11 @@
 import type { FinishReason, TokenLogprob, TopLogprob } from '@mgw/contracts';
 import type { ChatInferenceEvent, ChatInferenceRequest } from '../chat-backend.interface';
-import { countPromptTokens, countTextTokens, type PromptParts } from '../text/token-count';
+import {
+  countPromptTokensInSlices,
+  countTextTokensInSlices,
+  TimeSlicer,
+  type PromptParts,
+} from '../text/token-count';
 import { readUpstreamError, upstreamProtocolError } from './upstream-error.mapper';
 import { GatewayError } from '@mgw/contracts';
 
@@ -213,8 +218,12 @@ export class ChatStreamReader {
     return events;
   }
 
-  /** The stream ended: finishes for choices the upstream left open, then usage (always last). */
-  end(): ChatInferenceEvent[] {
+  /**
+   * The stream ended: finishes for choices the upstream left open, then usage (always last). Without the
+   * upstream's usage, the texts are counted here, in slices, so a long answer (base64, minified JSON) does
+   * not hold the event loop; `signal` cuts the counting short.
+   */
+  async end(signal?: AbortSignal): Promise<ChatInferenceEvent[]> {
     const open = this.finished.flatMap((finished, index) => (finished ? [] : [index]));
     if (!this.done && open.length > 0) throw upstreamProtocolError('ended the stream before it was complete');
     const missing = this.seen.filter((seen) => !seen).length;
@@ -224,18 +233,21 @@ export class ChatStreamReader {
       );
     }
     const events: ChatInferenceEvent[] = open.map((choice) => ({ type: 'finish', choice, reason: 'stop' }));
-    const usage = this.usage ?? {
-      promptTokens: countPromptTokens(this.request),
-      completionTokens:
-        this.texts.reduce((sum, text) => sum + countTextTokens(text), 0) +
-        this.toolCalls.reduce((sum, calls) => {
-          for (const call of calls.values()) {
-            sum += countTextTokens(call.name) + countTextTokens(call.argumentsText);
-          }
-          return sum;
-        }, 0),
-    };
-    events.push({ type: 'usage', ...usage });
+    events.push({ type: 'usage', ...(this.usage ?? (await this.countUsage(new TimeSlicer(signal)))) });
     return events;
+  }
+
+  private async countUsage(slicer: TimeSlicer): Promise<{ promptTokens: number; completionTokens: number }> {
+    const promptTokens = await countPromptTokensInSlices(this.request, slicer);
+    let completionTokens = 0;
+    for (const text of this.texts) completionTokens += await countTextTokensInSlices(text, slicer);
+    for (const calls of this.toolCalls) {
+      for (const call of calls.values()) {
+        completionTokens +=
+          (await countTextTokensInSlices(call.name, slicer)) +
+          (await countTextTokensInSlices(call.argumentsText, slicer));
+      }
+    }
+    return { promptTokens, completionTokens };
   }
 }

@@ -130,7 +130,7 @@ export class OpenAIChatBackend implements ChatBackend {
       // An unread (aborted or failed) body must not keep its pooled connection.
       if (!response.body.readableEnded) response.body.destroy();
     }
-    yield* reader.end();
+    yield* await reader.end(signal);
   }
 
   close(): Promise<void> {

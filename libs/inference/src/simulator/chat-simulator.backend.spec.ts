@@ -7,7 +7,8 @@ import type {
   JsonSchema,
   ToolDefinition,
 } from '../chat-backend.interface';
-import { countPromptTokens, IMAGE_PART_TOKENS } from '../text/token-count';
+import { GatewayError } from '@mgw/contracts';
+import { countPromptTokens, countTextTokens, IMAGE_PART_TOKENS } from '../text/token-count';
 import { ChatSimulatorBackend, tokenSegments } from './chat-simulator.backend';
 import type { ChatSimulatorOptions } from './simulator.options';
 
@@ -737,6 +738,60 @@ describe('ChatSimulatorBackend', () => {
     };
     await expect(run()).rejects.toThrow('simulated backend failure after 3 tokens');
     expect(events.map((e) => e.type)).toEqual(['delta', 'delta', 'delta']);
+  });
+
+  describe('long texts and the context window', () => {
+    it('echoes a long prompt to every choice in full, split piece by piece and counted once', async () => {
+      const text = `${'y'.repeat(5000)} ${'the quick brown fox jumps over the lazy dog '.repeat(300)}`;
+      const request = chatRequest({ n: 3, messages: [{ role: 'user', content: text }] });
+      const summary = summarise(await collect(backend(), request), 3);
+      expect(summary.texts).toEqual([text, text, text]);
+      expect(summary.usage.completionTokens).toBe(3 * countTextTokens(text));
+      expect(summary.usage.promptTokens).toBe(countPromptTokens(request));
+    });
+
+    it('stops a long echo at max_tokens with the tokens it sent', async () => {
+      const text = 'word '.repeat(200_000);
+      const request = chatRequest({ n: 2, maxTokens: 7, messages: [{ role: 'user', content: text }] });
+      const summary = summarise(await collect(backend(), request), 2);
+      expect(summary.texts[0]).toBe('word '.repeat(7).trimEnd());
+      expect(summary.texts[1]).toBe(summary.texts[0]);
+      expect(summary.finishes.map((finish) => finish.reason)).toEqual(['length', 'length']);
+      expect(summary.usage.completionTokens).toBe(14);
+    });
+
+    it('keeps other work running while it counts a long prompt', async () => {
+      let turns = 0;
+      let running = true;
+      const tick = () => {
+        turns++;
+        if (running) setImmediate(tick);
+      };
+      setImmediate(tick);
+      const request = chatRequest({
+        maxTokens: 1,
+        messages: [{ role: 'user', content: 'lorem ipsum dolor sit amet '.repeat(40_000) }],
+      });
+      const first = await backend().generate(request, new AbortController().signal).next();
+      running = false;
+      expect(first.value).toMatchObject({ type: 'delta' });
+      expect(turns).toBeGreaterThan(1);
+    });
+
+    it('refuses a prompt over the context window with context_length_exceeded', async () => {
+      const request = chatRequest({ messages: [{ role: 'user', content: 'many words here '.repeat(100) }] });
+      const promptTokens = countPromptTokens(request);
+      const fitting = summarise(await collect(backend({ contextTokens: promptTokens }), request), 1);
+      expect(fitting.usage.promptTokens).toBe(promptTokens);
+      const error = await collect(backend({ contextTokens: promptTokens - 1 }), request).catch(
+        (caught: unknown) => caught,
+      );
+      expect(error).toBeInstanceOf(GatewayError);
+      expect(error).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'messages' });
+      expect((error as GatewayError).message).toBe(
+        `This model's maximum context length is ${promptTokens - 1} tokens. However, your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`,
+      );
+    });
   });
 
   it('closes', async () => {

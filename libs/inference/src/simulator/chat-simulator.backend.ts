@@ -11,10 +11,13 @@ import type {
 } from '../chat-backend.interface';
 import { StopSequenceMatcher } from '../text/stop-sequence.matcher';
 import { BoundedCache } from '../text/bounded-cache';
+import { GatewayError } from '@mgw/contracts';
 import {
-  countPromptTokens,
-  countTextTokens,
+  countPromptTokensInSlices,
+  countTextTokensInSlices,
+  pieceEnd,
   textOf,
+  TimeSlicer,
   TOKENIZER_CACHE_LIMITS,
   TOKENIZER_OPTIONS,
 } from '../text/token-count';
@@ -107,6 +110,43 @@ function cachedTokenSegments(text: string): readonly TokenSegment[] {
     },
     () => verified,
   );
+}
+
+/**
+ * The token segments of one completion text, split piece by piece (see `pieceEnd`) as the stream reaches
+ * them: an echo of a 10 MB prompt costs the event loop one piece at a time, and only as far as
+ * `max_tokens` lets it run. Choices with the same text share one source, so the text is split once.
+ */
+class SegmentSource {
+  /** A short text's segments, split at once (and cached), or the growing list of a long text's. */
+  private readonly segments: readonly TokenSegment[];
+  private readonly growing: TokenSegment[] = [];
+  /** Characters of the text split so far. */
+  private split: number;
+
+  constructor(private readonly text: string) {
+    if (text.length <= TOKENIZER_CACHE_LIMITS.maxKeyLength) {
+      this.segments = cachedTokenSegments(text);
+      this.split = text.length;
+    } else {
+      this.segments = this.growing;
+      this.split = 0;
+    }
+  }
+
+  /** The segment at `index`, splitting the next pieces as needed; undefined past the end of the text. */
+  at(index: number): TokenSegment | undefined {
+    while (index >= this.segments.length && this.split < this.text.length) {
+      const end = pieceEnd(this.text, this.split);
+      this.growing.push(...tokenSegments(this.text.slice(this.split, end)));
+      this.split = end;
+    }
+    return this.segments[index];
+  }
+
+  isLast(index: number): boolean {
+    return this.at(index + 1) === undefined;
+  }
 }
 
 /** A message-order-sensitive fingerprint that ignores JSON key order, which differs between clients. */
@@ -227,7 +267,7 @@ interface ChoicePlan {
 
 interface ChoiceRun {
   index: number;
-  segments: readonly TokenSegment[];
+  segments: SegmentSource;
   next: number;
   /** Tokens generated so far, including any text a stop sequence later withholds. */
   generated: number;
@@ -265,10 +305,21 @@ export class ChatSimulatorBackend implements ChatBackend {
 
   async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
     signal.throwIfAborted();
-    const promptTokens = countPromptTokens(request);
+    const slicer = new TimeSlicer(signal);
+    const promptTokens = await countPromptTokensInSlices(request, slicer);
+    const { contextTokens } = this.options;
+    if (contextTokens !== undefined && promptTokens > contextTokens) {
+      throw GatewayError.contextLengthExceeded(contextTokens, promptTokens, false);
+    }
+    const sources = new Map<string, SegmentSource>();
+    const sourceOf = (text: string): SegmentSource => {
+      let source = sources.get(text);
+      if (source === undefined) sources.set(text, (source = new SegmentSource(text)));
+      return source;
+    };
     const runs: ChoiceRun[] = this.plans(request).map(({ text, toolCall }, index) => ({
       index,
-      segments: cachedTokenSegments(text),
+      segments: sourceOf(text),
       next: 0,
       generated: 0,
       emitted: '',
@@ -313,13 +364,22 @@ export class ChatSimulatorBackend implements ChatBackend {
       }
     }
 
-    const completionTokens = runs.reduce(
-      // A stop sequence can cut inside a token; counting the text actually sent keeps usage equal to what
-      // a client would count, and never above what was generated.
-      (sum, run) =>
-        sum + (run.toolCall === null ? Math.min(countTextTokens(run.emitted), run.generated) : run.generated),
-      0,
-    );
+    // A stop sequence can cut inside a token; counting the text actually sent keeps usage equal to what
+    // a client would count, and never above what was generated. Equal texts (n echoes) are counted once.
+    const counted = new Map<string, number>();
+    let completionTokens = 0;
+    for (const run of runs) {
+      if (run.toolCall !== null) {
+        completionTokens += run.generated;
+        continue;
+      }
+      let tokens = counted.get(run.emitted);
+      if (tokens === undefined) {
+        tokens = await countTextTokensInSlices(run.emitted, slicer);
+        counted.set(run.emitted, tokens);
+      }
+      completionTokens += Math.min(tokens, run.generated);
+    }
     yield { type: 'usage', promptTokens, completionTokens };
   }
 
@@ -410,7 +470,7 @@ export class ChatSimulatorBackend implements ChatBackend {
   private *step(run: ChoiceRun, request: ChatInferenceRequest): Generator<ChatInferenceEvent> {
     const { maxTokens } = request;
     const done: FinishReason = run.toolCall === null ? 'stop' : 'tool_calls';
-    const segment = run.segments[run.next];
+    const segment = run.segments.at(run.next);
     if (segment === undefined) {
       yield* this.finish(run, done);
       return;
@@ -442,7 +502,7 @@ export class ChatSimulatorBackend implements ChatBackend {
       }
     }
     // Finish in the same round as the last token rather than one token interval later.
-    if (run.next === run.segments.length) {
+    if (run.segments.isLast(run.next - 1)) {
       yield* this.finish(run, done);
     } else if (maxTokens !== null && run.generated >= maxTokens) {
       yield* this.finish(run, 'length');

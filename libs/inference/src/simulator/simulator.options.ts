@@ -21,6 +21,8 @@ export interface ChatSimulatorOptions {
    * backend dying mid-generation. 0 = never.
    */
   failAfterTokens: number;
+  /** The catalog's `contextTokens`: a prompt of more tokens is refused with `context_length_exceeded`. */
+  contextTokens?: number;
 }
 
 export interface ImageSimulatorOptions {
@@ -63,6 +65,7 @@ export function parseChatSimulatorOptions(
     maxWords: reader.int('maxWords', SIMULATOR_LIMITS.maxWords, SIMULATOR_LIMITS.maxWords.default),
     failAfterTokens: reader.int('failAfterTokens', SIMULATOR_LIMITS.failAfterTokens, 0),
   };
+  if (model.contextTokens !== undefined) options.contextTokens = model.contextTokens;
   reader.finish();
   return options;
 }

@@ -1,9 +1,13 @@
 import { encode, encodeChat } from 'gpt-tokenizer';
 import type { ToolDefinition } from '../chat-backend.interface';
+import { randomBytes } from 'node:crypto';
 import {
   countPromptTokens,
+  countPromptTokensInSlices,
   countTextTokens,
+  countTextTokensInSlices,
   renderTools,
+  TimeSlicer,
   TOKENIZER_CHUNK_CHARS,
   TOOL_CALL_OVERHEAD_TOKENS,
   TOOL_DEFINITION_OVERHEAD_TOKENS,
@@ -106,6 +110,60 @@ describe('countTextTokens', () => {
     const text = `x${'😀'.repeat(1500)}`;
     expect(countTextTokens(text)).toBe(
       tokens(text.slice(0, TOKENIZER_CHUNK_CHARS - 1)) + tokens(text.slice(TOKENIZER_CHUNK_CHARS - 1)),
+    );
+  });
+});
+
+describe('counting in slices', () => {
+  /** Counts the event-loop turns that run while `work` does; without slicing there are none. */
+  async function turnsDuring(work: () => Promise<unknown>): Promise<number> {
+    let turns = 0;
+    let running = true;
+    const tick = () => {
+      turns++;
+      if (running) setImmediate(tick);
+    };
+    setImmediate(tick);
+    // A turn of its own first, so the count below is only what the work let through.
+    await new Promise((resolve) => setImmediate(resolve));
+    const before = turns;
+    await work();
+    running = false;
+    return turns - before;
+  }
+
+  it('counts a short prompt at once, exactly as countPromptTokens', async () => {
+    const request = { messages: [{ role: 'user' as const, content: 'Hello there, how are you?' }] };
+    await expect(countPromptTokensInSlices(request, new TimeSlicer())).resolves.toBe(
+      countPromptTokens(request),
+    );
+  });
+
+  it('counts a long prompt like countPromptTokens, handing the event loop back between slices', async () => {
+    // Base64 is one long pre-token after another: the slowest text per character there is.
+    const blob = randomBytes(100_000).toString('base64');
+    const request = {
+      messages: [
+        { role: 'system' as const, content: 'Be brief.' },
+        { role: 'user' as const, content: [{ type: 'text' as const, text: blob }] },
+      ],
+      tools: [weather],
+    };
+    let counted = 0;
+    const turns = await turnsDuring(async () => {
+      counted = await countPromptTokensInSlices(request, new TimeSlicer());
+    });
+    expect(counted).toBe(countPromptTokens(request));
+    expect(turns).toBeGreaterThan(1);
+  });
+
+  it('counts a long text like countTextTokens, and stops once its signal aborts', async () => {
+    const text = 'y'.repeat(300_000) + ' and then words '.repeat(20_000);
+    await expect(countTextTokensInSlices(text, new TimeSlicer())).resolves.toBe(countTextTokens(text));
+    const aborted = AbortSignal.abort(new Error('client gone'));
+    const slicer = new TimeSlicer(aborted);
+    await expect(countTextTokensInSlices(randomBytes(100_000).toString('base64'), slicer)).rejects.toThrow(
+      'client gone',
     );
   });
 });

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { encode, encodeChat } from 'gpt-tokenizer';
 import type { ChatMessageContent } from '@mgw/contracts';
 import type { ChatInferenceRequest, ResponseFormat, ToolDefinition } from '../chat-backend.interface';
@@ -66,16 +67,61 @@ function encodedLength(text: string): number {
   if (text.length <= TOKENIZER_CHUNK_CHARS) return encode(text, TOKENIZER_OPTIONS).length;
   let count = 0;
   for (let start = 0; start < text.length;) {
-    let end = Math.min(text.length, start + TOKENIZER_CHUNK_CHARS);
-    if (end < text.length) {
-      // Cut before the last whitespace of the window, where the tokenizer's own pre-tokens begin.
-      const space = text.slice(start, end).search(/\s\S*$/);
-      if (space > 0) end = start + space;
-      // Never between the two halves of a surrogate pair.
-      else if (/[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end--;
-    }
+    const end = pieceEnd(text, start);
     count += encode(text.slice(start, end), TOKENIZER_OPTIONS).length;
     start = end;
+  }
+  return count;
+}
+
+/**
+ * Where the piece of `text` that begins at `start` ends: at most TOKENIZER_CHUNK_CHARS on, before the
+ * last whitespace of that window, where the tokenizer's own pre-tokens begin.
+ */
+export function pieceEnd(text: string, start: number): number {
+  let end = Math.min(text.length, start + TOKENIZER_CHUNK_CHARS);
+  if (end < text.length) {
+    const space = text.slice(start, end).search(/\s\S*$/);
+    if (space > 0) end = start + space;
+    // Never between the two halves of a surrogate pair.
+    else if (/[\uD800-\uDBFF]/.test(text.charAt(end - 1))) end--;
+  }
+  return end;
+}
+
+/**
+ * How long tokenising may hold the event loop before it hands it back: other streams on the worker, its
+ * heartbeat and its job lease all wait while it runs. One piece (TOKENIZER_CHUNK_CHARS) takes a few
+ * milliseconds at worst, so a turn lasts about this long.
+ */
+export const TOKENIZER_SLICE_MS = 10;
+/** Texts and prompts up to this many characters are counted at once: a few pieces, about a slice at worst. */
+export const TOKENIZER_SYNC_CHARS = 4 * TOKENIZER_CHUNK_CHARS;
+
+/** Work done in slices of about TOKENIZER_SLICE_MS, the event loop handed back between them. */
+export class TimeSlicer {
+  private sliceStart = performance.now();
+
+  constructor(private readonly signal?: AbortSignal) {}
+
+  /** Hands the event loop back if the current slice is used up; throws the abort reason once aborted. */
+  async checkpoint(): Promise<void> {
+    if (performance.now() - this.sliceStart < TOKENIZER_SLICE_MS) return;
+    await nextTurn();
+    this.signal?.throwIfAborted();
+    this.sliceStart = performance.now();
+  }
+}
+
+/** `countTextTokens` that hands the event loop back between pieces of a long text. */
+export async function countTextTokensInSlices(text: string, slicer: TimeSlicer): Promise<number> {
+  if (text.length <= TOKENIZER_SYNC_CHARS) return countTextTokens(text);
+  let count = 0;
+  for (let start = 0; start < text.length;) {
+    const end = pieceEnd(text, start);
+    count += encode(text.slice(start, end), TOKENIZER_OPTIONS).length;
+    start = end;
+    await slicer.checkpoint();
   }
   return count;
 }
@@ -96,50 +142,90 @@ export type PromptParts = Pick<ChatInferenceRequest, 'messages'> &
  */
 export function countPromptTokens(request: PromptParts): number {
   const messages = promptTokenCache.getOrCompute(JSON.stringify(request.messages), () =>
-    countMessages(request.messages),
+    sumTokens(messageTexts(request.messages)),
   );
   const tools = request.tools ?? [];
   const format = request.responseFormat;
   if (tools.length === 0 && format?.type !== 'json_schema') return messages;
-  return messages + countDefinitions(tools, format);
+  const key = JSON.stringify([tools, format]);
+  return messages + definitionTokenCache.getOrCompute(key, () => sumTokens(definitionTexts(tools, format)));
 }
 
-function countMessages(messages: ChatInferenceRequest['messages']): number {
-  let total = REPLY_PRIMER_TOKENS;
-  for (const message of messages) {
-    total += MESSAGE_OVERHEAD_TOKENS + countTextTokens(textOf(message.content));
-    if (Array.isArray(message.content)) {
-      total += IMAGE_PART_TOKENS * message.content.filter((part) => part.type === 'image_url').length;
-    }
-    if ('name' in message && message.name !== undefined) total += countTextTokens(message.name);
-    if (message.role === 'assistant' && message.toolCalls !== undefined) {
-      for (const call of message.toolCalls) {
-        total +=
-          TOOL_CALL_OVERHEAD_TOKENS +
-          countTextTokens(call.function.name) +
-          countTextTokens(call.function.arguments);
-      }
-    }
+/**
+ * `countPromptTokens` for a prompt of any size: a long one is counted piece by piece, the event loop handed
+ * back between slices; a short one (nearly every request) is counted at once, exactly as there.
+ */
+export async function countPromptTokensInSlices(request: PromptParts, slicer: TimeSlicer): Promise<number> {
+  if (promptChars(request) <= TOKENIZER_SYNC_CHARS) return countPromptTokens(request);
+  const tools = request.tools ?? [];
+  const parts = [messageTexts(request.messages), definitionTexts(tools, request.responseFormat)];
+  let total = 0;
+  for (const { fixed, texts } of parts) {
+    total += fixed;
+    for (const text of texts) total += await countTextTokensInSlices(text, slicer);
   }
   return total;
 }
 
-function countDefinitions(tools: readonly ToolDefinition[], format: ResponseFormat | undefined): number {
-  const key = JSON.stringify([tools, format]);
-  return definitionTokenCache.getOrCompute(key, () => {
-    let total = 0;
-    if (tools.length > 0) {
-      total +=
-        MESSAGE_OVERHEAD_TOKENS +
-        TOOL_DEFINITION_OVERHEAD_TOKENS * tools.length +
-        countTextTokens(renderTools(tools));
+/** The characters of a prompt's texts, without copying any; tool definitions by a rough JSON size. */
+function promptChars(request: PromptParts): number {
+  let chars = 0;
+  for (const message of request.messages) {
+    const content = message.content;
+    if (typeof content === 'string') chars += content.length;
+    else if (content !== null)
+      for (const part of content) if (part.type === 'text') chars += part.text.length;
+    if (message.role === 'assistant' && message.toolCalls !== undefined) {
+      for (const call of message.toolCalls) chars += call.function.arguments.length;
     }
-    if (format?.type === 'json_schema') {
-      const text = `${format.name}\n${format.description ?? ''}\n${JSON.stringify(format.schema)}`;
-      total += MESSAGE_OVERHEAD_TOKENS + countTextTokens(text);
+  }
+  if ((request.tools ?? []).length > 0 || request.responseFormat?.type === 'json_schema') {
+    chars += JSON.stringify([request.tools, request.responseFormat]).length;
+  }
+  return chars;
+}
+
+/** A prompt's cost as a fixed number of tokens plus the tokens of some texts. */
+interface PromptTexts {
+  fixed: number;
+  texts: string[];
+}
+
+const sumTokens = ({ fixed, texts }: PromptTexts): number =>
+  texts.reduce((total, text) => total + countTextTokens(text), fixed);
+
+function messageTexts(messages: ChatInferenceRequest['messages']): PromptTexts {
+  let fixed = REPLY_PRIMER_TOKENS;
+  const texts: string[] = [];
+  for (const message of messages) {
+    fixed += MESSAGE_OVERHEAD_TOKENS;
+    texts.push(textOf(message.content));
+    if (Array.isArray(message.content)) {
+      fixed += IMAGE_PART_TOKENS * message.content.filter((part) => part.type === 'image_url').length;
     }
-    return total;
-  });
+    if ('name' in message && message.name !== undefined) texts.push(message.name);
+    if (message.role === 'assistant' && message.toolCalls !== undefined) {
+      for (const call of message.toolCalls) {
+        fixed += TOOL_CALL_OVERHEAD_TOKENS;
+        texts.push(call.function.name, call.function.arguments);
+      }
+    }
+  }
+  return { fixed, texts };
+}
+
+function definitionTexts(tools: readonly ToolDefinition[], format: ResponseFormat | undefined): PromptTexts {
+  let fixed = 0;
+  const texts: string[] = [];
+  if (tools.length > 0) {
+    fixed += MESSAGE_OVERHEAD_TOKENS + TOOL_DEFINITION_OVERHEAD_TOKENS * tools.length;
+    texts.push(renderTools(tools));
+  }
+  if (format?.type === 'json_schema') {
+    fixed += MESSAGE_OVERHEAD_TOKENS;
+    texts.push(`${format.name}\n${format.description ?? ''}\n${JSON.stringify(format.schema)}`);
+  }
+  return { fixed, texts };
 }
 
 /** Close to the TypeScript-like form OpenAI shows its models, without rendering every keyword. */
