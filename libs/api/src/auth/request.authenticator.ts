@@ -33,8 +33,13 @@ export class RequestAuthenticator {
     @Inject(KeyAuthenticator) private readonly authenticator: KeyAuthenticator,
   ) {}
 
+  /** Whether requests under this policy are checked at all (a route that is not needs no hook). */
+  checks(policy: AuthPolicy): boolean {
+    return !(policy === 'public' || (policy === 'models' && !this.config.modelsRequireAuth));
+  }
+
   authenticate(request: FastifyRequest, policy: AuthPolicy): void | Promise<void> {
-    if (policy === 'public' || (policy === 'models' && !this.config.modelsRequireAuth)) return;
+    if (!this.checks(policy)) return;
     if (policy === 'admin') return this.checkAdmin(request);
     const secret = this.bearer(request);
     const bootstrap = this.authenticator.bootstrapPrincipal(secret);

@@ -1,5 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
+import { appendOnRequest } from './route-hooks';
+
+/** Fastify reads no body for these. */
+const BODYLESS_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 
 const DEADLINE = Symbol('bodyDeadline');
 
@@ -16,16 +20,21 @@ function hasBody(request: FastifyRequest): boolean {
  * Bounds the reading phase of a request: a body not received completely within `timeoutMs` of the headers
  * is answered `408` and its connection closed, so a body that trickles cannot hold a connection and a
  * parse buffer open. The deadline ends once the body is parsed (`bodyReceived`) or the response is done
- * (`endBodyDeadline`); what comes after, a stream as long as a generation, is not bounded by it.
+ * (`endBodyDeadline`); what comes after, a stream as long as a generation, is not bounded by it. A
+ * route hook, after authentication: a refused request never starts one, nor does a route without bodies.
  */
 export function registerBodyDeadline(fastify: FastifyInstance, timeoutMs: number): void {
   fastify.decorateRequest(DEADLINE, null);
-  fastify.addHook('onRequest', (request, reply, done) => {
-    if (!request.is404 && hasBody(request)) {
-      const timer = setTimeout(() => answerBodyTimeout(request, reply), timeoutMs);
-      (request as unknown as WithBodyDeadline)[DEADLINE] = timer;
-    }
-    done();
+  fastify.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (methods.every((method) => BODYLESS_METHODS.has(method))) return;
+    appendOnRequest(route, (request, reply, done) => {
+      if (hasBody(request)) {
+        const timer = setTimeout(() => answerBodyTimeout(request, reply), timeoutMs);
+        (request as unknown as WithBodyDeadline)[DEADLINE] = timer;
+      }
+      done();
+    });
   });
 }
 

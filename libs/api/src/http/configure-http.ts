@@ -3,8 +3,8 @@ import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
 import { inspectJson, MAX_JSON_DEPTH } from './json-body.inspector';
 import { type AccessLog, GatewayMetrics } from '@mgw/observability';
-import { authPolicyOf } from '../auth/auth-policy.decorator';
 import { RequestAuthenticator } from '../auth/request.authenticator';
+import { authenticateRoutes } from '../auth/route-authentication';
 import { GatewayShutdown } from '../lifecycle/gateway-shutdown';
 import { endBodyDeadline, registerBodyDeadline } from './body-deadline';
 
@@ -23,6 +23,7 @@ const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
  * request, ~6 % of the gateway's CPU on GET /v1/models, for the few lines written inside a request.
  */
 export function configureGatewayHttp(app: NestFastifyApplication, accessLog: AccessLog): void {
+  // Route hooks are bound when Nest registers the routes, at `init`/`listen`, which comes after this.
   const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(GatewayMetrics);
   const shutdown = app.get(GatewayShutdown);
@@ -87,17 +88,6 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
       .headers({ ...error.headers, connection: 'close' })
       .send(error.toBody());
   });
-  // The route's `@Auth` policy travels in its Fastify route config; unknown routes keep their 404.
-  fastify.addHook('onRequest', (request, _reply, done) => {
-    if (request.is404) return done();
-    let pending: void | Promise<void>;
-    try {
-      pending = authenticator.authenticate(request, authPolicyOf(request.routeOptions.config));
-    } catch (error) {
-      return done(error as GatewayError);
-    }
-    if (pending === undefined) return done();
-    pending.then(() => done(), done);
-  });
+  authenticateRoutes(fastify, authenticator);
   registerBodyDeadline(fastify, config.bodyTimeoutMs);
 }
