@@ -19,9 +19,9 @@ function hasBody(request: FastifyRequest): boolean {
 /**
  * Bounds the reading phase of a request: a body not received completely within `timeoutMs` of the headers
  * is answered `408` and its connection closed, so a body that trickles cannot hold a connection and a
- * parse buffer open. The deadline ends once the body is parsed (`bodyReceived`) or the response is done
- * (`endBodyDeadline`); what comes after, a stream as long as a generation, is not bounded by it. A
- * route hook, after authentication: a refused request never starts one, nor does a route without bodies.
+ * parse buffer open. The deadline ends (`endBodyDeadline`) once the body reaches the JSON parser or the
+ * response is done; what comes after, a stream as long as a generation, is not bounded by it. A route hook,
+ * after authentication: a refused request never starts one, nor does a route without bodies.
  */
 export function registerBodyDeadline(fastify: FastifyInstance, timeoutMs: number): void {
   fastify.decorateRequest(DEADLINE, null);

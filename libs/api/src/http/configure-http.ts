@@ -23,7 +23,6 @@ const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
  * request, ~6 % of the gateway's CPU on GET /v1/models, for the few lines written inside a request.
  */
 export function configureGatewayHttp(app: NestFastifyApplication, accessLog: AccessLog): void {
-  // Route hooks are bound when Nest registers the routes, at `init`/`listen`, which comes after this.
   const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(GatewayMetrics);
   const shutdown = app.get(GatewayShutdown);
@@ -88,6 +87,7 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
       .headers({ ...error.headers, connection: 'close' })
       .send(error.toBody());
   });
+  // Per-route hooks, bound when Nest registers the routes (at `init`/`listen`, which comes after this).
   authenticateRoutes(fastify, authenticator);
   registerBodyDeadline(fastify, config.bodyTimeoutMs);
 }
