@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { APP_FILTER } from '@nestjs/core';
 import { GatewayConfig } from '@mgw/config';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { RegistryClient } from '@mgw/registry';
@@ -9,7 +9,7 @@ import { KeyInvalidationListener } from './access/key-invalidation.listener';
 import { AdminKeysController } from './admin/admin-keys.controller';
 import { AdminUsageController } from './admin/admin-usage.controller';
 import { GatewayMetrics } from '@mgw/observability';
-import { ApiKeyGuard } from './auth/api-key.guard';
+import { RequestAuthenticator } from './auth/request.authenticator';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { OpenAiExceptionFilter } from './errors/openai-exception.filter';
@@ -45,7 +45,6 @@ export class ApiModule {
         MetricsController,
       ],
       providers: [
-        { provide: APP_GUARD, useClass: ApiKeyGuard },
         { provide: APP_FILTER, useClass: OpenAiExceptionFilter },
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         { provide: JobProducer, useClass: GatewayJobProducer },
@@ -55,6 +54,7 @@ export class ApiModule {
         CancelPublisher,
         ...accessProviders,
         KeyInvalidationListener,
+        RequestAuthenticator,
         AdmissionService,
         InflightRequests,
         GatewayShutdown,

@@ -2,7 +2,7 @@ export * from './api.module';
 export * from './connections/redis-connections.provider';
 export * from './http/fastify.options';
 export * from './http/configure-http';
-export * from './auth/api-key.guard';
+export * from './auth/request.authenticator';
 export * from './http/sse.writer';
 export * from './chat/chat-chunk.serializer';
 export * from './chat/completion.assembler';

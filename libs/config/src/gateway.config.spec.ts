@@ -22,6 +22,8 @@ describe('loadGatewayConfig', () => {
     expect(config.chatDeadlineMs).toBe(600_000);
     expect(config.imageDeadlineMs).toBe(300_000);
     expect(config.bodyLimitBytes).toBe(10 * 1024 * 1024);
+    expect(config.bodyTimeoutMs).toBe(60_000);
+    expect(config.headersTimeoutMs).toBe(20_000);
     expect(config.modelsRequireAuth).toBe(true);
     expect(config.defaultChatModel).toBe('sim-chat');
     expect(config.defaultImageModel).toBe('sim-image');
@@ -141,6 +143,9 @@ describe('loadGatewayConfig', () => {
     ['BODY_LIMIT_BYTES', '1023'],
     ['STREAM_BUFFER_LIMIT_BYTES', '10'],
     ['SSE_KEEPALIVE_MS', '-5'],
+    ['BODY_TIMEOUT_MS', '99'],
+    ['BODY_TIMEOUT_MS', 'slow'],
+    ['HEADERS_TIMEOUT_MS', '0'],
   ])('refuses %s=%p naming it', (name, value) => {
     expect(configError({ [name]: value }).message).toContain(name);
   });
@@ -148,6 +153,8 @@ describe('loadGatewayConfig', () => {
   it.each([
     ['CHAT_DEADLINE_MS', '100', 'chatDeadlineMs'],
     ['BODY_LIMIT_BYTES', '1024', 'bodyLimitBytes'],
+    ['BODY_TIMEOUT_MS', '100', 'bodyTimeoutMs'],
+    ['HEADERS_TIMEOUT_MS', '100', 'headersTimeoutMs'],
   ] as const)('accepts the lower bound %s=%p', (name, value, key) => {
     expect(loadGatewayConfig({ [name]: value })[key]).toBe(Number(value));
   });

@@ -38,6 +38,18 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('BODY_LIMIT_BYTES', 1024)
   bodyLimitBytes = 10 * 1024 * 1024;
 
+  /**
+   * A request body not received completely this long after the headers is answered `408` and its
+   * connection closed: a body that trickles cannot hold a connection and its buffer open. Only the reading
+   * phase is bounded; a streamed answer may take as long as its generation.
+   */
+  @EnvInt('BODY_TIMEOUT_MS', 100, 3_600_000)
+  bodyTimeoutMs = 60_000;
+
+  /** Request headers not received completely this long after the connection asked for a request get `408`. */
+  @EnvInt('HEADERS_TIMEOUT_MS', 100, 600_000)
+  headersTimeoutMs = 20_000;
+
   @EnvInt('CHAT_DEADLINE_MS', 100)
   chatDeadlineMs = 10 * 60_000;
 

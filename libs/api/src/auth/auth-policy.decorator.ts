@@ -1,6 +1,4 @@
-import { SetMetadata } from '@nestjs/common';
-
-export const AUTH_POLICY = 'mgw:auth-policy';
+import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
 
 /**
  * `required`: Bearer key needed. `public`: never. `models`: as MODELS_REQUIRE_AUTH says. `admin`: the
@@ -8,4 +6,54 @@ export const AUTH_POLICY = 'mgw:auth-policy';
  */
 export type AuthPolicy = 'required' | 'public' | 'models' | 'admin';
 
-export const Auth = (policy: AuthPolicy) => SetMetadata(AUTH_POLICY, policy);
+const POLICIES: ReadonlySet<string> = new Set<AuthPolicy>(['required', 'public', 'models', 'admin']);
+
+interface AuthRouteConfig {
+  authPolicy?: AuthPolicy;
+}
+
+type RouteConfigs = Record<string, unknown> & AuthRouteConfig;
+
+function routeConfigOf(handler: object): RouteConfigs | undefined {
+  return Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as RouteConfigs | undefined;
+}
+
+function setPolicy(handler: object, policy: AuthPolicy): void {
+  Reflect.defineMetadata(
+    FASTIFY_ROUTE_CONFIG_METADATA,
+    { ...routeConfigOf(handler), authPolicy: policy },
+    handler,
+  );
+}
+
+/**
+ * A route's policy, carried in its Fastify route config so the `onRequest` hook knows it before any body
+ * byte is read. On a controller it applies to every handler that does not declare its own (method
+ * decorators run before class decorators, so those are already set). It merges into the route config,
+ * so it goes above a `@RouteConfig` of the same handler (which replaces what is there).
+ */
+export function Auth(policy: AuthPolicy): ClassDecorator & MethodDecorator {
+  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (descriptor) {
+      setPolicy(descriptor.value as object, policy);
+      return;
+    }
+    const prototype = (target as { prototype: object }).prototype;
+    for (const name of Object.getOwnPropertyNames(prototype)) {
+      const handler = Object.getOwnPropertyDescriptor(prototype, name)?.value as unknown;
+      if (name === 'constructor' || typeof handler !== 'function') continue;
+      if (routeConfigOf(handler)?.authPolicy === undefined) setPolicy(handler, policy);
+    }
+  };
+}
+
+/** The policy of a route from its Fastify route config; a route that declares none requires a key. */
+export function authPolicyOf(routeConfig: unknown): AuthPolicy {
+  const policy = (routeConfig as AuthRouteConfig | undefined)?.authPolicy;
+  return policy !== undefined && POLICIES.has(policy) ? policy : 'required';
+}
+
+/** The policy of a handler, as its route will be registered (for tests and startup checks). */
+export function authPolicyOfHandler(handler: object): AuthPolicy {
+  return authPolicyOf(routeConfigOf(handler));
+}

@@ -9,6 +9,7 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
 import { GatewayMetrics, rejectionReasonOf } from '@mgw/observability';
+import { discardUnreadBody } from '../http/unread-body';
 
 /** Framework errors (routing, body parsing, size limits) in the OpenAI vocabulary. */
 function fromHttpException(exception: HttpException, request: FastifyRequest): GatewayError {
@@ -86,6 +87,7 @@ export class OpenAiExceptionFilter implements ExceptionFilter {
     }
     const rejection = rejectionReasonOf(error.status, error.code);
     if (rejection) this.metrics.rejected(rejection);
+    discardUnreadBody(request, reply);
     // Fastify's reply is thenable; send() completes the response itself and has nothing to await.
     void reply
       .status(error.status)

@@ -1,13 +1,22 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
 import { inspectJson, MAX_JSON_DEPTH } from './json-body.inspector';
 import { type AccessLog, GatewayMetrics } from '@mgw/observability';
+import { RequestAuthenticator } from '../auth/request.authenticator';
+import { authenticateRoutes } from '../auth/route-authentication';
 import { GatewayShutdown } from '../lifecycle/gateway-shutdown';
+import { endBodyDeadline, registerBodyDeadline } from './body-deadline';
+
+/** Methods whose requests carry a body by their meaning; on the others an empty JSON body is no body. */
+const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
  * HTTP behaviour that lives below Nest's routing: which bodies are accepted, the correlation header,
- * per-request metrics and the access log line (recorded when the response closes — streams included), and
- * the refusal of requests that arrive on an open connection once the gateway is shutting down.
+ * per-request metrics and the access log line (recorded when the response closes — streams included), the
+ * refusal of requests that arrive on an open connection once the gateway is shutting down, authentication
+ * from the headers alone (before any body byte is read: a refused request costs no read and no parse), and
+ * the deadline on reading the body.
  *
  * The gateway's lines about a request name it with a `requestId` field where they are written, rather
  * than through an AsyncLocalStorage context: that would switch on async hooks for every promise of every
@@ -17,6 +26,8 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
   const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(GatewayMetrics);
   const shutdown = app.get(GatewayShutdown);
+  const authenticator = app.get(RequestAuthenticator);
+  const config = app.get(GatewayConfig);
   // JSON only: any other Content-Type is answered 415 rather than half-parsed.
   fastify.removeContentTypeParser('text/plain');
   // Fastify's own JSON parser (with its prototype-poisoning checks), plus a bound on nesting depth and a
@@ -24,6 +35,9 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('application/json');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    endBodyDeadline(request);
+    // Many clients send `Content-Type: application/json` on every request, a DELETE without a body too.
+    if ((body as string).length === 0 && !BODY_METHODS.has(request.method)) return done(null, undefined);
     void parseJson(request, body as string, (error, value: unknown) => {
       if (error) return done(error);
       const problem = inspectJson(value);
@@ -49,6 +63,7 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
     void reply.header('x-request-id', request.id);
     metrics.requestReceived(request.id);
     reply.raw.once('close', () => {
+      endBodyDeadline(request);
       const status = reply.raw.statusCode;
       metrics.requestFinished(request.id, request.routeOptions.url, request.method, status);
       accessLog.requestFinished({
@@ -72,4 +87,7 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
       .headers({ ...error.headers, connection: 'close' })
       .send(error.toBody());
   });
+  // Per-route hooks, bound when Nest registers the routes (at `init`/`listen`, which comes after this).
+  authenticateRoutes(fastify, authenticator);
+  registerBodyDeadline(fastify, config.bodyTimeoutMs);
 }

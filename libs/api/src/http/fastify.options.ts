@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyServerOptions } from 'fastify';
+import type { FastifyHttpOptions } from 'fastify';
 import type { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
 
@@ -10,15 +10,22 @@ export function newRequestId(): string {
   return randomUUID().replaceAll('-', '');
 }
 
-export function fastifyOptionsFor(config: GatewayConfig): FastifyServerOptions {
+export function fastifyOptionsFor(config: GatewayConfig): FastifyHttpOptions<Server> {
   return {
     bodyLimit: config.bodyLimitBytes,
     genReqId: newRequestId,
     requestIdHeader: false,
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    // SSE streams may stay open for as long as a generation takes.
+    // SSE streams may stay open for as long as a generation takes: only the reading of a request is bounded,
+    // its headers here (Node answers 408 through `answerClientError`), its body by the body deadline.
     requestTimeout: 0,
+    http: {
+      requestTimeout: 0,
+      headersTimeout: config.headersTimeoutMs,
+      // Node checks the headers deadline on this interval, so it is a fraction of the deadline.
+      connectionsCheckingInterval: Math.min(5000, Math.max(250, Math.floor(config.headersTimeoutMs / 4))),
+    },
     logger: false,
     clientErrorHandler: answerClientError,
   };

@@ -1,10 +1,9 @@
-import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
+import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { KeyAuthenticator, looksLikeIssuedKey, secretsEqual, type Authentication } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
-import { AUTH_POLICY, type AuthPolicy } from './auth-policy.decorator';
+import type { AuthPolicy } from './auth-policy.decorator';
 import { setPrincipal } from './request-principal';
 
 export { hashApiKey } from '@mgw/access';
@@ -19,30 +18,34 @@ const REFUSALS: Record<Exclude<Authentication, { ok: true }>['reason'], string> 
 };
 
 /**
- * Every route's authentication, by its `@Auth` policy. Keys are looked up by their hash (bootstrap keys in
+ * Every request's authentication, by its route's `@Auth` policy, from the headers alone (it runs in the
+ * `onRequest` hook, before any body byte is read). Keys are looked up by their hash (bootstrap keys in
  * memory, issued keys in Redis through a short cache): no raw secret is ever compared. The admin token is
  * compared in constant time, and without one configured the admin routes do not exist.
+ *
+ * Synchronous unless an issued key must be looked up: the common cases cost no promise. A refusal is a
+ * thrown (or rejected) `GatewayError`.
  */
 @Injectable()
-export class ApiKeyGuard implements CanActivate {
+export class RequestAuthenticator {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
-    @Inject(Reflector) private readonly reflector: Reflector,
     @Inject(KeyAuthenticator) private readonly authenticator: KeyAuthenticator,
   ) {}
 
-  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
-    const policy =
-      this.reflector.getAllAndOverride<AuthPolicy>(AUTH_POLICY, [context.getHandler(), context.getClass()]) ??
-      'required';
-    if (policy === 'public' || (policy === 'models' && !this.config.modelsRequireAuth)) return true;
-    const request = context.switchToHttp().getRequest<FastifyRequest>();
+  /** Whether requests under this policy are checked at all (a route that is not needs no hook). */
+  checks(policy: AuthPolicy): boolean {
+    return !(policy === 'public' || (policy === 'models' && !this.config.modelsRequireAuth));
+  }
+
+  authenticate(request: FastifyRequest, policy: AuthPolicy): void | Promise<void> {
+    if (!this.checks(policy)) return;
     if (policy === 'admin') return this.checkAdmin(request);
     const secret = this.bearer(request);
     const bootstrap = this.authenticator.bootstrapPrincipal(secret);
     if (bootstrap) {
       setPrincipal(request, bootstrap);
-      return true;
+      return;
     }
     // Anything not shaped like an issued key is refused without touching Redis.
     if (!looksLikeIssuedKey(secret)) throw GatewayError.invalidApiKey();
@@ -51,7 +54,6 @@ export class ApiKeyGuard implements CanActivate {
         throw new GatewayError(401, 'invalid_request_error', 'invalid_api_key', REFUSALS[result.reason]);
       }
       setPrincipal(request, result.principal);
-      return true;
     });
   }
 
@@ -63,7 +65,7 @@ export class ApiKeyGuard implements CanActivate {
     return match[1]!;
   }
 
-  private checkAdmin(request: FastifyRequest): boolean {
+  private checkAdmin(request: FastifyRequest): void {
     const token = this.config.adminToken;
     if (token === undefined) {
       throw new GatewayError(
@@ -91,6 +93,5 @@ export class ApiKeyGuard implements CanActivate {
         'Incorrect admin token provided.',
       );
     }
-    return true;
   }
 }

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { ExecutionContext } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
 import { loadGatewayConfig, type GatewayConfig } from '@mgw/config';
 import { generateApiKey, KeyAuthenticator, type ApiKeyRecord, type KeyStore } from '@mgw/access';
 import { GatewayError } from '@mgw/contracts';
-import { ApiKeyGuard, hashApiKey } from './api-key.guard';
-import { Auth } from './auth-policy.decorator';
+import { RouteConfig } from '@nestjs/platform-fastify';
+import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
+import { Auth, authPolicyOf, authPolicyOfHandler } from './auth-policy.decorator';
 import { principalOf } from './request-principal';
+import { hashApiKey, RequestAuthenticator } from './request.authenticator';
 
 const GOOD_KEY = 'sk-good-key-123';
 
@@ -38,11 +39,25 @@ class ModelsController {
   list(): void {}
 }
 
-/** A guard whose issued-key lookups find nothing (these tests exercise the bootstrap keys and the policies). */
-function guardFor(config: GatewayConfig): ApiKeyGuard {
+/**
+ * What the `onRequest` hook does for a route: take the policy its decorators put in the route config, then
+ * authenticate the request by it (true once accepted, a thrown or rejected GatewayError when refused).
+ */
+class RouteCheck {
+  constructor(private readonly authenticator: RequestAuthenticator) {}
+
+  canActivate(context: ExecutionContext): true | Promise<true> {
+    const policy = authPolicyOfHandler(context.getHandler());
+    const result = this.authenticator.authenticate(context.switchToHttp().getRequest(), policy);
+    return result ? result.then(() => true as const) : true;
+  }
+}
+
+/** A check whose issued-key lookups find nothing (these tests exercise the bootstrap keys and the policies). */
+function guardFor(config: GatewayConfig): RouteCheck {
   const store = { findByHash: () => Promise.resolve(null) } as unknown as KeyStore;
   const authenticator = new KeyAuthenticator(store, config.apiKeys, { ttlMs: 1000, maxEntries: 10 });
-  return new ApiKeyGuard(config, new Reflector(), authenticator);
+  return new RouteCheck(new RequestAuthenticator(config, authenticator));
 }
 
 interface FakeRequest {
@@ -56,19 +71,21 @@ function contextFor(
   authorization: string | undefined,
   handler: Handler = PlainController.prototype.handle,
   controller: ControllerClass = PlainController,
-): { context: ExecutionContext; getRequest: jest.Mock<FakeRequest, []> } {
+): { context: ExecutionContext; readHeaders: jest.Mock<Record<string, string>, []> } {
   const headers: Record<string, string> = {};
   if (authorization !== undefined) headers.authorization = authorization;
-  const getRequest = jest.fn<FakeRequest, []>(() => ({ headers }));
+  const readHeaders = jest.fn<Record<string, string>, []>(() => headers);
+  const request = {} as FakeRequest;
+  Object.defineProperty(request, 'headers', { get: readHeaders });
   const context = {
     getHandler: () => handler,
     getClass: () => controller,
-    switchToHttp: () => ({ getRequest }),
+    switchToHttp: () => ({ getRequest: () => request }),
   } as unknown as ExecutionContext;
-  return { context, getRequest };
+  return { context, readHeaders };
 }
 
-function refusal(guard: ApiKeyGuard, context: ExecutionContext): GatewayError {
+function refusal(guard: RouteCheck, context: ExecutionContext): GatewayError {
   try {
     void guard.canActivate(context);
   } catch (error) {
@@ -91,9 +108,9 @@ function expectInvalidKey(error: GatewayError): void {
   expect(error.code).toBe('invalid_api_key');
 }
 
-describe('ApiKeyGuard', () => {
+describe('RequestAuthenticator by route policy', () => {
   let config: GatewayConfig;
-  let guard: ApiKeyGuard;
+  let guard: RouteCheck;
 
   beforeEach(() => {
     config = loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test' });
@@ -169,15 +186,15 @@ describe('ApiKeyGuard', () => {
   });
 
   describe("with the 'public' policy", () => {
-    it('lets a request without a header through, without reading the request', () => {
-      const { context, getRequest } = contextFor(
+    it('lets a request without a header through, without reading its headers', () => {
+      const { context, readHeaders } = contextFor(
         undefined,
         PolicyController.prototype.health,
         PolicyController,
       );
 
       expect(guard.canActivate(context)).toBe(true);
-      expect(getRequest).not.toHaveBeenCalled();
+      expect(readHeaders).not.toHaveBeenCalled();
     });
 
     it('lets a request with a wrong key through', () => {
@@ -270,7 +287,7 @@ describe('hashApiKey', () => {
   });
 });
 
-describe('ApiKeyGuard with issued keys and the admin policy', () => {
+describe('RequestAuthenticator with issued keys and the admin policy', () => {
   const ADMIN = 'admin-token-abcdefghijklmnopqrstuvwxyz';
   const issued = generateApiKey();
   const record = {
@@ -303,12 +320,16 @@ describe('ApiKeyGuard with issued keys and the admin policy', () => {
       ttlMs: 60_000,
       maxEntries: 10,
     });
-    return { guard: new ApiKeyGuard(config, new Reflector(), authenticator), findByHash, authenticator };
+    return {
+      guard: new RouteCheck(new RequestAuthenticator(config, authenticator)),
+      findByHash,
+      authenticator,
+    };
   }
 
-  async function outcome(guard: ApiKeyGuard, context: ExecutionContext): Promise<true | GatewayError> {
+  async function outcome(guard: RouteCheck, context: ExecutionContext): Promise<true | GatewayError> {
     try {
-      return (await guard.canActivate(context)) as true;
+      return await guard.canActivate(context);
     } catch (error) {
       if (error instanceof GatewayError) return error;
       throw error;
@@ -405,5 +426,30 @@ describe('ApiKeyGuard with issued keys and the admin policy', () => {
       loadGatewayConfig({ GATEWAY_ADMIN_TOKEN: ADMIN, GATEWAY_API_KEYS: ADMIN, NODE_ENV: 'test' }),
     ).toThrow('GATEWAY_ADMIN_TOKEN');
     expect(loadGatewayConfig({ GATEWAY_ADMIN_TOKEN: '  ', NODE_ENV: 'test' }).adminToken).toBeUndefined();
+  });
+});
+
+describe('@Auth in the Fastify route config', () => {
+  it('puts the policy where the onRequest hook reads it, per handler and per controller', () => {
+    expect(authPolicyOfHandler(PolicyController.prototype.health)).toBe('public');
+    expect(authPolicyOfHandler(PolicyController.prototype.chat)).toBe('required');
+    expect(authPolicyOfHandler(ModelsController.prototype.list)).toBe('models');
+    expect(authPolicyOfHandler(PublicController.prototype.handle)).toBe('public');
+    expect(authPolicyOfHandler(PublicController.prototype.secret)).toBe('required');
+    expect(authPolicyOfHandler(PlainController.prototype.handle)).toBe('required');
+  });
+
+  it('keeps the rest of a route config, and reads an unknown policy as required', () => {
+    class Configured {
+      @Auth('public')
+      @RouteConfig({ rateLimit: 5 })
+      handle(): void {}
+    }
+    expect(Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, Configured.prototype.handle)).toEqual({
+      rateLimit: 5,
+      authPolicy: 'public',
+    });
+    expect(authPolicyOf({ authPolicy: 'everyone' })).toBe('required');
+    expect(authPolicyOf(undefined)).toBe('required');
   });
 });
