@@ -12,6 +12,7 @@ import type {
 } from './loaded-model';
 import { LlamaCppChatBackend } from './llamacpp-chat.backend';
 import type { LlamaCppOptions } from './llamacpp.options';
+import { chatInferenceRequest } from '@mgw/testing';
 
 /** The template's end-of-turn special token in the fake model. */
 const END_OF_TURN = 999 as Token;
@@ -154,25 +155,7 @@ const OPTIONS: LlamaCppOptions = {
 };
 
 function request(over: Partial<ChatInferenceRequest> = {}): ChatInferenceRequest {
-  return {
-    messages: [{ role: 'user', content: 'hi' }],
-    n: 1,
-    maxTokens: null,
-    stop: [],
-    temperature: 1,
-    topP: 1,
-    presencePenalty: 0,
-    frequencyPenalty: 0,
-    seed: null,
-    user: null,
-    tools: [],
-    toolChoice: { type: 'none' },
-    parallelToolCalls: true,
-    responseFormat: { type: 'text' },
-    logprobs: false,
-    topLogprobs: 0,
-    ...over,
-  };
+  return chatInferenceRequest({ messages: [{ role: 'user', content: 'hi' }], ...over });
 }
 
 async function backendWith(model: FakeModel, options: Partial<LlamaCppOptions> = {}) {

@@ -1,26 +1,9 @@
 import type { ChatInferenceRequest } from '../chat-backend.interface';
 import { toUpstreamChatRequest } from './openai-chat.backend';
+import { chatInferenceRequest } from '@mgw/testing';
 
 function chatRequest(overrides: Partial<ChatInferenceRequest> = {}): ChatInferenceRequest {
-  return {
-    messages: [{ role: 'user', content: 'Weather in Paris?' }],
-    n: 1,
-    maxTokens: null,
-    stop: [],
-    temperature: 1,
-    topP: 1,
-    presencePenalty: 0,
-    frequencyPenalty: 0,
-    seed: null,
-    user: null,
-    tools: [],
-    toolChoice: { type: 'none' },
-    parallelToolCalls: true,
-    responseFormat: { type: 'text' },
-    logprobs: false,
-    topLogprobs: 0,
-    ...overrides,
-  };
+  return chatInferenceRequest({ messages: [{ role: 'user', content: 'Weather in Paris?' }], ...overrides });
 }
 
 describe('toUpstreamChatRequest', () => {

@@ -11,29 +11,15 @@ import { GatewayError } from '@mgw/contracts';
 import { countPromptTokens, countTextTokens, IMAGE_PART_TOKENS } from '../text/token-count';
 import { ChatSimulatorBackend, tokenSegments } from './chat-simulator.backend';
 import type { ChatSimulatorOptions } from './simulator.options';
+import { chatInferenceRequest } from '@mgw/testing';
 
 const countTokens = (text: string) => encode(text, { disallowedSpecial: new Set() }).length;
 
 function chatRequest(overrides: Partial<ChatInferenceRequest> = {}): ChatInferenceRequest {
-  return {
+  return chatInferenceRequest({
     messages: [{ role: 'user', content: 'Hello there, simulator! Please repeat this sentence.' }],
-    n: 1,
-    maxTokens: null,
-    stop: [],
-    temperature: 1,
-    topP: 1,
-    presencePenalty: 0,
-    frequencyPenalty: 0,
-    seed: null,
-    user: null,
-    tools: [],
-    toolChoice: { type: 'none' },
-    parallelToolCalls: true,
-    responseFormat: { type: 'text' },
-    logprobs: false,
-    topLogprobs: 0,
     ...overrides,
-  };
+  });
 }
 
 function backend(options: Partial<ChatSimulatorOptions> = {}): ChatSimulatorBackend {
