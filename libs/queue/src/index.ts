@@ -1,5 +1,6 @@
 export * from './redis-connection.factory';
 export * from './job-options';
+export * from './failed-job.retention';
 export * from './job.producer';
 export * from './pubsub.dispatcher';
 export * from './reply.router';
