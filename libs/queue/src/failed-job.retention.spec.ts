@@ -86,7 +86,11 @@ describe('failed job retention', () => {
       let data = '';
       while (Date.now() < deadline) {
         data = (await commands.hget(jobKey, 'data')) ?? '';
-        if ((await commands.zscore(queue.keys.failed, requestId)) !== null && data.length < 1024) break;
+        if (
+          (await commands.zscore(`${namespace}:${queueNameFor('chat', 'big')}:failed`, requestId)) !== null &&
+          data.length < 1024
+        )
+          break;
         await new Promise((r) => setTimeout(r, 50));
       }
       expect(JSON.parse(data)).toEqual({
