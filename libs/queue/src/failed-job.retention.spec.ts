@@ -40,6 +40,7 @@ describe('failed job retention', () => {
 
   it('bounds the message and stack of a failure, and keeps a small one as it is', () => {
     const small = new Error('short');
+    small.stack = 'Error: short\n    at somewhere (file.js:1:1)';
     expect(boundedFailure(small)).toBe(small);
     const big = boundedFailure(new TypeError('y'.repeat(100_000)));
     expect(big.name).toBe('TypeError');

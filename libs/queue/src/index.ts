@@ -5,6 +5,7 @@ export * from './job.producer';
 export * from './pubsub.dispatcher';
 export * from './reply.router';
 export * from './reply.batcher';
+export * from './subscriber-backlog.monitor';
 export * from './reply.publisher';
 export * from './cancel.listener';
 export * from './model-queue.consumer';
