@@ -46,11 +46,11 @@ export class WorkerConfig extends CatalogAwareConfig {
    * replies from this worker until it caught up (0 = off). Keep it well under Redis's
    * `client-output-buffer-limit pubsub` (soft 8 MB by default), past which Redis drops the subscriber.
    */
-  @EnvInt('REPLY_BACKLOG_PAUSE_BYTES', 0)
+  @EnvInt('REPLY_BACKLOG_BYTES', 0)
   replyBacklogPauseBytes = 2 * 1024 * 1024;
 
   /** The longest a stream waits for its gateway to catch up before it sends anyway. */
-  @EnvInt('REPLY_BACKLOG_MAX_PAUSE_MS', 0, 600_000)
+  @EnvInt('REPLY_BACKLOG_WAIT_MS', 0, 600_000)
   replyBacklogMaxPauseMs = 10_000;
 
   /**

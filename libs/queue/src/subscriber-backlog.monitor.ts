@@ -36,8 +36,8 @@ class Gate {
  * gateway falls behind when it is stalled (a long GC, a saturated CPU, a stopped process) while workers
  * stream unpaced.
  *
- * So while a worker publishes fast, it reads every subscriber's output buffer (`CLIENT LIST TYPE pubsub`,
- * one command per interval for all gateways, none while replies trickle), and a gateway whose buffer passed
+ * So a worker reads every subscriber's output buffer (`CLIENT LIST TYPE pubsub`, one command for all
+ * gateways) after each 64 KiB of replies, and every interval while it publishes faster than that; and a gateway whose buffer passed
  * `pauseBytes` gets a closed gate: its streams' writers wait before their next message (the backend is not
  * pulled meanwhile), until the buffer drained to half, the subscriber is gone, or `maxPauseMs` passed.
  * The hot path pays one map lookup per message.
