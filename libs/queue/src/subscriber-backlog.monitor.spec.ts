@@ -5,6 +5,8 @@ import {
   replySubscriberNameFor,
   SubscriberBacklogMonitor,
 } from './subscriber-backlog.monitor';
+import { ReplyBatcher } from './reply.batcher';
+import { ReplyStreamWriter } from './reply.publisher';
 
 /** A Redis whose `CLIENT LIST` answers what the test says the gateways' output buffers hold. */
 class FakeRedis {
@@ -132,5 +134,46 @@ describe('SubscriberBacklogMonitor', () => {
     monitor.noteSent(channel, 1024 * 1024);
     await tick(250);
     expect(redis.calls).toBe(0);
+  });
+});
+
+describe('ReplyStreamWriter behind a closed gate', () => {
+  it('holds its next message until the gateway caught up, and keeps the order', async () => {
+    const redis = new FakeRedis();
+    const published: string[] = [];
+    Object.assign(redis, {
+      publish: (_channel: string, frame: string) => {
+        published.push(frame);
+        return Promise.resolve(1);
+      },
+    });
+    const monitor = new SubscriberBacklogMonitor(
+      redis as unknown as Redis,
+      { pauseBytes: 1000, maxPauseMs: 10_000 },
+      { warn: () => undefined },
+    );
+    try {
+      const channel = replyChannelFor('ns', 'gw-1');
+      const writer = new ReplyStreamWriter(
+        new ReplyBatcher(redis as unknown as Redis, monitor),
+        channel,
+        'request-0001',
+      );
+      redis.omem.set(replySubscriberNameFor('gw-1'), 5000);
+      await writer.send({ kind: 'delta', choice: 0, content: 'x'.repeat(64 * 1024) });
+      await until(() => monitor.gateOf(channel) !== null);
+      const held = writer.send({ kind: 'delta', choice: 0, content: 'next' });
+      await writer.flush();
+      const before = published.length;
+      await tick(150);
+      expect(published).toHaveLength(before);
+      redis.omem.set(replySubscriberNameFor('gw-1'), 0);
+      await held;
+      await writer.flush();
+      expect(published.at(-1)).toContain('"content":"next"');
+      expect(JSON.parse(published.at(-1)!)).toMatchObject({ seq: 1 });
+    } finally {
+      monitor.close();
+    }
   });
 });
