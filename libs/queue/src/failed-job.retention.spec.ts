@@ -105,5 +105,45 @@ describe('failed job retention', () => {
       expect(kept).toBeLessThanOrEqual(FAILED_JOB_MAX_BYTES);
       expect(await commands.hget(jobKey, 'failedReason')).toMatch(/^refused /);
     });
+
+    it('strips a job that BullMQ fails for stalling too often, which never reaches the processor', async () => {
+      await consumer.close();
+      const model = 'stalling';
+      const stallingQueue = new Queue(queueNameFor('chat', model), {
+        connection: commands,
+        prefix: namespace,
+      });
+      try {
+        const requestId = `req-${randomBytes(6).toString('hex')}`;
+        await stallingQueue.add(
+          'chat',
+          { requestId, model, request: { content: 'w'.repeat(256 * 1024) } },
+          jobOptionsFor(requestId, 10),
+        );
+        const jobKey = `${namespace}:${queueNameFor('chat', model)}:${requestId}`;
+        // What BullMQ's stalled check writes into a job that stalled more than maxStalledCount times.
+        await commands.hset(jobKey, 'defa', 'job stalled more than allowable limit');
+        let processed = false;
+        consumer = new ModelQueueConsumer(connection, namespace, { error: () => undefined }, 10_000);
+        consumer.consume('chat', model, 1, 1, () => {
+          processed = true;
+          return Promise.resolve();
+        });
+        const deadline = Date.now() + 10_000;
+        let data = '';
+        while (Date.now() < deadline) {
+          data = (await commands.hget(jobKey, 'data')) ?? '';
+          if (data.length < 1024) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect(JSON.parse(data)).toMatchObject({ summary: true, requestId, model });
+        expect(await commands.hget(jobKey, 'failedReason')).toBe('job stalled more than allowable limit');
+        expect(processed).toBe(false);
+      } finally {
+        await consumer.close();
+        await stallingQueue.obliterate({ force: true });
+        await stallingQueue.close();
+      }
+    });
   });
 });
