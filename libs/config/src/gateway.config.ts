@@ -92,6 +92,10 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('JOB_RETENTION_FAILED', 0)
   keepFailedJobs = 1000;
 
+  /** Bytes of failed jobs kept per model: with each kept job bounded in size, this caps their number too. */
+  @EnvInt('JOB_RETENTION_BYTES', 0)
+  keepFailedJobBytes = 4 * 1024 * 1024;
+
   /**
    * Bearer token of the admin API (`/admin/*`), a secret separate from every API key. Unset: the admin
    * routes do not exist (404).

@@ -42,6 +42,18 @@ export class WorkerConfig extends CatalogAwareConfig {
   replyHeartbeatMs = 1000;
 
   /**
+   * Flow control: a gateway whose reply subscriber has more output than this waiting in Redis gets no more
+   * replies from this worker until it caught up (0 = off). Keep it well under Redis's
+   * `client-output-buffer-limit pubsub` (soft 8 MB by default), past which Redis drops the subscriber.
+   */
+  @EnvInt('REPLY_BACKLOG_BYTES', 0)
+  replyBacklogPauseBytes = 2 * 1024 * 1024;
+
+  /** The longest a stream waits for its gateway to catch up before it sends anyway. */
+  @EnvInt('REPLY_BACKLOG_WAIT_MS', 0, 600_000)
+  replyBacklogMaxPauseMs = 10_000;
+
+  /**
    * BullMQ's job lock: a worker killed with a job still holding this lock gives the job back to the queue
    * (to run on another worker) once the lock expires. Shorter re-runs sooner but costs more lock renewals.
    */

@@ -3,7 +3,8 @@ import type { JobsOptions } from 'bullmq';
 /**
  * Job defaults in one place. The request id is the job id, so a waiting job can be removed by id
  * when its client leaves. Finished jobs are removed at once (the result already went over pub/sub);
- * failed ones are kept, bounded, for inspection.
+ * failed ones are kept, bounded in number, age and size, for inspection (their data is replaced by a summary,
+ * see failed-job.retention.ts).
  */
 export function jobOptionsFor(requestId: string, keepFailedJobs: number, priority?: number): JobsOptions {
   return {
@@ -13,5 +14,7 @@ export function jobOptionsFor(requestId: string, keepFailedJobs: number, priorit
     attempts: 1,
     removeOnComplete: true,
     removeOnFail: { count: keepFailedJobs, age: 24 * 3600 },
+    // One attempt, so one stack: the failed job's size stays bounded.
+    stackTraceLimit: 1,
   };
 }

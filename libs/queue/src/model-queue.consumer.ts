@@ -1,6 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { queueNameFor, type ModelKind, type ComponentLogger } from '@mgw/contracts';
+import { boundedFailure, stripFailedJob } from './failed-job.retention';
 
 export type JobHandler = (job: Job<unknown>) => Promise<void>;
 
@@ -38,7 +39,15 @@ export class ModelQueueConsumer {
   }
 
   private start(queue: string, concurrency: number, handler: JobHandler): void {
-    const worker = new Worker(queue, handler, {
+    // A failed job is kept for inspection, but never its error unbounded (see failed-job.retention.ts).
+    const processor = async (job: Job<unknown>): Promise<void> => {
+      try {
+        await handler(job);
+      } catch (error) {
+        throw boundedFailure(error);
+      }
+    };
+    const worker = new Worker(queue, processor, {
       connection: this.connection,
       prefix: this.namespace,
       concurrency,
@@ -50,6 +59,13 @@ export class ModelQueueConsumer {
       stalledInterval: Math.max(500, Math.floor(this.lockMs / 2)),
     });
     worker.on('error', (error) => this.logger.error(`queue ${worker.name}: ${error.message}`));
+    // Every failure passes here, a job failed for stalling too included: the kept job loses its request.
+    worker.on('failed', (job) => {
+      if (!job) return;
+      stripFailedJob(job, this.connection).catch((error: unknown) =>
+        this.logger.error(`queue ${worker.name}: could not strip failed job ${job.id}: ${String(error)}`),
+      );
+    });
     this.workers.push(worker);
   }
 

@@ -1,6 +1,7 @@
 import { setImmediate } from 'node:timers';
 import type { Redis } from 'ioredis';
 import { encodeReplyFrame, MAX_REPLY_FRAME_MESSAGES } from '@mgw/contracts';
+import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
 const MAX_FRAME_CHARS = 256 * 1024;
@@ -35,7 +36,16 @@ export class ReplyBatcher {
   private pending = new Map<string, Frame>();
   private scheduled = false;
 
-  constructor(private readonly redis: Redis) {}
+  constructor(
+    private readonly redis: Redis,
+    /** Flow control: holds back the streams of a gateway that fell behind (see SubscriberBacklogMonitor). */
+    private readonly backlog?: SubscriberBacklogMonitor,
+  ) {}
+
+  /** Null while `channel`'s gateway keeps up; else a promise that settles when its streams may go on. */
+  gateOf(channel: string): Promise<void> | null {
+    return this.backlog?.gateOf(channel) ?? null;
+  }
 
   /** Queues one encoded message; resolves with the number of subscribers that received its frame. */
   publish(channel: string, message: string): Promise<number> {
@@ -46,6 +56,7 @@ export class ReplyBatcher {
     }
     frame.messages.push(message);
     frame.chars += message.length;
+    this.backlog?.noteSent(channel, message.length);
     if (frame.messages.length >= MAX_REPLY_FRAME_MESSAGES || frame.chars >= MAX_FRAME_CHARS) {
       this.pending.delete(channel);
       this.send(channel, frame);

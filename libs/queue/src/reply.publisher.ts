@@ -45,8 +45,14 @@ export class ReplyStreamWriter {
     return this.lastSend;
   }
 
-  /** Publishes a message; resolves immediately unless too many are outstanding. Throws once Redis failed. */
+  /**
+   * Publishes a message; resolves immediately unless too many are outstanding or the gateway is behind.
+   * Throws once Redis failed.
+   */
   async send(message: OutgoingReply): Promise<void> {
+    // The gateway fell behind: wait for it rather than overflow its subscriber (bounded by the monitor).
+    const gate = this.transport.gateOf(this.channel);
+    if (gate) await gate;
     this.track(this.transport.publish(this.channel, this.encode(message)));
     if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight.values());
     if (this.failure) throw this.failure;

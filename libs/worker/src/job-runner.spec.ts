@@ -26,6 +26,7 @@ function harness(listeners = 1) {
       sent.push(JSON.parse(message) as Sent);
       return Promise.resolve(listeners);
     },
+    gateOf: () => null,
   } as unknown as ReplyBatcher;
   const subscriber = Object.assign(new EventEmitter(), { subscribe: () => Promise.resolve(1) });
   const warnings: string[] = [];

@@ -6,7 +6,13 @@ import { UsageRecorder } from '@mgw/access';
 import { WorkerConfig, type Catalog, type CatalogModel } from '@mgw/config';
 import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
 import { MetricsServer, WorkerMetrics } from '@mgw/observability';
-import { CancelListener, ModelQueueConsumer, PubSubDispatcher, ReplyBatcher } from '@mgw/queue';
+import {
+  CancelListener,
+  ModelQueueConsumer,
+  PubSubDispatcher,
+  ReplyBatcher,
+  SubscriberBacklogMonitor,
+} from '@mgw/queue';
 import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
 import { JobInstrumentation } from './job.instrumentation';
 import { JobRunner } from './job-runner';
@@ -81,8 +87,16 @@ const jobProviders: Provider[] = [
   },
   {
     provide: ReplyBatcher,
-    useFactory: (publisher: Redis) => new ReplyBatcher(publisher),
-    inject: [PUBLISHER_CONNECTION],
+    useFactory: (publisher: Redis, config: WorkerConfig, logger: LoggerService) =>
+      new ReplyBatcher(
+        publisher,
+        new SubscriberBacklogMonitor(
+          publisher,
+          { pauseBytes: config.replyBacklogPauseBytes, maxPauseMs: config.replyBacklogMaxPauseMs },
+          logger,
+        ),
+      ),
+    inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_LOGGER],
   },
   {
     provide: JobRunner,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { GatewayConfig } from '@mgw/config';
-import { closeRedis, createRedisConnection, waitUntilReady } from '@mgw/queue';
+import { closeRedis, createRedisConnection, replySubscriberNameFor, waitUntilReady } from '@mgw/queue';
 
 const REDIS_READY_TIMEOUT_MS = 10_000;
 
@@ -28,7 +28,8 @@ export class RedisConnections implements OnModuleInit, OnApplicationShutdown {
     this.subscriber = createRedisConnection(
       config.redisUrl,
       'subscriber',
-      `${this.instanceId}:replies`,
+      // Workers find this connection's output backlog in CLIENT LIST by this name (flow control).
+      replySubscriberNameFor(this.instanceId),
       this.logger,
     );
   }

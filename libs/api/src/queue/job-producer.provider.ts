@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
-import { JobProducer } from '@mgw/queue';
+import { failedJobsKept, JobProducer } from '@mgw/queue';
 import { RedisConnections } from '../connections/redis-connections.provider';
 
 /** `JobProducer` on the command connection; its queues close at shutdown, before the connection does. */
@@ -10,7 +10,7 @@ export class GatewayJobProducer extends JobProducer implements OnApplicationShut
     @Inject(RedisConnections) redis: RedisConnections,
     @Inject(GatewayConfig) config: GatewayConfig,
   ) {
-    super(redis.commands, config.namespace, config.keepFailedJobs);
+    super(redis.commands, config.namespace, failedJobsKept(config.keepFailedJobs, config.keepFailedJobBytes));
   }
 
   async onApplicationShutdown(): Promise<void> {
