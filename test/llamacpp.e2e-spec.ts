@@ -2,7 +2,10 @@ import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { generateText, stepCountIs, tool } from 'ai';
 import OpenAI from 'openai';
+import { z } from 'zod';
 import { writeTinyLlamaGguf } from './fixtures/gguf/tiny-llama.gguf-writer';
 import { Stack } from './support/stack';
 
@@ -381,6 +384,49 @@ describe('the llamacpp backend', () => {
         tools: TOOLS,
       });
       expect(completion.usage!.prompt_tokens).toBeGreaterThan(withoutResult.usage!.prompt_tokens + 10);
+    });
+
+    it('runs a full tool loop with the Vercel AI SDK: a forced call, the executed result, then an answer', async () => {
+      const provider = createOpenAICompatible({
+        name: 'model-gateway',
+        baseURL: `${stack.baseUrl}/v1`,
+        apiKey: stack.apiKey,
+        includeUsage: true,
+      });
+      const executed: string[] = [];
+      const result = await generateText({
+        model: provider.chatModel(MODEL),
+        tools: {
+          get_weather: tool({
+            description: 'Weather of a city',
+            inputSchema: z.object({ city: z.string().max(24) }),
+            execute: ({ city }) => {
+              executed.push(city);
+              return Promise.resolve(`In ${city} it is 21 degrees and sunny`);
+            },
+          }),
+        },
+        // Random weights never open a call on their own: the first step forces one and the next forbids
+        // any, so the loop is call → tool result → answer whatever the model samples.
+        prepareStep: ({ stepNumber }) => ({ toolChoice: stepNumber === 0 ? 'required' : 'none' }),
+        stopWhen: stepCountIs(3),
+        maxOutputTokens: 120,
+        temperature: 0,
+        prompt: 'What is the weather in Paris?',
+      });
+      expect(result.steps).toHaveLength(2);
+      const [call, answer] = result.steps as [(typeof result.steps)[0], (typeof result.steps)[0]];
+      expect(call.finishReason).toBe('tool-calls');
+      expect(call.toolCalls.map((c) => c.toolName)).toEqual(['get_weather']);
+      expect(executed).toHaveLength(1);
+      expect(answer.toolCalls).toHaveLength(0);
+      expect(['stop', 'length']).toContain(answer.finishReason);
+      // The second request sent the call back with the executed tool's result, and the gateway answered it.
+      const second = JSON.parse(String(answer.request.body)) as { messages: Array<Record<string, unknown>> };
+      expect(second.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+      expect(second.messages[2]).toMatchObject({ tool_call_id: call.toolCalls[0]!.toolCallId });
+      expect(JSON.stringify(second.messages[2])).toContain('21 degrees and sunny');
+      expect(answer.usage.outputTokens!).toBeGreaterThan(0);
     });
 
     it('answers json_schema with JSON valid against the schema, which the SDK parses', async () => {
