@@ -5,6 +5,7 @@ import type { OutgoingReply } from '@mgw/queue';
 import { ChatJobProcessor } from './chat-job.processor';
 import type { JobContext, JobRunner } from './job-runner';
 import type { UsageReporter } from './usage.reporter';
+import { chatInferenceRequest } from '@mgw/testing';
 
 /** What the HTTP edge maps a request to; only `n` and `logprobs` matter to the forwarding under test. */
 let inference: ChatInferenceRequest;
@@ -12,25 +13,10 @@ let inference: ChatInferenceRequest;
 jest.mock('@mgw/inference', () => ({ toChatInferenceRequest: () => inference }));
 
 function requestWith(fields: Partial<ChatInferenceRequest>): ChatInferenceRequest {
-  return {
+  return chatInferenceRequest({
     messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
-    n: 1,
-    maxTokens: null,
-    stop: [],
-    temperature: 1,
-    topP: 1,
-    presencePenalty: 0,
-    frequencyPenalty: 0,
-    seed: null,
-    user: null,
-    tools: [],
-    toolChoice: { type: 'none' },
-    parallelToolCalls: true,
-    responseFormat: { type: 'text' },
-    logprobs: false,
-    topLogprobs: 0,
     ...fields,
-  };
+  });
 }
 
 const data = {

@@ -30,8 +30,8 @@ export const TOOL_LIMITS = {
 
 const NAME_MESSAGE = expected('a name of 1 to 64 characters from a-z, A-Z, 0-9, _ and -');
 
-/** `tools[].function`. */
-export class FunctionDefinitionDto {
+/** What a function and a `json_schema` format both have: a name, a description and `strict`. */
+abstract class NamedSchemaDto {
   @Matches(TOOL_NAME_PATTERN, { message: NAME_MESSAGE })
   @IsString({ message: expected('a string') })
   name!: string;
@@ -44,12 +44,15 @@ export class FunctionDefinitionDto {
   description?: string;
 
   @IsOptional()
-  @Validate(IsParametersSchemaConstraint)
-  parameters?: Record<string, unknown>;
-
-  @IsOptional()
   @IsBoolean({ message: expected('a boolean') })
   strict?: boolean | null;
+}
+
+/** `tools[].function`. */
+export class FunctionDefinitionDto extends NamedSchemaDto {
+  @IsOptional()
+  @Validate(IsParametersSchemaConstraint)
+  parameters?: Record<string, unknown>;
 }
 
 /** `tools[]`: only function tools (OpenAI's `custom` tools have no equivalent on our backends). */
@@ -136,25 +139,10 @@ export const RESPONSE_FORMAT_TYPES = ['text', 'json_object', 'json_schema'] as c
 export type ResponseFormatType = (typeof RESPONSE_FORMAT_TYPES)[number];
 
 /** `response_format.json_schema`. */
-export class JsonSchemaFormatDto {
-  @Matches(TOOL_NAME_PATTERN, { message: NAME_MESSAGE })
-  @IsString({ message: expected('a string') })
-  name!: string;
-
-  @IsOptional()
-  @MaxLength(TOOL_LIMITS.description.maxLength, {
-    message: expected(`a string of at most ${TOOL_LIMITS.description.maxLength} characters`),
-  })
-  @IsString({ message: expected('a string') })
-  description?: string;
-
+export class JsonSchemaFormatDto extends NamedSchemaDto {
   @IsOptional()
   @Validate(IsJsonSchemaConstraint)
   schema?: Record<string, unknown>;
-
-  @IsOptional()
-  @IsBoolean({ message: expected('a boolean') })
-  strict?: boolean | null;
 }
 
 /** `response_format`: `json_schema` is only allowed (and then required) with type `json_schema`. */
