@@ -27,7 +27,9 @@ module.exports = {
       rootDir: __dirname,
       testEnvironment: 'node',
       // Refuses any connection to Redis, so a spec that needs it fails here instead of passing by luck.
-      setupFiles: ['reflect-metadata', '<rootDir>/test/support/no-redis.setup.ts'],
+      setupFiles: ['reflect-metadata'],
+      // After the framework is up: the guard is installed per file and removed again (see the file).
+      setupFilesAfterEnv: ['<rootDir>/test/support/no-redis.setup.ts'],
       transform: { '^.+\\.ts$': swc },
       moduleNameMapper,
       testMatch: [
