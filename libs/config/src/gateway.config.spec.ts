@@ -24,6 +24,8 @@ describe('loadGatewayConfig', () => {
     expect(config.bodyLimitBytes).toBe(10 * 1024 * 1024);
     expect(config.bodyTimeoutMs).toBe(60_000);
     expect(config.headersTimeoutMs).toBe(20_000);
+    expect(config.chatMaxContentParts).toBe(256);
+    expect(config.chatMaxTextChars).toBe(10_000_000);
     expect(config.modelsRequireAuth).toBe(true);
     expect(config.defaultChatModel).toBe('sim-chat');
     expect(config.defaultImageModel).toBe('sim-image');
@@ -146,6 +148,11 @@ describe('loadGatewayConfig', () => {
     ['BODY_TIMEOUT_MS', '99'],
     ['BODY_TIMEOUT_MS', 'slow'],
     ['HEADERS_TIMEOUT_MS', '0'],
+    ['CHAT_MAX_CONTENT_PARTS', '0'],
+    ['CHAT_MAX_CONTENT_PARTS', '4097'],
+    ['CHAT_MAX_TEXT_CHARS', '0'],
+    ['CHAT_MAX_TEXT_CHARS', '100000001'],
+    ['CHAT_MAX_TEXT_CHARS', 'lots'],
   ])('refuses %s=%p naming it', (name, value) => {
     expect(configError({ [name]: value }).message).toContain(name);
   });
@@ -155,7 +162,16 @@ describe('loadGatewayConfig', () => {
     ['BODY_LIMIT_BYTES', '1024', 'bodyLimitBytes'],
     ['BODY_TIMEOUT_MS', '100', 'bodyTimeoutMs'],
     ['HEADERS_TIMEOUT_MS', '100', 'headersTimeoutMs'],
+    ['CHAT_MAX_CONTENT_PARTS', '1', 'chatMaxContentParts'],
+    ['CHAT_MAX_TEXT_CHARS', '1', 'chatMaxTextChars'],
   ] as const)('accepts the lower bound %s=%p', (name, value, key) => {
+    expect(loadGatewayConfig({ [name]: value })[key]).toBe(Number(value));
+  });
+
+  it.each([
+    ['CHAT_MAX_CONTENT_PARTS', '4096', 'chatMaxContentParts'],
+    ['CHAT_MAX_TEXT_CHARS', '100000000', 'chatMaxTextChars'],
+  ] as const)('accepts the ceiling %s=%p (what a worker re-checks jobs against)', (name, value, key) => {
     expect(loadGatewayConfig({ [name]: value })[key]).toBe(Number(value));
   });
 });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Expose, Transform } from 'class-transformer';
 import { IsOptional, IsString, Matches, MinLength } from 'class-validator';
+import { REQUEST_SIZE_CEILINGS, REQUEST_SIZE_DEFAULTS } from '@mgw/contracts';
 import { ConfigError, loadConfig } from './load-config';
 import { SharedConfig } from './shared.config';
 import { EnvBool, EnvInt, ToList, Trimmed } from './env.decorators';
@@ -49,6 +50,14 @@ export class GatewayConfig extends SharedConfig {
   /** Request headers not received completely this long after the connection asked for a request get `408`. */
   @EnvInt('HEADERS_TIMEOUT_MS', 100, 600_000)
   headersTimeoutMs = 20_000;
+
+  /** Content parts one chat message may carry; more are refused before the body is validated. */
+  @EnvInt('CHAT_MAX_CONTENT_PARTS', 1, REQUEST_SIZE_CEILINGS.contentParts)
+  chatMaxContentParts = REQUEST_SIZE_DEFAULTS.contentParts;
+
+  /** Characters of text across a chat request's messages; more are refused before the body is validated. */
+  @EnvInt('CHAT_MAX_TEXT_CHARS', 1, REQUEST_SIZE_CEILINGS.textChars)
+  chatMaxTextChars = REQUEST_SIZE_DEFAULTS.textChars;
 
   @EnvInt('CHAT_DEADLINE_MS', 100)
   chatDeadlineMs = 10 * 60_000;

@@ -7,6 +7,7 @@ export * from './errors/gateway-error';
 export * from './dto/chat-completion-request.dto';
 export * from './dto/image-generation-request.dto';
 export * from './dto/validate-dto';
+export * from './dto/request-size.limits';
 export * from './dto/validation-message';
 export * from './dto/model-request.dto';
 export * from './protocol/names';

@@ -3,9 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ChatCompletionRequestDto } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
 import { requirePrincipal } from '../auth/request-principal';
-import { DtoValidationPipe } from '../http/dto-validation.pipe';
 import { requestIdOf } from '../http/request-context';
 import { ChatCompletionsService } from './chat-completions.service';
+import { ChatRequestPipe } from './chat-request.pipe';
 
 @Controller('v1/chat')
 export class ChatCompletionsController {
@@ -17,7 +17,7 @@ export class ChatCompletionsController {
   async create(
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
-    @Body(new DtoValidationPipe(ChatCompletionRequestDto)) body: ChatCompletionRequestDto,
+    @Body(ChatRequestPipe) body: ChatCompletionRequestDto,
   ): Promise<void> {
     await this.chat.handle(requestIdOf(request), body, reply, requirePrincipal(request));
   }

@@ -33,6 +33,7 @@ import {
   type ToolChoiceOption,
 } from './chat-tools.dto';
 import { MODEL_REQUEST_LIMITS, ModelRequestDto } from './model-request.dto';
+import type { RequestSizeLimits } from './request-size.limits';
 import type { FieldProblem } from './validate-dto';
 import { describeValue, expected } from './validation-message';
 
@@ -299,6 +300,78 @@ function messagesProblem(messages: readonly ChatMessageDto[]): FieldProblem | nu
   return null;
 }
 
+/** The text of a message's content: a string, or its text parts (other parts and non-strings count 0). */
+function contentTextLength(content: unknown[] | string): number {
+  if (typeof content === 'string') return content.length;
+  let length = 0;
+  for (const part of content) {
+    const text = (part as { text?: unknown } | null)?.text;
+    if (typeof text === 'string') length += text.length;
+  }
+  return length;
+}
+
+/**
+ * The array bounds and sizes of a plain chat body, read before it is transformed (see `validateDto`): one
+ * pass over the messages that reads lengths only. The refusals of bounds class-validator also checks are
+ * worded as its own; shapes it would refuse (a message that is not an object, …) are left to it.
+ */
+export function chatRequestSizeProblem(
+  plain: Record<string, unknown>,
+  limits: Readonly<RequestSizeLimits>,
+): FieldProblem | null {
+  const list = plain.messages;
+  if (Array.isArray(list)) {
+    if (list.length > CHAT_LIMITS.messages.max) {
+      return invalid(
+        'messages',
+        `expected at most ${CHAT_LIMITS.messages.max} messages, got an array of ${list.length}.`,
+      );
+    }
+    let textChars = 0;
+    for (let i = 0; i < list.length; i++) {
+      const message = list[i] as { content?: unknown; tool_calls?: unknown } | null;
+      if (typeof message !== 'object' || message === null) continue;
+      const { content, tool_calls: calls } = message;
+      if (Array.isArray(calls) && calls.length > TOOL_LIMITS.toolCalls.max) {
+        return invalid(
+          `messages[${i}].tool_calls`,
+          `expected at most ${TOOL_LIMITS.toolCalls.max} tool calls, got an array of ${calls.length}.`,
+        );
+      }
+      if (Array.isArray(content)) {
+        if (content.length > limits.contentParts) {
+          return invalid(
+            `messages[${i}].content`,
+            `expected at most ${limits.contentParts} content parts, got an array of ${content.length}.`,
+          );
+        }
+        textChars += contentTextLength(content);
+      } else if (typeof content === 'string') {
+        textChars += content.length;
+      }
+    }
+    if (textChars > limits.textChars) {
+      return invalid(
+        'messages',
+        `expected at most ${limits.textChars} characters of text across all messages, got ${textChars}.`,
+      );
+    }
+  }
+  const { tools, stop } = plain;
+  if (Array.isArray(tools) && tools.length > TOOL_LIMITS.tools.max) {
+    return invalid(
+      'tools',
+      `expected at most ${TOOL_LIMITS.tools.max} tools, got an array of ${tools.length}.`,
+    );
+  }
+  if (Array.isArray(stop) && stop.length > CHAT_LIMITS.stop.max) {
+    const { min, max } = CHAT_LIMITS.stop;
+    return invalid('stop', `expected between ${min} and ${max} stop sequences, got ${stop.length}.`);
+  }
+  return null;
+}
+
 const { temperature, topP, penalty, n, maxTokens, messages, logprobs } = CHAT_LIMITS;
 
 /** The newer OpenAI parameters (validated by `ExtendedChatCompletionRequestDto`). */
@@ -407,6 +480,11 @@ export class ChatCompletionRequestDto extends ModelRequestDto {
 
   @OptionalIntIn(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 'a safe integer')
   seed?: number;
+
+  /** Bounds read on the plain body before it is transformed (see `validateDto`). */
+  static sizeProblem(plain: object, limits: Readonly<RequestSizeLimits>): FieldProblem | null {
+    return chatRequestSizeProblem(plain as Record<string, unknown>, limits);
+  }
 
   /** The class that validates `plain` (see `validateDto`). */
   static validationClassFor(plain: object): typeof ChatCompletionRequestDto {

@@ -1,6 +1,7 @@
 import { plainToInstance, type ClassConstructor } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
 import { GatewayError } from '../errors/gateway-error';
+import { REQUEST_SIZE_CEILINGS, type RequestSizeLimits } from './request-size.limits';
 import { describeValue } from './validation-message';
 
 /** Type problems are reported before range problems: "expected a number" beats "must be at most 2". */
@@ -77,19 +78,32 @@ interface DtoClassHooks<T> {
    * its own, so they can rely on the types.
    */
   problemAcrossFields?(instance: T): FieldProblem | null;
+  /**
+   * Array bounds and sizes checked on the plain body before it is transformed: class-transformer and
+   * class-validator cost grows with every element, so a body of 200,000 tiny messages must be refused by
+   * its length, not after visiting them. A few length reads; nothing is allocated per element.
+   */
+  sizeProblem?(plain: object, limits: Readonly<RequestSizeLimits>): FieldProblem | null;
   /** The (sub)class that validates this body: a lean one when the body has none of the rarer fields. */
   validationClassFor?(plain: object): ClassConstructor<T>;
 }
 
 /**
  * Validates untrusted plain data (an HTTP body, or a job read back from Redis) into a DTO instance.
- * Unknown fields are refused rather than silently dropped.
+ * Unknown fields are refused rather than silently dropped. `limits` are the configured size bounds (the
+ * gateway's); without them the ceilings apply (a worker reading a job some gateway already bounded).
  */
-export function validateDto<T extends object>(cls: ClassConstructor<T>, plain: unknown): T {
+export function validateDto<T extends object>(
+  cls: ClassConstructor<T>,
+  plain: unknown,
+  limits: Readonly<RequestSizeLimits> = REQUEST_SIZE_CEILINGS,
+): T {
   if (typeof plain !== 'object' || plain === null || Array.isArray(plain)) {
     throw GatewayError.invalidRequest(`The request body must be a JSON object, got ${describeValue(plain)}.`);
   }
   const hooks = cls as DtoClassHooks<T>;
+  const sizeProblem = hooks.sizeProblem?.(plain, limits);
+  if (sizeProblem) throw GatewayError.invalidRequest(sizeProblem.message, sizeProblem.param);
   const instance = plainToInstance(hooks.validationClassFor?.(plain) ?? cls, plain);
   const errors = validateSync(instance, {
     whitelist: true,

@@ -12,6 +12,7 @@ import {
 } from 'class-validator';
 import { ChatCompletionRequestDto } from '../dto/chat-completion-request.dto';
 import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
+import type { RequestSizeLimits } from '../dto/request-size.limits';
 import type { FieldProblem } from '../dto/validate-dto';
 import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN } from './names';
 
@@ -64,6 +65,14 @@ export class ChatJobData extends JobEnvelope {
   @ValidateNested()
   @Type((help) => ChatCompletionRequestDto.validationClassFor((help?.object as ChatJobData).request ?? {}))
   request!: ChatCompletionRequestDto;
+
+  /** The request's size bounds hold for a job read back from Redis too, checked before it is transformed. */
+  static sizeProblem(plain: object, limits: Readonly<RequestSizeLimits>): FieldProblem | null {
+    const { request } = plain as { request?: unknown };
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) return null;
+    const problem = ChatCompletionRequestDto.sizeProblem(request, limits);
+    return problem && { param: `request.${problem.param}`, message: problem.message };
+  }
 
   /** The request's rules across fields hold for a job read back from Redis too. */
   static problemAcrossFields(job: ChatJobData): FieldProblem | null {

@@ -1,0 +1,178 @@
+import * as classTransformer from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { rejectionOf } from '@mgw/testing';
+import type { GatewayError } from '../errors/gateway-error';
+import { ChatJobData } from '../protocol/job-data';
+import { CHAT_LIMITS, ChatCompletionRequestDto } from './chat-completion-request.dto';
+import { TOOL_LIMITS } from './chat-tools.dto';
+import { REQUEST_SIZE_CEILINGS, REQUEST_SIZE_DEFAULTS, type RequestSizeLimits } from './request-size.limits';
+import { toInvalidRequest, validateDto } from './validate-dto';
+
+const user = (content: unknown): Record<string, unknown> => ({ role: 'user', content });
+const body = (fields: Record<string, unknown>): Record<string, unknown> => ({
+  model: 'sim-chat',
+  messages: [user('Hello')],
+  ...fields,
+});
+const text = (value: string) => ({ type: 'text', text: value });
+const tool = (name: string) => ({ type: 'function', function: { name } });
+const call = (id: string) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } });
+
+function validate(
+  plain: unknown,
+  limits: RequestSizeLimits = REQUEST_SIZE_DEFAULTS,
+): ChatCompletionRequestDto {
+  return validateDto(ChatCompletionRequestDto, plain, limits);
+}
+
+const rejection = (plain: unknown, limits?: RequestSizeLimits): GatewayError =>
+  rejectionOf((value) => validate(value, limits), plain);
+
+/** What class-validator alone answers for `plain` (the refusal the pre-check must word the same way). */
+function classValidatorRejection(plain: Record<string, unknown>): GatewayError {
+  const instance = classTransformer.plainToInstance(
+    ChatCompletionRequestDto.validationClassFor(plain),
+    plain,
+  );
+  const errors = validateSync(instance, {
+    whitelist: true,
+    forbidNonWhitelisted: true,
+    forbidUnknownValues: true,
+    validationError: { target: false, value: true },
+  });
+  expect(errors.length).toBeGreaterThan(0);
+  return toInvalidRequest(errors);
+}
+
+describe('chat request size bounds, read before the body is transformed', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('refuses 200,000 empty messages by their count, without transforming one of them', () => {
+    const transform = jest.spyOn(classTransformer, 'plainToInstance');
+    const plain = body({ messages: Array.from({ length: 200_000 }, () => ({})) });
+    const error = rejection(plain);
+    expect(error.param).toBe('messages');
+    expect(error.message).toBe(`Invalid 'messages': expected at most 4096 messages, got an array of 200000.`);
+    expect(transform).not.toHaveBeenCalled();
+  });
+
+  it('transforms a body within its bounds (the pre-check refuses only what is over them)', () => {
+    const transform = jest.spyOn(classTransformer, 'plainToInstance');
+    expect(validate(body({})).messages).toHaveLength(1);
+    expect(transform).toHaveBeenCalledTimes(1);
+  });
+
+  it.each([
+    [
+      'messages',
+      body({ messages: Array.from({ length: CHAT_LIMITS.messages.max + 1 }, () => user('x')) }),
+      'messages',
+    ],
+    [
+      'tools',
+      body({ tools: Array.from({ length: TOOL_LIMITS.tools.max + 1 }, (_, i) => tool(`f${i}`)) }),
+      'tools',
+    ],
+    ['stop', body({ stop: ['a', 'b', 'c', 'd', 'e'] }), 'stop'],
+    [
+      'tool_calls',
+      body({
+        messages: [
+          user('Hi'),
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: Array.from({ length: TOOL_LIMITS.toolCalls.max + 1 }, (_, i) => call(`c${i}`)),
+          },
+        ],
+      }),
+      'messages[1].tool_calls',
+    ],
+  ])('refuses too many %s with the same error body as class-validator', (_name, plain, param) => {
+    const transform = jest.spyOn(classTransformer, 'plainToInstance');
+    const error = rejection(plain);
+    expect(transform).not.toHaveBeenCalled();
+    transform.mockRestore();
+    const expected = classValidatorRejection(plain);
+    expect(error.param).toBe(param);
+    expect(error.toBody()).toEqual(expected.toBody());
+  });
+
+  it('accepts as many content parts as the bound and refuses one more, naming the message', () => {
+    const parts = (count: number) => Array.from({ length: count }, () => text('x'));
+    const max = REQUEST_SIZE_DEFAULTS.contentParts;
+    expect(validate(body({ messages: [user('Hi'), user(parts(max))] })).messages[1]!.content).toHaveLength(
+      max,
+    );
+    const error = rejection(body({ messages: [user('Hi'), user(parts(max + 1))] }));
+    expect(error.param).toBe('messages[1].content');
+    expect(error.message).toBe(
+      `Invalid 'messages[1].content': expected at most ${max} content parts, got an array of ${max + 1}.`,
+    );
+  });
+
+  it('applies the configured content-part bound', () => {
+    const limits = { ...REQUEST_SIZE_DEFAULTS, contentParts: 2 };
+    expect(() => validate(body({ messages: [user([text('a'), text('b')])] }), limits)).not.toThrow();
+    const error = rejection(body({ messages: [user([text('a'), text('b'), text('c')])] }), limits);
+    expect(error.param).toBe('messages[0].content');
+    expect(error.message).toContain('expected at most 2 content parts, got an array of 3.');
+  });
+
+  it('counts text across string contents and text parts (not images, not other fields), against the bound', () => {
+    const limits = { ...REQUEST_SIZE_DEFAULTS, textChars: 10 };
+    const image = { type: 'image_url', image_url: { url: 'https://example.com/a-long-image-url.png' } };
+    const atBound = body({
+      messages: [
+        { role: 'system', content: 'abc', name: 'a-name-not-counted' },
+        user([text('defg'), image, text('hij')]),
+      ],
+    });
+    expect(validate(atBound, limits).messages).toHaveLength(2);
+    const over = body({ messages: [user('abc'), user([text('defg'), image, text('hijk')])] });
+    const error = rejection(over, limits);
+    expect(error.param).toBe('messages');
+    expect(error.message).toBe(
+      `Invalid 'messages': expected at most 10 characters of text across all messages, got 11.`,
+    );
+  });
+
+  it('leaves shapes it does not bound to class-validator, which names them as before', () => {
+    expect(rejection(body({ messages: [null, 'x'] })).param).toBe('messages[0]');
+    expect(rejection(body({ messages: 'hi' })).param).toBe('messages');
+    expect(rejection(body({ messages: [user([null])] })).param).toBe('messages[0].content');
+    expect(rejection(body({ stop: 7 })).param).toBe('stop');
+  });
+
+  describe('on a job read back from Redis', () => {
+    const job = (request: Record<string, unknown>) => ({
+      v: 1,
+      requestId: 'chatcmpl-0123456789abcdef0123456789abcdef',
+      model: 'sim-chat',
+      replyTo: 'gw-1',
+      deadline: 2,
+      enqueuedAt: 1,
+      request,
+    });
+
+    it('refuses an oversized request by its count before transforming, naming the path inside the job', () => {
+      const transform = jest.spyOn(classTransformer, 'plainToInstance');
+      const plain = job(body({ messages: Array.from({ length: 200_000 }, () => ({})) }));
+      const error = rejectionOf((value) => validateDto(ChatJobData, value), plain);
+      expect(error.param).toBe('request.messages');
+      expect(transform).not.toHaveBeenCalled();
+    });
+
+    it('accepts what any gateway configuration may let through (the worker checks the ceilings)', () => {
+      const parts = Array.from({ length: REQUEST_SIZE_DEFAULTS.contentParts + 1 }, () => text('x'));
+      const data = validateDto(ChatJobData, job(body({ messages: [user(parts)] })));
+      expect(data.request.messages[0]!.content).toHaveLength(parts.length);
+      const over = Array.from({ length: REQUEST_SIZE_CEILINGS.contentParts + 1 }, () => text('x'));
+      const error = rejectionOf(
+        (value) => validateDto(ChatJobData, value),
+        job(body({ messages: [user(over)] })),
+      );
+      expect(error.param).toBe('request.messages[0].content');
+    });
+  });
+});
