@@ -40,9 +40,9 @@ function guardedConnect(this: Socket, ...args: unknown[]): Socket {
 }
 
 beforeAll(() => {
-  Socket.prototype.connect = guardedConnect as typeof Socket.prototype.connect;
+  Socket.prototype.connect = guardedConnect;
 });
 
 afterAll(() => {
-  Socket.prototype.connect = original as typeof Socket.prototype.connect;
+  Socket.prototype.connect = original;
 });
