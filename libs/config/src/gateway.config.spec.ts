@@ -168,7 +168,7 @@ describe('loadGatewayConfig', () => {
 
     it.each([
       ['sk-change-me-please', 'placeholder'], // .env.example
-      ['sk-example-change-me', 'placeholder'], // the example Secret the k8s manifests used to apply
+      ['sk-example-change-me', 'placeholder'], // a published example Secret's value
       ['sk-my-dev-key', 'placeholder'], // the README's npm start example
       ['changeme', 'placeholder'],
       ['a-real-looking-key', 'is 18 characters'],

@@ -5,7 +5,7 @@ import type { SharedConfig } from './shared.config';
 export const MIN_PRODUCTION_SECRET_LENGTH = 32;
 
 /**
- * Values shipped in this repository's examples (`.env.example`, the README, the removed example Secret) and
+ * Values published in this repository's examples (`.env.example`, the README, example manifests) and
  * the words people type while they mean to come back later. A key anyone can read in a repository is no key.
  */
 const KNOWN_PLACEHOLDERS = new Set([
