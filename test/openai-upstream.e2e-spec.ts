@@ -390,6 +390,51 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
     expect(received.join('')).toBe('cut');
   });
 
+  it('redacts the error an upstream sends inside a 200 stream as it redacts a non-2xx answer', async () => {
+    const internals = [
+      'http://10.1.2.3:8000/internal',
+      '10.1.2.3',
+      'sk-secret-',
+      'abc123def456',
+      '/srv/vllm',
+      'engine.py',
+    ];
+    fake.handle(CHAT, async (_request, res) => {
+      startStream(res);
+      await sendEvent(res, chunk([{ content: 'partial' }]));
+      await sendEvent(res, {
+        error: {
+          message:
+            'KV cache exhausted at http://10.1.2.3:8000/internal with key sk-secret-abc123def456\n' +
+            '  File "/srv/vllm/engine.py", line 42, in step',
+        },
+      });
+      res.end();
+    });
+    const res = await stack.post(CHAT, {
+      model: 'up-chat',
+      stream: true,
+      messages: [{ role: 'user', content: 'x' }],
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const errors = text
+      .split('\n')
+      .filter((line) => line.startsWith('data: {"error"'))
+      .map((line) => JSON.parse(line.slice('data: '.length)) as { error: { message: string; code: string } });
+    expect(errors).toEqual([
+      {
+        error: expect.objectContaining({
+          code: 'upstream_error',
+          message:
+            'The upstream model server failed during generation: KV cache exhausted at [url] with key [secret]',
+        }),
+      },
+    ]);
+    for (const internal of internals) expect(text).not.toContain(internal);
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+
   it('aborts the upstream request when the client goes away', async () => {
     const arrived = fake.nextRequest();
     fake.handle(CHAT, async (_request, res) => {

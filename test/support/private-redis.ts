@@ -7,16 +7,21 @@ import { waitFor } from './wait-for';
 export class PrivateRedis {
   private process: ChildProcess | null = null;
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    /** With a password, the server requires it (`--requirepass`) and `url` carries it. */
+    readonly password?: string,
+  ) {}
 
-  static async start(): Promise<PrivateRedis> {
-    const redis = new PrivateRedis(await freePort());
+  static async start(options: { password?: string } = {}): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort(), options.password);
     await redis.up();
     return redis;
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+    const auth = this.password === undefined ? '' : `:${encodeURIComponent(this.password)}@`;
+    return `redis://${auth}127.0.0.1:${this.port}`;
   }
 
   /** Starts the server unless it is already running. */
@@ -24,7 +29,10 @@ export class PrivateRedis {
     if (this.process && this.process.exitCode === null && this.process.signalCode === null) return;
     this.process = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      [
+        ...['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        ...(this.password === undefined ? [] : ['--requirepass', this.password]),
+      ],
       {
         stdio: 'ignore',
       },

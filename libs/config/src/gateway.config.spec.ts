@@ -11,6 +11,10 @@ function configError(env: NodeJS.ProcessEnv): ConfigError {
   throw new Error(`expected ${JSON.stringify(env)} to be refused`);
 }
 
+/** What `openssl rand -hex 32` prints: the kind of key production accepts. */
+const STRONG_KEY = 'sk-9c2f4e8a1b7d3f6e0a5c8b2d4f7e1a3c6b9d0e2f';
+const STRONG_TOKEN = 'adm-4d8e2a6c0f3b7e1d5a9c2f6b0e4d8a1c7f3e5b9d';
+
 describe('loadGatewayConfig', () => {
   it('applies the defaults to an empty environment', () => {
     const config = loadGatewayConfig({});
@@ -92,9 +96,9 @@ describe('loadGatewayConfig', () => {
   });
 
   it('accepts production with keys and generates none', () => {
-    const config = loadGatewayConfig({ NODE_ENV: 'production', GATEWAY_API_KEYS: 'prod-key-123456' });
+    const config = loadGatewayConfig({ NODE_ENV: 'production', GATEWAY_API_KEYS: STRONG_KEY });
     expect(config.isProduction).toBe(true);
-    expect(config.apiKeys).toEqual(['prod-key-123456']);
+    expect(config.apiKeys).toEqual([STRONG_KEY]);
     expect(config.generatedDevKey).toBeNull();
   });
 
@@ -173,5 +177,86 @@ describe('loadGatewayConfig', () => {
     ['CHAT_MAX_TEXT_CHARS', '100000000', 'chatMaxTextChars'],
   ] as const)('accepts the ceiling %s=%p (what a worker re-checks jobs against)', (name, value, key) => {
     expect(loadGatewayConfig({ [name]: value })[key]).toBe(Number(value));
+  });
+
+  describe('secrets in production', () => {
+    const production = (env: NodeJS.ProcessEnv) => ({ NODE_ENV: 'production', ...env });
+
+    it.each([
+      ['sk-change-me-please', 'placeholder'], // .env.example
+      ['sk-example-change-me', 'placeholder'], // a published example Secret's value
+      ['sk-my-dev-key', 'placeholder'], // the README's npm start example
+      ['changeme', 'placeholder'],
+      ['a-real-looking-key', 'is 18 characters'],
+      ['prod-key-7q4w', 'is 13 characters'],
+      ['sk-0123456789abcdef0123456789abcde', 'placeholder'],
+      ['sk-placeholder-key-for-production-use-only', 'placeholder'],
+      ['this-is-an-example-key-do-not-use-it-please', 'placeholder'],
+      ['sk-CHANGE_ME-7f3a9c1e5b2d8f4a6c0e9b7d1f3a5c', 'placeholder'],
+      ['your-api-key-goes-here-1a2b3c4d5e6f7a8b9c0d', 'placeholder'],
+      ['abababababababababababababababababab', 'repetitive'],
+    ])('refuses GATEWAY_API_KEYS=%p, saying why without quoting it', (key, why) => {
+      const error = configError(production({ GATEWAY_API_KEYS: key }));
+      expect(error.problems).toHaveLength(1);
+      expect(error.problems[0]).toMatch(/^apiKeys: GATEWAY_API_KEYS entry 1 of 1 /);
+      expect(error.problems[0]).toContain(why);
+      expect(error.problems[0]).toContain('openssl rand -hex 32');
+      expect(error.message).not.toContain(key);
+    });
+
+    it('names each weak entry among good ones', () => {
+      const error = configError(
+        production({ GATEWAY_API_KEYS: `${STRONG_KEY},short-key-1,${STRONG_KEY}x,sk-change-me-please` }),
+      );
+      expect(error.problems).toEqual([
+        expect.stringMatching(
+          /^apiKeys: GATEWAY_API_KEYS entry 2 of 4 is 11 characters.*; entry 4 of 4 is a placeholder/,
+        ),
+      ]);
+    });
+
+    it.each([
+      ['short', 'admin-token-of-24-chars!', 'is 24 characters'],
+      ['a placeholder', 'change-me-admin-token-0123456789abcdef', 'is a placeholder'],
+    ])('refuses a GATEWAY_ADMIN_TOKEN that is %s', (_what, token, why) => {
+      const error = configError(production({ GATEWAY_API_KEYS: STRONG_KEY, GATEWAY_ADMIN_TOKEN: token }));
+      expect(error.problems).toEqual([
+        expect.stringMatching(new RegExp(`^adminToken: GATEWAY_ADMIN_TOKEN ${why}`)),
+      ]);
+      expect(error.message).not.toContain(token);
+    });
+
+    it('lists every problem at once: weak keys, weak admin token and other variables', () => {
+      const error = configError(
+        production({
+          GATEWAY_API_KEYS: 'changeme',
+          GATEWAY_ADMIN_TOKEN: 'admin-token-of-24-chars!',
+          PORT: 'x',
+        }),
+      );
+      expect(error.problems).toHaveLength(3);
+      for (const name of ['GATEWAY_API_KEYS', 'GATEWAY_ADMIN_TOKEN', 'PORT']) {
+        expect(error.problems.filter((p) => p.includes(name))).toHaveLength(1);
+      }
+    });
+
+    it('accepts long random keys and token', () => {
+      const config = loadGatewayConfig(
+        production({ GATEWAY_API_KEYS: `${STRONG_KEY}, ${STRONG_KEY}2`, GATEWAY_ADMIN_TOKEN: STRONG_TOKEN }),
+      );
+      expect(config.apiKeys).toEqual([STRONG_KEY, `${STRONG_KEY}2`]);
+      expect(config.adminToken).toBe(STRONG_TOKEN);
+    });
+
+    it('keeps development and test as they were: short and example keys are accepted', () => {
+      for (const nodeEnv of ['development', 'test']) {
+        const config = loadGatewayConfig({
+          NODE_ENV: nodeEnv,
+          GATEWAY_API_KEYS: 'sk-change-me-please,changeme',
+          GATEWAY_ADMIN_TOKEN: 'admin-token-of-24-chars!',
+        });
+        expect(config.apiKeys).toEqual(['sk-change-me-please', 'changeme']);
+      }
+    });
   });
 });

@@ -5,6 +5,10 @@ import { REQUEST_SIZE_CEILINGS, REQUEST_SIZE_DEFAULTS } from '@mgw/contracts';
 import { ConfigError, loadConfig } from './load-config';
 import { SharedConfig } from './shared.config';
 import { EnvBool, EnvInt, ToList, Trimmed } from './env.decorators';
+import { StrongInProduction } from './production-secret.validator';
+
+const API_KEY_FORMAT = /^\S{8,512}$/;
+const ADMIN_TOKEN_FORMAT = /^\S{24,512}$/;
 
 export class GatewayConfig extends SharedConfig {
   @EnvInt('PORT', 0, 65535)
@@ -15,10 +19,14 @@ export class GatewayConfig extends SharedConfig {
   @MinLength(1)
   host = '0.0.0.0';
 
-  /** Comma-separated Bearer keys. Empty in development: one is generated and printed. */
+  /**
+   * Comma-separated Bearer keys. Empty in development: one is generated and printed. In production each
+   * must be long and random (no example values), since these keys open every model without limits.
+   */
   @Expose({ name: 'GATEWAY_API_KEYS' })
   @ToList()
-  @Matches(/^\S{8,512}$/, {
+  @StrongInProduction('GATEWAY_API_KEYS', API_KEY_FORMAT)
+  @Matches(API_KEY_FORMAT, {
     each: true,
     message: 'GATEWAY_API_KEYS entries must be 8-512 non-space characters',
   })
@@ -114,7 +122,8 @@ export class GatewayConfig extends SharedConfig {
     typeof value === 'string' && value.trim() === '' ? undefined : value,
   )
   @IsOptional()
-  @Matches(/^\S{24,512}$/, { message: 'GATEWAY_ADMIN_TOKEN must be 24-512 non-space characters' })
+  @StrongInProduction('GATEWAY_ADMIN_TOKEN', ADMIN_TOKEN_FORMAT)
+  @Matches(ADMIN_TOKEN_FORMAT, { message: 'GATEWAY_ADMIN_TOKEN must be 24-512 non-space characters' })
   adminToken: string | undefined = undefined;
 
   /**

@@ -4,3 +4,4 @@ export * from './gateway.config';
 export * from './worker.config';
 export * from './registry.config';
 export * from './catalog.loader';
+export * from './production-secret.validator';

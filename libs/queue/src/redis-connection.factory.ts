@@ -24,6 +24,19 @@ export function redisOptionsFromUrl(url: string): RedisEndpoint {
   };
 }
 
+/** A Redis URL as it may appear in a log or an error: its password replaced, everything else kept. */
+export function redactRedisUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, '//***@');
+  }
+  if (parsed.password === '') return url;
+  parsed.password = '***';
+  return parsed.href;
+}
+
 /**
  * The roles a connection plays. They differ in how they behave while Redis is away:
  * - `command`: request/response traffic on the hot path; fails fast instead of queueing commands
@@ -66,13 +79,16 @@ function connectionFor(url: string, role: RedisRole, name: string): Redis {
   }
 }
 
-/** Resolves once the connection is ready, or rejects after `timeoutMs` with a message naming the URL. */
+/**
+ * Resolves once the connection is ready, or rejects after `timeoutMs` with a message naming `what` (a
+ * Redis URL is named without its password: the message ends up in logs).
+ */
 export async function waitUntilReady(redis: Redis, timeoutMs: number, what: string): Promise<void> {
   if (redis.status === 'ready') return;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       cleanup();
-      reject(new Error(`${what}: Redis not reachable within ${timeoutMs} ms`));
+      reject(new Error(`${redactRedisUrl(what)}: Redis not reachable within ${timeoutMs} ms`));
     }, timeoutMs);
     const onReady = () => {
       cleanup();

@@ -50,10 +50,16 @@ function composeWith(env: Record<string, string | undefined>): ComposeFile {
 }
 
 const example = dotenvNames(readText('.env.example'));
+/** What an operator puts into .env after `cp .env.example .env`: generated secrets. */
+const SECRETS = {
+  GATEWAY_API_KEYS: 'sk-9c2f4e8a1b7d3f6e0a5c8b2d4f7e1a3c6b9d0e2f',
+  REDIS_PASSWORD: '5e0b8d2f7a1c4e9b3d6f0a8c2e5b7d1f',
+};
+const configured = { ...example.set, ...SECRETS };
 
 describe('docker-compose.yml', () => {
   const raw = readYaml<ComposeFile>('docker-compose.yml');
-  const compose = composeWith(example.set);
+  const compose = composeWith(configured);
   const services = compose.services;
 
   it('runs every part of the stack', () => {
@@ -83,26 +89,49 @@ describe('docker-compose.yml', () => {
 
   it('publishes the gateway on port 8080 and points every app at the compose Redis', () => {
     expect(services.gateway!.ports).toEqual(['8080:8080']);
-    expect(composeWith({ ...example.set, GATEWAY_PORT: '18080' }).services.gateway!.ports).toEqual([
+    expect(composeWith({ ...configured, GATEWAY_PORT: '18080' }).services.gateway!.ports).toEqual([
       '18080:8080',
     ]);
     for (const name of APP_SERVICES) {
-      expect(services[name]!.environment!.REDIS_URL).toBe('redis://redis:6379');
+      expect(new URL(String(services[name]!.environment!.REDIS_URL)).host).toBe('redis:6379');
     }
   });
 
-  it('refuses to start without GATEWAY_API_KEYS', () => {
-    const { GATEWAY_API_KEYS: _omit, ...rest } = example.set;
-    expect(() => composeWith(rest)).toThrow(/GATEWAY_API_KEYS/);
+  it("protects Redis with REDIS_PASSWORD: its --requirepass, its healthcheck and every app's REDIS_URL", () => {
+    const args = services.redis!.command as string[];
+    expect(args[args.indexOf('--requirepass') + 1]).toBe(SECRETS.REDIS_PASSWORD);
+    expect(services.redis!.environment!.REDISCLI_AUTH).toBe(SECRETS.REDIS_PASSWORD);
+    // A refused ping (NOAUTH) must not count as healthy.
+    expect(JSON.stringify(services.redis!.healthcheck!.test)).toContain('grep -q PONG');
+    for (const name of APP_SERVICES) {
+      const url = new URL(String(services[name]!.environment!.REDIS_URL));
+      expect({ name, password: decodeURIComponent(url.password) }).toEqual({
+        name,
+        password: SECRETS.REDIS_PASSWORD,
+      });
+    }
+  });
+
+  it.each(['GATEWAY_API_KEYS', 'REDIS_PASSWORD'])('refuses to start without %s', (name) => {
+    expect(() => composeWith({ ...configured, [name]: '' })).toThrow(new RegExp(name));
+  });
+
+  it('ships .env.example without usable secrets: no Redis password, and an API key production refuses', () => {
+    expect(example.set.REDIS_PASSWORD).toBe('');
+    expect(() => composeWith(example.set)).toThrow(/REDIS_PASSWORD/);
+    const gatewayEnv = composeWith({ ...example.set, REDIS_PASSWORD: SECRETS.REDIS_PASSWORD }).services
+      .gateway!.environment!;
+    const env = Object.fromEntries(Object.entries(gatewayEnv).map(([k, v]) => [k, String(v)]));
+    expect(() => loadGatewayConfig(env)).toThrow(/GATEWAY_API_KEYS entry 1 of 1 is a placeholder/);
   });
 
   it('makes worker replicas settable, with defaults', () => {
     expect(raw.services['chat-worker']!.deploy!.replicas).toBe('${CHAT_WORKERS:-2}');
     expect(raw.services['image-worker']!.deploy!.replicas).toBe('${IMAGE_WORKERS:-1}');
-    const scaled = composeWith({ GATEWAY_API_KEYS: 'sk-12345678', CHAT_WORKERS: '5', IMAGE_WORKERS: '0' });
+    const scaled = composeWith({ ...SECRETS, CHAT_WORKERS: '5', IMAGE_WORKERS: '0' });
     expect(Number(scaled.services['chat-worker']!.deploy!.replicas)).toBe(5);
     expect(Number(scaled.services['image-worker']!.deploy!.replicas)).toBe(0);
-    const defaults = composeWith({ GATEWAY_API_KEYS: 'sk-12345678' });
+    const defaults = composeWith(SECRETS);
     expect(Number(defaults.services['chat-worker']!.deploy!.replicas)).toBe(2);
     expect(Number(defaults.services['image-worker']!.deploy!.replicas)).toBe(1);
   });
@@ -130,7 +159,7 @@ describe('docker-compose.yml', () => {
   });
 
   it("gives every app an environment its config accepts (with .env.example's values and with defaults)", () => {
-    for (const env of [example.set, { GATEWAY_API_KEYS: 'sk-12345678' }]) {
+    for (const env of [configured, SECRETS]) {
       const { services: s } = composeWith(env);
       const envOf = (name: string) =>
         Object.fromEntries(Object.entries(s[name]!.environment!).map(([k, v]) => [k, String(v)]));

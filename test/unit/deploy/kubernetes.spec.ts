@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { ConfigMap, Namespace, Secret, Service } from 'kubernetes-models/v1';
+import { ConfigMap, Namespace, Service } from 'kubernetes-models/v1';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { ScaledObject, TriggerAuthentication } from '@kubernetes-models/keda/keda.sh/v1alpha1';
 import { ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { loadConfig, loadGatewayConfig, loadWorkerConfig, parseCatalog, RegistryConfig } from '@mgw/config';
 import { queueNameFor, type ModelKind } from '@mgw/contracts';
@@ -13,6 +14,7 @@ import {
   envNamesOf,
   metricsInPromQL,
   parseYamlDocuments,
+  readText,
   ROOT,
   selectorsOf,
 } from './deploy-files';
@@ -33,10 +35,10 @@ interface Container {
   name: string;
   command?: string[];
   args?: string[];
-  env?: { name: string; value?: string }[];
+  env?: { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
   envFrom?: { configMapRef?: { name: string }; secretRef?: { name: string } }[];
   ports?: { name?: string; containerPort: number }[];
-  livenessProbe?: { httpGet?: { path: string; port: string | number } };
+  livenessProbe?: { httpGet?: { path: string; port: string | number }; exec?: { command: string[] } };
   readinessProbe?: { httpGet?: { path: string; port: string | number } };
   volumeMounts?: { name: string; mountPath: string }[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
@@ -46,12 +48,15 @@ interface Container {
 const MODELS: Record<string, { validate(data: unknown): void }> = {
   'v1/Namespace': { validate: (d) => new Namespace(d as never).validate() },
   'v1/ConfigMap': { validate: (d) => new ConfigMap(d as never).validate() },
-  'v1/Secret': { validate: (d) => new Secret(d as never).validate() },
   'v1/Service': { validate: (d) => new Service(d as never).validate() },
   'apps/v1/Deployment': { validate: (d) => new Deployment(d as never).validate() },
   'apps/v1/StatefulSet': { validate: (d) => new StatefulSet(d as never).validate() },
   'policy/v1/PodDisruptionBudget': { validate: (d) => new PodDisruptionBudget(d as never).validate() },
   'keda.sh/v1alpha1/ScaledObject': { validate: (d) => new ScaledObject(d as never).validate() },
+  'keda.sh/v1alpha1/TriggerAuthentication': {
+    validate: (d) => new TriggerAuthentication(d as never).validate(),
+  },
+  'networking.k8s.io/v1/NetworkPolicy': { validate: (d) => new NetworkPolicy(d as never).validate() },
   'monitoring.coreos.com/v1/ServiceMonitor': { validate: (d) => new ServiceMonitor(d as never).validate() },
 };
 
@@ -59,6 +64,46 @@ function render(): K8sObject[] {
   const result = spawnSync(KUBECTL!, ['kustomize', 'deploy/k8s'], { cwd: ROOT, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`kubectl kustomize deploy/k8s failed:\n${result.stderr}`);
   return parseYamlDocuments(result.stdout) as K8sObject[];
+}
+
+/**
+ * The Secrets an operator creates before `kubectl apply -k` (README "Kubernetes"), with the keys the
+ * README's commands give them and values of the kind they generate. Nothing in the render carries a secret.
+ */
+const OPERATOR_SECRETS: Record<string, Record<string, string>> = {
+  'gateway-api-keys': {
+    GATEWAY_API_KEYS: 'sk-9c2f4e8a1b7d3f6e0a5c8b2d4f7e1a3c6b9d0e2f',
+    GATEWAY_ADMIN_TOKEN: '4d8e2a6c0f3b7e1d5a9c2f6b0e4d8a1c7f3e5b9d',
+  },
+  'redis-auth': {
+    REDIS_PASSWORD: '5e0b8d2f7a1c4e9b3d6f0a8c2e5b7d1f',
+    REDIS_URL: 'redis://:5e0b8d2f7a1c4e9b3d6f0a8c2e5b7d1f@redis:6379',
+  },
+};
+
+interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
+
+/** Whether a Kubernetes label selector selects a pod with `labels` (an empty selector selects all). */
+function selects(selector: LabelSelector, labels: Record<string, string>): boolean {
+  const byLabels = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  const byExpressions = (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+    switch (operator) {
+      case 'In':
+        return key in labels && values.includes(labels[key]!);
+      case 'NotIn':
+        return !(key in labels) || !values.includes(labels[key]!);
+      case 'Exists':
+        return key in labels;
+      case 'DoesNotExist':
+        return !(key in labels);
+      default:
+        throw new Error(`unknown selector operator ${operator}`);
+    }
+  });
+  return byLabels && byExpressions;
 }
 
 const describeWithKubectl = KUBECTL ? describe : describe.skip;
@@ -79,16 +124,41 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
     all('ConfigMap').find((c) => c.metadata.name === prefix || c.metadata.name.startsWith(`${prefix}-`))!;
   const workers = () => all('Deployment').filter((d) => d.metadata.name.startsWith('worker-'));
 
+  const secret = (name: string): Record<string, string> => {
+    const found = OPERATOR_SECRETS[name];
+    if (!found) throw new Error(`Secret ${name} is neither rendered nor one the README has operators create`);
+    return found;
+  };
   /** The env a container gets: its ConfigMap/Secret envFrom sources, then its own `env`. */
   const envOf = (container: Container): Record<string, string> => {
     const env: Record<string, string> = {};
     for (const source of container.envFrom ?? []) {
-      const ref = source.configMapRef ?? source.secretRef;
-      const object = one(source.configMapRef ? 'ConfigMap' : 'Secret', ref!.name);
-      Object.assign(env, object.data ?? {}, object.stringData ?? {});
+      if (source.configMapRef) Object.assign(env, one('ConfigMap', source.configMapRef.name).data ?? {});
+      else Object.assign(env, secret(source.secretRef!.name));
     }
-    for (const item of container.env ?? []) env[item.name] = item.value ?? '';
+    for (const item of container.env ?? []) {
+      const ref = item.valueFrom?.secretKeyRef;
+      env[item.name] = ref ? secret(ref.name)[ref.key]! : (item.value ?? '');
+    }
     return env;
+  };
+  /** Every Secret name the render refers to (envFrom, secretKeyRef, KEDA TriggerAuthentication). */
+  const secretRefs = (): { name: string; key?: string }[] => {
+    const refs: { name: string; key?: string }[] = [];
+    for (const workload of [...all('Deployment'), ...all('StatefulSet')]) {
+      for (const container of workload.spec.template.spec.containers as Container[]) {
+        for (const source of container.envFrom ?? []) {
+          if (source.secretRef) refs.push({ name: source.secretRef.name });
+        }
+        for (const item of container.env ?? []) {
+          if (item.valueFrom?.secretKeyRef) refs.push(item.valueFrom.secretKeyRef);
+        }
+      }
+    }
+    for (const auth of all('TriggerAuthentication')) {
+      for (const target of auth.spec.secretTargetRef as { name: string; key: string }[]) refs.push(target);
+    }
+    return refs;
   };
 
   beforeAll(() => {
@@ -100,13 +170,14 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
     for (const kind of [
       'Namespace',
       'ConfigMap',
-      'Secret',
       'Service',
       'Deployment',
       'StatefulSet',
       'PodDisruptionBudget',
       'ScaledObject',
       'ServiceMonitor',
+      'NetworkPolicy',
+      'TriggerAuthentication',
     ]) {
       expect(kinds).toContain(kind);
     }
@@ -207,14 +278,108 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
     const args = containerOf(redis).args!;
     expect(args[args.indexOf('--maxmemory-policy') + 1]).toBe('noeviction');
     expect(args[args.indexOf('--appendonly') + 1]).toBe('no');
-    const url = configMapByPrefix('mgw-env').data!.REDIS_URL!;
-    expect(url).toBe(`redis://${one('Service', 'redis').metadata.name}:6379`);
+    for (const app of all('Deployment')) {
+      const url = new URL(envOf(containerOf(app)).REDIS_URL!);
+      expect(`${app.metadata.name}: ${url.host}`).toBe(`${app.metadata.name}: redis:6379`);
+      expect(one('Service', url.hostname).spec.ports[0].port).toBe(6379);
+    }
   });
 
-  it('reads the API keys from a Secret', () => {
+  it('applies no Secret: the API keys and the Redis password are created by the operator', () => {
+    expect(all('Secret')).toEqual([]);
+    expect(configMapByPrefix('mgw-env').data).not.toHaveProperty('REDIS_URL');
     const gateway = containerOf(one('Deployment', 'gateway'));
-    const ref = gateway.envFrom!.find((s) => s.secretRef)!.secretRef!.name;
-    expect(one('Secret', ref).stringData).toHaveProperty('GATEWAY_API_KEYS');
+    expect(gateway.envFrom!.find((s) => s.secretRef)!.secretRef!.name).toBe('gateway-api-keys');
+    // Every Secret the render refers to is one the README tells operators to create, with that key.
+    const refs = secretRefs();
+    expect(new Set(refs.map((r) => r.name))).toEqual(new Set(Object.keys(OPERATOR_SECRETS)));
+    for (const ref of refs) if (ref.key) expect(Object.keys(secret(ref.name))).toContain(ref.key);
+    const readme = readText('README.md');
+    expect(readme).toMatch(/create secret generic gateway-api-keys[^`]*--from-literal=GATEWAY_API_KEYS=/);
+    expect(readme).toMatch(/--from-literal=GATEWAY_ADMIN_TOKEN=/);
+    expect(readme).toMatch(/create secret generic redis-auth[^`]*--from-literal=REDIS_PASSWORD=/);
+    expect(readme).toMatch(/--from-literal=REDIS_URL="?redis:\/\/:\$\{?REDIS_PASSWORD\}?@redis:6379/);
+    expect(existsSync(`${ROOT}/deploy/k8s/base/api-keys.secret.example.yaml`)).toBe(false);
+  });
+
+  it('gives the API keys and admin token production accepts from the documented Secret', () => {
+    const config = loadGatewayConfig(envOf(containerOf(one('Deployment', 'gateway'))));
+    expect(config.isProduction).toBe(true);
+    expect(config.apiKeys).toEqual([OPERATOR_SECRETS['gateway-api-keys']!.GATEWAY_API_KEYS]);
+    expect(config.adminToken).toBe(OPERATOR_SECRETS['gateway-api-keys']!.GATEWAY_ADMIN_TOKEN);
+  });
+
+  it('runs Redis with the password of the redis-auth Secret, which every app and its probes use', () => {
+    const redis = containerOf(one('StatefulSet', 'redis'));
+    const args = redis.args!;
+    expect(args[args.indexOf('--requirepass') + 1]).toBe('$(REDIS_PASSWORD)');
+    const env = envOf(redis);
+    const password = OPERATOR_SECRETS['redis-auth']!.REDIS_PASSWORD;
+    expect(env.REDIS_PASSWORD).toBe(password);
+    // redis-cli reads REDISCLI_AUTH; a NOAUTH answer still exits 0, so only a PONG may pass.
+    expect(env.REDISCLI_AUTH).toBe(password);
+    const probes = [redis.livenessProbe, redis.readinessProbe] as { exec: { command: string[] } }[];
+    for (const probe of probes)
+      expect(probe.exec.command.join(' ')).toContain('redis-cli ping | grep -q PONG');
+    for (const app of all('Deployment')) {
+      const url = new URL(envOf(containerOf(app)).REDIS_URL!);
+      expect(`${app.metadata.name}: ${decodeURIComponent(url.password)}`).toBe(
+        `${app.metadata.name}: ${password}`,
+      );
+    }
+  });
+
+  describe('the Redis NetworkPolicy', () => {
+    const podLabelsOf = (o: K8sObject) => o.spec.template.metadata.labels as Record<string, string>;
+    const policy = () => one('NetworkPolicy', 'redis');
+    type Peer = { podSelector?: LabelSelector; namespaceSelector?: LabelSelector };
+    const peers = () =>
+      (policy().spec.ingress as { from: Peer[]; ports: { port: string | number }[] }[]).flatMap(
+        (r) => r.from,
+      );
+
+    it('selects the Redis pod and no app pod', () => {
+      const podSelector = policy().spec.podSelector as LabelSelector;
+      expect(selects(podSelector, podLabelsOf(one('StatefulSet', 'redis')))).toBe(true);
+      for (const app of all('Deployment')) expect(selects(podSelector, podLabelsOf(app))).toBe(false);
+      expect(policy().spec.policyTypes).toEqual(['Ingress']);
+    });
+
+    it('lets in exactly the app pods of this namespace, on the Redis port', () => {
+      const local = peers().filter((p) => p.namespaceSelector === undefined);
+      const admitted = (labels: Record<string, string>) => local.some((p) => selects(p.podSelector!, labels));
+      for (const app of all('Deployment')) {
+        expect(`${app.metadata.name}: ${admitted(podLabelsOf(app))}`).toBe(`${app.metadata.name}: true`);
+      }
+      expect(admitted(podLabelsOf(one('StatefulSet', 'redis')))).toBe(false);
+      // Any other pod someone starts in the namespace (a debug pod, a job) stays out.
+      expect(
+        admitted({ 'app.kubernetes.io/name': 'debug', 'app.kubernetes.io/part-of': 'model-gateway' }),
+      ).toBe(false);
+      expect(admitted({})).toBe(false);
+      const ports = (policy().spec.ingress as { ports: { port: string | number }[] }[]).flatMap(
+        (r) => r.ports,
+      );
+      const redisPort = containerOf(one('StatefulSet', 'redis')).ports!.find((p) => p.name === 'redis')!;
+      expect(ports.map((p) => p.port)).toEqual([redisPort.name]);
+    });
+
+    it("lets in only KEDA's operator from outside, for the workers' redis trigger", () => {
+      const outside = peers().filter((p) => p.namespaceSelector !== undefined);
+      expect(outside).toEqual([
+        {
+          namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'keda' } },
+          podSelector: { matchLabels: { app: 'keda-operator' } },
+        },
+      ]);
+    });
+
+    it('catches a policy that lets in every pod (checks the checker)', () => {
+      expect(selects({}, { any: 'pod' })).toBe(true);
+      expect(selects({ matchExpressions: [{ key: 'a', operator: 'In', values: ['x'] }] }, { a: 'y' })).toBe(
+        false,
+      );
+    });
   });
 
   it('covers every Deployment with a PodDisruptionBudget that selects exactly its pods', () => {
@@ -367,6 +532,17 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
           `${prefix}:${queueNameFor(kind, model)}:active`,
         ]);
         const active = lists[0]!.metadata;
+        // KEDA authenticates with the Redis password through the TriggerAuthentication.
+        const auth = (lists[0] as { authenticationRef?: { name: string } }).authenticationRef;
+        expect(auth).toBeDefined();
+        const target = (
+          one('TriggerAuthentication', auth!.name).spec.secretTargetRef as {
+            parameter: string;
+            name: string;
+            key: string;
+          }[]
+        ).find((t) => t.parameter === 'password');
+        expect(target).toEqual({ parameter: 'password', name: 'redis-auth', key: 'REDIS_PASSWORD' });
         expect(active.address).toBe('redis.model-gateway.svc.cluster.local:6379');
         expect(active.activationListLength).toBe('0');
         // A replica is full once it runs WORKER_CONCURRENCY jobs.

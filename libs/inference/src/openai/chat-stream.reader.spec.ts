@@ -87,6 +87,20 @@ describe('ChatStreamReader', () => {
     );
   });
 
+  it('relays an error event of the upstream redacted as a non-2xx answer is', async () => {
+    const event = JSON.stringify({
+      error: {
+        message:
+          'engine crashed talking to http://10.1.2.3:8000/internal with sk-secret-abc123def456\n    at step (/srv/engine.js:1:1)',
+      },
+    });
+    const error = await errorOf(() => read(1, [data([content(0, 'par')]), event]));
+    expect(error).toMatchObject({ status: 502, code: 'upstream_error' });
+    expect(error.message).toBe(
+      'The upstream model server failed during generation: engine crashed talking to [url] with [secret]',
+    );
+  });
+
   it('refuses choice indexes outside n and malformed events', async () => {
     expect((await errorOf(() => read(1, [data([content(1, 'x')])]))).message).toContain(
       'sent choice 1 for a request of 1',

@@ -113,7 +113,8 @@ export class ChatStreamReader {
     }
     if (!isObject(chunk)) throw upstreamProtocolError('sent a stream event that is not a JSON object');
     if (chunk.error !== undefined && chunk.error !== null) {
-      // vLLM and others report a failure during generation as an `error` event on a 200 stream.
+      // vLLM and others report a failure during generation as an `error` event on a 200 stream; its
+      // message is redacted as a non-2xx answer's is (readUpstreamError).
       const { message } = readUpstreamError(data);
       throw new GatewayError(
         502,

@@ -1,6 +1,7 @@
 import { GatewayError } from '@mgw/contracts';
 import {
   readUpstreamError,
+  redactUpstreamMessage,
   retryAfterSeconds,
   upstreamStatusError,
   upstreamTransportError,
@@ -157,5 +158,83 @@ describe('upstream error mapping', () => {
         expect(error.message).not.toContain('10.0.0.5');
       },
     );
+  });
+
+  describe('redacting what an upstream says about itself', () => {
+    it.each([
+      [
+        'URLs, with their hosts, ports and paths',
+        'engine failed at http://10.1.2.3:8000/internal/generate?x=1 and https://vllm.example.com/v1',
+        'engine failed at [url] and [url]',
+        ['10.1.2.3', '8000', 'internal', 'vllm.example.com'],
+      ],
+      [
+        'IPv4 and IPv6 addresses, with ports and paths',
+        'connect ECONNREFUSED 10.0.0.5:8000; retried 192.168.1.20/health, [fe80::1]:9000 and 2001:db8::7',
+        'connect ECONNREFUSED [address]; retried [address], [address] and [address]',
+        ['10.0.0.5', '192.168', 'fe80', '2001:db8'],
+      ],
+      [
+        'cluster-internal names and host:port',
+        'vllm-0.vllm.model-gateway.svc.cluster.local is down; gpu-7.example.com:9000 too; localhost:8000 as well',
+        '[address] is down; [address] too; [address] as well',
+        ['vllm-0', 'svc.cluster', 'gpu-7', 'localhost'],
+      ],
+      [
+        'Unix and Windows file paths',
+        'cannot open /srv/models/llama-3/weights.gguf nor C:\\Users\\ops\\model.bin nor ./cache/x',
+        'cannot open [path] nor [path] nor [path]',
+        ['/srv', 'weights', 'Users', 'cache'],
+      ],
+      [
+        'bearer tokens and API keys',
+        'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvcHMifQ.sig rejected; key sk-secret-abc123def456 and hf_AbCdEfGhIjKlMnOp invalid',
+        'Authorization: Bearer [secret] rejected; key [secret] and [secret] invalid',
+        ['eyJ', 'sk-secret', 'hf_AbC'],
+      ],
+      [
+        'key=value credentials and long random tokens',
+        'api_key=hunter2 password: "p4ss" session 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 expired',
+        'api_key=[secret] password: "[secret]" session [secret] expired',
+        ['hunter2', 'p4ss', '9f86d081'],
+      ],
+      [
+        'a JavaScript stack trace',
+        'TypeError: cannot read x\n    at run (/app/dist/engine.js:10:5)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)',
+        'TypeError: cannot read x',
+        ['engine.js', 'node:internal', 'processTicks'],
+      ],
+      [
+        'a Python traceback (its last line is the message)',
+        'Traceback (most recent call last):\n  File "/srv/vllm/engine.py", line 3, in run\n    raise ValueError(x)\nValueError: prompt too long',
+        'ValueError: prompt too long',
+        ['engine.py', 'Traceback', 'raise'],
+      ],
+    ])('removes %s', (_what, message, redacted, leaks) => {
+      const result = redactUpstreamMessage(message);
+      expect(result).toBe(redacted);
+      for (const leak of leaks) expect(result).not.toContain(leak);
+    });
+
+    it("keeps an upstream's ordinary explanations as they are", () => {
+      for (const message of [
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+        'temperature must be at most 2, got 3.5',
+        'at least 1 message is required; std::vector overflow at 12:30:45',
+        'The model `llama-3.1-8b-instruct` does not exist.',
+      ]) {
+        expect(redactUpstreamMessage(message)).toBe(message);
+      }
+    });
+
+    it('is applied to the message of every non-2xx body the gateway relays', () => {
+      const body = JSON.stringify({
+        error: { message: 'bad request to http://10.1.2.3:8000/internal with sk-secret-abc123def456' },
+      });
+      expect(readUpstreamError(body).message).toBe('bad request to [url] with [secret]');
+      expect(upstreamStatusError(400, body, {}).message).toBe('bad request to [url] with [secret]');
+      expect(upstreamStatusError(429, body, {}).message).toBe('bad request to [url] with [secret]');
+      expect(readUpstreamError('plain text from /srv/app/server.py').message).toBe('plain text from [path]');
+    });
   });
 });

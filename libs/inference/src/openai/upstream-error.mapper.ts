@@ -16,11 +16,65 @@ export interface UpstreamErrorDetail {
 const asString = (value: unknown): string | null =>
   typeof value === 'string' && value.trim().length > 0 ? value.trim() : null;
 
-function clip(text: string): string {
+/**
+ * What an upstream says about itself, and must not reach a client: its stack traces (cut at the first
+ * frame), addresses (URLs, IPs, `host:port`, cluster-internal names), files and credentials. Applied to
+ * every upstream message we relay — a non-2xx answer's and an `error` event inside a 200 stream — so the
+ * words that explain a failure pass on and the map of our network does not.
+ */
+const REST_OF_ADDRESS = String.raw`(?::\d{1,5})?(?:/[^\s"'<>(),;]*)?`;
+const REDACTIONS: ReadonlyArray<readonly [RegExp, string | ((match: string) => string)]> = [
+  // Credentials first, wherever they sit (a URL's query, a header quoted in a message).
+  [/\b(bearer|basic)\s+[^\s"',;]+/gi, '$1 [secret]'],
+  [
+    /\b(api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password|passwd|pwd)(["']?\s*[:=]\s*["']?)[^\s"',;&]+/gi,
+    '$1$2[secret]',
+  ],
+  [/\b(?:sk|pk|rk|hf|gh[pousr]|xox[abp])[-_][A-Za-z0-9_-]{6,}/g, '[secret]'],
+  [/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*/g, '[secret]'],
+  [/\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>(),;]+/gi, '[url]'],
+  [new RegExp(String.raw`\[[0-9a-f:.]*:[0-9a-f:.]*\]${REST_OF_ADDRESS}`, 'gi'), '[address]'],
+  [new RegExp(String.raw`\b(?=[0-9a-f:]*::)[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){2,7}\b`, 'gi'), '[address]'],
+  [new RegExp(String.raw`\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b`, 'gi'), '[address]'],
+  [new RegExp(String.raw`\b(?:\d{1,3}\.){3}\d{1,3}\b${REST_OF_ADDRESS}`, 'g'), '[address]'],
+  [
+    new RegExp(
+      String.raw`\b(?:[a-z0-9-]+\.)*(?:[a-z0-9-]+\.(?:svc|local|internal|lan|corp|intranet|localdomain)|localhost)\b${REST_OF_ADDRESS}`,
+      'gi',
+    ),
+    '[address]',
+  ],
+  [new RegExp(String.raw`\b[a-z0-9-]+(?:\.[a-z0-9-]+)+:\d{2,5}\b${REST_OF_ADDRESS}`, 'gi'), '[address]'],
+  [/\b[a-z]:\\(?:[^\\\s"']+\\)*[^\\\s"']*/gi, '[path]'],
+  [/(?<![\w/.:-])(?:~|\.{1,2})?\/(?:[\w.@+-]+\/)+[\w.@+-]*/g, '[path]'],
+  // A long token of many different characters that is left (a hex or base64 key, a session id) is more
+  // likely a secret than prose; a run of one letter is not.
+  [/[A-Za-z0-9+/_-]{32,}={0,2}/g, (token) => (new Set(token).size >= 12 ? '[secret]' : token)],
+];
+
+/** A stack frame line (JavaScript, Java, Python, Go): it and everything after it goes. */
+const STACK_FRAME = /\n\s*(?:at\s|File "|goroutine \d+ \[|Traceback \(most recent call last\))[\s\S]*$/;
+/** Python prints its traceback first and the exception last: the last line is the message. */
+const LEADING_TRACEBACK = /^\s*Traceback \(most recent call last\):[\s\S]*\n\s*(\S[^\n]*)\s*$/;
+
+/** An upstream's message as it may reach a client: control characters, internals and secrets removed, clipped. */
+export function redactUpstreamMessage(text: string): string {
   // Control characters (a stray ANSI colour, a NUL) have no place in a JSON error message.
   // eslint-disable-next-line no-control-regex
-  const clean = text.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '').trim();
+  let clean = text.replace(/\r/g, '').replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
+  clean = clean.replace(LEADING_TRACEBACK, '$1').replace(STACK_FRAME, '');
+  for (const [pattern, replacement] of REDACTIONS) {
+    clean =
+      typeof replacement === 'string'
+        ? clean.replace(pattern, replacement)
+        : clean.replace(pattern, replacement);
+  }
+  clean = clean.replace(/\s+/g, ' ').trim();
   return clean.length > MAX_MESSAGE_LENGTH ? `${clean.slice(0, MAX_MESSAGE_LENGTH)}…` : clean;
+}
+
+function clip(text: string): string {
+  return redactUpstreamMessage(text);
 }
 
 /**
