@@ -1,4 +1,4 @@
-import { readSse } from '../support/sse';
+import { pacedStreamGaps } from '../support/paced-stream';
 import { Stack } from '../support/stack';
 
 const CONTEXT_TOKENS = 1000;
@@ -50,32 +50,7 @@ describe('faults: worker CPU and context size', () => {
     await stack?.stop();
   });
 
-  /** Streams from the paced model until [DONE]; the largest gap between two chunks, and their count. */
-  async function pacedStream(onFirstChunk: () => void): Promise<{ maxGapMs: number; chunks: number }> {
-    const response = await stack.post('/v1/chat/completions', {
-      model: 'sim-chat-words',
-      stream: true,
-      messages: [{ role: 'user', content: 'Tell me a story.' }],
-    });
-    expect(response.status).toBe(200);
-    let last: number | null = null;
-    let maxGapMs = 0;
-    let chunks = 0;
-    let done = false;
-    for await (const event of readSse(response.body!)) {
-      if (event.data === '[DONE]') {
-        done = true;
-        break;
-      }
-      expect(JSON.parse(event.data)).not.toHaveProperty('error');
-      if (last === null) onFirstChunk();
-      else maxGapMs = Math.max(maxGapMs, event.at - last);
-      last = event.at;
-      chunks++;
-    }
-    expect(done).toBe(true);
-    return { maxGapMs, chunks };
-  }
+  const pacedStream = (onFirstChunk: () => void) => pacedStreamGaps(stack, 'sim-chat-words', onFirstChunk);
 
   it('keeps a paced stream on pace while the same worker takes 1 MB of "y" and 10 MB of words with n: 10', async () => {
     // Built before the paced stream starts, so building them does not stall this process's own reading.
