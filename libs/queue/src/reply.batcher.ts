@@ -6,8 +6,17 @@ import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
 const MAX_FRAME_CHARS = 256 * 1024;
 
+/** Where a resumable stream's frames are also kept, and for how long (see `streamLogKeyFor`). */
+export interface ReplyLog {
+  key: string;
+  retentionMs: number;
+  maxEntries: number;
+}
+
 class Frame {
   readonly messages: string[] = [];
+  /** The messages of this frame that belong to resumable streams, by their replay log. */
+  logs: Map<ReplyLog, string[]> | null = null;
   chars = 0;
   readonly published: Promise<number>;
   resolve!: (receivers: number) => void;
@@ -47,14 +56,23 @@ export class ReplyBatcher {
     return this.backlog?.gateOf(channel) ?? null;
   }
 
-  /** Queues one encoded message; resolves with the number of subscribers that received its frame. */
-  publish(channel: string, message: string): Promise<number> {
+  /**
+   * Queues one encoded message; resolves with the number of subscribers that received its frame. With `log`
+   * the message is also appended to that replay log, ahead of the PUBLISH of its frame.
+   */
+  publish(channel: string, message: string, log?: ReplyLog): Promise<number> {
     let frame = this.pending.get(channel);
     if (!frame) {
       frame = new Frame();
       this.pending.set(channel, frame);
     }
     frame.messages.push(message);
+    if (log) {
+      frame.logs ??= new Map();
+      const logged = frame.logs.get(log);
+      if (logged) logged.push(message);
+      else frame.logs.set(log, [message]);
+    }
     frame.chars += message.length;
     this.backlog?.noteSent(channel, message.length);
     if (frame.messages.length >= MAX_REPLY_FRAME_MESSAGES || frame.chars >= MAX_FRAME_CHARS) {
@@ -79,7 +97,24 @@ export class ReplyBatcher {
     for (const [channel, frame] of frames) this.send(channel, frame);
   }
 
+  /** A plain read on the publishing connection: ordered after every frame sent before it. */
+  read(key: string): Promise<string | null> {
+    return this.redis.get(key);
+  }
+
+  /**
+   * The log entries go out first, on the same connection and without waiting for them (Redis runs one
+   * connection's commands in order): whoever hears a message can find every earlier one in its log.
+   */
   private send(channel: string, frame: Frame): void {
+    if (frame.logs) {
+      for (const [log, messages] of frame.logs) {
+        this.redis
+          .xadd(log.key, 'MAXLEN', '~', log.maxEntries, '*', 'f', encodeReplyFrame(messages))
+          .catch(frame.reject);
+        this.redis.pexpire(log.key, log.retentionMs).catch(frame.reject);
+      }
+    }
     this.redis.publish(channel, encodeReplyFrame(frame.messages)).then(frame.resolve, frame.reject);
   }
 }
