@@ -12,6 +12,7 @@ import { GatewayMetrics } from '@mgw/observability';
 import { RequestAuthenticator } from './auth/request.authenticator';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
+import { ChatStreamResumer } from './chat/chat-stream.resumer';
 import { OpenAiExceptionFilter } from './errors/openai-exception.filter';
 import { ConnectionsModule } from './connections/connections.module';
 import { HealthController } from './health/health.controller';
@@ -27,6 +28,7 @@ import { RequestPipeline } from './pipeline/request.pipeline';
 import { CancelPublisher } from './queue/cancel.publisher';
 import { GatewayJobProducer } from './queue/job-producer.provider';
 import { GatewayReplyRouter } from './queue/reply-router.provider';
+import { StreamLogStore } from './resume/stream-log.store';
 
 /** The gateway's HTTP surface: auth, validation, the three operations, health, metrics, the admin API, graceful stop. */
 @Module({})
@@ -61,6 +63,8 @@ export class ApiModule {
         ModelResolver,
         RequestPipeline,
         ChatCompletionsService,
+        StreamLogStore,
+        ChatStreamResumer,
         ImageGenerationService,
       ],
     };

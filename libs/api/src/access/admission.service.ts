@@ -24,6 +24,12 @@ export interface AdmittedFields {
 /** An admitted request: its job fields, and how the limiter learns whether enqueueing worked. */
 export interface Admission {
   fields: AdmittedFields;
+  ticket: Ticket;
+  /**
+   * Set when the hold lasts until the request ends rather than its response (a resumable stream, which
+   * outlives its connection): the caller releases or hands it over.
+   */
+  hold: AdmissionHold | null;
   /**
    * Follows the enqueue: once the job is in its queue it counts as queued; if it never got there, nothing of
    * this request is counted. Resolves or rejects as the enqueue did.
@@ -75,6 +81,7 @@ export class AdmissionService implements OnApplicationShutdown {
     requestId: string,
     tokenEstimate: number,
     reply: FastifyReply,
+    untilRequestEnds = false,
   ): Promise<Admission> {
     const queue = this.producer.queueFor(kind, model.id);
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
@@ -101,12 +108,16 @@ export class AdmissionService implements OnApplicationShutdown {
       this.quietly(work, decision.ticket, what),
     );
     // The one ending of the hold that the request's own lifecycle drives: its response is over, which covers
-    // an answer, an error and a client that left. A client may leave while the admission runs: its 'close'
-    // has fired already, so the hold ends now and the request goes no further.
-    whenResponseOver(reply, () => hold.release());
+    // an answer, an error and a client that left — or, for a request that outlives its response, its end
+    // (the caller's). A client may leave while the admission runs: its 'close' has fired already, so the
+    // hold ends now and the request goes no further.
+    if (!untilRequestEnds) whenResponseOver(reply, () => hold.release());
+    else if (reply.raw.destroyed) hold.release();
     if (hold.ended) throw GatewayError.clientClosed();
     return {
       fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
+      ticket: decision.ticket,
+      hold: untilRequestEnds ? hold : null,
       track: (enqueue) =>
         enqueue.then(
           () => hold.enqueued(),
@@ -116,6 +127,21 @@ export class AdmissionService implements OnApplicationShutdown {
           },
         ),
     };
+  }
+
+  /**
+   * Takes over the concurrency lease of a stream resumed here (admitted by another request, maybe on another
+   * replica): renewed from now on, released when the resumed request ends. A lease that expired meanwhile
+   * is not brought back (the renewal only extends a live one).
+   */
+  adopt(ticket: Ticket): AdmissionHold {
+    return new AdmissionHold(
+      ticket,
+      this.limiter,
+      this.leases,
+      (work, what) => this.quietly(work, ticket, what),
+      true,
+    );
   }
 
   private refusal(

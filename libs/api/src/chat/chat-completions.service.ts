@@ -10,6 +10,7 @@ import {
 import { RequestPipeline } from '../pipeline/request.pipeline';
 import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
+import { ChatEventWriter } from './chat-event.writer';
 import { CompletionAssembler } from './completion.assembler';
 
 /** `POST /v1/chat/completions`: replies relayed as SSE chunks, or assembled into one JSON completion. */
@@ -34,6 +35,7 @@ export class ChatCompletionsService {
         model: body.model,
         request: body,
         tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
+        resumable: body.stream === true,
         checkModel: (model) => {
           assertChatParametersSupported(body, model);
           checkContextWindow(body.messages, model);
@@ -44,22 +46,10 @@ export class ChatCompletionsService {
     const model = admitted.model.id;
     const created = Math.floor(admitted.job.enqueuedAt / 1000);
     if (body.stream === true) {
-      await this.pipeline.stream(admitted, (sse) => {
-        const chunks = new ChatChunkSerializer(requestId, model, created);
-        return {
-          onDelta: (choice, content, logprobs) => {
-            const opening = logprobs === undefined ? null : chunks.opening(choice);
-            if (opening !== null) sse.data(opening);
-            sse.data(chunks.delta(choice, content, logprobs));
-          },
-          onToolCall: (piece) => sse.data(chunks.toolCall(piece)),
-          onChatDone: (done) => {
-            sse.data(chunks.final(done));
-            sse.done();
-          },
-          onError: (error) => sse.fail(JSON.stringify(error.toBody())),
-        };
-      });
+      await this.pipeline.stream(
+        admitted,
+        (sse) => new ChatEventWriter(sse, new ChatChunkSerializer(requestId, model, created)),
+      );
       return;
     }
     await this.pipeline.respond<'chat', ChatCompletion>(admitted, (answer) => {

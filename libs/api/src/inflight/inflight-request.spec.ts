@@ -25,6 +25,7 @@ type Event =
   | ['onDelta', number, string]
   | ['onToolCall', number, number, string]
   | ['onChatDone', number]
+  | ['onMoved']
   | ['onError', number, string | null];
 
 class Harness {
@@ -72,6 +73,9 @@ class Harness {
     }),
     onChatDone: jest.fn((message) => {
       this.events.push(['onChatDone', message.seq]);
+    }),
+    onMoved: jest.fn(() => {
+      this.events.push(['onMoved']);
     }),
     onImage: jest.fn(),
     onImageDone: jest.fn(),

@@ -1,6 +1,6 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Principal } from '@mgw/access';
+import type { Principal, Ticket } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError, type ModelEntry, type ModelKind } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
@@ -11,6 +11,7 @@ import { SseWriter } from '../http/sse.writer';
 import type { ReplySink } from '../inflight/inflight-request';
 import { InflightRequests } from '../inflight/inflight.registry';
 import { ModelResolver } from '../models/model.resolver';
+import { StreamLogStore } from '../resume/stream-log.store';
 
 /** What a request asks for, as the pipeline needs it. */
 export interface PipelineInput<K extends ModelKind> {
@@ -24,6 +25,11 @@ export interface PipelineInput<K extends ModelKind> {
   tokenEstimate: number;
   /** Checks of the request against its resolved model, before admission (what it supports, its context). */
   checkModel?: (model: ModelEntry) => void;
+  /**
+   * A chat stream that may be resumed (README "Resumable streams"): its job keeps a replay log and its
+   * generation outlives its connection by RESUME_GRACE_MS, holding its concurrency slot until it ends.
+   */
+  resumable?: boolean;
 }
 
 /** A request that was let in: its job, ready to enqueue, and what its enqueue and relay need. */
@@ -36,6 +42,7 @@ export interface AdmittedRequest<K extends ModelKind> {
   deadlineMs: number;
   /** Set for a scale-to-zero model without a live worker: how long the job may wait for one. */
   startWithinMs: number | undefined;
+  resumable: boolean;
 }
 
 /** How a JSON answer is settled by a sink: once, with the body or the error. */
@@ -52,12 +59,15 @@ export interface Answer<T> {
  */
 @Injectable()
 export class RequestPipeline {
+  private readonly logger = new Logger('Gateway');
+
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(ModelResolver) private readonly resolver: ModelResolver,
     @Inject(AdmissionService) private readonly admissions: AdmissionService,
     @Inject(InflightRequests) private readonly inflight: InflightRequests,
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
+    @Inject(StreamLogStore) private readonly streams: StreamLogStore,
   ) {}
 
   /** Resolves the model and admits the request, or throws the 4xx/5xx that says why not. */
@@ -73,6 +83,7 @@ export class RequestPipeline {
       principal,
     );
     input.checkModel?.(model);
+    const resumable = chat && input.resumable === true && this.streams.enabled;
     const admission = await this.admissions.admit(
       principal,
       kind,
@@ -80,14 +91,16 @@ export class RequestPipeline {
       requestId,
       input.tokenEstimate,
       reply,
+      resumable,
     );
     const deadlineMs = chat ? this.config.chatDeadlineMs : this.config.imageDeadlineMs;
     const job = {
       ...this.inflight.envelope(requestId, model.id, deadlineMs),
       ...admission.fields,
+      ...(resumable ? { resume: this.streams.resumeOptions() } : {}),
       request: input.request,
     } as JobDataOf<K>;
-    return { kind, job, model, reply, admission, deadlineMs, startWithinMs };
+    return { kind, job, model, reply, admission, deadlineMs, startWithinMs, resumable };
   }
 
   /**
@@ -112,24 +125,31 @@ export class RequestPipeline {
 
   /**
    * Relays the replies as an SSE stream: `sinkFor` writes them as events. A client that leaves or stops
-   * reading (buffer overflow) ends the request and stops its job.
+   * reading (buffer overflow) ends the request and stops its job — a resumable stream's after its grace,
+   * unless it is resumed meanwhile.
    */
   async stream<K extends ModelKind>(
     admitted: AdmittedRequest<K>,
     sinkFor: (sse: SseWriter) => ReplySink,
   ): Promise<void> {
-    const { kind, job, model, reply, admission, deadlineMs, startWithinMs } = admitted;
-    const sse = new SseWriter(reply.raw, {
-      bufferLimitBytes: this.config.streamBufferLimitBytes,
-      keepAliveMs: this.config.sseKeepAliveMs,
-      flushTimeoutMs: this.config.streamFlushTimeoutMs,
-      onOverflow: () => inflight.abandon(),
+    const { kind, job, model, reply, admission, deadlineMs, startWithinMs, resumable } = admitted;
+    const sse = this.sseFor(reply, () => inflight.abandon());
+    const hold = admission.hold;
+    const inflight = this.inflight.create(job.requestId, kind, model.id, sinkFor(sse), {
+      graceMs: resumable ? this.config.resumeGraceMs : 0,
+      // A moved stream's lease is kept alive by the request that resumed it.
+      onEnded: hold ? (ending) => (ending === 'moved' ? hold.handOver() : hold.release()) : undefined,
     });
-    const inflight = this.inflight.create(job.requestId, kind, model.id, sinkFor(sse));
     // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status. A cold start
     // (scale-to-zero) still opens the stream at once: keep-alive comments hold proxies while a worker
-    // starts, and a wait that runs out ends the stream with the model_unavailable error.
-    await admission.track(inflight.enqueue(job, deadlineMs, startWithinMs));
+    // starts, and a wait that runs out ends the stream with the model_unavailable error. A resumable
+    // stream's meta is written meanwhile: its client can resume it as soon as it has heard of it.
+    const enqueued = admission.track(inflight.enqueue(job, deadlineMs, startWithinMs));
+    if (resumable) {
+      await Promise.all([enqueued, this.openResumable(job, admission.ticket, model.id)]);
+    } else {
+      await enqueued;
+    }
     // The client may have left while the job was being enqueued: its 'close' has fired already, so no
     // listener would ever take the job back.
     if (reply.raw.destroyed) {
@@ -143,5 +163,33 @@ export class RequestPipeline {
       sse.close();
       inflight.abandon();
     });
+  }
+
+  /** An SSE writer on `reply` with this gateway's stream settings; `onOverflow` when its client stopped reading. */
+  sseFor(reply: FastifyReply, onOverflow: () => void): SseWriter {
+    return new SseWriter(reply.raw, {
+      bufferLimitBytes: this.config.streamBufferLimitBytes,
+      keepAliveMs: this.config.sseKeepAliveMs,
+      flushTimeoutMs: this.config.streamFlushTimeoutMs,
+      onOverflow,
+    });
+  }
+
+  /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */
+  private async openResumable(job: JobDataOf<ModelKind>, ticket: Ticket, model: string): Promise<void> {
+    try {
+      await this.streams.open(job.requestId, {
+        keyId: ticket.keyId,
+        model,
+        created: Math.floor(job.enqueuedAt / 1000),
+        deadline: job.deadline,
+        ticketId: ticket.leased ? ticket.id : null,
+      });
+    } catch (error) {
+      this.logger.warn({
+        msg: `request ${job.requestId}: stream meta not written, the stream cannot be resumed: ${String(error)}`,
+        requestId: job.requestId,
+      });
+    }
   }
 }
