@@ -85,6 +85,18 @@ export class ReplyBatcher {
     return frame.published;
   }
 
+  /**
+   * Sends `channel`'s pending frame now, ahead of every other frame pending: a redirected stream's last
+   * message on its old channel reaches its log before the first one on its new channel is published
+   * (frames of several channels leave in the order they were opened, not in call order).
+   */
+  sendNow(channel: string): void {
+    const frame = this.pending.get(channel);
+    if (!frame) return;
+    this.pending.delete(channel);
+    this.send(channel, frame);
+  }
+
   /** Stores a payload that a message will refer to; sent at once, so it is in Redis before that message. */
   store(key: string, payload: string, ttlMs: number): Promise<unknown> {
     return this.redis.set(key, payload, 'PX', ttlMs);

@@ -54,6 +54,7 @@ export class ReplyStreamWriter {
         this.transport.publish(this.channel, this.encode({ kind: 'moved' }), this.log),
         this.channel,
       );
+      this.transport.sendNow(this.channel);
       this.channel = channel;
     }
     await this.send({ kind: 'alive' });
