@@ -18,6 +18,8 @@ export class ResumeGate implements ReplyHandler {
   private held: ReplyMessage[] | null = null;
   private heard = false;
   private reading: Promise<void> | null = null;
+  /** Messages of the log gone through already: the log only grows, so a re-read goes on from there. */
+  private logRead = 0;
 
   constructor(
     private readonly target: ReplyHandler,
@@ -76,7 +78,8 @@ export class ResumeGate implements ReplyHandler {
         );
         return;
       }
-      for (const message of log) this.deliver(message, false);
+      for (const message of log.slice(this.logRead)) this.deliver(message, false);
+      this.logRead = Math.max(this.logRead, log.length);
       const held: ReplyMessage[] = this.held ?? [];
       const gap = held.findIndex((message) => message.seq > this.nextSeq && !this.isRestart(message));
       if (gap === -1 || gap < coveredBefore) {
