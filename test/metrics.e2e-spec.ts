@@ -75,6 +75,8 @@ describe('metrics', () => {
     [ports.registry, ports.chat, ports.image] = await Promise.all([freePort(), freePort(), freePort()]);
     stack = await Stack.start({
       catalog,
+      // The aborted stream's job is cancelled at once (not after a resume grace), as this test counts it.
+      env: { RESUME_GRACE_MS: '0' },
       appEnv: {
         registry: { METRICS_PORT: String(ports.registry), QUEUE_METRICS_CACHE_MS: '100' },
         'chat-worker': { METRICS_PORT: String(ports.chat), LOG_LEVEL: 'debug' },

@@ -179,6 +179,7 @@ describe('resumable streams across gateway replicas', () => {
         REPLY_HEARTBEAT_MS: '300',
         // Streams left waiting for a resume do not hold the gateways' stop at the end.
         GATEWAY_DRAIN_TIMEOUT_MS: '500',
+        WORKER_DRAIN_TIMEOUT_MS: '500',
       },
       waitForModels: ['sim-resume', 'sim-resume-paced', 'sim-resume-slow', 'sim-resume-fail'],
     });
@@ -225,6 +226,8 @@ describe('resumable streams across gateway replicas', () => {
     // reads one more stream there: the page posted it, then follows it with an EventSource from its start.
     const posted = await cut('c', 'sim-resume-paced', browserPrompt, 1);
     const page = browser('c', 'b', posted.requestId);
+    // And one that nobody resumes: its worker waits RESUME_GRACE_MS for a reattach, then stops it.
+    const orphan = await cut('c', 'sim-resume-slow', 'a story whose gateway dies', 1);
     const seen = prompts.slice(90).map(() => [] as Event[]);
     const killed = prompts.slice(90).map(async (prompt, j) => {
       const res = await post('c', models[90 + j]!, prompt);
@@ -244,6 +247,7 @@ describe('resumable streams across gateway replicas', () => {
     );
     expect(await stack.stopApp('gateway:c', 'SIGKILL')).toBe('SIGKILL');
     expect(c.signalCode).toBe('SIGKILL');
+    const killedAt = Date.now();
     const cutByKill = await Promise.all(killed);
     const afterKill = await Promise.all(
       cutByKill.map(async ({ requestId, events }) => {
@@ -277,7 +281,19 @@ describe('resumable streams across gateway replicas', () => {
       expect(events.at(-2)!.data).toContain('"finish_reason":"stop"');
       expect(events.at(-1)!.data).toBe('[DONE]');
     });
-    expect(stack.logs('chat-worker')).not.toMatch(/cancelled: its gateway is gone/);
+    const slowActive = `${stack.namespace}:chat.sim-resume-slow:active`;
+    expect(await stack.redis.lrange(slowActive, 0, -1)).toContain(orphan.requestId);
+    await waitFor(
+      'the orphaned job to stop after the grace',
+      async () => !(await stack.redis.lrange(slowActive, 0, -1)).includes(orphan.requestId),
+      GRACE_MS + 10_000,
+    );
+    expect(Date.now() - killedAt).toBeGreaterThanOrEqual(GRACE_MS - 500);
+    expect(stack.logs('chat-worker')).toContain(
+      `request ${orphan.requestId} model sim-resume-slow cancelled: its gateway is gone and nobody resumed it`,
+    );
+    // No other job stopped: every stream of the killed gateway was taken over.
+    expect(stack.logs('chat-worker').match(/cancelled: its gateway is gone/g)).toHaveLength(1);
     // Most resumes found their job still running (followed live), not only finished ones (replayed).
     const resumes = async (gateway: string, outcome: string) => {
       const text = await (await fetch(`${url(gateway)}/metrics`)).text();

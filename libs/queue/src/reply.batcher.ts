@@ -6,6 +6,25 @@ import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
 const MAX_FRAME_CHARS = 256 * 1024;
 
+const PUBLISH_LOGGED = 'mgwPublishLogged';
+
+/**
+ * KEYS: the replay logs of the frame's streams. ARGV: 1 channel, 2 frame, then per log: its messages (a frame
+ * of its own), its MAXLEN, its retention (ms). Returns what PUBLISH returns: the subscribers that heard it.
+ */
+const PUBLISH_LOGGED_SCRIPT = `
+for i, key in ipairs(KEYS) do
+  local at = 3 * i
+  redis.call('XADD', key, 'MAXLEN', '~', ARGV[at + 1], '*', 'f', ARGV[at])
+  redis.call('PEXPIRE', key, ARGV[at + 2])
+end
+return redis.call('PUBLISH', ARGV[1], ARGV[2])
+`;
+
+type LoggingConnection = Redis & {
+  [PUBLISH_LOGGED](numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
+};
+
 /** Where a resumable stream's frames are also kept, and for how long (see `streamLogKeyFor`). */
 export interface ReplyLog {
   key: string;
@@ -115,18 +134,28 @@ export class ReplyBatcher {
   }
 
   /**
-   * The log entries go out first, on the same connection and without waiting for them (Redis runs one
-   * connection's commands in order): whoever hears a message can find every earlier one in its log.
+   * A frame with messages of resumable streams goes out as one script call: each stream's messages are
+   * appended to its replay log, then the frame is published — one command and no extra round trip, and
+   * whoever hears a message can find every earlier one in its log.
    */
   private send(channel: string, frame: Frame): void {
-    if (frame.logs) {
-      for (const [log, messages] of frame.logs) {
-        this.redis
-          .xadd(log.key, 'MAXLEN', '~', log.maxEntries, '*', 'f', encodeReplyFrame(messages))
-          .catch(frame.reject);
-        this.redis.pexpire(log.key, log.retentionMs).catch(frame.reject);
-      }
+    const encoded = encodeReplyFrame(frame.messages);
+    if (!frame.logs) {
+      this.redis.publish(channel, encoded).then(frame.resolve, frame.reject);
+      return;
     }
-    this.redis.publish(channel, encodeReplyFrame(frame.messages)).then(frame.resolve, frame.reject);
+    // Defined on first use; ioredis sends it by EVALSHA, loading it on the connection when Redis lacks it.
+    if (!(PUBLISH_LOGGED in this.redis)) {
+      this.redis.defineCommand(PUBLISH_LOGGED, { lua: PUBLISH_LOGGED_SCRIPT });
+    }
+    const keys: string[] = [];
+    const args: (string | number)[] = [channel, encoded];
+    for (const [log, messages] of frame.logs) {
+      keys.push(log.key);
+      args.push(encodeReplyFrame(messages), log.maxEntries, log.retentionMs);
+    }
+    (this.redis as LoggingConnection)
+      [PUBLISH_LOGGED](keys.length, ...keys, ...args)
+      .then(frame.resolve, frame.reject);
   }
 }
