@@ -5,6 +5,7 @@
 //   node bench/replay-log.micro.mjs [dist] [--streams 64] [--chunks 256] [--rounds 6]
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { cpuSeconds, startRedis } from './lib/processes.mjs';
 
@@ -29,10 +30,11 @@ const redisServer = await startRedis();
 const publisher = new Redis(redisServer.url);
 const subscriber = new Redis(redisServer.url);
 const channel = 'bench:reply:gw';
-let received = 0;
+// The gateway's side: one subscriber that hears every frame (PUBLISH then reaches someone, as in production).
+let heardBytes = 0;
 await subscriber.subscribe(channel);
 subscriber.on('message', (_channel, frame) => {
-  received += frame.length;
+  heardBytes += frame.length;
 });
 const batcher = new ReplyBatcher(publisher);
 
@@ -84,6 +86,7 @@ console.log(
 );
 console.log(line('off'));
 console.log(line('on'));
+console.log(`(the subscriber heard ${(heardBytes / 1e6).toFixed(1)} MB of frames)`);
 await Promise.all([publisher.quit(), subscriber.quit()]);
 await redisServer.stop();
 process.exit(0);

@@ -154,8 +154,7 @@ export class ReplyBatcher {
       keys.push(log.key);
       args.push(encodeReplyFrame(messages), log.maxEntries, log.retentionMs);
     }
-    (this.redis as LoggingConnection)
-      [PUBLISH_LOGGED](keys.length, ...keys, ...args)
-      .then(frame.resolve, frame.reject);
+    const redis = this.redis as LoggingConnection;
+    redis[PUBLISH_LOGGED](keys.length, ...keys, ...args).then(frame.resolve, frame.reject);
   }
 }

@@ -174,8 +174,9 @@ export class JobRunner {
         (route) => {
           if (route !== null && route !== writer.target) reattach(route);
         },
-        (error: unknown) =>
-          this.logger.warn?.({ msg: `request ${requestId}: route not read: ${String(error)}`, requestId }),
+        (error: unknown) => {
+          this.logger.warn?.({ msg: `request ${requestId}: route not read: ${String(error)}`, requestId });
+        },
       );
   }
 

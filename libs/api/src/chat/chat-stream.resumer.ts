@@ -134,7 +134,6 @@ export class ChatStreamResumer {
     );
     const gate = new ResumeGate(request, () => this.streams.read(requestId));
     this.router.registerResumed(requestId, gate, request);
-    request.follow(meta.deadline - Date.now());
     reply.hijack();
     sse.open({ 'x-request-id': requestId });
     this.metrics.streamOpened(reply.raw);
@@ -158,6 +157,8 @@ export class ChatStreamResumer {
       this.metrics.streamResumed(meta.model, 'replayed');
       return;
     }
+    // Armed only now: a stream that ended before its deadline is replayed whenever it is asked for.
+    request.follow(meta.deadline - Date.now());
     this.metrics.streamResumed(meta.model, 'live');
     const workerId = request.worker;
     if (workerId === null) return; // still queued: its worker reads the route when it starts the job
