@@ -6,7 +6,7 @@ import { GatewayModule } from './gateway.module';
 
 runApp('gateway', async () => {
   const config = loadGatewayConfig(process.env);
-  const logger = createAppLogger('gateway', config.logLevel);
+  const logger = createAppLogger('gateway', config);
   const app = await createGatewayApp(GatewayModule.forRoot(config), config, logger);
   app.enableShutdownHooks();
   // Room for the announced delay, the drain and the final flush; past it the process exits rather than hang.
