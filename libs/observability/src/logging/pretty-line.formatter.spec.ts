@@ -63,7 +63,7 @@ describe('formatPrettyLine', () => {
     );
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /^\d\d:\d\d:\d\d\.\d{3} WARN  gateway request completed POST \/v1\/chat\/completions 429 3\.3ms requestId=abc123 keyFingerprint=0a1b2c3d\n$/,
+      /^\d\d:\d\d:\d\d\.\d{3} WARN {2}gateway request completed POST \/v1\/chat\/completions 429 3\.3ms requestId=abc123 keyFingerprint=0a1b2c3d\n$/,
     );
   });
 
