@@ -30,15 +30,19 @@ export function createAppLogger(app: string, settings: LogLevel | LoggerSettings
           format: chooseLogFormat(settings.logFormat, settings.isProduction, Boolean(process.stdout.isTTY)),
         };
   const sink = pino.destination({ dest: 1, sync: false });
+  const quietStartup = logLevel !== 'debug' && logLevel !== 'verbose';
   return new PinoLoggerService(
-    pino(pinoOptionsFor(app, logLevel), format === 'pretty' ? prettyStream(sink) : sink),
+    pino(pinoOptionsFor(app, logLevel), format === 'pretty' ? prettyStream(sink, quietStartup) : sink),
   );
 }
 
 /** Rewrites each JSON line into its pretty form on its way to the same asynchronous destination. */
-function prettyStream(sink: ReturnType<typeof pino.destination>): DestinationStream {
+function prettyStream(sink: ReturnType<typeof pino.destination>, quietStartup: boolean): DestinationStream {
   return {
-    write: (line: string) => sink.write(formatPrettyLine(line)),
+    write: (line: string) => {
+      const pretty = formatPrettyLine(line, { quietStartup });
+      return pretty === '' || sink.write(pretty);
+    },
     flushSync: () => sink.flushSync(),
   } as DestinationStream;
 }

@@ -103,6 +103,17 @@ describe('formatPrettyLine', () => {
     expect(stack.length).toBeGreaterThan(1);
   });
 
+  it("leaves out Nest's start-up lines when asked to, and nothing else", () => {
+    const mapped =
+      '{"level":"info","time":0,"app":"gateway","context":"RouterExplorer","msg":"Mapped {/v1/models, GET} route"}';
+    expect(formatPrettyLine(mapped, { quietStartup: true })).toBe('');
+    expect(formatPrettyLine(mapped)).toContain('Mapped {/v1/models, GET} route');
+    const started = '{"level":"info","time":0,"app":"gateway","context":"NestApplication","msg":"started"}';
+    expect(formatPrettyLine(started, { quietStartup: true })).toContain('started');
+    const failed = '{"level":"error","time":0,"app":"gateway","context":"InstanceLoader","msg":"failed"}';
+    expect(formatPrettyLine(failed, { quietStartup: true })).toContain('failed');
+  });
+
   it('passes a line that is not JSON through', () => {
     expect(formatPrettyLine('plain text')).toBe('plain text\n');
   });

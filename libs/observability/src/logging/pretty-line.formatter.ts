@@ -13,6 +13,14 @@ const LEVELS: Readonly<Record<string, string>> = {
   fatal: 'FATAL',
 };
 
+/** Nest's start-up lines (every module loaded, every route mapped): a screenful that says "starting". */
+const NEST_STARTUP_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer']);
+
+export interface PrettyOptions {
+  /** Leave out Nest's start-up lines at info level (they stay in JSON, and at LOG_LEVEL=debug). */
+  quietStartup?: boolean;
+}
+
 /**
  * Which format a process logs in: LOG_FORMAT when set; otherwise human-readable lines in development on a
  * terminal, and JSON in production or when stdout is not a terminal (a pipe, a file, a log shipper).
@@ -52,9 +60,9 @@ function requestPhrase(line: Record<string, unknown>): string | null {
  * One pino JSON line as one short human-readable line: time, level, app, `[context]`, the message, the
  * request (for access-log lines), then a few `key=value` fields, values cut short. An error adds its stack
  * on the lines below. Anything redacted in the JSON is redacted here too: this reads the JSON pino wrote.
- * A line that is not JSON passes through as it is.
+ * A line that is not JSON passes through as it is; a line left out is the empty string.
  */
-export function formatPrettyLine(json: string): string {
+export function formatPrettyLine(json: string, options: PrettyOptions = {}): string {
   let line: Record<string, unknown>;
   try {
     line = JSON.parse(json) as Record<string, unknown>;
@@ -62,6 +70,8 @@ export function formatPrettyLine(json: string): string {
     return json.endsWith('\n') ? json : `${json}\n`;
   }
   if (typeof line !== 'object' || line === null) return `${json.trimEnd()}\n`;
+  if (options.quietStartup && line.level === 'info' && NEST_STARTUP_CONTEXTS.has(String(line.context)))
+    return '';
   const level = LEVELS[String(line.level)] ?? String(line.level).toUpperCase().padEnd(5);
   const parts = [clock(line.time), level];
   if (typeof line.app === 'string') parts.push(line.app);
