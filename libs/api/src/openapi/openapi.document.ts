@@ -72,9 +72,11 @@ export function createOpenApiDocument(app: INestApplication, config: GatewayConf
     .addTag('Operations', 'Probes and metrics; public.')
     .build();
   const document = SwaggerModule.createDocument(app, base) as unknown as OpenApiDocument;
+  // Ours replace what `@nestjs/swagger` derived from parameter types (empty objects for DTOs it cannot read).
+  const derived = document.components?.schemas ?? {};
   document.components = {
     securitySchemes: SECURITY_SCHEMES,
-    schemas: { ...requestBodySchemas().build(), ...RESPONSE_SCHEMAS },
+    schemas: { ...derived, ...requestBodySchemas().build(), ...RESPONSE_SCHEMAS },
   };
   for (const operations of Object.values(document.paths)) {
     for (const operation of Object.values(operations)) {

@@ -196,7 +196,7 @@ export function requestBodySchemas(): DtoSchemaBuilder {
         frequency_penalty: { default: 0 },
         seed: { description: 'Makes sampling repeatable where the backend supports it.' },
         user: { description: 'A string that identifies the end user.' },
-        stream_options: { description: '`include_usage`: a usage chunk before `[DONE]`.' },
+        stream_options: { description: 'Options of a streamed answer.' },
         tools: { description: `Function tools the model may call. ${perModel}` },
         tool_choice: { description: `Whether and which tool the model must call. ${perModel}` },
         parallel_tool_calls: { description: perModel },
@@ -241,7 +241,7 @@ export function requestBodySchemas(): DtoSchemaBuilder {
     .document(StreamOptionsDto, {
       name: 'ChatStreamOptions',
       fields: {
-        include_usage: { description: 'Send a last chunk with `usage` and empty `choices` before `[DONE]`.' },
+        include_usage: { description: 'Accepted; the final chunk always carries `usage`.' },
         include_obfuscation: { description: 'Refused when true: the gateway never pads stream events.' },
       },
     })
