@@ -30,6 +30,8 @@ export function mediaTypes(
   return byType as ContentObject;
 }
 
+const RETRY_AFTER_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+
 /** Error responses, all in the one shape `{"error": {"message", "type", "param", "code"}}`. */
 export function ApiErrors(...statuses: number[]): MethodDecorator & ClassDecorator {
   return applyDecorators(
@@ -38,6 +40,14 @@ export function ApiErrors(...statuses: number[]): MethodDecorator & ClassDecorat
         status,
         description: ERROR_DESCRIPTIONS[status] ?? 'An error.',
         content: mediaTypes({ 'application/json': { schema: schemaRef('ErrorResponse') } }),
+        ...(RETRY_AFTER_STATUSES.has(status) && {
+          headers: {
+            'Retry-After': {
+              description: 'Seconds to wait before retrying.',
+              schema: { type: 'integer', minimum: 0 },
+            },
+          },
+        }),
       }),
     ),
   );
