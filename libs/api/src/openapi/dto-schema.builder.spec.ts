@@ -37,6 +37,9 @@ describe('request body schemas read from the validators', () => {
       'developer',
       'tool',
     ]);
+    // `content` may be absent on an assistant message with tool calls (a @ValidateIf): not required.
+    expect(schemas.ChatMessage!.required).toEqual(['role']);
+    expect(prop(schemas.ChatMessage!, 'content').anyOf).toContainEqual({ type: 'null' });
   });
 
   it("say the spec's image bounds", () => {

@@ -43,7 +43,8 @@ const PRIMITIVES: Readonly<Record<string, SchemaObject>> = {
 
 /**
  * JSON Schemas of request DTOs read from their class-validator decorators — the rules that validate the
- * requests — so the document cannot disagree with the validation: required (no `@IsOptional`), types,
+ * requests — so the document cannot disagree with the validation: required (no `@IsOptional` or
+ * `@ValidateIf`), types,
  * bounds (`@Min`/`@Max`, lengths, array sizes), `@IsIn` as `enum`, `@Matches` as `pattern`, nested DTOs as
  * `$ref`s (from class-transformer's `@Type`), unknown fields refused (`additionalProperties: false`, as
  * `validateDto` does). Custom constraints get the schema given for them; prose comes from `FieldDoc`s.
@@ -95,9 +96,8 @@ export class DtoSchemaBuilder {
     for (const [property, metas] of byProperty) {
       const field = fields[property] ?? {};
       properties[property] = this.propertySchema(cls, property, metas, field);
-      if (!metas.some((m) => m.type === 'conditionalValidation' && m.name === 'isOptional')) {
-        required.push(property);
-      }
+      // `@IsOptional`, or a `@ValidateIf` (required only sometimes, which the description says).
+      if (!metas.some((m) => m.type === 'conditionalValidation')) required.push(property);
     }
     return {
       type: 'object',

@@ -13,8 +13,18 @@ const LEVELS: Readonly<Record<string, string>> = {
   fatal: 'FATAL',
 };
 
-/** Nest's start-up lines (every module loaded, every route mapped): a screenful that says "starting". */
-const NEST_STARTUP_CONTEXTS = new Set(['NestFactory', 'InstanceLoader', 'RoutesResolver', 'RouterExplorer']);
+/**
+ * Nest's start-up lines (every module loaded, every route mapped, each Redis transport connected): a
+ * screenful that says "starting". Their warnings and errors still show.
+ */
+const NEST_STARTUP_CONTEXTS = new Set([
+  'NestFactory',
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'ClientProxy',
+  'Server',
+]);
 
 export interface PrettyOptions {
   /** Leave out Nest's start-up lines at info level (they stay in JSON, and at LOG_LEVEL=debug). */
