@@ -57,7 +57,7 @@ describe('StoredCompletionStore (real Redis)', () => {
     };
   }
 
-  beforeAll(async () => {
+  beforeAll(() => {
     redis = new Redis('redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
   });
 

@@ -97,7 +97,7 @@ export class StoredCompletions {
   }
 
   /** A stream whose answer outgrew what a completion may assemble streams on but is not kept. */
-  async tooLargeToStore(requestId: string): Promise<void> {
+  tooLargeToStore(requestId: string): Promise<void> {
     this.logger.warn(`request ${requestId}: the answer is too large to store; it was not stored`);
     return Promise.resolve();
   }
