@@ -78,21 +78,25 @@ export class ChatCompletionsService {
       admitted,
       (answer) => {
         const assembler = new CompletionAssembler(requestId, model, created);
+        let whole = true;
+        const tooLarge = (): void => {
+          whole = false;
+          answer.reject(assembler.tooLarge());
+        };
         return {
           // An answer past the assembler's bound is refused; what still arrives is not collected.
-          onDelta: (choice, content, logprobs) =>
-            assembler.add(choice, content, logprobs) || answer.reject(assembler.tooLarge()),
-          onToolCall: (piece) => assembler.addToolCall(piece) || answer.reject(assembler.tooLarge()),
+          onDelta: (choice, content, logprobs) => assembler.add(choice, content, logprobs) || tooLarge(),
+          onToolCall: (piece) => assembler.addToolCall(piece) || tooLarge(),
           onChatDone: (done) => {
             const completion = assembler.finish(done);
-            if (storing === null) return answer.resolve(completion);
+            if (storing === null || !whole) return answer.resolve(completion);
             // Stored before the answer goes out, so the client can fetch it as soon as it has it.
             void this.stored.save(storing, completion).finally(() => answer.resolve(completion));
           },
           onError: answer.reject,
         };
-        // A stored completion is finished and kept even when its client leaves before the answer.
       },
+      // A completion to store is finished and kept even when its client leaves before the answer.
       { outlivesClient: storing !== null },
     );
   }
