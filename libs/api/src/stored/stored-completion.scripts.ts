@@ -4,8 +4,8 @@ import { LuaScript } from '@mgw/access';
  * A key's stored completions: per completion a hash (`v`, `key`, `model`, `created` ms, `metadata` JSON,
  * `completion` JSON, `messages` count) and a list of its request's messages (JSON each), both expiring at
  * creation + retention; a sorted set of the key's completion ids by creation time, and one per model. Index
- * entries whose records expired are trimmed by score when the key stores again, and dropped by lists that
- * meet them. All names share the key's hash tag.
+ * entries whose records expired are trimmed by score when the key stores or lists; an entry whose record
+ * is gone otherwise is dropped by the list that meets it. All names share the key's hash tag.
  */
 
 /**

@@ -139,6 +139,8 @@ export class StoredCompletionStore {
     const names = this.namesFor(keyId);
     const index = query.model === undefined ? names.index : names.modelIndex(query.model);
     const desc = query.order === 'desc';
+    // Entries past retention (their records expired) leave the index first, so a page never wades through them.
+    await this.redis.zremrangebyscore(index, '-inf', `(${Date.now() - this.config.storeRetentionMs}`);
     let start = 0;
     if (query.after !== undefined) {
       const rank = desc
