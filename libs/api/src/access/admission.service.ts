@@ -107,7 +107,8 @@ export class AdmissionService implements OnApplicationShutdown {
     );
     // The one ending of the hold that the request's own lifecycle drives: its response is over, which covers
     // an answer, an error and a client that left. A client may leave while the admission runs: its 'close'
-    // has fired already, so the hold ends now and the request goes no further.
+    // has fired already, so the hold ends now and the request goes no further. A job that outlives its
+    // client (`holdUntil`) keeps the slot until it is over too.
     let holding: Promise<void> | null = null;
     whenResponseOver(reply, () => {
       if (holding === null) hold.release();
