@@ -1,11 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
+import { chunk, FakeOpenAIUpstream, sendEvent, startStream } from './support/fake-openai-upstream';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
 
 const ADMIN_TOKEN = `adm-${randomBytes(16).toString('hex')}`;
-const CATALOG = {
+const catalogWith = (upstream: FakeOpenAIUpstream) => ({
   models: [
+    {
+      id: 'up-chat',
+      type: 'chat',
+      owned_by: 'upstream',
+      backend: { kind: 'openai', baseUrl: upstream.baseUrl },
+    },
     { id: 'sim-chat', type: 'chat', owned_by: 'model-gateway', backend: { kind: 'simulator', mode: 'echo' } },
     {
       id: 'sim-chat-words',
@@ -20,7 +27,7 @@ const CATALOG = {
       backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 25 },
     },
   ],
-};
+});
 
 /** Enough words for slow-chat to echo for about two seconds. */
 const LONG_TEXT = Array.from({ length: 50 }, (_, i) => `word${i}`).join(' ');
@@ -28,6 +35,7 @@ const LONG_TEXT = Array.from({ length: 50 }, (_, i) => `word${i}`).join(' ');
 /** Stored completions through the official SDK against the real stack (gateway, registry, chat worker). */
 describe('stored completions with the openai SDK', () => {
   let stack: Stack;
+  let upstream: FakeOpenAIUpstream;
 
   async function newKey(spec: Record<string, unknown> = {}): Promise<{ key: string; client: OpenAI }> {
     const res = await fetch(`${stack.baseUrl}/admin/keys`, {
@@ -50,16 +58,18 @@ describe('stored completions with the openai SDK', () => {
   }
 
   beforeAll(async () => {
+    upstream = await FakeOpenAIUpstream.start();
     stack = await Stack.start({
-      catalog: CATALOG,
+      catalog: catalogWith(upstream),
       env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
       without: ['image-worker'],
-      waitForModels: ['sim-chat', 'sim-chat-words', 'slow-chat'],
+      waitForModels: ['sim-chat', 'sim-chat-words', 'slow-chat', 'up-chat'],
     });
   });
 
   afterAll(async () => {
     await stack?.stop();
+    await upstream?.stop();
   });
 
   it('stores a non-streamed completion: retrieve, messages, update, delete', async () => {
@@ -147,6 +157,33 @@ describe('stored completions with the openai SDK', () => {
     expect((await client.chat.completions.messages.list(id!)).data.map((m) => m.content)).toEqual([
       'Tell me something.',
     ]);
+  });
+
+  it('stores an openai-backend completion without relaying store or metadata upstream', async () => {
+    upstream.handle('/v1/chat/completions', async (_request, res) => {
+      startStream(res);
+      await sendEvent(res, chunk([{ role: 'assistant', content: 'From' }]));
+      await sendEvent(res, chunk([{ content: ' upstream.' }]));
+      await sendEvent(res, chunk([{ finish_reason: 'stop' }]));
+      await sendEvent(res, chunk([], { prompt_tokens: 9, completion_tokens: 2 }));
+      await sendEvent(res, '[DONE]');
+      res.end();
+    });
+    const { client } = await newKey();
+    const created = await client.chat.completions.create({
+      model: 'up-chat',
+      store: true,
+      metadata: { via: 'upstream' },
+      messages: [{ role: 'user', content: 'Relay me.' }],
+    });
+    const sent = upstream.requests.at(-1)!.body;
+    expect(sent.messages).toEqual([{ role: 'user', content: 'Relay me.' }]);
+    expect(sent).not.toHaveProperty('store');
+    expect(sent).not.toHaveProperty('metadata');
+    const stored = await client.chat.completions.retrieve(created.id);
+    expect(stored).toEqual({ ...created, metadata: { via: 'upstream' } });
+    expect(stored.choices[0]!.message.content).toBe('From upstream.');
+    expect(stored.usage).toEqual({ prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 });
   });
 
   it('lists a key’s completions by creation time with paging, order, model and metadata filters', async () => {
