@@ -48,7 +48,7 @@ export class ChatCompletionsService {
     const model = admitted.model.id;
     const created = Math.floor(admitted.job.enqueuedAt / 1000);
     const storing: StoreRequest | null =
-      body.store === true ? { principal, model, createdMs: admitted.job.enqueuedAt, request: body } : null;
+      body.store === true ? { principal, createdMs: admitted.job.enqueuedAt, request: body } : null;
     if (body.stream === true) {
       await this.pipeline.stream(admitted, (sse) => {
         const chunks = new ChatChunkSerializer(requestId, model, created);

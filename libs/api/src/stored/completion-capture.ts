@@ -6,7 +6,8 @@ import type { ReplySink } from '../inflight/inflight-request';
  * Taps a stream's replies to assemble its `chat.completion` for storing (`store: true`). Every reply goes on
  * to `sink` as it comes; at the end the completion is kept first and the final chunk and `[DONE]` follow, so
  * a client that fetches the completion right after `[DONE]` finds it. An answer past the assembler's bound
- * streams on but is not stored; an error ends it unstored.
+ * streams on but is not stored; an error ends it unstored. It forwards every callback a chat stream's sink
+ * has: one added to `ReplySink` must be forwarded here too.
  */
 export function capturingCompletion(
   sink: ReplySink,

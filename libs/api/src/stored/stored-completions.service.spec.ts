@@ -148,13 +148,15 @@ describe('StoredCompletions', () => {
       service.save(
         {
           principal,
-          model: 'sim-chat',
           createdMs: 1,
           request: { messages: [{ role: 'user', content: 'x' }] },
         },
         completion,
       ),
     ).resolves.toBeUndefined();
-    expect(save).toHaveBeenCalledWith(principal.keyId, expect.objectContaining({ id, metadata: {} }));
+    expect(save).toHaveBeenCalledWith(
+      principal.keyId,
+      expect.objectContaining({ id, model: 'sim-chat', metadata: {} }),
+    );
   });
 });

@@ -21,7 +21,6 @@ import type { StoredRecord } from './stored-completion.reader';
 /** What a request with `store: true` keeps besides its completion. */
 export interface StoreRequest {
   principal: Principal;
-  model: string;
   /** When the request was accepted (the job's `enqueuedAt`). */
   createdMs: number;
   request: Pick<ChatCompletionRequestDto, 'messages' | 'metadata'>;
@@ -78,11 +77,12 @@ export class StoredCompletions {
    * the client still gets its answer (the completion just cannot be fetched later).
    */
   async save(entry: StoreRequest, completion: ChatCompletion): Promise<void> {
-    const { principal, model, createdMs, request } = entry;
+    const { principal, createdMs, request } = entry;
     try {
       const evicted = await this.store.save(principal.keyId, {
         id: completion.id,
-        model,
+        // The model that served it, which lists filter by.
+        model: completion.model,
         createdMs,
         metadata: request.metadata ?? {},
         completion,
