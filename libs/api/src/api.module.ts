@@ -29,6 +29,9 @@ import { CancelPublisher } from './queue/cancel.publisher';
 import { GatewayJobProducer } from './queue/job-producer.provider';
 import { GatewayReplyRouter } from './queue/reply-router.provider';
 import { StreamLogStore } from './resume/stream-log.store';
+import { StoredCompletionStore } from './stored/stored-completion.store';
+import { StoredCompletionsController } from './stored/stored-completions.controller';
+import { StoredCompletions } from './stored/stored-completions.service';
 
 /** The gateway's HTTP surface: auth, validation, the three operations, health, metrics, the admin API, graceful stop. */
 @Module({})
@@ -39,6 +42,7 @@ export class ApiModule {
       imports: [ConnectionsModule.forRoot(config)],
       controllers: [
         ChatCompletionsController,
+        StoredCompletionsController,
         ImagesController,
         ModelsController,
         HealthController,
@@ -65,6 +69,8 @@ export class ApiModule {
         ChatCompletionsService,
         StreamLogStore,
         ChatStreamResumer,
+        StoredCompletionStore,
+        StoredCompletions,
         ImageGenerationService,
       ],
     };

@@ -8,10 +8,13 @@ import {
   type ChatCompletionRequestDto,
 } from '@mgw/contracts';
 import { RequestPipeline } from '../pipeline/request.pipeline';
+import { capturingCompletion } from '../stored/completion-capture';
+import { StoredCompletions, type StoreRequest } from '../stored/stored-completions.service';
 import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { ChatEventWriter } from './chat-event.writer';
 import { CompletionAssembler } from './completion.assembler';
+import type { ReplySink } from '../inflight/inflight-request';
 
 /** `POST /v1/chat/completions`: replies relayed as SSE chunks, or assembled into one JSON completion. */
 @Injectable()
@@ -19,6 +22,7 @@ export class ChatCompletionsService {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(RequestPipeline) private readonly pipeline: RequestPipeline,
+    @Inject(StoredCompletions) private readonly stored: StoredCompletions,
   ) {}
 
   async handle(
@@ -45,23 +49,44 @@ export class ChatCompletionsService {
     );
     const model = admitted.model.id;
     const created = Math.floor(admitted.job.enqueuedAt / 1000);
+    const storing: StoreRequest | null =
+      body.store === true ? { principal, createdMs: admitted.job.enqueuedAt, request: body } : null;
     if (body.stream === true) {
-      await this.pipeline.stream(
-        admitted,
-        (sse) => new ChatEventWriter(sse, new ChatChunkSerializer(requestId, model, created)),
-      );
+      await this.pipeline.stream(admitted, (sse) => {
+        const sink = new ChatEventWriter(sse, new ChatChunkSerializer(requestId, model, created));
+        if (storing === null) return sink;
+        return capturingCompletion(sink, new CompletionAssembler(requestId, model, created), (completion) =>
+          completion === null
+            ? this.stored.tooLargeToStore(requestId)
+            : this.stored.save(storing, completion),
+        );
+      });
       return;
     }
-    await this.pipeline.respond<'chat', ChatCompletion>(admitted, (answer) => {
-      const assembler = new CompletionAssembler(requestId, model, created);
-      return {
-        // An answer past the assembler's bound is refused; what still arrives is not collected.
-        onDelta: (choice, content, logprobs) =>
-          assembler.add(choice, content, logprobs) || answer.reject(assembler.tooLarge()),
-        onToolCall: (piece) => assembler.addToolCall(piece) || answer.reject(assembler.tooLarge()),
-        onChatDone: (done) => answer.resolve(assembler.finish(done)),
-        onError: answer.reject,
-      };
-    });
+    await this.pipeline.respond<'chat', ChatCompletion>(
+      admitted,
+      (answer) => {
+        const assembler = new CompletionAssembler(requestId, model, created);
+        let whole = true;
+        const tooLarge = (): void => {
+          whole = false;
+          answer.reject(assembler.tooLarge());
+        };
+        return {
+          // An answer past the assembler's bound is refused; what still arrives is not collected.
+          onDelta: (choice, content, logprobs) => assembler.add(choice, content, logprobs) || tooLarge(),
+          onToolCall: (piece) => assembler.addToolCall(piece) || tooLarge(),
+          onChatDone: (done) => {
+            const completion = assembler.finish(done);
+            if (storing === null || !whole) return answer.resolve(completion);
+            // Stored before the answer goes out, so the client can fetch it as soon as it has it.
+            void this.stored.save(storing, completion).finally(() => answer.resolve(completion));
+          },
+          onError: answer.reject,
+        };
+      },
+      // A completion to store is finished and kept even when its client leaves before the answer.
+      { outlivesClient: storing !== null },
+    );
   }
 }

@@ -633,9 +633,10 @@ describe('InflightRequest', () => {
       await h.request.enqueue(jobData(), 60_000);
       h.request.onMessage(started());
       h.request.abandon();
+      // Its sink still hears it (its stream is closed: nothing is written; a stored completion is assembled).
       h.request.onMessage(delta(1, 'unheard'));
       expect(h.count('cancel')).toBe(0);
-      expect(h.count('onDelta')).toBe(0);
+      expect(h.count('onDelta')).toBe(1);
       jest.advanceTimersByTime(4999);
       expect(h.count('cancel')).toBe(0);
       jest.advanceTimersByTime(1);
@@ -652,7 +653,8 @@ describe('InflightRequest', () => {
       h.request.abandon();
       h.request.onMessage(chatDone(1));
       expect(h.request.isOver).toBe(true);
-      expect(h.count('onChatDone')).toBe(0);
+      expect(h.count('onChatDone')).toBe(1);
+      expect(h.count('cancel')).toBe(0);
 
       h = graced();
       await h.request.enqueue(jobData(), 60_000);
@@ -683,6 +685,40 @@ describe('InflightRequest', () => {
       h.request.onMessage(started());
       h.request.abandon();
       expect(h.count('cancel')).toBe(1);
+    });
+  });
+
+  describe('whenEnded', () => {
+    it('resolves once the request ends, whatever ended it, and at once for one already over', async () => {
+      let over = false;
+      void h.request.whenEnded().then(() => (over = true));
+      await h.request.enqueue(jobData(), 1000);
+      h.request.onMessage(started());
+      h.request.onMessage(delta(1, 'a'));
+      await flush();
+      expect(over).toBe(false);
+      h.request.onMessage(chatDone(2));
+      await flush();
+      expect(over).toBe(true);
+      await expect(h.request.whenEnded()).resolves.toBeUndefined();
+    });
+
+    it('resolves when the deadline ends it and when the enqueue failed', async () => {
+      let over = false;
+      void h.request.whenEnded().then(() => (over = true));
+      await h.request.enqueue(jobData(), 500);
+      h.request.onMessage(started());
+      jest.advanceTimersByTime(500);
+      await flush();
+      expect(over).toBe(true);
+
+      const failed = new Harness();
+      failed.enqueueResult = Promise.reject(new Error('down'));
+      let failedOver = false;
+      void failed.request.whenEnded().then(() => (failedOver = true));
+      await expect(failed.request.enqueue(jobData(), 500)).rejects.toThrow(GatewayError);
+      await flush();
+      expect(failedOver).toBe(true);
     });
   });
 });

@@ -112,21 +112,24 @@ export class InflightRequest implements ReplyHandler {
   /** Whether the client has been sent anything from the job; after that a re-run cannot be hidden. */
   private outputSent = false;
   private startTimer: NodeJS.Timeout | undefined;
-  /** Null while the client of a resumable stream is gone and a resume is awaited. */
-  private sink: ReplySink | null;
+  /**
+   * Set while the client of a resumable stream is gone and a resume is awaited. Its sink still hears the
+   * replies (its stream is closed, so nothing is written; a stored completion is still assembled).
+   */
+  private detached = false;
   private graceTimer: NodeJS.Timeout | undefined;
+  /** Who waits for the end (`whenEnded`); allocated only when someone does. */
+  private endWaiters: Array<() => void> | null = null;
 
   constructor(
     readonly requestId: string,
     readonly kind: ModelKind,
     readonly model: string,
     private readonly deps: InflightDeps,
-    sink: ReplySink,
+    private readonly sink: ReplySink,
     /** How long the job goes on after its client left, waiting for a resume (0 = stopped at once). */
     private readonly graceMs = 0,
-  ) {
-    this.sink = sink;
-  }
+  ) {}
 
   /** The client has its ending (or is gone): nothing more reaches the sink. */
   get ended(): boolean {
@@ -158,10 +161,15 @@ export class InflightRequest implements ReplyHandler {
    */
   takeOver(): boolean {
     if (this.phase === 'ended' || this.phase === 'stopping') return false;
-    const sink = this.sink;
     this.end('moved');
-    sink?.onMoved?.();
+    this.sink.onMoved?.();
     return true;
+  }
+
+  /** Resolves once the request has ended, however it ended (at once if it has). */
+  whenEnded(): Promise<void> {
+    if (this.phase === 'ended') return Promise.resolve();
+    return new Promise((resolve) => (this.endWaiters ??= []).push(resolve));
   }
 
   /**
@@ -196,16 +204,15 @@ export class InflightRequest implements ReplyHandler {
         return;
       case 'moved': {
         // A client resumed the stream on another gateway; the job goes on there.
-        const sink = this.sink;
         this.end('moved');
-        sink?.onMoved?.();
+        this.sink.onMoved?.();
         return;
       }
       case 'delta':
       case 'tool-call':
       case 'image':
         this.outputSent = true;
-        if (this.phase === 'stopping' || this.sink === null) return;
+        if (this.phase === 'stopping') return;
         this.deps.observer?.output();
         if (message.kind === 'delta') {
           return this.sink.onDelta?.(message.choice, message.content, message.logprobs);
@@ -274,13 +281,13 @@ export class InflightRequest implements ReplyHandler {
    * client for its grace, and stop it then unless it was resumed.
    */
   abandon(): void {
-    if (this.ended || this.sink === null) return;
+    if (this.ended || this.detached) return;
     this.deps.observer?.abandoned();
     if (this.graceMs <= 0) {
       this.stop('client_disconnected');
       return;
     }
-    this.sink = null;
+    this.detached = true;
     this.graceTimer = setTimeout(() => this.onGraceExpired(), this.graceMs);
   }
 
@@ -293,7 +300,7 @@ export class InflightRequest implements ReplyHandler {
   }
 
   private onGraceExpired(): void {
-    if (this.phase === 'ended' || this.phase === 'stopping' || this.sink !== null) return;
+    if (this.phase === 'ended' || this.phase === 'stopping') return;
     this.deps.observer?.graceExpired?.();
     this.stop('client_disconnected');
   }
@@ -327,9 +334,8 @@ export class InflightRequest implements ReplyHandler {
     this.deps.producer.removeWaiting(this.kind, this.model, this.requestId).then(
       (removed) => {
         if (!removed || this.phase !== 'queued') return;
-        const sink = this.sink;
         this.end('no_worker_started');
-        sink?.onError(GatewayError.modelUnavailable(this.model, waitedMs));
+        this.sink.onError(GatewayError.modelUnavailable(this.model, waitedMs));
       },
       (error: unknown) => {
         this.deps.logger.warn?.(`request ${this.requestId}: could not remove job: ${String(error)}`);
@@ -371,5 +377,8 @@ export class InflightRequest implements ReplyHandler {
     clearTimeout(this.graceTimer);
     this.deps.router.unregister(this.requestId, this);
     this.deps.observer?.ended(ending === 'job_finished' && jobSucceeded, ending);
+    const waiters = this.endWaiters;
+    this.endWaiters = null;
+    waiters?.forEach((resolve) => resolve());
   }
 }
