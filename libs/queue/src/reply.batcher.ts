@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers';
 import type { Redis } from 'ioredis';
 import { encodeReplyFrame, MAX_REPLY_FRAME_MESSAGES } from '@mgw/contracts';
@@ -5,8 +6,6 @@ import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
 const MAX_FRAME_CHARS = 256 * 1024;
-
-const PUBLISH_LOGGED = 'mgwPublishLogged';
 
 /**
  * KEYS: the replay logs of the frame's streams. ARGV: 1 channel, 2 frame, then per log: its messages (a frame
@@ -21,9 +20,7 @@ end
 return redis.call('PUBLISH', ARGV[1], ARGV[2])
 `;
 
-type LoggingConnection = Redis & {
-  [PUBLISH_LOGGED](numKeys: number, ...keysAndArgs: (string | number)[]): Promise<number>;
-};
+const PUBLISH_LOGGED_SHA = createHash('sha1').update(PUBLISH_LOGGED_SCRIPT).digest('hex');
 
 /** Where a resumable stream's frames are also kept, and for how long (see `streamLogKeyFor`). */
 export interface ReplyLog {
@@ -63,6 +60,7 @@ class Frame {
 export class ReplyBatcher {
   private pending = new Map<string, Frame>();
   private scheduled = false;
+  private scriptLoaded = false;
 
   constructor(
     private readonly redis: Redis,
@@ -144,9 +142,12 @@ export class ReplyBatcher {
       this.redis.publish(channel, encoded).then(frame.resolve, frame.reject);
       return;
     }
-    // Defined on first use; ioredis sends it by EVALSHA, loading it on the connection when Redis lacks it.
-    if (!(PUBLISH_LOGGED in this.redis)) {
-      this.redis.defineCommand(PUBLISH_LOGGED, { lua: PUBLISH_LOGGED_SCRIPT });
+    // Loaded ahead of its first call on the same connection, so it runs in order with no retry that a later
+    // frame could overtake (a NOSCRIPT fallback would be one). A Redis that lost it (restarted) fails the
+    // frame and gets it loaded again before the next one.
+    if (!this.scriptLoaded) {
+      this.scriptLoaded = true;
+      this.redis.script('LOAD', PUBLISH_LOGGED_SCRIPT).catch(() => (this.scriptLoaded = false));
     }
     const keys: string[] = [];
     const args: (string | number)[] = [channel, encoded];
@@ -154,7 +155,12 @@ export class ReplyBatcher {
       keys.push(log.key);
       args.push(encodeReplyFrame(messages), log.maxEntries, log.retentionMs);
     }
-    const redis = this.redis as LoggingConnection;
-    redis[PUBLISH_LOGGED](keys.length, ...keys, ...args).then(frame.resolve, frame.reject);
+    this.redis.evalsha(PUBLISH_LOGGED_SHA, keys.length, ...keys, ...args).then(
+      (receivers) => frame.resolve(receivers as number),
+      (error: unknown) => {
+        if (error instanceof Error && error.message.startsWith('NOSCRIPT')) this.scriptLoaded = false;
+        frame.reject(error);
+      },
+    );
   }
 }
