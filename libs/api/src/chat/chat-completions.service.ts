@@ -14,7 +14,6 @@ import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { ChatEventWriter } from './chat-event.writer';
 import { CompletionAssembler } from './completion.assembler';
-import type { ReplySink } from '../inflight/inflight-request';
 
 /** `POST /v1/chat/completions`: replies relayed as SSE chunks, or assembled into one JSON completion. */
 @Injectable()
