@@ -35,6 +35,8 @@ const TYPES: Record<string, string> = {
   [GATEWAY_METRICS.queueWait]: 'histogram',
   [GATEWAY_METRICS.activeStreams]: 'gauge',
   [GATEWAY_METRICS.clientDisconnects]: 'counter',
+  [GATEWAY_METRICS.streamResumes]: 'counter',
+  [GATEWAY_METRICS.resumeGraceExpired]: 'counter',
   [GATEWAY_METRICS.rejectedRequests]: 'counter',
   [GATEWAY_METRICS.overhead]: 'histogram',
   [WORKER_METRICS.jobs]: 'counter',
