@@ -2,7 +2,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
-const isSourceFile = (name) => name.endsWith('.ts') && !name.endsWith('.spec.ts');
+// The console's sources (TSX, CSS, its index.html) are build inputs too.
+const isSourceFile = (name) => /\.(ts|tsx|css|html)$/.test(name) && !name.endsWith('.spec.ts');
 const isConfigFile = (name) => name === 'package.json' || /^tsconfig.*\.json$/.test(name);
 
 async function mtimeMs(path) {
