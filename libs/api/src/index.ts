@@ -7,3 +7,4 @@ export * from './http/sse.writer';
 export * from './chat/chat-chunk.serializer';
 export * from './chat/completion.assembler';
 export * from './inflight/inflight-request';
+export * from './http/static-assets';
