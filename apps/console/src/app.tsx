@@ -86,11 +86,22 @@ export function App() {
         </nav>
       </header>
       <main id="main" tabIndex={-1}>
-        {view === 'chat' && <ChatView apiKey={apiKey} />}
-        {view === 'images' && <ImagesView apiKey={apiKey} />}
-        {view === 'keys' && <KeysView adminToken={adminToken} onUseKey={useKeyInPlayground} />}
-        {view === 'usage' && <UsageView adminToken={adminToken} />}
-        {view === 'models' && <ModelsView adminToken={adminToken} />}
+        {/* Views stay mounted while hidden: a conversation, a stream or generated images survive a look at Keys. */}
+        <div hidden={view !== 'chat'}>
+          <ChatView apiKey={apiKey} />
+        </div>
+        <div hidden={view !== 'images'}>
+          <ImagesView apiKey={apiKey} />
+        </div>
+        <div hidden={view !== 'keys'}>
+          <KeysView adminToken={adminToken} active={view === 'keys'} onUseKey={useKeyInPlayground} />
+        </div>
+        <div hidden={view !== 'usage'}>
+          <UsageView adminToken={adminToken} active={view === 'usage'} />
+        </div>
+        <div hidden={view !== 'models'}>
+          <ModelsView adminToken={adminToken} active={view === 'models'} />
+        </div>
       </main>
     </>
   );

@@ -15,12 +15,15 @@ export function CopyButton({ label, text }: Props) {
     );
     setTimeout(() => setState('idle'), 2000);
   };
+  // The outcome is announced next to the button, so the button's name stays what it says.
   return (
-    <button type="button" class="secondary" onClick={copy}>
-      {label}
+    <span class="copy">
+      <button type="button" class="secondary" onClick={copy}>
+        {label}
+      </button>
       <span class="copy-state" aria-live="polite">
-        {state === 'copied' ? ' ✓ copied' : state === 'failed' ? ' (select the text to copy)' : ''}
+        {state === 'copied' ? 'copied' : state === 'failed' ? 'select the text to copy' : ''}
       </span>
-    </button>
+    </span>
   );
 }

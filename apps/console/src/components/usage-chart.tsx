@@ -1,3 +1,4 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { UsageRow } from '../lib/admin.types';
 
 export type UsageMetric = 'requests' | 'tokens' | 'images';
@@ -9,11 +10,30 @@ export function valueOf(row: UsageRow, metric: UsageMetric): number {
   return row[metric];
 }
 
-/** 1, 2, 5 × 10^k at or above `value`: a readable top for the axis. */
-function niceCeiling(value: number): number {
-  if (value <= 0) return 1;
-  const power = 10 ** Math.floor(Math.log10(value));
-  return ([1, 2, 5, 10].find((step) => step * power >= value) ?? 10) * power;
+const TICKS = 4;
+
+/** A whole step of 1, 2 or 5 × 10^k such that `TICKS` of them reach `value`: counts get whole ticks. */
+function tickStep(value: number): number {
+  const raw = Math.max(1, value / TICKS);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  return ([1, 2, 5, 10].find((step) => step * power >= raw) ?? 10) * power;
+}
+
+/** The width the chart has on screen, so it is drawn in real pixels (text stays readable on a phone). */
+function useWidth(fallback: number): [{ current: HTMLElement | null }, number] {
+  const ref = useRef<HTMLElement | null>(null);
+  const [width, setWidth] = useState(fallback);
+  useEffect(() => {
+    const element = ref.current;
+    if (!element) return;
+    const observer = new ResizeObserver(([entry]) => {
+      const next = Math.floor(entry?.contentRect.width ?? 0);
+      if (next > 0) setWidth(next);
+    });
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
+  return [ref, width];
 }
 
 interface Props {
@@ -27,6 +47,7 @@ interface Props {
  * has a <title> for pointer users; the table under the chart carries the same numbers for everyone.
  */
 export function UsageChart({ days, rows, metric }: Props) {
+  const [ref, width] = useWidth(640);
   const models = [...new Set(rows.map((r) => r.model))].sort();
   const color = (model: string) => PALETTE[models.indexOf(model) % PALETTE.length]!;
   const perDay = days.map((day) => {
@@ -36,29 +57,32 @@ export function UsageChart({ days, rows, metric }: Props) {
     }
     return { day, byModel, total: [...byModel.values()].reduce((a, b) => a + b, 0) };
   });
-  const top = niceCeiling(Math.max(0, ...perDay.map((d) => d.total)));
-  const width = 640;
-  const height = 240;
+  const step = tickStep(Math.max(0, ...perDay.map((d) => d.total)));
+  const top = step * TICKS;
+  const height = 220;
   const pad = { left: 48, right: 8, top: 12, bottom: 28 };
   const plotW = width - pad.left - pad.right;
   const plotH = height - pad.top - pad.bottom;
   const slot = plotW / Math.max(1, days.length);
   const barW = Math.max(2, Math.min(48, slot * 0.7));
   const y = (value: number) => pad.top + plotH - (value / top) * plotH;
-  const labelEvery = Math.ceil(days.length / 8);
+  // Day labels ("11-23") need about 44 px each.
+  const labelEvery = Math.max(1, Math.ceil((days.length * 44) / plotW));
   const grand = perDay.reduce((sum, d) => sum + d.total, 0);
   return (
-    <figure class="chart">
+    <figure class="chart" ref={ref}>
       <svg
+        width={width}
+        height={height}
         viewBox={`0 0 ${width} ${height}`}
         role="img"
         aria-label={`${metric} per day from ${days[0] ?? ''} to ${days[days.length - 1] ?? ''}: ${grand} in total`}
       >
-        {[0, 0.25, 0.5, 0.75, 1].map((f) => (
-          <g key={f}>
-            <line x1={pad.left} x2={width - pad.right} y1={y(top * f)} y2={y(top * f)} class="grid" />
-            <text x={pad.left - 6} y={y(top * f) + 4} text-anchor="end" class="axis">
-              {formatCount(top * f)}
+        {Array.from({ length: TICKS + 1 }, (_, i) => i * step).map((tick) => (
+          <g key={tick}>
+            <line x1={pad.left} x2={width - pad.right} y1={y(tick)} y2={y(tick)} class="grid" />
+            <text x={pad.left - 6} y={y(tick) + 4} text-anchor="end" class="axis">
+              {formatCount(tick)}
             </text>
           </g>
         ))}

@@ -6,6 +6,9 @@ interface ModelObject {
   type?: string;
 }
 
+/** The `type` of `/v1/models` entries (the wire contract's values). */
+const MODEL_TYPES = { chat: 'chat/compilations', image: 'images/generations' } as const;
+
 export interface ModelsState {
   models: string[];
   error: string | null;
@@ -29,7 +32,7 @@ export function useModels(apiKey: string, type: 'chat' | 'image'): ModelsState {
       requestJson<{ data: ModelObject[] }>('/v1/models', { token: apiKey, signal: controller.signal }).then(
         (list) =>
           setState({
-            models: list.data.filter((m) => m.type === type).map((m) => m.id),
+            models: list.data.filter((m) => m.type === MODEL_TYPES[type]).map((m) => m.id),
             error: null,
             loading: false,
           }),

@@ -25,9 +25,9 @@ export function curlSnippet(origin: string, operation: SnippetOperation, body: o
   ].join('\n');
 }
 
-/** A JS object literal of `value`, indented for the snippet (JSON is valid JS). */
-function literal(value: object, indent: string): string {
-  return JSON.stringify(value, null, 2).replace(/\n/g, `\n${indent}`);
+/** A JS object literal of `value`: JSON with the quotes dropped from keys that are identifiers. */
+function literal(value: object): string {
+  return JSON.stringify(value, null, 2).replace(/^(\s*)"([A-Za-z_$][\w$]*)":/gm, '$1$2:');
 }
 
 export function sdkSnippet(origin: string, operation: SnippetOperation, body: object): string {
@@ -41,20 +41,20 @@ export function sdkSnippet(origin: string, operation: SnippetOperation, body: ob
   if (operation === 'images') {
     return [
       ...head,
-      `const result = await client.images.generate(${literal(body, '')});`,
+      `const result = await client.images.generate(${literal(body)});`,
       'for (const image of result.data ?? []) console.log(image.b64_json?.length, image.revised_prompt);',
     ].join('\n');
   }
   if ((body as { stream?: unknown }).stream === true) {
     return [
       ...head,
-      `const stream = await client.chat.completions.create(${literal(body, '')});`,
+      `const stream = await client.chat.completions.create(${literal(body)});`,
       'for await (const chunk of stream) process.stdout.write(chunk.choices[0]?.delta?.content ?? "");',
     ].join('\n');
   }
   return [
     ...head,
-    `const completion = await client.chat.completions.create(${literal(body, '')});`,
+    `const completion = await client.chat.completions.create(${literal(body)});`,
     'console.log(completion.choices[0]?.message.content);',
   ].join('\n');
 }

@@ -20,6 +20,8 @@ interface Turn {
   role: 'user' | 'assistant';
   /** One text per choice; a user turn has one. */
   texts: string[];
+  /** An answer cut short by Stop. */
+  stopped?: boolean;
 }
 
 /** Parses an optional number field; empty means "not sent". */
@@ -90,7 +92,11 @@ export function ChatView({ apiKey }: Props) {
         return [...t.slice(0, -1), { ...last, texts }];
       });
     try {
-      setResult(await runChatStream(apiKey, request, abort.signal, appendDelta));
+      const outcome = await runChatStream(apiKey, request, abort.signal, appendDelta);
+      if (outcome.outcome === 'stopped') {
+        setTurns((t) => t.map((turn, i) => (i === t.length - 1 ? { ...turn, stopped: true } : turn)));
+      }
+      setResult(outcome);
     } catch (e) {
       setError(describeError(e));
       // Nothing answered: the failed exchange is not part of the conversation.
@@ -192,6 +198,7 @@ export function ChatView({ apiKey }: Props) {
                 ) : (
                   <p class="message-text">{turn.texts[0]}</p>
                 )}
+                {turn.stopped && <span class="stopped-tag">stopped</span>}
               </div>
             ))}
             {streaming && <span class="typing" aria-hidden="true" />}

@@ -6,6 +6,8 @@ import { keyStatusOf, type ApiKeyView, type CreatedKey, type Priority } from '..
 
 interface Props {
   adminToken: string;
+  /** Shown: the list is read again each time the view is opened. */
+  active: boolean;
   onUseKey: (secret: string) => void;
 }
 
@@ -57,7 +59,7 @@ function limitsOf(key: ApiKeyView): string {
   return parts.length > 0 ? parts.join(', ') : 'none';
 }
 
-export function KeysView({ adminToken, onUseKey }: Props) {
+export function KeysView({ adminToken, active, onUseKey }: Props) {
   const [keys, setKeys] = useState<ApiKeyView[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [name, setName] = useState('');
@@ -80,8 +82,8 @@ export function KeysView({ adminToken, onUseKey }: Props) {
   };
 
   useEffect(() => {
-    if (adminToken) void reload();
-  }, [adminToken]);
+    if (adminToken && active) void reload();
+  }, [adminToken, active]);
 
   const act = async (work: () => Promise<unknown>) => {
     try {

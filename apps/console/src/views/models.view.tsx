@@ -5,17 +5,19 @@ import type { ModelStatusList } from '../lib/admin.types';
 
 interface Props {
   adminToken: string;
+  /** Read only while the view is shown. */
+  active: boolean;
 }
 
 /** How often the view reads `/admin/models` while it is open and the tab is visible. */
 const REFRESH_MS = 3000;
 
-export function ModelsView({ adminToken }: Props) {
+export function ModelsView({ adminToken, active }: Props) {
   const [list, setList] = useState<ModelStatusList | null>(null);
   const [error, setError] = useState<string | null>(null);
 
   useEffect(() => {
-    if (!adminToken) return;
+    if (!adminToken || !active) return;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const controller = new AbortController();
     const read = async () => {
@@ -41,7 +43,7 @@ export function ModelsView({ adminToken }: Props) {
       clearTimeout(timer);
       controller.abort();
     };
-  }, [adminToken]);
+  }, [adminToken, active]);
 
   if (!adminToken) return <NeedsCredential what="Admin token" />;
 
@@ -87,7 +89,7 @@ export function ModelsView({ adminToken }: Props) {
                 <td>{m.type}</td>
                 <td class="num">
                   <span class={`badge ${m.workers > 0 ? 'active' : 'disabled'}`}>{m.workers}</span>
-                  {m.workers > 0 && <span class="sub"> × {m.concurrency}</span>}
+                  {m.workers > 0 && <span class="sub"> · {m.concurrency} slots</span>}
                 </td>
                 <td class="num">
                   {m.waiting}

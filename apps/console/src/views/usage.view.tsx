@@ -7,9 +7,11 @@ import { daysAgo, daysBetween } from '../lib/utc.days';
 
 interface Props {
   adminToken: string;
+  /** Shown: the report is read again each time the view is opened. */
+  active: boolean;
 }
 
-export function UsageView({ adminToken }: Props) {
+export function UsageView({ adminToken, active }: Props) {
   const [from, setFrom] = useState(() => daysAgo(6));
   const [to, setTo] = useState(() => daysAgo(0));
   const [key, setKey] = useState('');
@@ -37,8 +39,8 @@ export function UsageView({ adminToken }: Props) {
   };
 
   useEffect(() => {
-    if (adminToken) void load();
-  }, [adminToken, from, to, key]);
+    if (adminToken && active) void load();
+  }, [adminToken, active, from, to, key]);
 
   if (!adminToken) return <NeedsCredential what="Admin token" />;
 
