@@ -18,6 +18,22 @@ const ARTIFACTS = resolve(__dirname, 'artifacts', 'console');
 const ADMIN_TOKEN = 'console-e2e-admin-token-0123456789';
 const CONSOLE_JS_BUDGET_BYTES = 150 * 1024;
 
+/**
+ * Runs in the page (as a string: this file is type-checked without the DOM's types). Records the last
+ * answer's length at every change of the page, and whether the end of the stream (its statistics) was
+ * shown by then.
+ */
+const RECORD_ANSWER_STEPS = `(() => {
+  const steps = [];
+  window.answerSteps = steps;
+  new MutationObserver(() => {
+    const answers = document.querySelectorAll('[role="log"] .turn.assistant .message-text');
+    const length = (answers[answers.length - 1]?.textContent ?? '').length;
+    const ended = document.querySelector('[aria-label="Stream statistics"]') !== null;
+    if (steps[steps.length - 1]?.length !== length) steps.push({ length, ended });
+  }).observe(document.body, { subtree: true, childList: true, characterData: true });
+})()`;
+
 const CATALOG = {
   models: [
     { id: 'sim-chat', type: 'chat', owned_by: 'model-gateway', backend: { kind: 'simulator', mode: 'echo' } },
@@ -84,7 +100,7 @@ describe('web console (chromium)', () => {
   const textbox = (name: string) => page.getByRole('textbox', { name, exact: true });
   const button = (name: string) => page.getByRole('button', { name, exact: true });
   const conversation = () => page.getByRole('log', { name: 'Conversation' });
-  const lastAnswer = () => conversation().locator('.turn.assistant').last();
+  const lastAnswer = () => conversation().locator('.turn.assistant .message-text').last();
 
   async function selectModel(model: string): Promise<void> {
     const combobox = page.getByRole('combobox', { name: 'Model', exact: true });
@@ -141,24 +157,12 @@ describe('web console (chromium)', () => {
     await fillNumber('Max tokens', '30');
     await fillNumber('Temperature', '0.7');
     // Records the answer's length at every change, and whether the end (the statistics) was shown yet.
-    await page.evaluate(() => {
-      const log = document.querySelector('[role="log"]')!;
-      const steps: { length: number; ended: boolean }[] = [];
-      (window as unknown as { steps: typeof steps }).steps = steps;
-      new MutationObserver(() => {
-        const answers = log.querySelectorAll('.turn.assistant .message-text');
-        const text = answers[answers.length - 1]?.textContent ?? '';
-        const ended = document.querySelector('[aria-label="Stream statistics"]') !== null;
-        if (steps[steps.length - 1]?.length !== text.length) steps.push({ length: text.length, ended });
-      }).observe(document.body, { subtree: true, childList: true, characterData: true });
-    });
+    await page.evaluate(RECORD_ANSWER_STEPS);
     await textbox('Message').fill('Tell me about lighthouses');
     await textbox('Message').press('Enter'); // the keyboard sends
     const stats = page.getByRole('status', { name: 'Stream statistics' });
     await stats.waitFor({ timeout: 20_000 });
-    const steps = await page.evaluate(
-      () => (window as unknown as { steps: { length: number; ended: boolean }[] }).steps,
-    );
+    const steps = await page.evaluate<{ length: number; ended: boolean }[]>('window.answerSteps');
     const growing = steps.filter((s) => !s.ended && s.length > 0);
     expect(growing.length).toBeGreaterThanOrEqual(3);
     for (let i = 1; i < growing.length; i++)
@@ -181,7 +185,7 @@ describe('web console (chromium)', () => {
     expect(sdk).toContain("import OpenAI from 'openai'");
     expect(sdk).toContain('client.chat.completions.create(');
     expect(sdk).not.toContain(stack.apiKey);
-    await expect(page.evaluate(() => navigator.clipboard.readText())).resolves.toBe(sdk);
+    await expect(page.evaluate('navigator.clipboard.readText()')).resolves.toBe(sdk);
     await screenshot('chat');
     expect(errors).toEqual([]);
   });
@@ -230,14 +234,12 @@ describe('web console (chromium)', () => {
     await button('Generate').click();
     const images = page.getByRole('list', { name: 'Generated images' }).getByRole('img');
     await waitFor('two images', async () => (await images.count()) === 2, 20_000);
-    const sizes = await images.evaluateAll((elements) =>
-      Promise.all(
-        (elements as HTMLImageElement[]).map(async (img) => {
-          await img.decode();
-          return [img.naturalWidth, img.naturalHeight];
-        }),
-      ),
-    );
+    const sizes: unknown[] = [];
+    for (const image of await images.all()) {
+      sizes.push(
+        await image.evaluate('(img) => img.decode().then(() => [img.naturalWidth, img.naturalHeight])'),
+      );
+    }
     expect(sizes).toEqual([
       [512, 512],
       [512, 512],
@@ -361,7 +363,7 @@ describe('web console (chromium)', () => {
     for (const view of ['Chat', 'Images', 'Keys', 'Usage', 'Models']) {
       await nav(view).click();
       await page.waitForTimeout(100);
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      const width = await page.evaluate<number>('document.documentElement.scrollWidth');
       expect({ view, width: Math.min(width, 375) }).toEqual({ view, width });
       if (view === 'Chat' || view === 'Keys') await screenshot(`${view.toLowerCase()}-375px`);
     }
@@ -371,10 +373,10 @@ describe('web console (chromium)', () => {
   it('keeps credentials out of URLs, cookies and logs', async () => {
     expect(page.url()).not.toContain(stack.apiKey);
     expect(page.url()).not.toContain(ADMIN_TOKEN);
-    await expect(page.evaluate(() => document.cookie)).resolves.toBe('');
-    const stored = await page.evaluate(() => Object.keys(sessionStorage).sort());
+    await expect(page.evaluate('document.cookie')).resolves.toBe('');
+    const stored = await page.evaluate('Object.keys(sessionStorage).sort()');
     expect(stored).toEqual(['mgw-console.admin-token', 'mgw-console.api-key']);
-    await expect(page.evaluate(() => Object.keys(localStorage))).resolves.toEqual([]);
+    await expect(page.evaluate('Object.keys(localStorage)')).resolves.toEqual([]);
     const logs = stack.logs('gateway');
     expect(logs).not.toContain(stack.apiKey);
     expect(logs).not.toContain(ADMIN_TOKEN);

@@ -77,7 +77,7 @@ export function ChatView({ apiKey }: Props) {
     setTurns((t) => [
       ...t,
       { role: 'user', texts: [text] },
-      { role: 'assistant', texts: Array(choices).fill('') },
+      { role: 'assistant', texts: Array.from({ length: choices }, () => '') },
     ]);
     setMessage('');
     setError(null);

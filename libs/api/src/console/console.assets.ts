@@ -58,8 +58,11 @@ export class ConsoleAssets implements OnModuleInit {
   async onModuleInit(): Promise<void> {
     const adapter = this.host.httpAdapter as { getInstance(): FastifyInstance } | undefined;
     if (!adapter) return; // an application context without HTTP
-    const fastify = adapter.getInstance();
-    const dir = consoleDirectory();
+    await ConsoleAssets.register(adapter.getInstance(), consoleDirectory(), this.logger);
+  }
+
+  /** Adds the console's routes for the bundle in `dir`, or the "not built" 404 when there is none. */
+  static async register(fastify: FastifyInstance, dir: string, logger: Logger): Promise<void> {
     let assets: StaticAssets;
     try {
       assets = await StaticAssets.fromDirectory(dir, {
@@ -69,16 +72,16 @@ export class ConsoleAssets implements OnModuleInit {
       });
       if (!assets.paths.includes('index.html')) throw new Error('index.html is missing');
     } catch (error) {
-      this.logger.warn(
+      logger.warn(
         `the console is not served: no bundle in ${dir} (${String(error)}); run npm run build`,
       );
-      this.registerNotBuilt(fastify);
+      ConsoleAssets.registerNotBuilt(fastify);
       return;
     }
     assets.register(fastify);
   }
 
-  private registerNotBuilt(fastify: FastifyInstance): void {
+  private static registerNotBuilt(fastify: FastifyInstance): void {
     const handler = (_request: unknown, reply: FastifyReply) =>
       reply
         .status(404)
