@@ -10,6 +10,7 @@ export function valueOf(row: UsageRow, metric: UsageMetric): number {
   return row[metric];
 }
 
+/** At most this many grid steps above zero. */
 const TICKS = 4;
 
 /** A whole step of 1, 2 or 5 × 10^k such that `TICKS` of them reach `value`: counts get whole ticks. */
@@ -57,8 +58,10 @@ export function UsageChart({ days, rows, metric }: Props) {
     }
     return { day, byModel, total: [...byModel.values()].reduce((a, b) => a + b, 0) };
   });
-  const step = tickStep(Math.max(0, ...perDay.map((d) => d.total)));
-  const top = step * TICKS;
+  const highest = Math.max(0, ...perDay.map((d) => d.total));
+  const step = tickStep(highest);
+  const ticks = Math.max(1, Math.ceil(highest / step));
+  const top = step * ticks;
   const height = 220;
   const pad = { left: 48, right: 8, top: 12, bottom: 28 };
   const plotW = width - pad.left - pad.right;
@@ -78,7 +81,7 @@ export function UsageChart({ days, rows, metric }: Props) {
         role="img"
         aria-label={`${metric} per day from ${days[0] ?? ''} to ${days[days.length - 1] ?? ''}: ${grand} in total`}
       >
-        {Array.from({ length: TICKS + 1 }, (_, i) => i * step).map((tick) => (
+        {Array.from({ length: ticks + 1 }, (_, i) => i * step).map((tick) => (
           <g key={tick}>
             <line x1={pad.left} x2={width - pad.right} y1={y(tick)} y2={y(tick)} class="grid" />
             <text x={pad.left - 6} y={y(tick) + 4} text-anchor="end" class="axis">
