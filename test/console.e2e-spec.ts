@@ -312,9 +312,14 @@ describe('web console (chromium)', () => {
 
     await nav('Chat').click();
     await selectModel('sim-chat');
+    await fillNumber('n', '2');
     await textbox('Message').fill('count me');
     await button('Send').click();
     await page.getByRole('status', { name: 'Stream statistics' }).waitFor();
+    // n = 2: both choices, side by side, each with the echo.
+    const choices = conversation().locator('.turn.assistant').last().locator('.choice');
+    await expect(choices.allTextContents()).resolves.toEqual(['Choice 1count me', 'Choice 2count me']);
+    await fillNumber('n', '1');
 
     await nav('Usage').click();
     await waitFor('usage to move', async () => {
@@ -355,6 +360,41 @@ describe('web console (chromium)', () => {
       controller.abort();
       await stream.body?.cancel().catch(() => undefined);
     }
+  });
+
+  it('is usable from the keyboard, with a visible focus', async () => {
+    await nav('Chat').click();
+    await page.reload(); // the credentials stay (sessionStorage), focus starts at the top
+    await textbox('API key').waitFor();
+    // From the top: the skip link, the two credentials and their Show buttons, then the views.
+    const focusOrder: string[] = [];
+    let focused = '';
+    for (let i = 0; i < 15 && focused !== 'Models'; i++) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate<string>(
+        'document.activeElement?.getAttribute("aria-label") || document.activeElement?.id || document.activeElement?.textContent || ""',
+      );
+      focusOrder.push(focused);
+    }
+    expect(focusOrder).toEqual([
+      'Skip to content',
+      'api-key',
+      'Show API key',
+      'admin-token',
+      'Show Admin token',
+      'Chat',
+      'Images',
+      'Keys',
+      'Usage',
+      'Models',
+    ]);
+    expect(focused).toBe('Models');
+    await page.keyboard.press('Enter');
+    await waitFor('the Models view', () =>
+      page.getByRole('heading', { name: 'Models', level: 1 }).isVisible(),
+    );
+    const outline = await page.evaluate<string>('getComputedStyle(document.activeElement).outlineStyle');
+    expect(outline).not.toBe('none');
   });
 
   it('fits a 375 px wide screen without horizontal scrolling, in every view', async () => {

@@ -42,6 +42,8 @@ export async function needsBuild(root, apps) {
   if (stampMs === null) return 'no build yet';
   const entries = await Promise.all(apps.map((app) => mtimeMs(resolve(root, app.entry))));
   if (entries.includes(null)) return 'an app entry point is missing from dist/';
+  if ((await mtimeMs(join(root, 'dist', 'console', 'index.html'))) === null)
+    return 'the console is not built yet';
   const rootFiles = (await readdir(root)).filter(isConfigFile);
   const rootChanged = (await Promise.all(rootFiles.map((f) => mtimeMs(join(root, f))))).some(
     (ms) => ms > stampMs,

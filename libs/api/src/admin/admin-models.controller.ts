@@ -5,7 +5,7 @@ import { ModelStatusList } from './model-status.dto';
 import { ModelStatusReader } from './model-status.reader';
 
 /** `GET /admin/models`: workers, queue depth, jobs in flight and the last minute's error rate, per model. */
-@ApiTags('admin')
+@ApiTags('Admin')
 @Controller('admin/models')
 @Auth('admin')
 export class AdminModelsController {
