@@ -23,10 +23,12 @@ describe('ModelStatusReader', () => {
     liveWorkers,
     concurrency: liveWorkers * 4,
   });
-  const listModels = jest.fn(async () => [
-    entry('sim-image', IMAGE_MODEL_TYPE, 0),
-    { ...entry('sim-chat', CHAT_MODEL_TYPE, 2), maxQueueDepth: 50 },
-  ]);
+  const listModels = jest.fn(() =>
+    Promise.resolve([
+      entry('sim-image', IMAGE_MODEL_TYPE, 0),
+      { ...entry('sim-chat', CHAT_MODEL_TYPE, 2), maxQueueDepth: 50 },
+    ]),
+  );
   const directory = { listModels } as unknown as ModelDirectory;
 
   beforeAll(async () => {

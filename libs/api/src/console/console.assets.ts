@@ -72,9 +72,7 @@ export class ConsoleAssets implements OnModuleInit {
       });
       if (!assets.paths.includes('index.html')) throw new Error('index.html is missing');
     } catch (error) {
-      logger.warn(
-        `the console is not served: no bundle in ${dir} (${String(error)}); run npm run build`,
-      );
+      logger.warn(`the console is not served: no bundle in ${dir} (${String(error)}); run npm run build`);
       ConsoleAssets.registerNotBuilt(fastify);
       return;
     }
