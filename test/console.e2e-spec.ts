@@ -255,13 +255,15 @@ describe('web console (chromium)', () => {
     await textbox('Name').fill('console-team');
     await textbox('Models').first().fill('sim-chat, sim-chat-words');
     await fillNumber('Requests per minute', '120');
+    const expires = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+    await page.getByLabel('Expires after (UTC)').first().fill(expires);
     await button('Create key').click();
     const secretBox = page.getByRole('textbox', { name: 'Secret of console-team' });
     await secretBox.waitFor();
     const secret = await secretBox.inputValue();
     expect(secret).toMatch(/^sk-gw-[A-Za-z0-9_-]{43}$/);
     const row = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'console-team' }) });
-    await expect(row.textContent()).resolves.toContain('120 rpm');
+    await expect(row.textContent()).resolves.toContain(`120 rpm, until ${expires}`);
     await screenshot('keys');
 
     await button('Use in playground').click();

@@ -3,6 +3,7 @@ import { CopyButton } from '../components/copy-button';
 import { ErrorNotice, NeedsCredential } from '../components/error-notice';
 import { describeError, requestJson } from '../lib/api.client';
 import { keyStatusOf, type ApiKeyView, type CreatedKey, type Priority } from '../lib/admin.types';
+import { utcDay } from '../lib/utc.days';
 
 interface Props {
   adminToken: string;
@@ -18,9 +19,18 @@ interface KeySettings {
   tpm: string;
   maxConcurrent: string;
   priority: Priority;
+  /** The last UTC day the key works (YYYY-MM-DD); empty = never expires. */
+  expires: string;
 }
 
-const EMPTY_SETTINGS: KeySettings = { models: '', rpm: '', tpm: '', maxConcurrent: '', priority: 'normal' };
+const EMPTY_SETTINGS: KeySettings = {
+  models: '',
+  rpm: '',
+  tpm: '',
+  maxConcurrent: '',
+  priority: 'normal',
+  expires: '',
+};
 
 function settingsOf(key: ApiKeyView): KeySettings {
   const text = (value: number | null) => (value === null ? '' : String(value));
@@ -30,6 +40,7 @@ function settingsOf(key: ApiKeyView): KeySettings {
     tpm: text(key.tpm),
     maxConcurrent: text(key.max_concurrent),
     priority: key.priority,
+    expires: key.expires_at === null ? '' : utcDay(key.expires_at * 1000),
   };
 }
 
@@ -46,6 +57,12 @@ function bodyOf(settings: KeySettings, clear: boolean): Record<string, unknown> 
     tpm: limit(settings.tpm),
     max_concurrent: limit(settings.maxConcurrent),
     priority: settings.priority,
+    // The end of the chosen UTC day, in Unix seconds as the API takes it.
+    expires_at: settings.expires
+      ? Math.floor(Date.parse(`${settings.expires}T23:59:59Z`) / 1000)
+      : clear
+        ? null
+        : undefined,
   };
   return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
 }
@@ -55,6 +72,7 @@ function limitsOf(key: ApiKeyView): string {
     key.rpm !== null && `${key.rpm} rpm`,
     key.tpm !== null && `${key.tpm} tpm`,
     key.max_concurrent !== null && `${key.max_concurrent} at once`,
+    key.expires_at !== null && `until ${utcDay(key.expires_at * 1000)}`,
   ].filter(Boolean);
   return parts.length > 0 ? parts.join(', ') : 'none';
 }
@@ -322,6 +340,10 @@ function SettingsFields({ idPrefix, settings, onChange }: SettingsProps) {
             <option value="normal">normal</option>
             <option value="low">low</option>
           </select>
+        </div>
+        <div class="field">
+          <label for={`${idPrefix}-expires`}>Expires after (UTC)</label>
+          <input id={`${idPrefix}-expires`} type="date" value={settings.expires} onChange={set('expires')} />
         </div>
       </div>
     </>
