@@ -191,6 +191,18 @@ describe('StaticAssets', () => {
     expect(seen).toEqual([{ authPolicy: 'public' }, { authPolicy: 'public' }]);
   });
 
+  it('serves a single file at exactly its URL', async () => {
+    fastify = Fastify();
+    const spec = await StaticAssets.singleFile('/spec.json', 'spec.json', '{"a":1}', { csp: CSP });
+    spec.register(fastify);
+    await fastify.ready();
+    const response = await fastify.inject({ method: 'GET', url: '/spec.json?x' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(response.json()).toEqual({ a: 1 });
+    expect((await fastify.inject({ method: 'GET', url: '/spec.json/x' })).statusCode).toBe(404);
+  });
+
   it('refuses unsafe asset paths and a fallback without index.html at boot', async () => {
     await expect(StaticAssets.fromFiles({ '../x.js': 'x' }, { prefix: '/p', csp: CSP })).rejects.toThrow(
       'invalid static asset path',

@@ -72,7 +72,20 @@ export class StaticAssets {
     readonly prefix: string,
     private readonly assets: ReadonlyMap<string, Asset>,
     private readonly indexFallback: boolean,
+    /** Set for a single file served at the prefix itself (`/openapi.json`). */
+    private readonly only: string | null = null,
   ) {}
+
+  /** One file served at exactly `url` (its content type from `name`'s extension). */
+  static async singleFile(
+    url: string,
+    name: string,
+    content: string | Buffer,
+    options: Omit<StaticAssetsOptions, 'prefix' | 'indexFallback'>,
+  ): Promise<StaticAssets> {
+    const all = await StaticAssets.fromFiles({ [name]: content }, { ...options, prefix: url });
+    return new StaticAssets(all.prefix, all.assets, false, name);
+  }
 
   /** Loads the files of a directory (recursively), plus `extra`. */
   static async fromDirectory(dir: string, options: FromDirectoryOptions): Promise<StaticAssets> {
@@ -116,7 +129,7 @@ export class StaticAssets {
       this.serve(request, reply);
     const config = { authPolicy: 'public' };
     fastify.get(this.prefix, { config }, handler);
-    fastify.get(`${this.prefix}/*`, { config }, handler);
+    if (this.only === null) fastify.get(`${this.prefix}/*`, { config }, handler);
   }
 
   private serve(request: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -142,6 +155,7 @@ export class StaticAssets {
   /** The asset a URL names, or null when it names none (a bad escape, a dot segment, nothing to fall back to). */
   private assetPathOf(url: string): string | null {
     const pathname = url.split('?', 1)[0]!;
+    if (this.only !== null) return pathname === this.prefix ? this.only : null;
     let rest = pathname.slice(this.prefix.length);
     if (rest === '' || rest === '/') return 'index.html';
     if (!rest.startsWith('/')) return null;
