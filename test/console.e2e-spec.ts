@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { OpenApiSchemas } from './fixtures/openapi-schemas';
 import { freePort } from './support/free-port';
 import { scrape, valueOf } from './support/prometheus';
 import { Stack } from './support/stack';
@@ -339,6 +340,11 @@ describe('web console (chromium)', () => {
     });
     expect(api.status).toBe(200);
     const body = (await api.json()) as { data: { id: string; workers: number; error_rate: number | null }[] };
+    // As the API document describes it.
+    const document = (await (await fetch(`${stack.baseUrl}/openapi.json`)).json()) as ConstructorParameters<
+      typeof OpenApiSchemas
+    >[0];
+    expect(new OpenApiSchemas(document).problems('ModelStatusList', body)).toEqual([]);
     expect(body.data.map((m) => m.id)).toEqual(['sim-chat', 'sim-chat-words', 'sim-image']);
     expect(body.data.every((m) => m.workers === 1)).toBe(true);
 

@@ -3,7 +3,7 @@ import { accessNames, type AccessNames } from '@mgw/access';
 import { CHAT_MODEL_TYPE, queueNameFor, type ModelEntry, type ModelKind } from '@mgw/contracts';
 import { QueueStatsReader } from '@mgw/queue';
 import type { ModelDirectory } from '@mgw/registry';
-import type { ModelStatus, ModelStatusList } from './model-status.dto';
+import type { ModelStatus, ModelStatusList } from './model-status.types';
 
 /** The window of "recent" counts: the limiter's service-rate window too. */
 const RECENT_MS = 60_000;
