@@ -2,7 +2,14 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { RouteOptions } from 'fastify';
-import { createGatewayApp, danglingRefs, DOCS_PREFIX, OPENAPI_URL, type OpenApiDocument } from '@mgw/api';
+import {
+  CONSOLE_PREFIX,
+  createGatewayApp,
+  danglingRefs,
+  DOCS_PREFIX,
+  OPENAPI_URL,
+  type OpenApiDocument,
+} from '@mgw/api';
 import { loadGatewayConfig } from '@mgw/config';
 import { ChatCompletionRequestDto, ImageGenerationRequestDto, validateDto } from '@mgw/contracts';
 import { CreateKeyDto, UpdateKeyDto } from '@mgw/access';
@@ -12,12 +19,15 @@ import { GatewayModule } from './gateway.module';
 
 /**
  * Routes the gateway serves that the API document does not describe, on purpose: the document itself and
- * its reference page (static files). Keep this list short: any other route must be documented.
+ * its reference page, and the web console (static files). Keep this list short: any other route must be
+ * documented.
  */
 const UNDOCUMENTED_ROUTES: ReadonlySet<string> = new Set([
   `GET ${OPENAPI_URL}`,
   `GET ${DOCS_PREFIX}`,
   `GET ${DOCS_PREFIX}/*`,
+  `GET ${CONSOLE_PREFIX}`,
+  `GET ${CONSOLE_PREFIX}/*`,
 ]);
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
