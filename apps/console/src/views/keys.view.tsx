@@ -2,8 +2,15 @@ import { useEffect, useState } from 'preact/hooks';
 import { CopyButton } from '../components/copy-button';
 import { ErrorNotice, NeedsCredential } from '../components/error-notice';
 import { describeError, requestJson } from '../lib/api.client';
-import { keyStatusOf, type ApiKeyView, type CreatedKey, type Priority } from '../lib/admin.types';
-import { utcDay } from '../lib/utc.days';
+import { keyStatusOf, type ApiKeyView, type CreatedKey } from '../lib/admin.types';
+import {
+  createBody,
+  EMPTY_SETTINGS,
+  limitsOf,
+  settingsOf,
+  updateBody,
+  type KeySettings,
+} from '../lib/key-settings.form';
 
 interface Props {
   adminToken: string;
@@ -12,78 +19,15 @@ interface Props {
   onUseKey: (secret: string) => void;
 }
 
-/** The editable settings of a key, as the form holds them (text; empty = no limit / all models). */
-interface KeySettings {
-  models: string;
-  rpm: string;
-  tpm: string;
-  maxConcurrent: string;
-  priority: Priority;
-  /** The last UTC day the key works (YYYY-MM-DD); empty = never expires. */
-  expires: string;
-}
-
-const EMPTY_SETTINGS: KeySettings = {
-  models: '',
-  rpm: '',
-  tpm: '',
-  maxConcurrent: '',
-  priority: 'normal',
-  expires: '',
-};
-
-function settingsOf(key: ApiKeyView): KeySettings {
-  const text = (value: number | null) => (value === null ? '' : String(value));
-  return {
-    models: (key.models ?? []).join(', '),
-    rpm: text(key.rpm),
-    tpm: text(key.tpm),
-    maxConcurrent: text(key.max_concurrent),
-    priority: key.priority,
-    expires: key.expires_at === null ? '' : utcDay(key.expires_at * 1000),
-  };
-}
-
-/** The admin API's fields; `null` clears a limit (update), and the API validates the numbers. */
-function bodyOf(settings: KeySettings, clear: boolean): Record<string, unknown> {
-  const limit = (text: string) => (text.trim() === '' ? (clear ? null : undefined) : Number(text));
-  const models = settings.models
-    .split(/[\s,]+/)
-    .map((m) => m.trim())
-    .filter(Boolean);
-  const body: Record<string, unknown> = {
-    models: models.length > 0 ? models : clear ? null : undefined,
-    rpm: limit(settings.rpm),
-    tpm: limit(settings.tpm),
-    max_concurrent: limit(settings.maxConcurrent),
-    priority: settings.priority,
-    // The end of the chosen UTC day, in Unix seconds as the API takes it.
-    expires_at: settings.expires
-      ? Math.floor(Date.parse(`${settings.expires}T23:59:59Z`) / 1000)
-      : clear
-        ? null
-        : undefined,
-  };
-  return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
-}
-
-function limitsOf(key: ApiKeyView): string {
-  const parts = [
-    key.rpm !== null && `${key.rpm} rpm`,
-    key.tpm !== null && `${key.tpm} tpm`,
-    key.max_concurrent !== null && `${key.max_concurrent} at once`,
-    key.expires_at !== null && `until ${utcDay(key.expires_at * 1000)}`,
-  ].filter(Boolean);
-  return parts.length > 0 ? parts.join(', ') : 'none';
-}
-
 export function KeysView({ adminToken, active, onUseKey }: Props) {
   const [keys, setKeys] = useState<ApiKeyView[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [name, setName] = useState('');
   const [settings, setSettings] = useState<KeySettings>(EMPTY_SETTINGS);
   const [created, setCreated] = useState<CreatedKey | null>(null);
-  const [editing, setEditing] = useState<{ id: string; settings: KeySettings } | null>(null);
+  const [editing, setEditing] = useState<{ id: string; before: KeySettings; settings: KeySettings } | null>(
+    null,
+  );
   const [confirming, setConfirming] = useState<string | null>(null);
 
   const call = async <T,>(path: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', body?: unknown) =>
@@ -115,10 +59,7 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
 
   const create = () =>
     act(async () => {
-      const key = await call<CreatedKey>('/admin/keys', 'POST', {
-        name: name.trim(),
-        ...bodyOf(settings, false),
-      });
+      const key = await call<CreatedKey>('/admin/keys', 'POST', createBody(name, settings));
       setCreated(key);
       setName('');
       setSettings(EMPTY_SETTINGS);
@@ -217,7 +158,9 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
                         <button
                           type="button"
                           class="quiet"
-                          onClick={() => setEditing({ id: key.id, settings: settingsOf(key) })}
+                          onClick={() =>
+                            setEditing({ id: key.id, before: settingsOf(key), settings: settingsOf(key) })
+                          }
                         >
                           Edit
                         </button>
@@ -272,9 +215,9 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
           aria-label="Edit key"
           onSubmit={(e) => {
             e.preventDefault();
-            const { id, settings: next } = editing;
+            const { id, before, settings: after } = editing;
             setEditing(null);
-            void act(() => call(`/admin/keys/${id}`, 'PATCH', bodyOf(next, true)));
+            void act(() => call(`/admin/keys/${id}`, 'PATCH', updateBody(before, after)));
           }}
         >
           <h2>Edit {keys.find((k) => k.id === editing.id)?.name ?? editing.id}</h2>
