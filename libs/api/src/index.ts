@@ -11,4 +11,3 @@ export * from './http/static-assets';
 export * from './gateway.app';
 export * from './openapi/openapi.document';
 export * from './openapi/docs-page';
-export { CONSOLE_PREFIX } from './console/console.assets';

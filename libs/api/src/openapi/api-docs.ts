@@ -23,7 +23,7 @@ export async function serveApiDocs(app: NestFastifyApplication): Promise<OpenApi
   const spec = await StaticAssets.singleFile(OPENAPI_URL, 'openapi.json', JSON.stringify(document), {
     csp: "default-src 'none'; frame-ancestors 'none'",
   });
-  const docs = await StaticAssets.fromDirectory(dirname(require.resolve('swagger-ui-dist/package.json')), {
+  const docs = await StaticAssets.fromDirectory(swaggerUiDirectory(), {
     prefix: DOCS_PREFIX,
     csp: DOCS_CSP,
     include: (path) => SWAGGER_UI_FILES.has(path),
@@ -32,4 +32,10 @@ export async function serveApiDocs(app: NestFastifyApplication): Promise<OpenApi
   spec.register(fastify);
   docs.register(fastify);
   return document;
+}
+
+/** swagger-ui-dist as `@nestjs/swagger` (which depends on it) finds it, wherever npm put it. */
+function swaggerUiDirectory(): string {
+  const from = dirname(require.resolve('@nestjs/swagger'));
+  return dirname(require.resolve('swagger-ui-dist/package.json', { paths: [from] }));
 }

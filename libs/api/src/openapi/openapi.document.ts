@@ -3,6 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { GatewayConfig } from '@mgw/config';
 import { AUTH_POLICY_EXTENSION, authPolicyOf, type AuthPolicy } from '../auth/auth-policy.decorator';
 import type { SchemaObject } from './json-schema.types';
+import { nullableTo31 } from './openapi-31';
 import { requestBodySchemas } from './request-bodies.openapi';
 import { RESPONSE_SCHEMAS } from './response.schemas';
 
@@ -57,7 +58,8 @@ function securityOf(policy: AuthPolicy, config: GatewayConfig): Record<string, s
  * Builds the OpenAPI 3.1 document once, at start: `@nestjs/swagger` scans the controllers (paths,
  * parameters, operations, responses), the request bodies' schemas are read from their class-validator
  * decorators, the response schemas are typed by the response interfaces, and each operation's `security`
- * follows its route's `@Auth` policy under this configuration.
+ * follows its route's `@Auth` policy under this configuration. What `@nestjs/swagger` writes the 3.0 way
+ * (`nullable`) is rewritten for 3.1.
  */
 export function createOpenApiDocument(app: INestApplication, config: GatewayConfig): OpenApiDocument {
   const base = new DocumentBuilder()
@@ -71,7 +73,7 @@ export function createOpenApiDocument(app: INestApplication, config: GatewayConf
     .addTag('Admin', 'API keys and usage; exists only when GATEWAY_ADMIN_TOKEN is set.')
     .addTag('Operations', 'Probes and metrics; public.')
     .build();
-  const document = SwaggerModule.createDocument(app, base) as unknown as OpenApiDocument;
+  const document = nullableTo31(SwaggerModule.createDocument(app, base)) as OpenApiDocument;
   // Ours replace what `@nestjs/swagger` derived from parameter types (empty objects for DTOs it cannot read).
   const derived = document.components?.schemas ?? {};
   document.components = {
