@@ -41,10 +41,10 @@ export class ChatCompletionsService {
       },
       reply,
     );
-    const model = admitted.model.id;
+    // Each model's job gets its own serializer: `model` names the one that serves (a fallback's, if so).
     const created = Math.floor(admitted.job.enqueuedAt / 1000);
     if (body.stream === true) {
-      await this.pipeline.stream(admitted, (sse) => {
+      await this.pipeline.stream(admitted, (sse, model) => {
         const chunks = new ChatChunkSerializer(requestId, model, created);
         return {
           onDelta: (choice, content, logprobs) => {
@@ -62,7 +62,7 @@ export class ChatCompletionsService {
       });
       return;
     }
-    await this.pipeline.respond<'chat', ChatCompletion>(admitted, (answer) => {
+    await this.pipeline.respond<'chat', ChatCompletion>(admitted, (answer, model) => {
       const assembler = new CompletionAssembler(requestId, model, created);
       return {
         // An answer past the assembler's bound is refused; what still arrives is not collected.
