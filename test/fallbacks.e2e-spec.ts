@@ -11,6 +11,8 @@ const KEEPALIVE_MS = 2500;
 /** Longer than the keep-alive bound: a stream waiting this long has opened (and is committed) already. */
 const LATE_FAILURE_MS = 5000;
 
+type ApiError = InstanceType<typeof OpenAI.APIError>;
+
 interface UsageRow {
   model: string;
   requests: number;
@@ -196,17 +198,14 @@ describe('model fallbacks', () => {
       .create({ model: 'up-broken', messages: [{ role: 'user', content: 'no way out' }] })
       .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.APIError);
-    expect([(failure as OpenAI.APIError).status, (failure as OpenAI.APIError).code]).toEqual([
-      502,
-      'upstream_error',
-    ]);
+    expect([(failure as ApiError).status, (failure as ApiError).code]).toEqual([502, 'upstream_error']);
     expect(fake.requests.filter((r) => r.path.startsWith('/broken/')).length).toBe(asked + 1);
 
     const noneOnly = clientFor((await createKey(['primary-none'])).key);
     const unavailable = await noneOnly.chat.completions
       .create({ model: 'primary-none', stream: true, messages: [{ role: 'user', content: 'still no way' }] })
       .catch((error: unknown) => error);
-    expect([(unavailable as OpenAI.APIError).status, (unavailable as OpenAI.APIError).code]).toEqual([
+    expect([(unavailable as ApiError).status, (unavailable as ApiError).code]).toEqual([
       503,
       'model_unavailable',
     ]);
@@ -236,7 +235,7 @@ describe('model fallbacks', () => {
     const tooLong = await client.chat.completions
       .create({ model: 'up-rejects', messages: [{ role: 'user', content: 'word '.repeat(20_000) }] })
       .catch((error: unknown) => error);
-    expect([(tooLong as OpenAI.APIError).status, (tooLong as OpenAI.APIError).code]).toEqual([
+    expect([(tooLong as ApiError).status, (tooLong as ApiError).code]).toEqual([
       400,
       'context_length_exceeded',
     ]);
@@ -251,10 +250,7 @@ describe('model fallbacks', () => {
         })
         .catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(OpenAI.APIError);
-      expect([(refused as OpenAI.APIError).status, (refused as OpenAI.APIError).param]).toEqual([
-        400,
-        'temperature',
-      ]);
+      expect([(refused as ApiError).status, (refused as ApiError).param]).toEqual([400, 'temperature']);
     }
     expect(await fallbacks({ from: 'up-rejects' })).toBe(before);
   });

@@ -145,7 +145,9 @@ export class RequestAttempts<K extends ModelKind> {
       },
       onError: (error) => {
         if (!output && this.fallsBack(error)) {
-          this.switchFrom(model, error).catch((unexpected: unknown) => {
+          // No worker starting in time (scale to zero) is the model being unavailable, not failing.
+          const reason = this.current?.endedBy === 'no_worker_started' ? 'unavailable' : 'failed';
+          this.switchFrom(model, error, reason).catch((unexpected: unknown) => {
             this.deps.logger.error(
               `request ${this.plan.job.requestId}: fallback failed: ${String(unexpected)}`,
             );
@@ -179,22 +181,22 @@ export class RequestAttempts<K extends ModelKind> {
    * `from`'s job failed before any output: the next fallback that resolves, suits the request and has room
    * in its queue gets the job. If none does, the client hears the requested model's own error.
    */
-  private async switchFrom(from: string, error: GatewayError): Promise<void> {
+  private async switchFrom(from: string, error: GatewayError, reason: FallbackReason): Promise<void> {
     this.betweenAttempts = true;
     try {
-      await this.tryFallbacks(from, error);
+      await this.tryFallbacks(from, error, reason);
     } finally {
       this.betweenAttempts = false;
     }
   }
 
-  private async tryFallbacks(from: string, error: GatewayError): Promise<void> {
+  private async tryFallbacks(from: string, error: GatewayError, firstReason: FallbackReason): Promise<void> {
     this.refusal ??= error;
     const { requestId } = this.plan.job;
     this.deps.logger.warn?.(
       `request ${requestId}: model ${from} failed before any output (${error.code ?? error.status}); trying its fallbacks`,
     );
-    let reason: FallbackReason = 'failed';
+    let reason = firstReason;
     let previous = from;
     while (this.remaining.length > 0 && !this.abandoned) {
       const next = this.remaining.shift()!;
