@@ -211,6 +211,19 @@ describe('model fallbacks', () => {
     ]);
   });
 
+  it('answers a stream that no model could serve with a plain error status, not an event in a 200', async () => {
+    // up-broken fails, primary-none has no worker, sim-backup is out of this key's reach.
+    const key = await createKey(['up-broken', 'primary-none']);
+    const res = await fetch(`${stack.baseUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'up-broken', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status).toBe(502);
+    expect(res.headers.get(SERVED)).toBeNull();
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_error');
+  });
+
   it('records usage once, under the model that served, for a key that may use both', async () => {
     const key = await createKey(['up-broken', 'sim-backup']);
     const { data } = await clientFor(key.key)

@@ -151,7 +151,7 @@ export class RequestAttempts<K extends ModelKind> {
             this.deps.logger.error(
               `request ${this.plan.job.requestId}: fallback failed: ${String(unexpected)}`,
             );
-            this.hooks.failed(this.refusal ?? error);
+            this.tell(this.refusal ?? error, sink);
           });
           return;
         }
@@ -160,6 +160,12 @@ export class RequestAttempts<K extends ModelKind> {
         else this.hooks.failed(!output && jobFailureFallsBack(error) ? (this.refusal ?? error) : error);
       },
     };
+  }
+
+  /** The request's failure: in the answer once it has started (an open stream), else as its whole answer. */
+  private tell(error: GatewayError, sink: ReplySink): void {
+    if (this.hooks.committed()) sink.onError(error);
+    else this.hooks.failed(error);
   }
 
   /**

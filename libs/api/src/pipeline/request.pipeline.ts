@@ -262,7 +262,8 @@ export class RequestPipeline {
     const attempts: RequestAttempts<K> = this.attempts(admitted, {
       sinkFor: (model) => sinkFor(sse, model),
       committed: () => opened || !deferred,
-      beforeOutput: open,
+      // Without fallbacks the stream opens once its job is queued; output arriving before waits in the writer.
+      beforeOutput: (model) => deferred && open(model),
       switched: (model) => openWhenQueued && open(model),
       failed: (error) => {
         clearTimeout(openTimer);
