@@ -144,6 +144,33 @@ describe('model fallbacks', () => {
     ).toBeGreaterThanOrEqual(2);
   });
 
+  it('lists a model without a live worker while a fallback the key may use serves it', async () => {
+    const listed = async (apiKey: string) => {
+      const res = await fetch(`${stack.baseUrl}/v1/models`, {
+        headers: { authorization: `Bearer ${apiKey}` },
+      });
+      return ((await res.json()) as { data: { id: string }[] }).data.map((model) => model.id).sort();
+    };
+    expect(await listed(stack.apiKey)).toEqual([
+      'img-none',
+      'primary-none',
+      'sim-backup',
+      'sim-image',
+      'up-broken',
+      'up-late',
+      'up-rejects',
+    ]);
+    const retrieved = await fetch(`${stack.baseUrl}/v1/models/primary-none`, { headers: stack.headers() });
+    expect(retrieved.status).toBe(200);
+
+    const noneOnly = (await createKey(['primary-none'])).key;
+    expect(await listed(noneOnly)).toEqual([]);
+    const hidden = await fetch(`${stack.baseUrl}/v1/models/primary-none`, {
+      headers: { authorization: `Bearer ${noneOnly}` },
+    });
+    expect(hidden.status).toBe(404);
+  });
+
   it('serves an image model with no live worker by its fallback, named in the header', async () => {
     const res = await stack.post('/v1/images/generations', {
       model: 'img-none',

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { allowsModel } from '@mgw/access';
+import { allowsModel, type Principal } from '@mgw/access';
 import {
   capabilitiesOf,
   CHAT_MODEL_TYPE,
@@ -13,6 +13,7 @@ import {
 import { Auth } from '../auth/auth-policy.decorator';
 import { principalOf } from '../auth/request-principal';
 import { ModelDirectory } from '@mgw/registry';
+import { fallbacksFor } from '../pipeline/fallback.policy';
 
 function isServable(entry: ModelEntry): boolean {
   return entry.liveWorkers > 0 || entry.scaleToZero !== undefined;
@@ -33,8 +34,8 @@ function toModelObject(entry: ModelEntry): ModelObject {
 }
 
 /**
- * Models that can take a request now — those with a live worker, and scale-to-zero models (queued until one
- * starts) — except those the caller's key may not use.
+ * Models that can take a request now — those with a live worker, scale-to-zero models (queued until one
+ * starts), and those a fallback the key may use serves meanwhile — except those the key may not use.
  */
 @Controller('v1/models')
 @Auth('models')
@@ -45,17 +46,38 @@ export class ModelsController {
   async list(@Req() request: FastifyRequest): Promise<ModelList> {
     const principal = principalOf(request);
     const models = await this.models.listModels();
+    const byId = new Map(models.map((model) => [model.id, model]));
+    const servedByFallback = (entry: ModelEntry) =>
+      fallbacksFor(entry, principal).some((id) => {
+        const fallback = byId.get(id);
+        return fallback !== undefined && isServable(fallback);
+      });
     return {
       object: 'list',
-      data: models.filter((m) => isServable(m) && allowsModel(principal, m.id)).map(toModelObject),
+      data: models
+        .filter((m) => allowsModel(principal, m.id) && (isServable(m) || servedByFallback(m)))
+        .map(toModelObject),
     };
   }
 
   @Get(':id')
   async retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ModelObject> {
-    if (!allowsModel(principalOf(request), id)) throw GatewayError.modelNotFound(id);
+    const principal = principalOf(request);
+    if (!allowsModel(principal, id)) throw GatewayError.modelNotFound(id);
     const lookup = await this.models.lookup(id);
-    if (lookup.state === 'unknown' || !isServable(lookup.model)) throw GatewayError.modelNotFound(id);
+    if (lookup.state === 'unknown') throw GatewayError.modelNotFound(id);
+    if (!isServable(lookup.model) && !(await this.servedByFallback(lookup.model, principal))) {
+      throw GatewayError.modelNotFound(id);
+    }
     return toModelObject(lookup.model);
+  }
+
+  /** Whether a fallback the key may use takes the model's requests now (see Fallbacks in the README). */
+  private async servedByFallback(entry: ModelEntry, principal: Principal | null): Promise<boolean> {
+    for (const id of fallbacksFor(entry, principal)) {
+      const lookup = await this.models.lookup(id);
+      if (lookup.state !== 'unknown' && isServable(lookup.model)) return true;
+    }
+    return false;
   }
 }
