@@ -179,6 +179,16 @@ class World {
 /** Lets the switch to the next model (resolution, admission, enqueue) run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
+/** Waits (bounded) until `events` has `count` entries: timers under test fire late on a busy machine. */
+async function eventsOnceThere(world: World, count: number): Promise<string[]> {
+  const deadline = Date.now() + 5000;
+  while (world.events.length < count && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await settle();
+  return world.events;
+}
+
 describe('RequestAttempts', () => {
   let world: World;
 
@@ -305,14 +315,28 @@ describe('RequestAttempts', () => {
   it('falls back when a scale-to-zero model gets no worker in time', async () => {
     const attempts = world.attempts({ fallbacks: ['b'], startWithinMs: 5 });
     await attempts.start();
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    await settle();
-    expect(world.events).toEqual([
+    expect(await eventsOnceThere(world, 5)).toEqual([
       'enqueue a',
       'remove a',
       'fallback a→b unavailable',
       'enqueue b',
       'switched b',
+    ]);
+  });
+
+  it('bounds a cold-start wait by startWaitBoundMs while a fallback remains, not for the last model', async () => {
+    world.models.set('b', { model: entry('b'), startWithinMs: 10 });
+    const attempts = world.attempts({ fallbacks: ['b'], startWithinMs: 60_000, startWaitBoundMs: 5 });
+    await attempts.start();
+    // a waited 5 ms, not its 60 s; b (the last) waited its own 10 ms and the request failed as a's.
+    expect(await eventsOnceThere(world, 7)).toEqual([
+      'enqueue a',
+      'remove a',
+      'fallback a→b unavailable',
+      'enqueue b',
+      'switched b',
+      'remove b',
+      'failed 503 model_unavailable',
     ]);
   });
 

@@ -19,6 +19,11 @@ export interface AttemptPlan<K extends ModelKind> {
   admission: Admission;
   deadlineMs: number;
   startWithinMs: number | undefined;
+  /**
+   * The longest a job may wait for a scale-to-zero model's first worker while a fallback remains: a stream
+   * commits to its model after `SSE_KEEPALIVE_MS`, so it falls back before then. Unset: the model's own wait.
+   */
+  startWaitBoundMs?: number;
   /** The models that may still serve the request, in order, if the admitted one fails before any output. */
   fallbacks: readonly string[];
   /** The requested model's refusal when a fallback was admitted in its place. */
@@ -110,7 +115,10 @@ export class RequestAttempts<K extends ModelKind> {
       this.sinkFor(job.model),
     );
     this.current = inflight;
-    return inflight.enqueue(job, this.plan.deadlineMs, startWithinMs, remainingMs);
+    const bound = this.remaining.length > 0 ? this.plan.startWaitBoundMs : undefined;
+    const startWithin =
+      startWithinMs === undefined || bound === undefined ? startWithinMs : Math.min(startWithinMs, bound);
+    return inflight.enqueue(job, this.plan.deadlineMs, startWithin, remainingMs);
   }
 
   /** The operation's sink for `model`, told of the first output, its errors taken over for fallbacks. */

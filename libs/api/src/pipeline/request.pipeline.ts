@@ -177,10 +177,11 @@ export class RequestPipeline {
   private attempts<K extends ModelKind>(
     admitted: AdmittedRequest<K>,
     hooks: AttemptHooks,
+    startWaitBoundMs?: number,
   ): RequestAttempts<K> {
     if (admitted.fallbacks.length > 0) admitted.job.hasFallback = true;
     return new RequestAttempts(
-      admitted,
+      startWaitBoundMs === undefined ? admitted : { ...admitted, startWaitBoundMs },
       {
         resolver: this.resolver,
         admissions: this.admissions,
@@ -259,26 +260,32 @@ export class RequestPipeline {
       this.metrics.streamOpened(reply.raw);
       settle.resolve();
     };
-    const attempts: RequestAttempts<K> = this.attempts(admitted, {
-      sinkFor: (model) => sinkFor(sse, model),
-      committed: () => opened || !deferred,
-      // Without fallbacks the stream opens once its job is queued; output arriving before waits in the writer.
-      beforeOutput: (model) => deferred && open(model),
-      switched: (model) => openWhenQueued && open(model),
-      failed: (error) => {
-        clearTimeout(openTimer);
-        settle.reject(error);
+    const attempts: RequestAttempts<K> = this.attempts(
+      admitted,
+      {
+        sinkFor: (model) => sinkFor(sse, model),
+        committed: () => opened || !deferred,
+        // Without fallbacks the stream opens once its job is queued; output arriving before waits in the writer.
+        beforeOutput: (model) => deferred && open(model),
+        switched: (model) => openWhenQueued && open(model),
+        failed: (error) => {
+          clearTimeout(openTimer);
+          settle.reject(error);
+        },
       },
-    });
+      // A cold start (scale to zero) that would outlast half the keep-alive bound hands over to a fallback
+      // before the 200 commits the stream to the model still waiting for its worker.
+      deferred && this.config.sseKeepAliveMs > 0 ? Math.floor(this.config.sseKeepAliveMs / 2) : undefined,
+    );
     onClientGone(reply, () => {
       clearTimeout(openTimer);
       sse.close();
       attempts.abandon();
       settle.reject(GatewayError.clientClosed());
     });
-    // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status. A cold start
-    // (scale-to-zero) still opens the stream at once: keep-alive comments hold proxies while a worker
-    // starts, and a wait that runs out ends the stream with the model_unavailable error.
+    // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status. Without fallbacks a
+    // cold start (scale-to-zero) still opens the stream at once: keep-alive comments hold proxies while a
+    // worker starts, and a wait that runs out ends the stream with the model_unavailable error.
     await attempts.start();
     // The client may have left while the job was being enqueued: its 'close' has fired already, so no
     // listener would ever take the job back.
