@@ -10,6 +10,8 @@ const SERVED = 'x-served-model';
 const KEEPALIVE_MS = 2500;
 /** Longer than the keep-alive bound: a stream waiting this long has opened (and is committed) already. */
 const LATE_FAILURE_MS = 5000;
+/** A scale-to-zero model's wait for its first worker (none ever starts here). */
+const COLD_WAIT_MS = 4000;
 
 type ApiError = InstanceType<typeof OpenAI.APIError>;
 
@@ -91,6 +93,11 @@ describe('model fallbacks', () => {
           chat('up-broken', upstream('/broken'), { fallbacks: ['primary-none', 'sim-backup'] }),
           chat('up-rejects', upstream('/rejects'), { contextTokens: 64, fallbacks: ['sim-backup'] }),
           chat('up-late', upstream('/late'), { fallbacks: ['sim-backup'] }),
+          chat(
+            'cold',
+            { kind: 'simulator', mode: 'echo' },
+            { scaleToZero: { maxWaitMs: COLD_WAIT_MS }, fallbacks: ['sim-backup'] },
+          ),
           { id: 'sim-image', type: 'image', owned_by: 'e2e', backend: { kind: 'simulator' } },
           {
             id: 'img-none',
@@ -152,6 +159,7 @@ describe('model fallbacks', () => {
       return ((await res.json()) as { data: { id: string }[] }).data.map((model) => model.id).sort();
     };
     expect(await listed(stack.apiKey)).toEqual([
+      'cold',
       'img-none',
       'primary-none',
       'sim-backup',
@@ -295,12 +303,41 @@ describe('model fallbacks', () => {
     expect(await fallbacks({ from: 'up-rejects' })).toBe(before);
   });
 
+  it('waits for a scale-to-zero model’s cold start, then falls back; a stream before its 200 commits it', async () => {
+    const sent = Date.now();
+    const json = client.chat.completions
+      .create({ model: 'cold', messages: [{ role: 'user', content: 'cold json' }] })
+      .then((completion) => ({ completion, waited: Date.now() - sent }));
+
+    const streamed = Date.now();
+    const res = await stack.post('/v1/chat/completions', {
+      model: 'cold',
+      stream: true,
+      messages: [{ role: 'user', content: 'cold stream' }],
+    });
+    expect([res.status, res.headers.get(SERVED)]).toEqual([200, 'sim-backup']);
+    // Half the keep-alive bound, not the model's whole wait.
+    const waited = Date.now() - streamed;
+    expect(waited).toBeGreaterThanOrEqual(KEEPALIVE_MS / 2 - 100);
+    expect(waited).toBeLessThan(COLD_WAIT_MS);
+    const events: string[] = [];
+    for await (const event of readSse(res.body!)) events.push(event.data);
+    expect(events.at(-1)).toBe('[DONE]');
+    expect(
+      events.slice(0, -1).every((e) => (JSON.parse(e) as { model: string }).model === 'sim-backup'),
+    ).toBe(true);
+    // JSON waits the model's whole cold start, then the fallback serves.
+    const { completion, waited: jsonWaited } = await json;
+    expect(completion.model).toBe('sim-backup');
+    expect(jsonWaited).toBeGreaterThanOrEqual(COLD_WAIT_MS - 100);
+  }, 30_000);
+
   it('commits a stream to its model once the 200 went out: a later failure is its error event', async () => {
     // JSON waits for the whole answer, so the late failure is still served by the fallback.
-    const { data } = await client.chat.completions
-      .create({ model: 'up-late', messages: [{ role: 'user', content: 'late json' }] })
-      .withResponse();
-    expect(data.model).toBe('sim-backup');
+    const json = client.chat.completions.create({
+      model: 'up-late',
+      messages: [{ role: 'user', content: 'late json' }],
+    });
 
     const started = Date.now();
     const res = await stack.post('/v1/chat/completions', {
@@ -317,5 +354,6 @@ describe('model fallbacks', () => {
     expect(events).toHaveLength(2);
     expect(JSON.parse(events[0]!)).toMatchObject({ error: { code: 'upstream_error' } });
     expect(events[1]).toBe('[DONE]');
+    expect((await json).model).toBe('sim-backup');
   }, 30_000);
 });
