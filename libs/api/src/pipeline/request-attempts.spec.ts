@@ -51,6 +51,8 @@ class World {
   readonly models = new Map<string, ResolvedModel | Unresolved>();
   readonly overloaded = new Set<string>();
   committed = false;
+  /** Switches under way, as the drain at shutdown counts them. */
+  switches = 0;
   resolving: Promise<void> | null = null;
 
   readonly router = {
@@ -87,6 +89,10 @@ class World {
       },
     } as unknown as AdmissionService,
     inflight: {
+      switchStarted: () => {
+        this.switches++;
+        return () => this.switches--;
+      },
       create: (id: string, kind: 'chat', model: string, sink: never) =>
         new InflightRequest(
           id,
@@ -338,6 +344,18 @@ describe('RequestAttempts', () => {
       'remove b',
       'failed 503 model_unavailable',
     ]);
+  });
+
+  it('counts as open while it switches, so a drain waits for it', async () => {
+    let resolve!: () => void;
+    world.resolving = new Promise<void>((r) => (resolve = r));
+    const attempts = world.attempts({ fallbacks: ['b'] });
+    await attempts.start();
+    world.fail(upstreamFailed());
+    expect([attempts.switching, world.switches]).toEqual([true, 1]);
+    resolve();
+    await settle();
+    expect([attempts.switching, world.switches, attempts.model]).toEqual([false, 0, 'b']);
   });
 
   it('stops a switch under way when the client leaves: no further job', async () => {

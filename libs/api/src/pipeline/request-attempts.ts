@@ -197,10 +197,12 @@ export class RequestAttempts<K extends ModelKind> {
    */
   private async switchFrom(from: string, error: GatewayError, reason: FallbackReason): Promise<void> {
     this.betweenAttempts = true;
+    const switched = this.deps.inflight.switchStarted();
     try {
       await this.tryFallbacks(from, error, reason);
     } finally {
       this.betweenAttempts = false;
+      switched();
     }
   }
 
