@@ -12,3 +12,4 @@ export * from './metrics/gateway.metrics';
 export * from './metrics/worker.metrics';
 export * from './metrics/queue.metrics';
 export * from './metrics/metrics.server';
+export * from './logging/pretty-line.formatter';

@@ -106,6 +106,8 @@ export class InflightRequest implements ReplyHandler {
   private startTimer: NodeJS.Timeout | undefined;
   /** How it ended, once it has. */
   private ending: Ending | null = null;
+  /** Who waits for the end (`whenEnded`); allocated only when someone does. */
+  private endWaiters: Array<() => void> | null = null;
 
   constructor(
     readonly requestId: string,
@@ -123,6 +125,12 @@ export class InflightRequest implements ReplyHandler {
   /** How it ended (`job_finished`, a stop reason…), or null while it has not. */
   get endedBy(): Ending | null {
     return this.ending;
+  }
+
+  /** Resolves once the request has ended, however it ended (at once if it has). */
+  whenEnded(): Promise<void> {
+    if (this.phase === 'ended') return Promise.resolve();
+    return new Promise((resolve) => (this.endWaiters ??= []).push(resolve));
   }
 
   /**
@@ -316,5 +324,8 @@ export class InflightRequest implements ReplyHandler {
     clearTimeout(this.startTimer);
     this.deps.router.unregister(this.requestId);
     this.deps.observer?.ended(ending === 'job_finished' && jobSucceeded);
+    const waiters = this.endWaiters;
+    this.endWaiters = null;
+    waiters?.forEach((resolve) => resolve());
   }
 }

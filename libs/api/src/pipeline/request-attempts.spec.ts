@@ -85,6 +85,7 @@ class World {
         return Promise.resolve({
           fields: { keyId: principal.keyId, priority: 2 },
           track: (enqueue) => enqueue,
+          holdUntil: () => undefined,
         });
       },
     } as unknown as AdmissionService,
@@ -150,7 +151,11 @@ class World {
         job,
         reply: {} as never,
         principal,
-        admission: { fields: { keyId: principal.keyId, priority: 2 }, track: (enqueue) => enqueue },
+        admission: {
+          fields: { keyId: principal.keyId, priority: 2 },
+          track: (enqueue) => enqueue,
+          holdUntil: () => undefined,
+        },
         deadlineMs: 60_000,
         startWithinMs: undefined,
         fallbacks: [],
@@ -224,6 +229,20 @@ describe('RequestAttempts', () => {
     // The same request and deadline; its own model and enqueue time; no fallback left after it.
     expect(second).toEqual({ ...first, model: 'b', enqueuedAt: expect.any(Number), hasFallback: undefined });
     expect(second).not.toHaveProperty('hasFallback');
+  });
+
+  it('ends with its last attempt: whenEnded waits through a switch for the fallback’s job', async () => {
+    const attempts = world.attempts({ fallbacks: ['b'] });
+    await attempts.start();
+    let ended = false;
+    void attempts.whenEnded().then(() => (ended = true));
+    world.fail(upstreamFailed());
+    await settle();
+    await settle();
+    expect([attempts.model, ended]).toEqual(['b', false]);
+    world.serve('from b');
+    await settle();
+    expect(ended).toBe(true);
   });
 
   it('never falls back once output was sent: the error is the answer', async () => {

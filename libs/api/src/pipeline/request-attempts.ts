@@ -73,6 +73,8 @@ export class RequestAttempts<K extends ModelKind> {
   private abandoned = false;
   /** True between a job's failure and the next model's job being queued (or the request failing). */
   private betweenAttempts = false;
+  /** The switch under way, or the last one: settled once the next job is in flight or none will be. */
+  private switchDone: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly plan: AttemptPlan<K>,
@@ -98,6 +100,20 @@ export class RequestAttempts<K extends ModelKind> {
   start(): Promise<void> {
     const { job, admission, deadlineMs, startWithinMs } = this.plan;
     return admission.track(this.launch(job, deadlineMs, startWithinMs));
+  }
+
+  /**
+   * Resolves once the request's last attempt has ended: its job's end, when no switch to another model
+   * follows it. Ask after `start`.
+   */
+  async whenEnded(): Promise<void> {
+    for (;;) {
+      const attempt = this.current;
+      await attempt?.whenEnded();
+      // A job failing before output starts its switch in the same turn as its end, so it is known here.
+      await this.switchDone;
+      if (this.current === attempt) return;
+    }
   }
 
   /** The client went away: stop the current job, and any switch under way stops before its next job. */
@@ -155,7 +171,7 @@ export class RequestAttempts<K extends ModelKind> {
         if (!output && this.fallsBack(error)) {
           // No worker starting in time (scale to zero) is the model being unavailable, not failing.
           const reason = this.current?.endedBy === 'no_worker_started' ? 'unavailable' : 'failed';
-          this.switchFrom(model, error, reason).catch((unexpected: unknown) => {
+          this.switchDone = this.switchFrom(model, error, reason).catch((unexpected: unknown) => {
             this.deps.logger.error(
               `request ${this.plan.job.requestId}: fallback failed: ${String(unexpected)}`,
             );

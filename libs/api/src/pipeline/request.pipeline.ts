@@ -195,13 +195,17 @@ export class RequestPipeline {
 
   /**
    * Relays the replies into one JSON answer: `sinkFor` turns the replies of a model's job into the body. The
-   * client leaving ends the request (the job is removed or cancelled); a failed enqueue is its 503.
+   * client leaving ends the request (the job is removed or cancelled) unless `outlivesClient`: then its jobs
+   * run to their end (their sink still hears them, e.g. to store the completion; a job failing before any
+   * output still hands over to a fallback) and the key's concurrency slot is kept until then. A failed
+   * enqueue is its 503.
    */
   async respond<K extends ModelKind, T>(
     admitted: AdmittedRequest<K>,
     sinkFor: (answer: Answer<T>, model: string) => ReplySink,
+    options: { outlivesClient?: boolean } = {},
   ): Promise<void> {
-    const { reply } = admitted;
+    const { reply, admission } = admitted;
     let attempts!: RequestAttempts<K>;
     const body = new Promise<T>((resolve, reject) => {
       attempts = this.attempts(admitted, {
@@ -212,10 +216,13 @@ export class RequestPipeline {
         failed: reject,
       });
       onClientGone(reply, () => {
-        attempts.abandon();
+        if (options.outlivesClient !== true) attempts.abandon();
         reject(GatewayError.clientClosed());
       });
-      attempts.start().catch(reject);
+      const started = attempts.start();
+      // After `start`, which opens the first attempt: the request ends with its last attempt.
+      if (options.outlivesClient === true) admission.holdUntil(attempts.whenEnded());
+      started.catch(reject);
     });
     const answer = await body;
     await reply.status(200).header(SERVED_MODEL_HEADER, attempts.model).send(answer);
