@@ -33,6 +33,8 @@ export class InflightRequests implements OnApplicationShutdown {
   private readonly live = new Set<InflightRequest>();
   /** The open request of each stream id: a resume here takes it over. */
   private readonly byId = new Map<string, InflightRequest>();
+  /** Requests between two attempts: their model's job failed and a fallback's is being set up. */
+  private switching = 0;
   private onIdle: (() => void) | null = null;
   private readonly leaseTimer: NodeJS.Timeout;
 
@@ -92,7 +94,7 @@ export class InflightRequests implements OnApplicationShutdown {
             this.live.delete(request);
             if (this.byId.get(requestId) === request) this.byId.delete(requestId);
             options.onEnded?.(ending);
-            if (this.live.size === 0) this.onIdle?.();
+            if (this.size === 0) this.onIdle?.();
           },
         },
       },
@@ -121,12 +123,28 @@ export class InflightRequests implements OnApplicationShutdown {
   }
 
   get size(): number {
-    return this.live.size;
+    return this.live.size + this.switching;
+  }
+
+  /**
+   * A request is between two attempts (see `RequestAttempts`): no job of it is in flight, yet it is open, so
+   * a drain waits for it. Returns the call that says the switch is over (a new job is in flight, or the
+   * request ended); it counts once.
+   */
+  switchStarted(): () => void {
+    this.switching++;
+    let over = false;
+    return () => {
+      if (over) return;
+      over = true;
+      this.switching--;
+      if (this.size === 0) this.onIdle?.();
+    };
   }
 
   /** Resolves true once no request is open, or false after `timeoutMs`. */
   async settled(timeoutMs: number): Promise<boolean> {
-    if (this.live.size === 0) return true;
+    if (this.size === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     try {
       return await new Promise<boolean>((resolve) => {

@@ -98,6 +98,7 @@ export class GatewayMetrics {
   readonly resumeGraceExpired: Counter<'model'>;
   readonly rejectedRequests: Counter<'reason'>;
   readonly overhead: Histogram<'model'>;
+  readonly fallbacks: Counter<'from' | 'to' | 'reason'>;
   private readonly models = BoundedLabel.capped(MAX_MODEL_LABELS);
   /** Requests whose response has not finished yet, by request id. */
   private readonly open = new Map<string, HttpRecord>();
@@ -170,6 +171,12 @@ export class GatewayMetrics {
       buckets,
       registers,
     });
+    this.fallbacks = new Counter({
+      name: GATEWAY_METRICS.fallbacks,
+      help: 'Requests passed from a model that could not serve them (reason: unavailable, overloaded, failed) to its next fallback.',
+      labelNames: ['from', 'to', 'reason'],
+      registers,
+    });
   }
 
   modelLabel(model: string): string {
@@ -224,6 +231,11 @@ export class GatewayMetrics {
 
   graceExpired(model: string): void {
     this.resumeGraceExpired.inc({ model: this.modelLabel(model) });
+  }
+
+  /** A request's model could not serve it (`reason`), and the next fallback is tried. */
+  fellBack(from: string, to: string, reason: 'unavailable' | 'overloaded' | 'failed'): void {
+    this.fallbacks.inc({ from: this.modelLabel(from), to: this.modelLabel(to), reason });
   }
 
   rejected(reason: RejectionReason): void {

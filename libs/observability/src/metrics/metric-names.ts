@@ -13,6 +13,7 @@ export const GATEWAY_METRICS = {
   resumeGraceExpired: 'gateway_resume_grace_expired_total',
   rejectedRequests: 'gateway_rejected_requests_total',
   overhead: 'gateway_overhead_seconds',
+  fallbacks: 'gateway_fallbacks_total',
 } as const;
 
 export const WORKER_METRICS = {
