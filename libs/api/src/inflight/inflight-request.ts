@@ -291,12 +291,13 @@ export class InflightRequest implements ReplyHandler {
 
   /**
    * The client went away: stop the work it asked for — or, for a resumable stream, let it go on without a
-   * client for its grace, and stop it then unless it was resumed.
+   * client for its grace, and stop it then unless it was resumed. `now`: a client that left before its
+   * stream opened never heard of it, so nobody can resume it.
    */
-  abandon(): void {
+  abandon(now = false): void {
     if (this.ended || this.detached) return;
     this.deps.observer?.abandoned();
-    if (this.graceMs <= 0) {
+    if (this.graceMs <= 0 || now) {
       this.stop('client_disconnected');
       return;
     }

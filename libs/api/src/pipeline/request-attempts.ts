@@ -118,10 +118,13 @@ export class RequestAttempts<K extends ModelKind> {
     }
   }
 
-  /** The client went away: stop the current job, and any switch under way stops before its next job. */
-  abandon(): void {
+  /**
+   * The client went away: stop the current job (a resumable stream's after its grace, unless `now`), and any
+   * switch under way stops before its next job.
+   */
+  abandon(now = false): void {
     this.abandoned = true;
-    this.current?.abandon();
+    this.current?.abandon(now);
   }
 
   private launch(job: JobDataOf<K>, remainingMs: number, startWithinMs: number | undefined): Promise<void> {

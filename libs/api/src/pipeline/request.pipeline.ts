@@ -314,7 +314,8 @@ export class RequestPipeline {
     onClientGone(reply, () => {
       clearTimeout(openTimer);
       sse.close();
-      attempts.abandon();
+      // Before its stream opened the client has no id to resume it by: it stops at once.
+      attempts.abandon(!opened);
       settle.reject(GatewayError.clientClosed());
     });
     // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status. Without fallbacks a
@@ -329,7 +330,7 @@ export class RequestPipeline {
     // The client may have left while the job was being enqueued: its 'close' has fired already, so no
     // listener would ever take the job back.
     if (reply.raw.destroyed) {
-      attempts.abandon();
+      attempts.abandon(true);
       throw GatewayError.clientClosed();
     }
     if (!deferred) open(attempts.model);
