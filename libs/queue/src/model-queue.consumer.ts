@@ -5,6 +5,26 @@ import { boundedFailure, stripFailedJob } from './failed-job.retention';
 
 export type JobHandler = (job: Job<unknown>) => Promise<void>;
 
+/** Capacity a gated consumer reserves before it asks the queue for a job (an upstream slot, say). */
+export interface JobGate<R extends { release(): void }> {
+  /** Resolves once there is capacity; rejects with the signal's reason when it aborts. */
+  reserve(signal: AbortSignal): Promise<R>;
+}
+
+/** A job with the capacity reserved for it; the consumer releases the reservation after the handler ends. */
+export type GatedJobHandler<R> = (job: Job<unknown>, reservation: R) => Promise<void>;
+
+/** Exposes what a manually driven Worker must start itself: the stalled-job check and lock renewal. */
+class ManualWorker extends Worker {
+  async startManually(): Promise<void> {
+    await this.startStalledCheckTimer();
+    this.lockManager.start();
+  }
+}
+
+/** After a failed reservation or fetch (Redis away), the loop waits this long before it tries again. */
+const RETRY_DELAY_MS = 1000;
+
 /**
  * The workers' side of the queues: `fetchers` BullMQ Workers per served model, each with its own blocking
  * connection (BullMQ duplicates the one it is given), sharing the model's concurrency.
@@ -16,6 +36,10 @@ export type JobHandler = (job: Job<unknown>) => Promise<void>;
  */
 export class ModelQueueConsumer {
   private readonly workers: Worker[] = [];
+  /** Gated fetch loops: their stop signal, the loops, and the jobs they run. */
+  private readonly stopping = new AbortController();
+  private readonly loops: Promise<void>[] = [];
+  private readonly running = new Set<Promise<void>>();
 
   constructor(
     private readonly connection: Redis,
@@ -38,16 +62,117 @@ export class ModelQueueConsumer {
     }
   }
 
-  private start(queue: string, concurrency: number, handler: JobHandler): void {
-    // A failed job is kept for inspection, but never its error unbounded (see failed-job.retention.ts).
-    const processor = async (job: Job<unknown>): Promise<void> => {
+  /**
+   * Like `consume`, but each fetch loop first reserves capacity through `gate` and only then asks the queue
+   * for a job (giving the reservation back when none came within BullMQ's block time). So a job is taken
+   * only when it can start at once, and otherwise waits in the queue, where queue metrics and autoscalers
+   * see it. Each loop drives its own BullMQ Worker by hand (`getNextJob`, then `processJob`, which keeps
+   * BullMQ's lock renewal, stalled checks, completion and events).
+   */
+  consumeGated<R extends { release(): void }>(
+    kind: ModelKind,
+    model: string,
+    concurrency: number,
+    fetchers: number,
+    gate: JobGate<R>,
+    handler: GatedJobHandler<R>,
+  ): void {
+    const count = ModelQueueConsumer.fetchLoopsFor(concurrency, fetchers);
+    for (let i = 0; i < count; i++) {
+      const share = Math.floor(concurrency / count) + (i < concurrency % count ? 1 : 0);
+      const reservations = new Map<string, R>();
+      const worker = this.createWorker(
+        queueNameFor(kind, model),
+        share,
+        (job, token) => handler(job, reservations.get(token ?? '')!),
+        { autorun: false },
+      );
+      this.loops.push(this.fetchLoop(worker, share, gate, reservations));
+    }
+  }
+
+  private async fetchLoop<R extends { release(): void }>(
+    worker: ManualWorker,
+    share: number,
+    gate: JobGate<R>,
+    reservations: Map<string, R>,
+  ): Promise<void> {
+    const stop = this.stopping.signal;
+    const mine = new Set<Promise<void>>();
+    let tokens = 0;
+    try {
+      await worker.startManually();
+    } catch (error) {
+      this.logger.error(`queue ${worker.name}: could not start: ${String(error)}`);
+    }
+    while (!stop.aborted) {
+      if (mine.size >= share) {
+        await Promise.race(mine);
+        continue;
+      }
+      let reservation: R;
       try {
-        await handler(job);
+        reservation = await gate.reserve(stop);
+      } catch (error) {
+        if (stop.aborted) break;
+        this.logger.error(`queue ${worker.name}: could not reserve capacity: ${String(error)}`);
+        await pause(RETRY_DELAY_MS, stop);
+        continue;
+      }
+      const token = `${worker.id}:${tokens++}`;
+      let job: Job<unknown> | undefined;
+      try {
+        job = await worker.getNextJob(token, { block: true });
+      } catch (error) {
+        reservation.release();
+        if (stop.aborted) break;
+        this.logger.error(`queue ${worker.name}: could not fetch a job: ${String(error)}`);
+        await pause(RETRY_DELAY_MS, stop);
+        continue;
+      }
+      if (job === undefined) {
+        reservation.release();
+        continue;
+      }
+      reservations.set(token, reservation);
+      const run: Promise<void> = worker
+        .processJob(job, token, () => false)
+        .then(
+          () => undefined,
+          (error: unknown) => this.logger.error(`queue ${worker.name}: job ${job.id}: ${String(error)}`),
+        )
+        .finally(() => {
+          reservations.delete(token);
+          reservation.release();
+          mine.delete(run);
+          this.running.delete(run);
+        });
+      mine.add(run);
+      this.running.add(run);
+    }
+    await Promise.allSettled(mine);
+  }
+
+  private start(queue: string, concurrency: number, handler: JobHandler): void {
+    this.createWorker(queue, concurrency, (job) => handler(job), {});
+  }
+
+  private createWorker(
+    queue: string,
+    concurrency: number,
+    handler: (job: Job<unknown>, token?: string) => Promise<void>,
+    extra: { autorun?: boolean },
+  ): ManualWorker {
+    // A failed job is kept for inspection, but never its error unbounded (see failed-job.retention.ts).
+    const processor = async (job: Job<unknown>, token?: string): Promise<void> => {
+      try {
+        await handler(job, token);
       } catch (error) {
         throw boundedFailure(error);
       }
     };
-    const worker = new Worker(queue, processor, {
+    const worker = new ManualWorker(queue, processor, {
+      ...extra,
       connection: this.connection,
       prefix: this.namespace,
       concurrency,
@@ -67,11 +192,30 @@ export class ModelQueueConsumer {
       );
     });
     this.workers.push(worker);
+    return worker;
   }
 
   /** Stops taking new jobs and waits for running ones to finish. */
   async close(): Promise<void> {
+    this.stopping.abort();
+    // A gated loop's jobs first: closing its Worker stops the lock renewal they still need.
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
     await Promise.all(this.workers.map((worker) => worker.close()));
+    await Promise.allSettled(this.loops);
     this.workers.length = 0;
+    this.loops.length = 0;
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
