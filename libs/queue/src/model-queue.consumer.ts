@@ -11,8 +11,17 @@ export interface JobGate<R extends { release(): void }> {
   reserve(signal: AbortSignal): Promise<R>;
 }
 
-/** A job with the capacity reserved for it; the consumer releases the reservation after the handler ends. */
-export type GatedJobHandler<R> = (job: Job<unknown>, reservation: R) => Promise<void>;
+/**
+ * A job with the capacity reserved for it (null: none yet, the handler takes it itself); the consumer releases
+ * the reservation after the handler ends.
+ */
+export type GatedJobHandler<R> = (job: Job<unknown>, reservation: R | null) => Promise<void>;
+
+/** The gated loops of one model: whether one of them blocks on the queue, and the others waiting for it. */
+interface IdleWatch {
+  blocking: boolean;
+  waiting: Set<() => void>;
+}
 
 /** Exposes what a manually driven Worker must start itself: the stalled-job check and lock renewal. */
 class ManualWorker extends Worker {
@@ -63,11 +72,17 @@ export class ModelQueueConsumer {
   }
 
   /**
-   * Like `consume`, but each fetch loop first reserves capacity through `gate` and only then asks the queue
-   * for a job (giving the reservation back when none came within BullMQ's block time). So a job is taken
-   * only when it can start at once, and otherwise waits in the queue, where queue metrics and autoscalers
-   * see it. Each loop drives its own BullMQ Worker by hand (`getNextJob`, then `processJob`, which keeps
-   * BullMQ's lock renewal, stalled checks, completion and events).
+   * Like `consume`, but a job is taken only with capacity reserved for it through `gate`, so a job that
+   * cannot start waits in the queue, where queue metrics and autoscalers see it. Each loop drives its own
+   * BullMQ Worker by hand (`getNextJob`, then `processJob`, which keeps BullMQ's lock renewal, stalled
+   * checks, completion and events):
+   *
+   * - reserve capacity (waiting for it, woken by the gate's notifications), then ask for a job without
+   *   blocking; with a job, run it with the reservation;
+   * - with none, give the reservation back: capacity is never held by an idle loop. One loop per model then
+   *   blocks on the queue for the next job (BullMQ's marker, up to its drain delay) while the others wait for
+   *   it to get one; the job it gets runs without a reservation (`null`): the handler takes capacity itself,
+   *   which is free unless another process took it in the meantime.
    */
   consumeGated<R extends { release(): void }>(
     kind: ModelKind,
@@ -78,16 +93,17 @@ export class ModelQueueConsumer {
     handler: GatedJobHandler<R>,
   ): void {
     const count = ModelQueueConsumer.fetchLoopsFor(concurrency, fetchers);
+    const shared: IdleWatch = { blocking: false, waiting: new Set() };
     for (let i = 0; i < count; i++) {
       const share = Math.floor(concurrency / count) + (i < concurrency % count ? 1 : 0);
-      const reservations = new Map<string, R>();
+      const reservations = new Map<string, R | null>();
       const worker = this.createWorker(
         queueNameFor(kind, model),
         share,
-        (job, token) => handler(job, reservations.get(token ?? '')!),
+        (job, token) => handler(job, reservations.get(token ?? '') ?? null),
         { autorun: false },
       );
-      this.loops.push(this.fetchLoop(worker, share, gate, reservations));
+      this.loops.push(this.fetchLoop(worker, share, gate, reservations, shared));
     }
   }
 
@@ -95,11 +111,40 @@ export class ModelQueueConsumer {
     worker: ManualWorker,
     share: number,
     gate: JobGate<R>,
-    reservations: Map<string, R>,
+    reservations: Map<string, R | null>,
+    idle: IdleWatch,
   ): Promise<void> {
     const stop = this.stopping.signal;
     const mine = new Set<Promise<void>>();
     let tokens = 0;
+    const run = (job: Job<unknown>, token: string, reservation: R | null) => {
+      reservations.set(token, reservation);
+      const running: Promise<void> = worker
+        .processJob(job, token, () => false)
+        .then(
+          () => undefined,
+          (error: unknown) => this.logger.error(`queue ${worker.name}: job ${job.id}: ${String(error)}`),
+        )
+        .finally(() => {
+          reservations.delete(token);
+          reservation?.release();
+          mine.delete(running);
+          this.running.delete(running);
+        });
+      mine.add(running);
+      this.running.add(running);
+    };
+    const fetch = async (token: string, block: boolean): Promise<Job<unknown> | undefined | 'failed'> => {
+      try {
+        return await worker.getNextJob(token, { block });
+      } catch (error) {
+        if (!stop.aborted) {
+          this.logger.error(`queue ${worker.name}: could not fetch a job: ${String(error)}`);
+          await pause(RETRY_DELAY_MS, stop);
+        }
+        return 'failed';
+      }
+    };
     try {
       await worker.startManually();
     } catch (error) {
@@ -120,37 +165,34 @@ export class ModelQueueConsumer {
         continue;
       }
       const token = `${worker.id}:${tokens++}`;
-      let job: Job<unknown> | undefined;
-      try {
-        job = await worker.getNextJob(token, { block: true });
-      } catch (error) {
-        reservation.release();
-        if (stop.aborted) break;
-        this.logger.error(`queue ${worker.name}: could not fetch a job: ${String(error)}`);
-        await pause(RETRY_DELAY_MS, stop);
+      const job = await fetch(token, false);
+      if (job !== undefined && job !== 'failed') {
+        run(job, token, reservation);
         continue;
       }
-      if (job === undefined) {
-        reservation.release();
-        continue;
-      }
-      reservations.set(token, reservation);
-      const run: Promise<void> = worker
-        .processJob(job, token, () => false)
-        .then(
-          () => undefined,
-          (error: unknown) => this.logger.error(`queue ${worker.name}: job ${job.id}: ${String(error)}`),
-        )
-        .finally(() => {
-          reservations.delete(token);
-          reservation.release();
-          mine.delete(run);
-          this.running.delete(run);
+      reservation.release();
+      if (job === 'failed' || stop.aborted) continue;
+      if (idle.blocking) {
+        // Another loop of this model waits on the queue; this one waits for it to get a job.
+        await new Promise<void>((resolve) => {
+          const wake = () => {
+            idle.waiting.delete(wake);
+            stop.removeEventListener('abort', wake);
+            resolve();
+          };
+          idle.waiting.add(wake);
+          stop.addEventListener('abort', wake, { once: true });
         });
-      mine.add(run);
-      this.running.add(run);
+        continue;
+      }
+      idle.blocking = true;
+      const next = await fetch(token, true).finally(() => (idle.blocking = false));
+      if (next !== undefined && next !== 'failed') {
+        for (const wake of [...idle.waiting]) wake();
+        run(next, token, null);
+      }
     }
-    await Promise.allSettled(mine);
+    while (mine.size > 0) await Promise.allSettled([...mine]);
   }
 
   private start(queue: string, concurrency: number, handler: JobHandler): void {

@@ -68,7 +68,7 @@ export class WorkerLifecycle implements OnApplicationBootstrap, OnApplicationShu
       } else {
         // A job is taken only once an upstream slot is reserved for it (see ModelQueueConsumer.consumeGated).
         this.consumer.consumeGated(this.kind, model, concurrency, fetchers, pool, (job, reservation) =>
-          this.instrumentation.run(job, model, () => processor.process(job, reservation.lease)),
+          this.instrumentation.run(job, model, () => processor.process(job, reservation?.lease ?? null)),
         );
       }
     }
