@@ -38,7 +38,11 @@ export class UpstreamPools {
         instanceId: this.config.instanceId,
         leaseMs: this.config.jobLockMs,
         observer: this.metrics.upstreams.reporterFor(model, pool.upstreams),
-        logger: { warn: (message: string) => this.logger.warn(message) },
+        logger: {
+          warn: (message: string) => {
+            this.logger.warn(message);
+          },
+        },
       });
     }
   }

@@ -212,7 +212,8 @@ export class UpstreamPool {
         lease = null;
       }
       lease ??= await this.acquire(signal, tried);
-      if (lease === null) throw lastError ?? this.unavailable();
+      // Nowhere left to try: the last attempt's error (as the backend threw it), or none was possible.
+      if (lease === null) throw (lastError as Error | null) ?? this.unavailable();
       const current: SlotLease = lease;
       lease = null;
       const index = current.upstream;
@@ -346,24 +347,18 @@ export class UpstreamPool {
     );
   }
 
+  /** Resolves when woken, after `ms`, or when `signal` aborts (the caller checks it next). */
   private wait(signal: AbortSignal, ms: number): Promise<void> {
-    return new Promise((resolve, reject) => {
+    return new Promise((resolve) => {
       const wake = () => {
-        cleanup();
+        clearTimeout(timer);
+        signal.removeEventListener('abort', wake);
+        this.waiters.delete(wake);
         resolve();
       };
-      const abort = () => {
-        cleanup();
-        reject(signal.reason);
-      };
       const timer = setTimeout(wake, ms);
-      const cleanup = () => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', abort);
-        this.waiters.delete(wake);
-      };
       this.waiters.add(wake);
-      signal.addEventListener('abort', abort, { once: true });
+      signal.addEventListener('abort', wake, { once: true });
     });
   }
 
