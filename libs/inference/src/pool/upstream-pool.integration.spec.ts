@@ -136,6 +136,7 @@ describe('UpstreamPool (real Redis)', () => {
         null,
         signal,
         async function* (upstream) {
+          await Promise.resolve(); // as an HTTP call to the upstream would
           tried.push(upstream);
           if (tried.length === 1) throw failure;
           yield `from ${upstream}`;
@@ -153,8 +154,8 @@ describe('UpstreamPool (real Redis)', () => {
         pool.run(
           null,
           signal,
-          // eslint-disable-next-line require-yield
           async function* (upstream) {
+            await Promise.resolve(); // as an HTTP call to the upstream would
             tried.push(upstream);
             yield 'first';
             throw failure;
@@ -171,8 +172,8 @@ describe('UpstreamPool (real Redis)', () => {
         pool.run(
           null,
           signal,
-          // eslint-disable-next-line require-yield
           async function* (upstream) {
+            await Promise.resolve(); // as an HTTP call to the upstream would
             tried.push(upstream);
             throw new GatewayError(400, 'invalid_request_error', null, 'bad');
           },
@@ -199,8 +200,8 @@ describe('UpstreamPool (real Redis)', () => {
       const run = one.run(
         null,
         signal,
-        // eslint-disable-next-line require-yield
         async function* () {
+          await Promise.resolve(); // as an HTTP call to the upstream would
           throw new Error('refused');
         },
         () => 'failed',
@@ -229,8 +230,8 @@ async function collectError(pool: UpstreamPool): Promise<unknown> {
     for await (const _ of pool.run(
       null,
       new AbortController().signal,
-      // eslint-disable-next-line require-yield
       async function* () {
+        await Promise.resolve(); // as an HTTP call to the upstream would
         throw new Error('unreachable');
       },
       () => 'failed',
