@@ -172,6 +172,7 @@ describe('UpstreamPool (real Redis)', () => {
         pool.run(
           null,
           signal,
+          // eslint-disable-next-line require-yield
           async function* (upstream) {
             await Promise.resolve(); // as an HTTP call to the upstream would
             tried.push(upstream);
@@ -200,6 +201,7 @@ describe('UpstreamPool (real Redis)', () => {
       const run = one.run(
         null,
         signal,
+        // eslint-disable-next-line require-yield
         async function* () {
           await Promise.resolve(); // as an HTTP call to the upstream would
           throw new Error('refused');
@@ -230,6 +232,7 @@ async function collectError(pool: UpstreamPool): Promise<unknown> {
     for await (const _ of pool.run(
       null,
       new AbortController().signal,
+      // eslint-disable-next-line require-yield
       async function* () {
         await Promise.resolve(); // as an HTTP call to the upstream would
         throw new Error('unreachable');
