@@ -49,6 +49,8 @@ export class ModelQueueConsumer {
   private readonly stopping = new AbortController();
   private readonly loops: Promise<void>[] = [];
   private readonly running = new Set<Promise<void>>();
+  /** The Workers the gated loops drive by hand. */
+  private readonly manual = new Set<Worker>();
 
   constructor(
     private readonly connection: Redis,
@@ -103,6 +105,7 @@ export class ModelQueueConsumer {
         (job, token) => handler(job, reservations.get(token ?? '') ?? null),
         { autorun: false },
       );
+      this.manual.add(worker);
       this.loops.push(this.fetchLoop(worker, share, gate, reservations, shared));
     }
   }
@@ -242,10 +245,13 @@ export class ModelQueueConsumer {
     this.stopping.abort();
     // A gated loop's jobs first: closing its Worker stops the lock renewal they still need.
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
-    await Promise.all(this.workers.map((worker) => worker.close()));
+    // A manually driven Worker has nothing left running now; closing it by force cuts the blocking wait of
+    // the loop that waits on an empty queue instead of letting it run out (BullMQ's drain delay).
+    await Promise.all(this.workers.map((worker) => worker.close(this.manual.has(worker))));
     await Promise.allSettled(this.loops);
     this.workers.length = 0;
     this.loops.length = 0;
+    this.manual.clear();
   }
 }
 
