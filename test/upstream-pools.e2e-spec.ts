@@ -51,6 +51,7 @@ describe('upstream pools', () => {
   beforeAll(async () => {
     for (let i = 0; i < 3; i++) fakes.push(await FakeOpenAIUpstream.start());
     metricsPort = await freePort();
+    const registryPort = await freePort();
     stack = await Stack.start({
       catalog: {
         models: [
@@ -73,16 +74,19 @@ describe('upstream pools', () => {
         ],
       },
       env: { DEFAULT_CHAT_MODEL: 'pool-chat', JOB_LOCK_MS: '3000' },
-      appEnv: { 'chat-worker': { METRICS_PORT: String(metricsPort), WORKER_CONCURRENCY: '8' } },
+      appEnv: {
+        'chat-worker': { METRICS_PORT: String(metricsPort), WORKER_CONCURRENCY: '8' },
+        registry: { METRICS_PORT: String(registryPort), QUEUE_METRICS_CACHE_MS: '100' },
+      },
       without: ['image-worker'],
       waitForModels: [],
     });
     stack.spawnExtra('chat-worker:2', { WORKER_CONCURRENCY: '8' });
     await stack.waitUntilServing(['pool-chat']);
     // Both workers are registered before the load starts.
-    await waitFor('two live workers', async () => {
-      const res = await fetch(`${stack.baseUrl}/v1/models`, { headers: stack.headers() });
-      return res.ok;
+    await waitFor('two live workers of pool-chat', async () => {
+      const { samples } = await scrape(`http://127.0.0.1:${registryPort}/metrics`);
+      return valueOf(samples, 'registry_workers', { model: 'pool-chat' }) === 2;
     });
     client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
   }, 60_000);
