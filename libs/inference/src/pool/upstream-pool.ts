@@ -276,9 +276,9 @@ export class UpstreamPool {
       clearTimeout(this.probes.get(upstream));
       this.probes.delete(upstream);
       runtime.logger.warn(`model ${this.model}: upstream ${name} is back in service`);
-      this.wakeAll();
     }
-    if (state === 'out') this.wakeAll(); // waiters for "any upstream" re-check: none may be left
+    // Every waiter looks again: back, it has slots to take; out, there may be no upstream left to wait for.
+    this.wakeAll();
     if (announce) {
       runtime.redis
         .publish(this.channel(runtime), `${state}|${name}|${runtime.instanceId}`)
