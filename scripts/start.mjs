@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { APPS, BUILD, LAUNCHER, REDIS, withMetricsPort } from './start/apps.mjs';
 import { gatewayBaseUrl, gatewayTimeoutMessage, printBanner, waitForGateway } from './start/banner.mjs';
 import { needsBuild } from './start/build-check.mjs';
+import { developmentDefaults } from './start/dev-defaults.mjs';
 import { launcherVoice, registerTags } from './start/output.mjs';
 import { ensureRedis, parseRedisUrl } from './start/redis-fallback.mjs';
 import { describeExit, Supervisor } from './start/supervisor.mjs';
@@ -64,19 +65,20 @@ async function main() {
     return supervisor.shutdown(1);
   }
   const childEnv = redisUrl === null ? env : { ...env, REDIS_URL: redisUrl };
+  const defaults = developmentDefaults(childEnv, Boolean(process.stdout.isTTY));
 
   // Each app stops by itself when the launcher is gone, even after a `kill -9` of the launcher.
   const preload = ['--import', new URL('./start/exit-with-launcher.mjs', import.meta.url).href];
   for (const app of APPS) {
     const entry = supervisor.start(app, process.execPath, [...preload, app.entry], {
-      childEnv: withMetricsPort(childEnv, app),
+      childEnv: withMetricsPort(defaults.envFor(app), app),
     });
     say(`started ${app.name} (pid ${entry.child.pid})`);
     supervisor.keepRunning(entry);
   }
 
   const baseUrl = gatewayBaseUrl(env);
-  if (await waitForGateway(baseUrl, () => supervisor.stopping)) printBanner(baseUrl, env);
+  if (await waitForGateway(baseUrl, () => supervisor.stopping)) printBanner(baseUrl, env, defaults);
   else if (!supervisor.stopping) complain(gatewayTimeoutMessage(baseUrl));
 }
 

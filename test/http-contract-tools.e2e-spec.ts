@@ -179,7 +179,6 @@ describe('HTTP contract: tools, structured outputs, logprobs and the other OpenA
   it.each<[string, Record<string, unknown>]>([
     ['logit_bias', { logit_bias: { '42': 10 } }],
     ['reasoning_effort', { reasoning_effort: 'low' }],
-    ['store', { store: true }],
     ['functions', { functions: [{ name: 'f' }] }],
     ['web_search_options', { web_search_options: {} }],
     ['modalities', { modalities: ['text', 'audio'] }],

@@ -1,6 +1,5 @@
 // Waiting for the gateway to answer, then telling the user how to call it.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GATEWAY } from './apps.mjs';
 
 // Node globals that the lint config does not declare for .mjs files.
 const { fetch, AbortSignal } = globalThis;
@@ -40,21 +39,43 @@ function shellArg(text) {
   return /^[\w .:/+=~@,-]*$/.test(text) ? `"${text}"` : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
-export function printBanner(baseUrl, env) {
-  const key = (env.GATEWAY_API_KEYS ?? '')
+/**
+ * What a new user needs on one screen: where the gateway, its console and its API docs are, the key to
+ * call it with, and a first request. A key is shown only outside production (the banner is for
+ * development; production output goes to log collectors).
+ */
+export function bannerLines(baseUrl, env, { production, devKey }) {
+  const configured = (env.GATEWAY_API_KEYS ?? '')
     .split(',')
     .map((k) => k.trim())
     .find(Boolean);
+  const key = production ? undefined : (devKey ?? configured);
   const header = key ? shellArg(`Authorization: Bearer ${key}`) : '"Authorization: Bearer $KEY"';
-  const lines = [
+  const keyLine = devKey
+    ? `${devKey}  (generated for this run; set GATEWAY_API_KEYS for a stable one)`
+    : key
+      ? `${key}  (from GATEWAY_API_KEYS)`
+      : 'one of GATEWAY_API_KEYS ($KEY below)';
+  const admin = (env.GATEWAY_ADMIN_TOKEN ?? '').trim()
+    ? "on: the admin API and the console's operator views take GATEWAY_ADMIN_TOKEN"
+    : "off: set GATEWAY_ADMIN_TOKEN for the admin API (keys, usage) and the console's operator views";
+  return [
     `The gateway is up at ${baseUrl}`,
+    '',
+    `API key    ${keyLine}`,
+    `Console    ${baseUrl}/console`,
+    `API docs   ${baseUrl}/docs  (OpenAPI: ${baseUrl}/openapi.json)`,
+    `Admin      ${admin}`,
     '',
     'Try it:',
     `  curl ${baseUrl}/v1/models -H ${header}`,
-    ...(key ? [] : [`where $KEY is the development key printed by [${GATEWAY}] above.`]),
     '',
     'Press Ctrl-C to stop everything.',
   ];
+}
+
+export function printBanner(baseUrl, env, defaults) {
+  const lines = bannerLines(baseUrl, env, defaults);
   const rule = '─'.repeat(Math.max(...lines.map((l) => l.length)) + 4);
   process.stdout.write(`\n${rule}\n${lines.map((l) => (l ? `  ${l}` : l)).join('\n')}\n${rule}\n\n`);
 }

@@ -31,6 +31,31 @@ export class Launcher {
     );
   }
 
+  /**
+   * `npm start` in a terminal: util-linux `script` gives the launcher a pseudo-terminal as its stdout (and
+   * copies what it writes there to ours). Signals go to `script`, which hands them on to the launcher.
+   */
+  static startOnTerminal(env: Record<string, string>): Launcher {
+    return new Launcher(
+      spawn(
+        'script',
+        [
+          '--quiet',
+          '--flush',
+          '--return',
+          '--command',
+          `"${process.execPath}" scripts/start.mjs`,
+          '/dev/null',
+        ],
+        {
+          cwd: ROOT,
+          env: { PATH: process.env.PATH ?? '', NO_COLOR: '1', METRICS_PORT: '0', TERM: 'dumb', ...env },
+          stdio: ['pipe', 'pipe', 'pipe'],
+        },
+      ),
+    );
+  }
+
   get running(): boolean {
     return this.process.exitCode === null && this.process.signalCode === null;
   }

@@ -1,20 +1,13 @@
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { configureGatewayHttp, fastifyOptionsFor } from '@mgw/api';
+import { createGatewayApp } from '@mgw/api';
 import { loadGatewayConfig } from '@mgw/config';
-import { AccessLog, createAppLogger, exitIfShutdownStalls, runApp } from '@mgw/observability';
+import { createAppLogger, exitIfShutdownStalls, runApp } from '@mgw/observability';
 import { GatewayModule } from './gateway.module';
 
 runApp('gateway', async () => {
   const config = loadGatewayConfig(process.env);
-  const logger = createAppLogger('gateway', config.logLevel);
-  const app = await NestFactory.create<NestFastifyApplication>(
-    GatewayModule.forRoot(config),
-    new FastifyAdapter(fastifyOptionsFor(config)),
-    { logger, bodyParser: false },
-  );
-  configureGatewayHttp(app, new AccessLog(logger.pino));
+  const logger = createAppLogger('gateway', config);
+  const app = await createGatewayApp(GatewayModule.forRoot(config), config, logger);
   app.enableShutdownHooks();
   // Room for the announced delay, the drain and the final flush; past it the process exits rather than hang.
   exitIfShutdownStalls('gateway', config.shutdownDelayMs + config.drainTimeoutMs + 15_000);

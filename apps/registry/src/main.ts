@@ -9,7 +9,7 @@ import { RegistryAppModule } from './registry-app.module';
 runApp('registry', async () => {
   const config = loadConfig(RegistryConfig, process.env);
   const catalog = await loadCatalog(config.catalogPath);
-  const logger = createAppLogger('registry', config.logLevel);
+  const logger = createAppLogger('registry', config);
   const app = await NestFactory.createMicroservice<MicroserviceOptions>(
     RegistryAppModule.forRoot(config, catalog),
     {

@@ -27,6 +27,9 @@ import { RequestPipeline } from './pipeline/request.pipeline';
 import { CancelPublisher } from './queue/cancel.publisher';
 import { GatewayJobProducer } from './queue/job-producer.provider';
 import { GatewayReplyRouter } from './queue/reply-router.provider';
+import { StoredCompletionStore } from './stored/stored-completion.store';
+import { StoredCompletionsController } from './stored/stored-completions.controller';
+import { StoredCompletions } from './stored/stored-completions.service';
 
 /** The gateway's HTTP surface: auth, validation, the three operations, health, metrics, the admin API, graceful stop. */
 @Module({})
@@ -37,6 +40,7 @@ export class ApiModule {
       imports: [ConnectionsModule.forRoot(config)],
       controllers: [
         ChatCompletionsController,
+        StoredCompletionsController,
         ImagesController,
         ModelsController,
         HealthController,
@@ -61,6 +65,8 @@ export class ApiModule {
         ModelResolver,
         RequestPipeline,
         ChatCompletionsService,
+        StoredCompletionStore,
+        StoredCompletions,
         ImageGenerationService,
       ],
     };

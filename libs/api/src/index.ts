@@ -7,3 +7,7 @@ export * from './http/sse.writer';
 export * from './chat/chat-chunk.serializer';
 export * from './chat/completion.assembler';
 export * from './inflight/inflight-request';
+export * from './http/static-assets';
+export * from './gateway.app';
+export * from './openapi/openapi.document';
+export * from './openapi/docs-page';

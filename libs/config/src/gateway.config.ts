@@ -156,6 +156,17 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('GATEWAY_SHUTDOWN_DELAY_MS', 0)
   shutdownDelayMs = 0;
 
+  /**
+   * How long a stored completion (`store: true`) is kept after its creation; Redis expires it then. 30 days
+   * by default, as OpenAI keeps them.
+   */
+  @EnvInt('STORE_RETENTION_MS', 1000, 366 * 24 * 3_600_000)
+  storeRetentionMs = 30 * 24 * 3_600_000;
+
+  /** Stored completions kept per API key: storing one more evicts the key's oldest. */
+  @EnvInt('STORE_MAX_PER_KEY', 1, 1_000_000)
+  storeMaxPerKey = 10_000;
+
   /** Set when no key was configured and one was generated for this development run. */
   generatedDevKey: string | null = null;
 }

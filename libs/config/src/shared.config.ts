@@ -1,9 +1,11 @@
-import { Expose } from 'class-transformer';
-import { IsIn, IsString, Matches } from 'class-validator';
+import { Expose, Transform } from 'class-transformer';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import { EnvBool, EnvInt, Trimmed } from './env.decorators';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 /** Settings every process reads: where Redis is and which namespace of it is ours. */
 export abstract class SharedConfig {
@@ -22,6 +24,18 @@ export abstract class SharedConfig {
   @Trimmed()
   @IsIn(LOG_LEVELS, { message: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}` })
   logLevel: LogLevel = 'log';
+
+  /**
+   * `json` (one object per line, for log shippers) or `pretty` (one short human-readable line); unset:
+   * pretty in development when stdout is a terminal, JSON otherwise (see the logger factory).
+   */
+  @Expose({ name: 'LOG_FORMAT' })
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' ? value.trim().toLowerCase() || undefined : value,
+  )
+  @IsOptional()
+  @IsIn(LOG_FORMATS, { message: `LOG_FORMAT must be one of ${LOG_FORMATS.join(', ')}` })
+  logFormat: LogFormat | undefined = undefined;
 
   /** Prompts and generated text stay out of the logs unless this is set (they may hold personal data). */
   @EnvBool('LOG_PROMPTS')

@@ -26,3 +26,5 @@ export * from './dto/chat-tools.dto';
 export * from './dto/chat-parameter.constraints';
 export * from './dto/json-schema.bounds';
 export * from './dto/chat-parameter-support';
+export * from './openai/stored-completion.types';
+export * from './dto/stored-completion-query.dto';

@@ -33,17 +33,16 @@ describe('supportedChatParametersOf', () => {
     for (const param of refused) expect(supported).not.toContain(param);
   });
 
-  it('never lists what no backend does: stored completions, audio, web search, the deprecated functions', () => {
+  it('lists stored completions (a gateway feature) for every backend, an unknown kind included', () => {
+    for (const kind of ['simulator', 'llamacpp', 'openai', 'unknown-kind']) {
+      expect(supportedChatParametersOf(kind)).toEqual(expect.arrayContaining(['store', 'metadata']));
+    }
+  });
+
+  it('never lists what no backend does: audio, web search, the deprecated functions', () => {
     for (const kind of ['simulator', 'llamacpp', 'openai']) {
       const supported = supportedChatParametersOf(kind);
-      for (const param of [
-        'store',
-        'audio',
-        'modalities',
-        'web_search_options',
-        'functions',
-        'function_call',
-      ]) {
+      for (const param of ['audio', 'modalities', 'web_search_options', 'functions', 'function_call']) {
         expect(supported).not.toContain(param);
       }
     }

@@ -13,3 +13,4 @@ export * from './metrics/worker.metrics';
 export * from './metrics/upstream.metrics';
 export * from './metrics/queue.metrics';
 export * from './metrics/metrics.server';
+export * from './logging/pretty-line.formatter';

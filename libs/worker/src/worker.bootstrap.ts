@@ -13,7 +13,7 @@ export function bootstrapWorker(kind: ModelKind, env: NodeJS.ProcessEnv): void {
   runApp(app, async () => {
     const config = loadWorkerConfig(env, kind);
     const catalog = await loadCatalog(config.catalogPath);
-    const logger = createAppLogger(app, config.logLevel);
+    const logger = createAppLogger(app, config);
     // A bad WORKER_MODELS or backend option throws its ConfigError here, before Nest starts: runApp prints
     // it in one line and exits 78.
     const module = WorkerModule.forRoot({ kind, config, catalog, logger });

@@ -29,6 +29,11 @@ export interface Admission {
    * this request is counted. Resolves or rejects as the enqueue did.
    */
   track: (enqueue: Promise<void>) => Promise<void>;
+  /**
+   * Keeps the concurrency slot past the response until `over` settles: for a job that goes on after its
+   * client left (a stored completion). Called before the response ends.
+   */
+  holdUntil: (over: Promise<void>) => void;
 }
 
 /** Calls `over` once the response is over (finished, failed or its client gone) — at once if it already is. */
@@ -102,8 +107,13 @@ export class AdmissionService implements OnApplicationShutdown {
     );
     // The one ending of the hold that the request's own lifecycle drives: its response is over, which covers
     // an answer, an error and a client that left. A client may leave while the admission runs: its 'close'
-    // has fired already, so the hold ends now and the request goes no further.
-    whenResponseOver(reply, () => hold.release());
+    // has fired already, so the hold ends now and the request goes no further. A job that outlives its
+    // client (`holdUntil`) keeps the slot until it is over too.
+    let holding: Promise<void> | null = null;
+    whenResponseOver(reply, () => {
+      if (holding === null) hold.release();
+      else void holding.finally(() => hold.release());
+    });
     if (hold.ended) throw GatewayError.clientClosed();
     return {
       fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
@@ -115,6 +125,9 @@ export class AdmissionService implements OnApplicationShutdown {
             throw error;
           },
         ),
+      holdUntil: (over) => {
+        holding = over;
+      },
     };
   }
 

@@ -1,4 +1,8 @@
 import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
+import { ApiExtension } from '@nestjs/swagger';
+
+/** The OpenAPI extension that carries a route's policy until the document turns it into `security`. */
+export const AUTH_POLICY_EXTENSION = 'x-auth-policy';
 
 /**
  * `required`: Bearer key needed. `public`: never. `models`: as MODELS_REQUIRE_AUTH says. `admin`: the
@@ -24,6 +28,7 @@ function setPolicy(handler: object, policy: AuthPolicy): void {
     { ...routeConfigOf(handler), authPolicy: policy },
     handler,
   );
+  ApiExtension(AUTH_POLICY_EXTENSION, policy)({}, '', { value: handler });
 }
 
 /**

@@ -1,19 +1,64 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ChatCompletionRequestDto } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
 import { requirePrincipal } from '../auth/request-principal';
 import { requestIdOf } from '../http/request-context';
+import { ApiErrors, ApiJsonBody, mediaTypes, schemaRef } from '../openapi/api-docs.decorators';
+import { CHAT_STREAM_EXAMPLE, CHAT_STREAM_FORMAT, COMPLETION_EXAMPLE } from '../openapi/examples';
 import { ChatCompletionsService } from './chat-completions.service';
 import { ChatRequestPipe } from './chat-request.pipe';
 
 @Controller('v1/chat')
+@ApiTags('Chat')
 export class ChatCompletionsController {
   constructor(@Inject(ChatCompletionsService) private readonly chat: ChatCompletionsService) {}
 
   @Post('completions')
   @HttpCode(200)
   @Auth('required')
+  @ApiOperation({
+    operationId: 'createChatCompletion',
+    summary: 'Create a chat completion',
+    description:
+      "Takes a list of messages and returns the model's reply: one JSON body, or with `stream: true` a stream of chunks as server-sent events.",
+  })
+  @ApiJsonBody('CreateChatCompletionRequest', {
+    simple: {
+      summary: 'One question',
+      value: { model: 'sim-chat', messages: [{ role: 'user', content: 'Hello, gateway!' }] },
+    },
+    stream: {
+      summary: 'Streaming',
+      value: {
+        model: 'sim-chat-words',
+        stream: true,
+        max_tokens: 20,
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Tell me something' },
+        ],
+      },
+    },
+  })
+  @ApiResponse({
+    status: 200,
+    description:
+      '`stream` false: the chat completion as JSON. `stream` true: `text/event-stream`, see its description.',
+    content: mediaTypes({
+      'application/json': { schema: schemaRef('ChatCompletion'), example: COMPLETION_EXAMPLE },
+      'text/event-stream': {
+        schema: {
+          type: 'string',
+          description: CHAT_STREAM_FORMAT,
+          'x-event-schema': schemaRef('ChatCompletionChunk'),
+        },
+        example: CHAT_STREAM_EXAMPLE,
+      },
+    }),
+  })
+  @ApiErrors(400, 401, 404, 413, 415, 429, 500, 502, 503, 504)
   async create(
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,

@@ -8,9 +8,12 @@ import {
   type ChatCompletionRequestDto,
 } from '@mgw/contracts';
 import { RequestPipeline } from '../pipeline/request.pipeline';
+import { capturingCompletion } from '../stored/completion-capture';
+import { StoredCompletions, type StoreRequest } from '../stored/stored-completions.service';
 import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { CompletionAssembler } from './completion.assembler';
+import type { ReplySink } from '../inflight/inflight-request';
 
 /** `POST /v1/chat/completions`: replies relayed as SSE chunks, or assembled into one JSON completion. */
 @Injectable()
@@ -18,6 +21,7 @@ export class ChatCompletionsService {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(RequestPipeline) private readonly pipeline: RequestPipeline,
+    @Inject(StoredCompletions) private readonly stored: StoredCompletions,
   ) {}
 
   async handle(
@@ -43,10 +47,12 @@ export class ChatCompletionsService {
     );
     const model = admitted.model.id;
     const created = Math.floor(admitted.job.enqueuedAt / 1000);
+    const storing: StoreRequest | null =
+      body.store === true ? { principal, createdMs: admitted.job.enqueuedAt, request: body } : null;
     if (body.stream === true) {
       await this.pipeline.stream(admitted, (sse) => {
         const chunks = new ChatChunkSerializer(requestId, model, created);
-        return {
+        const sink: ReplySink = {
           onDelta: (choice, content, logprobs) => {
             const opening = logprobs === undefined ? null : chunks.opening(choice);
             if (opening !== null) sse.data(opening);
@@ -59,19 +65,39 @@ export class ChatCompletionsService {
           },
           onError: (error) => sse.fail(JSON.stringify(error.toBody())),
         };
+        if (storing === null) return sink;
+        return capturingCompletion(sink, new CompletionAssembler(requestId, model, created), (completion) =>
+          completion === null
+            ? this.stored.tooLargeToStore(requestId)
+            : this.stored.save(storing, completion),
+        );
       });
       return;
     }
-    await this.pipeline.respond<'chat', ChatCompletion>(admitted, (answer) => {
-      const assembler = new CompletionAssembler(requestId, model, created);
-      return {
-        // An answer past the assembler's bound is refused; what still arrives is not collected.
-        onDelta: (choice, content, logprobs) =>
-          assembler.add(choice, content, logprobs) || answer.reject(assembler.tooLarge()),
-        onToolCall: (piece) => assembler.addToolCall(piece) || answer.reject(assembler.tooLarge()),
-        onChatDone: (done) => answer.resolve(assembler.finish(done)),
-        onError: answer.reject,
-      };
-    });
+    await this.pipeline.respond<'chat', ChatCompletion>(
+      admitted,
+      (answer) => {
+        const assembler = new CompletionAssembler(requestId, model, created);
+        let whole = true;
+        const tooLarge = (): void => {
+          whole = false;
+          answer.reject(assembler.tooLarge());
+        };
+        return {
+          // An answer past the assembler's bound is refused; what still arrives is not collected.
+          onDelta: (choice, content, logprobs) => assembler.add(choice, content, logprobs) || tooLarge(),
+          onToolCall: (piece) => assembler.addToolCall(piece) || tooLarge(),
+          onChatDone: (done) => {
+            const completion = assembler.finish(done);
+            if (storing === null || !whole) return answer.resolve(completion);
+            // Stored before the answer goes out, so the client can fetch it as soon as it has it.
+            void this.stored.save(storing, completion).finally(() => answer.resolve(completion));
+          },
+          onError: answer.reject,
+        };
+      },
+      // A completion to store is finished and kept even when its client leaves before the answer.
+      { outlivesClient: storing !== null },
+    );
   }
 }

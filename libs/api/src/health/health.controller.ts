@@ -1,13 +1,28 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Auth } from '../auth/auth-policy.decorator';
+import { mediaTypes } from '../openapi/api-docs.decorators';
 import { ReplyRouter } from '@mgw/queue';
 import { ModelDirectory } from '@mgw/registry';
 import { RedisConnections } from '../connections/redis-connections.provider';
 import { GatewayShutdown } from '../lifecycle/gateway-shutdown';
 
+const READY_SCHEMA = {
+  type: 'object',
+  properties: {
+    status: { enum: ['ready', 'not_ready', 'shutting_down'] },
+    checks: {
+      type: 'object',
+      properties: { redis: { enum: ['up', 'down'] }, registry: { enum: ['up', 'down'] } },
+    },
+  },
+  required: ['status'],
+};
+
 @Controller()
 @Auth('public')
+@ApiTags('Operations')
 export class HealthController {
   constructor(
     @Inject(RedisConnections) private readonly redis: RedisConnections,
@@ -18,12 +33,34 @@ export class HealthController {
 
   /** The process is up. */
   @Get('healthz')
+  @ApiOperation({ operationId: 'health', summary: 'Liveness: the process is up' })
+  @ApiResponse({
+    status: 200,
+    description: 'Up.',
+    content: mediaTypes({
+      'application/json': { schema: { type: 'object', properties: { status: { const: 'ok' } } } },
+    }),
+  })
   health(): { status: 'ok' } {
     return { status: 'ok' };
   }
 
   /** Redis (commands and the reply subscription) and the registry are reachable, and we are not stopping. */
   @Get('readyz')
+  @ApiOperation({
+    operationId: 'ready',
+    summary: 'Readiness: Redis and the registry are reachable, not stopping',
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'Ready.',
+    content: mediaTypes({ 'application/json': { schema: READY_SCHEMA } }),
+  })
+  @ApiResponse({
+    status: 503,
+    description: 'Not ready, or shutting down.',
+    content: mediaTypes({ 'application/json': { schema: READY_SCHEMA } }),
+  })
   async ready(@Res() reply: FastifyReply): Promise<void> {
     if (this.shutdown.phase !== 'serving') {
       await reply.status(503).send({ status: 'shutting_down' });

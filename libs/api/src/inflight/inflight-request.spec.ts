@@ -606,4 +606,38 @@ describe('InflightRequest', () => {
       expect(h.sink.onError).not.toHaveBeenCalled();
     });
   });
+
+  describe('whenEnded', () => {
+    it('resolves once the request ends, whatever ended it, and at once for one already over', async () => {
+      let over = false;
+      void h.request.whenEnded().then(() => (over = true));
+      await h.request.enqueue(jobData(), 1000);
+      h.request.onMessage(started());
+      h.request.onMessage(delta(1, 'a'));
+      await flush();
+      expect(over).toBe(false);
+      h.request.onMessage(chatDone(2));
+      await flush();
+      expect(over).toBe(true);
+      await expect(h.request.whenEnded()).resolves.toBeUndefined();
+    });
+
+    it('resolves when the deadline ends it and when the enqueue failed', async () => {
+      let over = false;
+      void h.request.whenEnded().then(() => (over = true));
+      await h.request.enqueue(jobData(), 500);
+      h.request.onMessage(started());
+      jest.advanceTimersByTime(500);
+      await flush();
+      expect(over).toBe(true);
+
+      const failed = new Harness();
+      failed.enqueueResult = Promise.reject(new Error('down'));
+      let failedOver = false;
+      void failed.request.whenEnded().then(() => (failedOver = true));
+      await expect(failed.request.enqueue(jobData(), 500)).rejects.toThrow(GatewayError);
+      await flush();
+      expect(failedOver).toBe(true);
+    });
+  });
 });

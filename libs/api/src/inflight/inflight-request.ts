@@ -104,6 +104,8 @@ export class InflightRequest implements ReplyHandler {
   /** Whether the client has been sent anything from the job; after that a re-run cannot be hidden. */
   private outputSent = false;
   private startTimer: NodeJS.Timeout | undefined;
+  /** Who waits for the end (`whenEnded`); allocated only when someone does. */
+  private endWaiters: Array<() => void> | null = null;
 
   constructor(
     readonly requestId: string,
@@ -116,6 +118,12 @@ export class InflightRequest implements ReplyHandler {
   /** The client has its ending (or is gone): nothing more reaches the sink. */
   get ended(): boolean {
     return this.phase === 'stopping' || this.phase === 'ended';
+  }
+
+  /** Resolves once the request has ended, however it ended (at once if it has). */
+  whenEnded(): Promise<void> {
+    if (this.phase === 'ended') return Promise.resolve();
+    return new Promise((resolve) => (this.endWaiters ??= []).push(resolve));
   }
 
   /**
@@ -302,5 +310,8 @@ export class InflightRequest implements ReplyHandler {
     clearTimeout(this.startTimer);
     this.deps.router.unregister(this.requestId);
     this.deps.observer?.ended(ending === 'job_finished' && jobSucceeded);
+    const waiters = this.endWaiters;
+    this.endWaiters = null;
+    waiters?.forEach((resolve) => resolve());
   }
 }

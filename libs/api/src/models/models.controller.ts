@@ -1,4 +1,5 @@
 import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
+import { ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import { allowsModel } from '@mgw/access';
 import {
@@ -12,6 +13,8 @@ import {
 } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
 import { principalOf } from '../auth/request-principal';
+import { ApiErrors, ApiJson } from '../openapi/api-docs.decorators';
+import { MODEL_LIST_EXAMPLE } from '../openapi/examples';
 import { ModelDirectory } from '@mgw/registry';
 
 function isServable(entry: ModelEntry): boolean {
@@ -38,10 +41,19 @@ function toModelObject(entry: ModelEntry): ModelObject {
  */
 @Controller('v1/models')
 @Auth('models')
+@ApiTags('Models')
 export class ModelsController {
   constructor(@Inject(ModelDirectory) private readonly models: ModelDirectory) {}
 
   @Get()
+  @ApiOperation({
+    operationId: 'listModels',
+    summary: 'List models',
+    description:
+      'The models that can take a request now (a live worker, or scale-to-zero), except those the key may not use.',
+  })
+  @ApiJson(200, 'ModelList', 'The models.', MODEL_LIST_EXAMPLE)
+  @ApiErrors(401, 503)
   async list(@Req() request: FastifyRequest): Promise<ModelList> {
     const principal = principalOf(request);
     const models = await this.models.listModels();
@@ -52,6 +64,10 @@ export class ModelsController {
   }
 
   @Get(':id')
+  @ApiOperation({ operationId: 'retrieveModel', summary: 'Retrieve a model' })
+  @ApiParam({ name: 'id', description: 'The model id.', example: 'sim-chat' })
+  @ApiJson(200, 'Model', 'The model.', MODEL_LIST_EXAMPLE.data[0])
+  @ApiErrors(401, 404, 503)
   async retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ModelObject> {
     if (!allowsModel(principalOf(request), id)) throw GatewayError.modelNotFound(id);
     const lookup = await this.models.lookup(id);

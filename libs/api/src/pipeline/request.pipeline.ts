@@ -92,17 +92,21 @@ export class RequestPipeline {
 
   /**
    * Relays the replies into one JSON answer: `sinkFor` turns them into the body. The client leaving ends
-   * the request (the job is removed or cancelled); a failed enqueue is its 503.
+   * the request (the job is removed or cancelled) unless `outlivesClient`: then the job runs to its end
+   * (its sink still hears it, e.g. to store the completion) and keeps the key's concurrency slot until then.
+   * A failed enqueue is its 503.
    */
   async respond<K extends ModelKind, T>(
     admitted: AdmittedRequest<K>,
     sinkFor: (answer: Answer<T>) => ReplySink,
+    options: { outlivesClient?: boolean } = {},
   ): Promise<void> {
     const { kind, job, model, reply, admission, deadlineMs, startWithinMs } = admitted;
     const body = new Promise<T>((resolve, reject) => {
       const inflight = this.inflight.create(job.requestId, kind, model.id, sinkFor({ resolve, reject }));
+      if (options.outlivesClient === true) admission.holdUntil(inflight.whenEnded());
       onClientGone(reply, () => {
-        inflight.abandon();
+        if (options.outlivesClient !== true) inflight.abandon();
         reject(GatewayError.clientClosed());
       });
       admission.track(inflight.enqueue(job, deadlineMs, startWithinMs)).catch(reject);

@@ -620,12 +620,12 @@ export class ExtendedChatCompletionRequestDto
   @Validate(IsFunctionCallConstraint)
   override function_call?: unknown;
 
-  /** Stored completions do not exist here: `true` is refused per model, `false` is what happens anyway. */
+  /** `true` keeps the request's messages and its completion in the gateway (stored completions). */
   @IsOptional()
   @IsBoolean({ message: expected('a boolean') })
   override store?: boolean;
 
-  /** Advisory: accepted and not acted on (see the README's parameter table). */
+  /** Kept with a stored completion (`store: true`), where lists filter by it; OpenAI's bounds. */
   @IsOptional()
   @Validate(IsMetadataConstraint)
   override metadata?: Record<string, string>;

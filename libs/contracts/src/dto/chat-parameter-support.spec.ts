@@ -27,7 +27,6 @@ describe('per-model parameter support', () => {
     ['modalities', { modalities: ['text', 'audio'] }],
     ['functions', { functions: [{ name: 'f' }] }],
     ['function_call', { function_call: 'auto' }],
-    ['store', { store: true }],
     ['stream_options.include_obfuscation', { stream_options: { include_obfuscation: true } }],
   ])('refuses %s for a model that supports only the common parameters', (param, extra) => {
     const error = rejectionOf(
@@ -50,10 +49,11 @@ describe('per-model parameter support', () => {
     { logprobs: false },
     { response_format: { type: 'text' } },
     { store: false },
+    { store: true, metadata: { team: 'search' } },
     { modalities: ['text'] },
     { stream_options: { include_usage: true, include_obfuscation: false } },
     { metadata: { a: 'b' }, service_tier: 'flex', prompt_cache_key: 'k', safety_identifier: 's', user: 'u' },
-  ])('accepts parameters at their defaults and advisory ones everywhere: %j', (extra) => {
+  ])('accepts parameters at their defaults, the gateway’s own and advisory ones everywhere: %j', (extra) => {
     expect(unsupportedChatParameter(parse(extra), COMMON_CHAT_PARAMETERS)).toBeNull();
   });
 

@@ -2,9 +2,10 @@ import { GatewayError } from '../errors/gateway-error';
 import type { ChatCompletionRequestDto } from './chat-completion-request.dto';
 
 /**
- * Parameters every chat model takes: honoured by the gateway or by every backend, or advisory (accepted
- * and not acted on: `metadata`, `service_tier`, `prompt_cache_key`, `prompt_cache_retention`,
- * `safety_identifier`, `user`). The README's parameter table says which is which.
+ * Parameters every chat model takes: honoured by the gateway (`store` and `metadata`: stored completions
+ * are kept by the gateway, never relayed to a backend) or by every backend, or advisory (accepted and not
+ * acted on: `service_tier`, `prompt_cache_key`, `prompt_cache_retention`, `safety_identifier`, `user`). The
+ * README's parameter table says which is which.
  */
 export const COMMON_CHAT_PARAMETERS: readonly string[] = [
   'model',
@@ -21,6 +22,7 @@ export const COMMON_CHAT_PARAMETERS: readonly string[] = [
   'frequency_penalty',
   'seed',
   'user',
+  'store',
   'metadata',
   'service_tier',
   'prompt_cache_key',
@@ -32,9 +34,9 @@ type Request = ChatCompletionRequestDto;
 
 /**
  * When a request uses a parameter that only some models honour. A parameter at its default (`logprobs:
- * false`, `response_format: {type: 'text'}`, `store: false`, `modalities: ['text']`) asks for nothing and
- * is accepted everywhere. Parameters no backend declares (`store`, `audio`, `web_search_options`, …) are
- * refused for every model by the same rule.
+ * false`, `response_format: {type: 'text'}`, `modalities: ['text']`) asks for nothing and is accepted
+ * everywhere. Parameters no backend declares (`audio`, `web_search_options`, …) are refused for every model
+ * by the same rule.
  */
 const GATED_PARAMETERS: ReadonlyArray<readonly [string, (request: Request) => boolean]> = [
   ['tools', (r) => r.tools != null],
@@ -52,14 +54,12 @@ const GATED_PARAMETERS: ReadonlyArray<readonly [string, (request: Request) => bo
   ['modalities', (r) => r.modalities != null && r.modalities.includes('audio')],
   ['functions', (r) => r.functions != null],
   ['function_call', (r) => r.function_call != null],
-  ['store', (r) => r.store === true],
   ['stream_options.include_obfuscation', (r) => r.stream_options?.include_obfuscation === true],
 ];
 
 const HINTS: Readonly<Record<string, string>> = {
   functions: ' Use `tools` instead.',
   function_call: ' Use `tool_choice` instead.',
-  store: ' Stored completions are not available; omit `store` or set it to false.',
 };
 
 /** The first parameter `request` uses that is not among `supported`, or null. */

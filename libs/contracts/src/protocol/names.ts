@@ -33,3 +33,23 @@ export const KEY_ID_PATTERN = /^(key_[0-9a-f]{24}|bootstrap_[0-9a-f]{16})$/;
 
 /** BullMQ's priority range: 1 runs first. */
 export const JOB_PRIORITY_MAX = 2 ** 21;
+
+/**
+ * Stored completions (`store: true`) of one API key: a hash per completion, the list of its request's
+ * messages, and indexes by creation time (all, and per model). Every name carries the key id, so a key can
+ * only ever address its own; the `{…}` hash tag keeps one key's data in one cluster slot for its scripts.
+ */
+export function storedCompletionNamesFor(namespace: string, keyId: string) {
+  const base = `${namespace}:stored:{${keyId}}`;
+  return {
+    record: (completionId: string) => `${base}:c:${completionId}`,
+    messages: (completionId: string) => `${base}:c:${completionId}:messages`,
+    index: `${base}:index`,
+    modelIndex: (model: string) => `${base}:model:${model}`,
+    /** What `record(id)` and `modelIndex(model)` put before the id / the model, for scripts. */
+    recordPrefix: `${base}:c:`,
+    modelIndexPrefix: `${base}:model:`,
+  };
+}
+
+export type StoredCompletionNames = ReturnType<typeof storedCompletionNamesFor>;

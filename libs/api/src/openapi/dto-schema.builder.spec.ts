@@ -1,0 +1,125 @@
+import { IsIn, IsInt, IsOptional, IsString, Max, Min, Validate, ValidatorConstraint } from 'class-validator';
+import { DtoSchemaBuilder } from './dto-schema.builder';
+import type { SchemaObject } from './json-schema.types';
+import { requestBodySchemas } from './request-bodies.openapi';
+
+describe('request body schemas read from the validators', () => {
+  const schemas = requestBodySchemas().build();
+  const chat = schemas.CreateChatCompletionRequest!;
+  const image = schemas.CreateImageRequest!;
+  const prop = (schema: SchemaObject, name: string): SchemaObject => schema.properties![name]!;
+
+  it("say the spec's chat bounds", () => {
+    expect(prop(chat, 'temperature')).toMatchObject({ type: 'number', minimum: 0, maximum: 2, default: 1 });
+    for (const penalty of ['presence_penalty', 'frequency_penalty']) {
+      expect(prop(chat, penalty)).toMatchObject({ type: 'number', minimum: -2, maximum: 2, default: 0 });
+    }
+    expect(prop(chat, 'top_p')).toMatchObject({ type: 'number', minimum: 0, maximum: 1, default: 1 });
+    expect(prop(chat, 'stream')).toMatchObject({ type: 'boolean', default: false });
+    expect(prop(chat, 'n')).toMatchObject({ type: 'integer', minimum: 1, default: 1 });
+    expect(prop(chat, 'max_tokens')).toMatchObject({ type: 'integer', minimum: 1 });
+    expect(prop(chat, 'stop').oneOf).toEqual([
+      expect.objectContaining({ type: 'string' }),
+      expect.objectContaining({ type: 'array', minItems: 1, maxItems: 4 }),
+    ]);
+    expect(chat.required).toEqual(['messages']);
+    expect(chat.additionalProperties).toBe(false);
+    expect(Object.keys(chat.properties!).slice(0, 3)).toEqual(['model', 'user', 'messages']);
+    expect(prop(chat, 'messages')).toMatchObject({
+      type: 'array',
+      minItems: 1,
+      items: { $ref: '#/components/schemas/ChatMessage' },
+    });
+    expect(prop(schemas.ChatMessage!, 'role').enum).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'developer',
+      'tool',
+    ]);
+    // `content` may be absent on an assistant message with tool calls (a @ValidateIf): not required.
+    expect(schemas.ChatMessage!.required).toEqual(['role']);
+    expect(prop(schemas.ChatMessage!, 'content').anyOf).toContainEqual({ type: 'null' });
+  });
+
+  it("say the spec's image bounds", () => {
+    expect(prop(image, 'prompt')).toMatchObject({ type: 'string', maxLength: 4000 });
+    expect(prop(image, 'n')).toMatchObject({ type: 'integer', minimum: 1, maximum: 10 });
+    expect(prop(image, 'size').enum).toEqual(['256x256', '512x512', '1024x1024', '1792x1024', '1024x1792']);
+    expect(prop(image, 'response_format').enum).toEqual(['b64_json']);
+    expect(image.required).toEqual(['prompt']);
+  });
+
+  it('document nullable admin limits as such', () => {
+    expect(prop(schemas.CreateKeyRequest!, 'rpm')).toMatchObject({
+      type: ['integer', 'null'],
+      minimum: 1,
+      maximum: 1_000_000_000,
+    });
+    expect(schemas.CreateKeyRequest!.required).toEqual(['name']);
+    expect(schemas.UpdateKeyRequest!.required).toBeUndefined();
+  });
+
+  it('reference every nested class it documents', () => {
+    const refs = JSON.stringify(schemas).match(/#\/components\/schemas\/\w+/g) ?? [];
+    for (const ref of refs) expect(Object.keys(schemas)).toContain(ref.split('/').pop());
+  });
+});
+
+describe('DtoSchemaBuilder', () => {
+  @ValidatorConstraint({ name: 'isOdd' })
+  class IsOddConstraint {
+    validate(value: unknown): boolean {
+      return typeof value === 'number' && value % 2 === 1;
+    }
+  }
+
+  class SampleDto {
+    @IsString()
+    name!: string;
+
+    @IsOptional()
+    @Max(5)
+    @Min(1)
+    @IsInt()
+    level?: number;
+
+    @IsOptional()
+    @IsIn(['a', 'b'])
+    mode?: 'a' | 'b';
+
+    @IsOptional()
+    @Validate(IsOddConstraint)
+    odd?: number;
+  }
+
+  it('reads types, bounds, enums, optionality and custom constraints', () => {
+    const schemas = new DtoSchemaBuilder(
+      new Map([[IsOddConstraint, { type: 'integer', description: 'odd' }]]),
+    )
+      .document(SampleDto, { name: 'Sample', fields: { level: { description: 'How much.' } } })
+      .build();
+    expect(schemas.Sample).toEqual({
+      type: 'object',
+      properties: {
+        name: { type: 'string' },
+        level: { type: 'integer', minimum: 1, maximum: 5, description: 'How much.' },
+        mode: { type: 'string', enum: ['a', 'b'] },
+        odd: { type: 'integer', description: 'odd' },
+      },
+      required: ['name'],
+      additionalProperties: false,
+    });
+  });
+
+  it('refuses a custom constraint without a schema, and a documented field that is not validated', () => {
+    expect(() => new DtoSchemaBuilder(new Map()).document(SampleDto, { name: 'Sample' }).build()).toThrow(
+      'no schema for the constraint IsOddConstraint',
+    );
+    expect(() =>
+      new DtoSchemaBuilder(new Map([[IsOddConstraint, {}]]))
+        .document(SampleDto, { name: 'Sample', fields: { ghost: {} } as never })
+        .build(),
+    ).toThrow('Sample.ghost is documented but not validated');
+  });
+});
