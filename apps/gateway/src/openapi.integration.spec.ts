@@ -4,7 +4,12 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { RouteOptions } from 'fastify';
 import { createGatewayApp, danglingRefs, DOCS_PREFIX, OPENAPI_URL, type OpenApiDocument } from '@mgw/api';
 import { loadGatewayConfig } from '@mgw/config';
-import { ChatCompletionRequestDto, ImageGenerationRequestDto, validateDto } from '@mgw/contracts';
+import {
+  ChatCompletionRequestDto,
+  ImageGenerationRequestDto,
+  StoredCompletionUpdateDto,
+  validateDto,
+} from '@mgw/contracts';
 import { CreateKeyDto, UpdateKeyDto } from '@mgw/access';
 import { createAppLogger } from '@mgw/observability';
 import { OpenApiSchemas } from '../../../test/fixtures/openapi-schemas';
@@ -199,6 +204,7 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
       CreateImageRequest: ImageGenerationRequestDto,
       CreateKeyRequest: CreateKeyDto,
       UpdateKeyRequest: UpdateKeyDto,
+      StoredCompletionUpdateRequest: StoredCompletionUpdateDto,
     };
     let checked = 0;
     for (const operations of Object.values(document.paths)) {

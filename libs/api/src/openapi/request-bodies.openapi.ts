@@ -24,6 +24,7 @@ import {
   ToolCallDto,
   ToolDto,
   ToolLoopMessageDto,
+  StoredCompletionUpdateDto,
 } from '@mgw/contracts';
 import { DtoSchemaBuilder } from './dto-schema.builder';
 import type { SchemaObject } from './json-schema.types';
@@ -284,6 +285,11 @@ export function requestBodySchemas(): DtoSchemaBuilder {
         priority: { default: 'normal', description: 'Queue priority of its jobs.' },
         expires_at: { nullable: true, description: 'Unix seconds, in the future.' },
       },
+    })
+    .document(StoredCompletionUpdateDto, {
+      name: 'StoredCompletionUpdateRequest',
+      description: "A stored completion's new metadata.",
+      fields: { metadata: { nullable: true, description: 'Replaces the metadata; null clears it.' } },
     })
     .document(UpdateKeyDto, {
       name: 'UpdateKeyRequest',

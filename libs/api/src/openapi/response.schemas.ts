@@ -7,13 +7,16 @@ import {
   type UsageTotals,
 } from '@mgw/access';
 import {
+  CHAT_ROLES,
   FINISH_REASONS,
   MODEL_TYPES,
   type ChatCompletion,
   type ChatCompletionChoice,
   type ChatCompletionChunk,
   type ChatCompletionChunkChoice,
+  type ChatCompletionDeleted,
   type ChatCompletionMessage,
+  type ChatCompletionStoreMessage,
   type ChoiceLogprobs,
   type CompletionUsage,
   type ErrorBody,
@@ -282,6 +285,50 @@ const usageReport = objectSchema<UsageReport>('Usage per key, model and UTC day.
   totals: ref('UsageTotals'),
 });
 
+const metadata: SchemaObject = {
+  type: 'object',
+  additionalProperties: { type: 'string', maxLength: 512 },
+  maxProperties: 16,
+  description: 'Up to 16 string pairs (keys ≤ 64 characters, values ≤ 512) set by the caller.',
+};
+const storedCompletion = {
+  allOf: [ref('ChatCompletion'), { type: 'object', properties: { metadata }, required: ['metadata'] }],
+  description: 'A completion kept because its request set `store: true`, with its metadata.',
+} satisfies SchemaObject;
+const storeMessage = objectSchema<ChatCompletionStoreMessage>(
+  "One message of a stored completion's request.",
+  {
+    id: string('`<completion id>-<index of the message in the request>`.'),
+    role: { enum: [...CHAT_ROLES] },
+    content: { type: ['string', 'null'], description: 'The text (text parts joined); null when none.' },
+    name: { type: ['string', 'null'] },
+    content_parts: {
+      type: ['array', 'null'],
+      items: { type: 'object' },
+      description: 'The content parts, when the message was sent as parts.',
+    },
+    tool_calls: { type: 'array', items: ref('ToolCall') },
+    tool_call_id: { type: 'string' },
+  },
+  ['tool_calls', 'tool_call_id'],
+);
+const completionDeleted = objectSchema<ChatCompletionDeleted>('The stored completion is gone.', {
+  id: string('The completion deleted.'),
+  object: { const: 'chat.completion.deleted' },
+  deleted: { const: true },
+});
+const cursorPage = (description: string, item: string): SchemaObject => ({
+  type: 'object',
+  description,
+  properties: {
+    object: { const: 'list' },
+    data: { type: 'array', items: ref(item) },
+    first_id: { type: ['string', 'null'] },
+    last_id: { type: ['string', 'null'], description: 'Pass as `after` for the next page.' },
+    has_more: { type: 'boolean' },
+  },
+  required: ['object', 'data', 'first_id', 'last_id', 'has_more'],
+});
 /** The response schemas, by their name under `components.schemas`. */
 export const RESPONSE_SCHEMAS: Readonly<Record<string, SchemaObject>> = {
   ChatCompletion: completion,
@@ -307,4 +354,12 @@ export const RESPONSE_SCHEMAS: Readonly<Record<string, SchemaObject>> = {
   UsageReport: usageReport,
   UsageRow: usageRow,
   UsageTotals: usageTotals,
+  StoredChatCompletion: storedCompletion,
+  StoredChatCompletionList: cursorPage("A page of the caller's stored completions.", 'StoredChatCompletion'),
+  ChatCompletionStoreMessage: storeMessage,
+  ChatCompletionStoreMessageList: cursorPage(
+    "A page of a stored completion's request messages.",
+    'ChatCompletionStoreMessage',
+  ),
+  ChatCompletionDeleted: completionDeleted,
 };

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
+import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
 import {
   parseStoredCompletionListQuery,
@@ -12,15 +13,53 @@ import {
 import { Auth } from '../auth/auth-policy.decorator';
 import { requirePrincipal } from '../auth/request-principal';
 import { DtoValidationPipe } from '../http/dto-validation.pipe';
+import { ApiErrors, ApiJson, ApiJsonBody } from '../openapi/api-docs.decorators';
 import { StoredCompletions } from './stored-completions.service';
+
+const completionId = ApiParam({
+  name: 'id',
+  description: 'The completion id (`chatcmpl-…`), as the create call returned it.',
+});
+const after = ApiQuery({ name: 'after', required: false, description: 'The last id of the previous page.' });
+const limit = ApiQuery({
+  name: 'limit',
+  required: false,
+  schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+});
+const order = ApiQuery({
+  name: 'order',
+  required: false,
+  schema: { enum: ['asc', 'desc'] },
+  description: 'By creation time; `asc` by default.',
+});
 
 /** OpenAI's stored-completion routes; `POST /v1/chat/completions` itself is `ChatCompletionsController`. */
 @Controller('v1/chat/completions')
 @Auth('required')
+@ApiTags('Stored completions')
+@ApiErrors(400, 401, 503)
 export class StoredCompletionsController {
   constructor(@Inject(StoredCompletions) private readonly stored: StoredCompletions) {}
 
   @Get()
+  @ApiOperation({
+    operationId: 'listChatCompletions',
+    summary: 'List stored chat completions',
+    description: 'The completions this key created with `store: true`, newest retention first by `order`.',
+  })
+  @after
+  @limit
+  @order
+  @ApiQuery({ name: 'model', required: false, description: 'Only completions of this model.' })
+  @ApiQuery({
+    name: 'metadata',
+    required: false,
+    style: 'deepObject',
+    explode: true,
+    schema: { type: 'object', additionalProperties: { type: 'string' } },
+    description: '`metadata[k]=v`: only completions whose metadata has every pair given.',
+  })
+  @ApiJson(200, 'StoredChatCompletionList', 'A page of stored completions.')
   list(
     @Req() request: FastifyRequest,
     @Query() query: Record<string, unknown>,
@@ -29,11 +68,25 @@ export class StoredCompletionsController {
   }
 
   @Get(':id')
+  @ApiOperation({ operationId: 'retrieveChatCompletion', summary: 'Retrieve a stored chat completion' })
+  @completionId
+  @ApiJson(200, 'StoredChatCompletion', 'The stored completion.')
+  @ApiErrors(404)
   retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<StoredChatCompletion> {
     return this.stored.retrieve(requirePrincipal(request), id);
   }
 
   @Get(':id/messages')
+  @ApiOperation({
+    operationId: 'listChatCompletionMessages',
+    summary: "List a stored chat completion's request messages",
+  })
+  @completionId
+  @after
+  @limit
+  @order
+  @ApiJson(200, 'ChatCompletionStoreMessageList', 'A page of the messages.')
+  @ApiErrors(404)
   messages(
     @Req() request: FastifyRequest,
     @Param('id') id: string,
@@ -44,6 +97,17 @@ export class StoredCompletionsController {
 
   @Post(':id')
   @HttpCode(200)
+  @ApiOperation({
+    operationId: 'updateChatCompletion',
+    summary: "Update a stored chat completion's metadata",
+    description: 'The metadata given replaces the old; `null` clears it.',
+  })
+  @completionId
+  @ApiJsonBody('StoredCompletionUpdateRequest', {
+    tag: { summary: 'Tag a completion', value: { metadata: { reviewed: 'yes' } } },
+  })
+  @ApiJson(200, 'StoredChatCompletion', 'The completion with its new metadata.')
+  @ApiErrors(404, 413, 415)
   update(
     @Req() request: FastifyRequest,
     @Param('id') id: string,
@@ -53,6 +117,10 @@ export class StoredCompletionsController {
   }
 
   @Delete(':id')
+  @ApiOperation({ operationId: 'deleteChatCompletion', summary: 'Delete a stored chat completion' })
+  @completionId
+  @ApiJson(200, 'ChatCompletionDeleted', 'The completion is deleted.')
+  @ApiErrors(404)
   delete(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ChatCompletionDeleted> {
     return this.stored.delete(requirePrincipal(request), id);
   }
