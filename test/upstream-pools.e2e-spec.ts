@@ -259,14 +259,18 @@ describe('upstream pools', () => {
         const { samples } = await scrape(`http://127.0.0.1:${metricsPort}/metrics`);
         const up = (upstream: string) =>
           valueOf(samples, 'worker_upstream_up', { model: 'pool-chat', upstream });
-        return up('a') === 0 && up('b') === 0;
+        // c, killed in the test before, must be back (probed) by now: the request below needs it.
+        return up('a') === 0 && up('b') === 0 && up('c') === 1;
       },
       20_000,
     );
     let hold!: () => void;
     const held = new Promise<void>((resolve) => (hold = resolve));
-    const arrived = fakes[2]!.nextRequest();
+    // Arrival as the chat handler sees it: a probe (`GET /v1/models`) is no request.
+    let arrive!: () => void;
+    const arrived = new Promise<void>((resolve) => (arrive = resolve));
     fakes[2]!.handle(CHAT, async (_request, res) => {
+      arrive();
       startStream(res);
       await held;
       res.destroy();
@@ -276,8 +280,9 @@ describe('upstream pools', () => {
     // Kill the workers without a goodbye: the slot is given back only by the expiry of its lease.
     const slots = `${stack.namespace}:upstream-slots:pool-chat:c`;
     const [lease, expiry] = await waitFor('the lease on the slot of upstream c', async () => {
-      const held = await stack.redis.zrange(slots, 0, -1, 'WITHSCORES');
-      return held.length === 2 && held;
+      // Live leases only: an expired one stays in the set until the next reservation sweeps it.
+      const live = await stack.redis.zrangebyscore(slots, Date.now(), '+inf', 'WITHSCORES');
+      return live.length === 2 && live;
     });
     for (const label of ['chat-worker', 'chat-worker:2'] as const)
       stack.processes.get(label)!.kill('SIGKILL');
@@ -288,8 +293,12 @@ describe('upstream pools', () => {
     expect(Number(expiry)).toBeLessThanOrEqual(killedAt + 3000 + 100);
     hold();
     // A new worker re-runs the job (it stalled before any output) once it can take the slot again.
-    fakes[2]!.handle(CHAT, (_request, res) => streamWords(res, 2, 10));
-    const next = fakes[2]!.nextRequest();
+    let again!: () => void;
+    const next = new Promise<void>((resolve) => (again = resolve));
+    fakes[2]!.handle(CHAT, (_request, res) => {
+      again();
+      return streamWords(res, 2, 10);
+    });
     stack.spawnExtra('chat-worker:3', { WORKER_CONCURRENCY: '8' });
     await within(next, 25_000, 'the job on upstream c again');
     expect(Date.now()).toBeGreaterThanOrEqual(Number(expiry) - 50);
