@@ -1,9 +1,10 @@
 // Compiles every app and lib in one pass, then rewrites the @mgw/* path aliases into relative requires,
-// so `node dist/apps/<app>/src/main.js` runs without a loader.
+// so `node dist/apps/<app>/src/main.js` runs without a loader; then bundles the web console (dist/console/).
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildConsole } from './build-console.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = (name) => join(root, 'node_modules', '.bin', name);
@@ -14,5 +15,11 @@ for (const [cmd, args] of [
 ]) {
   const result = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
+}
+try {
+  await buildConsole(root);
+} catch (error) {
+  console.error(`console build failed: ${error.message}`);
+  process.exit(1);
 }
 writeFileSync(join(root, 'dist', '.build-stamp'), new Date().toISOString());

@@ -37,6 +37,7 @@ const TYPES: Record<string, string> = {
   [GATEWAY_METRICS.clientDisconnects]: 'counter',
   [GATEWAY_METRICS.rejectedRequests]: 'counter',
   [GATEWAY_METRICS.overhead]: 'histogram',
+  [GATEWAY_METRICS.fallbacks]: 'counter',
   [WORKER_METRICS.jobs]: 'counter',
   [WORKER_METRICS.jobDuration]: 'histogram',
   [WORKER_METRICS.tokens]: 'counter',

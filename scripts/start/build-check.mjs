@@ -2,7 +2,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
-const isSourceFile = (name) => name.endsWith('.ts') && !name.endsWith('.spec.ts');
+// The console's sources (TSX, CSS, its index.html) are build inputs too.
+const isSourceFile = (name) => /\.(ts|tsx|css|html)$/.test(name) && !name.endsWith('.spec.ts');
 const isConfigFile = (name) => name === 'package.json' || /^tsconfig.*\.json$/.test(name);
 
 async function mtimeMs(path) {
@@ -41,6 +42,8 @@ export async function needsBuild(root, apps) {
   if (stampMs === null) return 'no build yet';
   const entries = await Promise.all(apps.map((app) => mtimeMs(resolve(root, app.entry))));
   if (entries.includes(null)) return 'an app entry point is missing from dist/';
+  if ((await mtimeMs(join(root, 'dist', 'console', 'index.html'))) === null)
+    return 'the console is not built yet';
   const rootFiles = (await readdir(root)).filter(isConfigFile);
   const rootChanged = (await Promise.all(rootFiles.map((f) => mtimeMs(join(root, f))))).some(
     (ms) => ms > stampMs,

@@ -2,18 +2,22 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { GatewayConfig } from '@mgw/config';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
-import { RegistryClient } from '@mgw/registry';
+import { ModelDirectory, RegistryClient } from '@mgw/registry';
 import { accessProviders } from './access/access.providers';
 import { AdmissionService } from './access/admission.service';
 import { KeyInvalidationListener } from './access/key-invalidation.listener';
 import { AdminKeysController } from './admin/admin-keys.controller';
+import { AdminModelsController } from './admin/admin-models.controller';
+import { ModelStatusReader } from './admin/model-status.reader';
 import { AdminUsageController } from './admin/admin-usage.controller';
 import { GatewayMetrics } from '@mgw/observability';
 import { RequestAuthenticator } from './auth/request.authenticator';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
 import { OpenAiExceptionFilter } from './errors/openai-exception.filter';
+import { RedisConnections } from './connections/redis-connections.provider';
 import { ConnectionsModule } from './connections/connections.module';
+import { ConsoleAssets } from './console/console.assets';
 import { HealthController } from './health/health.controller';
 import { MetricsController } from './health/metrics.controller';
 import { ImageGenerationService } from './images/image-generation.service';
@@ -46,6 +50,7 @@ export class ApiModule {
         HealthController,
         AdminKeysController,
         AdminUsageController,
+        AdminModelsController,
         MetricsController,
       ],
       providers: [
@@ -68,6 +73,13 @@ export class ApiModule {
         StoredCompletionStore,
         StoredCompletions,
         ImageGenerationService,
+        {
+          provide: ModelStatusReader,
+          useFactory: (redis: RedisConnections, directory: ModelDirectory) =>
+            new ModelStatusReader(redis.commands, config.namespace, directory),
+          inject: [RedisConnections, ModelDirectory],
+        },
+        ConsoleAssets,
       ],
     };
   }

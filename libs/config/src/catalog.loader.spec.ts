@@ -214,6 +214,57 @@ describe('contextTokens', () => {
   });
 });
 
+describe('fallbacks', () => {
+  const small = { ...chat, id: 'small-chat' };
+  const tiny = { ...chat, id: 'tiny-chat' };
+
+  it('are carried through in order when set, and absent otherwise', () => {
+    const models = parseCatalog(
+      catalog({ ...chat, fallbacks: ['small-chat', 'tiny-chat'] }, small, tiny, image),
+      PATH,
+    ).models;
+    expect(models[0]!.fallbacks).toEqual(['small-chat', 'tiny-chat']);
+    expect(models[1]).not.toHaveProperty('fallbacks');
+  });
+
+  it('may name each other: only the requested model’s own list is tried, so no loop exists', () => {
+    const models = parseCatalog(
+      catalog({ ...chat, fallbacks: ['small-chat'] }, { ...small, fallbacks: ['sim-chat'] }),
+      PATH,
+    ).models;
+    expect(models.map((m) => m.fallbacks)).toEqual([['small-chat'], ['sim-chat']]);
+  });
+
+  it('refuses a fallback that is not in the catalog, naming the model and the field', () => {
+    expect(problemsOf(catalog({ ...chat, fallbacks: ['nowhere'] })).problems).toEqual([
+      `catalog ${PATH}: models[0] (model "sim-chat"): fallbacks[0] names "nowhere", which is not a model of the catalog`,
+    ]);
+  });
+
+  it('refuses a fallback of another type', () => {
+    expect(problemsOf(catalog({ ...chat, fallbacks: ['sim-image'] }, image)).problems).toEqual([
+      `catalog ${PATH}: models[0] (model "sim-chat"): fallbacks[0] names "sim-image", a image model: a chat model falls back to chat models only`,
+    ]);
+  });
+
+  it('refuses the model itself and a repeated fallback', () => {
+    expect(
+      problemsOf(catalog({ ...chat, fallbacks: ['small-chat', 'sim-chat', 'small-chat'] }, small)).problems,
+    ).toEqual([
+      `catalog ${PATH}: models[0] (model "sim-chat"): fallbacks[2] names "small-chat" a second time`,
+      `catalog ${PATH}: models[0] (model "sim-chat"): fallbacks[1] names the model itself`,
+    ]);
+  });
+
+  it.each([['small-chat'], [null], [{}], [['']], [[3]], [Array.from({ length: 9 }, (_, i) => `m${i}`)]])(
+    'refuses the shape %p, naming the model and the field',
+    (value) => {
+      const message = problemsOf(catalog({ ...chat, fallbacks: value }, small)).message;
+      expect(message).toContain('(model "sim-chat"): fallbacks');
+    },
+  );
+});
+
 describe('loadCatalog', () => {
   let dir: string;
 

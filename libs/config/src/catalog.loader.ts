@@ -41,6 +41,12 @@ export interface CatalogModel {
    * queued, and the worker refuses one whose exact count does not fit. Absent: not checked.
    */
   contextTokens?: number;
+  /**
+   * Models that serve this model's requests, in order, when it cannot (no live worker, a full queue, a job
+   * that failed before any output). Each is a different model of the same type. Not transitive: only the
+   * requested model's own list is tried. Absent: none.
+   */
+  fallbacks?: string[];
 }
 
 export interface Catalog {
@@ -58,7 +64,10 @@ const MODEL_FIELDS = [
   'scaleToZero',
   'maxQueueDepth',
   'contextTokens',
+  'fallbacks',
 ];
+/** More than any sensible chain; each one may cost a registry lookup and an attempt. */
+export const MAX_FALLBACKS = 8;
 /** Larger than any model's context today, small enough that every count stays exact. */
 export const MAX_CONTEXT_TOKENS = 100_000_000;
 const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/;
@@ -98,7 +107,49 @@ function readModel(
   if (entry.contextTokens !== undefined) {
     model.contextTokens = read.optionalInt(entry, 'contextTokens', { min: 1, max: MAX_CONTEXT_TOKENS }, 1);
   }
+  if (entry.fallbacks !== undefined) model.fallbacks = readFallbacks(entry.fallbacks, name, read);
   return model;
+}
+
+/** The list's shape; what its ids name is checked once every model is read (`checkFallbacks`). */
+function readFallbacks(value: unknown, name: string, read: RecordReader): string[] {
+  if (!Array.isArray(value) || value.length > MAX_FALLBACKS) {
+    read.report(`${name}: fallbacks must be an array of at most ${MAX_FALLBACKS} model ids`);
+    return [];
+  }
+  const ids: string[] = [];
+  value.forEach((id: unknown, index) => {
+    if (typeof id !== 'string' || id === '') {
+      read.report(`${name}: fallbacks[${index}] must be a model id (a non-empty string)`);
+    } else if (ids.includes(id)) {
+      read.report(`${name}: fallbacks[${index}] names "${id}" a second time`);
+    } else {
+      ids.push(id);
+    }
+  });
+  return ids;
+}
+
+/**
+ * Every fallback names another declared model of the same type. Fallbacks are not followed transitively
+ * (a request tries only its own model's list), so lists that name each other form no loop to refuse.
+ */
+function checkFallbacks(models: readonly CatalogModel[], names: readonly string[], read: RecordReader): void {
+  const byId = new Map(models.map((model) => [model.id, model]));
+  models.forEach((model, index) => {
+    model.fallbacks?.forEach((id, position) => {
+      const field = `${names[index]}: fallbacks[${position}]`;
+      const target = byId.get(id);
+      if (id === model.id) read.report(`${field} names the model itself`);
+      else if (target === undefined)
+        read.report(`${field} names "${id}", which is not a model of the catalog`);
+      else if (target.kind !== model.kind) {
+        read.report(
+          `${field} names "${id}", a ${target.kind} model: a ${model.kind} model falls back to ${model.kind} models only`,
+        );
+      }
+    });
+  });
 }
 
 function readScaleToZero(value: unknown, name: string, problems: ProblemCollector): ScaleToZeroSpec {
@@ -141,6 +192,7 @@ export function parseCatalog(text: string, path: string): Catalog {
   const loadedAt = Math.floor(Date.now() / 1000);
   const seen = new Set<string>();
   const models: CatalogModel[] = [];
+  const names: string[] = [];
   entries.forEach((entry, index) => {
     if (!isFieldRecord(entry)) {
       read.report(`models[${index}] must be an object`);
@@ -151,7 +203,9 @@ export function parseCatalog(text: string, path: string): Catalog {
     if (model.id !== '' && seen.has(model.id)) read.report(`model "${model.id}" is declared twice`);
     seen.add(model.id);
     models.push(model);
+    names.push(`models[${index}]${named}`);
   });
+  checkFallbacks(models, names, read);
   problems.throwIfAny((all) => new ConfigError(all));
   return { path, models };
 }

@@ -41,7 +41,7 @@ interface Run {
 }
 
 /** Runs one job through the processor with a runner that hands it a recording writer. */
-function run(events: ChatInferenceEvent[], failAfter?: Error): Run {
+function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJobData = data): Run {
   const sent: OutgoingReply[] = [];
   const reported: Run['reported'] = [];
   const backend: ChatBackend = {
@@ -60,7 +60,7 @@ function run(events: ChatInferenceEvent[], failAfter?: Error): Run {
     ) => {
       const writer = { send: (message: OutgoingReply) => Promise.resolve(void sent.push(message)) };
       await execute({
-        data,
+        data: jobData,
         signal: new AbortController().signal,
         writer,
       } as unknown as JobContext<ChatJobData>);
@@ -194,5 +194,34 @@ describe('ChatJobProcessor event forwarding', () => {
     // 2 tokens with logprobs + 1 delta + 1 tool name + 2 argument fragments
     expect(reported[0]!.completionTokens).toBe(6);
     expect(reported[0]!.promptTokens).toBeGreaterThan(0);
+  });
+
+  describe('a job whose gateway has a fallback model for it (hasFallback)', () => {
+    const withFallback = { ...data, hasFallback: true } as ChatJobData;
+
+    it('records no usage when it fails before any output: the model that serves records the request', async () => {
+      const failure = GatewayError.workerFailed('upstream 500');
+      const { sent, reported, outcome } = run(
+        [{ type: 'delta', choice: 0, text: '' }],
+        failure,
+        withFallback,
+      );
+      await expect(outcome).rejects.toBe(failure);
+      expect([sent, reported]).toEqual([[], []]);
+    });
+
+    it('still records what it sent when it fails after output (no fallback can hide that)', async () => {
+      const failure = new Error('backend died');
+      const { reported, outcome } = run([{ type: 'delta', choice: 0, text: 'Hel' }], failure, withFallback);
+      await expect(outcome).rejects.toBe(failure);
+      expect(reported).toEqual([{ promptTokens: expect.any(Number), completionTokens: 1, images: 0 }]);
+    });
+
+    it('records a failure before output as before when there is no fallback', async () => {
+      const failure = new Error('backend died');
+      const { reported, outcome } = run([], failure);
+      await expect(outcome).rejects.toBe(failure);
+      expect(reported).toEqual([{ promptTokens: expect.any(Number), completionTokens: 0, images: 0 }]);
+    });
   });
 });

@@ -9,6 +9,7 @@ import {
 import { toChatInferenceRequest, type ChatBackend, type SlotLease } from '@mgw/inference';
 import { estimatePromptTokens } from '@mgw/access';
 import type { JobOutcome, JobRunner } from './job-runner';
+import { failedBeforeOutputWithFallback } from './usage.reporter';
 import type { UsageReporter } from './usage.reporter';
 
 /**
@@ -84,6 +85,9 @@ export class ChatJobProcessor {
         }
         signal.throwIfAborted();
       } catch (error) {
+        // A failure before any output that the gateway answers by a fallback model is not this model's to
+        // count: the serving model records the request (same request id, counted once).
+        if (failedBeforeOutputWithFallback(data, signal, produced)) throw error;
         // Stopped early (client gone, deadline, backend failure): what was generated still counts. Without
         // the backend's final count, what was sent is counted as above and the prompt is estimated.
         await this.usage.report(data, {

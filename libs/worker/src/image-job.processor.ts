@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { ImageJobData, imageResultKeyFor } from '@mgw/contracts';
 import { toImageInferenceRequest, type ImageBackend, type SlotLease } from '@mgw/inference';
 import type { JobOutcome, JobRunner } from './job-runner';
-import type { UsageReporter } from './usage.reporter';
+import { failedBeforeOutputWithFallback, type UsageReporter } from './usage.reporter';
 
 /**
  * Runs image jobs of one model. Each PNG is stored under a short-lived key and referenced from the
@@ -36,6 +36,7 @@ export class ImageJobProcessor {
         signal.throwIfAborted();
         if (count !== request.n) throw new Error(`the backend produced ${count} of ${request.n} images`);
       } catch (error) {
+        if (failedBeforeOutputWithFallback(data, signal, count)) throw error; // see ChatJobProcessor
         await this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count });
         throw error;
       }

@@ -22,3 +22,16 @@ export class UsageReporter {
     }
   }
 }
+
+/**
+ * A job that failed on its own (not stopped: no client gone, no deadline) before sending anything, whose
+ * gateway then serves the request by a fallback model (`hasFallback`): its usage is not recorded, since
+ * the model that serves the request records it under the same request id, which counts once.
+ */
+export function failedBeforeOutputWithFallback(
+  data: { hasFallback?: boolean },
+  signal: AbortSignal,
+  sent: number,
+): boolean {
+  return data.hasFallback === true && sent === 0 && !signal.aborted;
+}

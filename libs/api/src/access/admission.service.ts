@@ -81,17 +81,65 @@ export class AdmissionService implements OnApplicationShutdown {
     tokenEstimate: number,
     reply: FastifyReply,
   ): Promise<Admission> {
-    const queue = this.producer.queueFor(kind, model.id);
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
-    let decision: AdmissionDecision;
+    const decision = await this.decide(
+      // Image requests use no tokens, so a key's token budget never holds them back.
+      kind === 'chat' ? principal : { ...principal, tpm: null },
+      kind,
+      model,
+      requestId,
+      principal.tpm === null ? 0 : tokenEstimate,
+      maxQueueDepth,
+    );
+    const headers = rateLimitHeaders(decision.state);
+    if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
+    for (const [name, value] of Object.entries(headers)) reply.raw.setHeader(name, value);
+    return this.hold(decision.ticket, principal, reply);
+  }
+
+  /**
+   * Admits the job of a fallback model after the request's own job failed: the request keeps its admission
+   * (one concurrency slot, one request, one token reservation, all held until its response is over), so
+   * only the fallback's queue bound is checked here. Throws `503 overloaded` when that queue is full.
+   */
+  async admitFallback(
+    principal: Principal,
+    kind: ModelKind,
+    model: ModelEntry,
+    requestId: string,
+    reply: FastifyReply,
+  ): Promise<Admission> {
+    const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
+    const decision = await this.decide(
+      { ...principal, rpm: null, tpm: null, maxConcurrent: null },
+      kind,
+      model,
+      // Its own ticket name: a rollback (the enqueue failed) takes back the reservation filed under its request
+      // id, and the request's token reservation must stay for the job that serves it.
+      `${requestId}-fallback`,
+      0,
+      maxQueueDepth,
+    );
+    if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, 0, {});
+    return this.hold(decision.ticket, principal, reply);
+  }
+
+  private async decide(
+    principal: Principal,
+    kind: ModelKind,
+    model: ModelEntry,
+    requestId: string,
+    tokenEstimate: number,
+    maxQueueDepth: number,
+  ): Promise<AdmissionDecision> {
+    const queue = this.producer.queueFor(kind, model.id);
     try {
-      decision = await this.limiter.admit({
-        // Image requests use no tokens, so a key's token budget never holds them back.
-        principal: kind === 'chat' ? principal : { ...principal, tpm: null },
+      return await this.limiter.admit({
+        principal,
         kind,
         model: model.id,
         requestId,
-        tokenEstimate: principal.tpm === null ? 0 : tokenEstimate,
+        tokenEstimate,
         maxQueueDepth,
         queue: { wait: queue.toKey('wait'), prioritized: queue.toKey('prioritized') },
       });
@@ -99,11 +147,11 @@ export class AdmissionService implements OnApplicationShutdown {
       this.logger.warn({ msg: `request ${requestId}: admission failed: ${String(error)}`, requestId });
       throw GatewayError.serviceUnavailable('The rate limiter is not reachable. Try again shortly.');
     }
-    const headers = rateLimitHeaders(decision.state);
-    if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
-    for (const [name, value] of Object.entries(headers)) reply.raw.setHeader(name, value);
-    const hold = new AdmissionHold(decision.ticket, this.limiter, this.leases, (work, what) =>
-      this.quietly(work, decision.ticket, what),
+  }
+
+  private hold(ticket: Ticket, principal: Principal, reply: FastifyReply): Admission {
+    const hold = new AdmissionHold(ticket, this.limiter, this.leases, (work, what) =>
+      this.quietly(work, ticket, what),
     );
     // The one ending of the hold that the request's own lifecycle drives: its response is over, which covers
     // an answer, an error and a client that left. A client may leave while the admission runs: its 'close'

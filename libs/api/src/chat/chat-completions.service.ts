@@ -45,12 +45,12 @@ export class ChatCompletionsService {
       },
       reply,
     );
-    const model = admitted.model.id;
+    // Each model's job gets its own serializer: `model` names the one that serves (a fallback's, if so).
     const created = Math.floor(admitted.job.enqueuedAt / 1000);
     const storing: StoreRequest | null =
       body.store === true ? { principal, createdMs: admitted.job.enqueuedAt, request: body } : null;
     if (body.stream === true) {
-      await this.pipeline.stream(admitted, (sse) => {
+      await this.pipeline.stream(admitted, (sse, model) => {
         const chunks = new ChatChunkSerializer(requestId, model, created);
         const sink: ReplySink = {
           onDelta: (choice, content, logprobs) => {
@@ -76,7 +76,7 @@ export class ChatCompletionsService {
     }
     await this.pipeline.respond<'chat', ChatCompletion>(
       admitted,
-      (answer) => {
+      (answer, model) => {
         const assembler = new CompletionAssembler(requestId, model, created);
         let whole = true;
         const tooLarge = (): void => {

@@ -104,6 +104,8 @@ export class InflightRequest implements ReplyHandler {
   /** Whether the client has been sent anything from the job; after that a re-run cannot be hidden. */
   private outputSent = false;
   private startTimer: NodeJS.Timeout | undefined;
+  /** How it ended, once it has. */
+  private ending: Ending | null = null;
   /** Who waits for the end (`whenEnded`); allocated only when someone does. */
   private endWaiters: Array<() => void> | null = null;
 
@@ -120,6 +122,11 @@ export class InflightRequest implements ReplyHandler {
     return this.phase === 'stopping' || this.phase === 'ended';
   }
 
+  /** How it ended (`job_finished`, a stop reason…), or null while it has not. */
+  get endedBy(): Ending | null {
+    return this.ending;
+  }
+
   /** Resolves once the request has ended, however it ended (at once if it has). */
   whenEnded(): Promise<void> {
     if (this.phase === 'ended') return Promise.resolve();
@@ -129,11 +136,17 @@ export class InflightRequest implements ReplyHandler {
   /**
    * Registers for replies before the job exists, so not even the first message can be missed.
    * `startWithinMs` bounds the wait for a worker to take the job: set for a scale-to-zero model that has
-   * no live worker yet, whose queue makes an autoscaler start one.
+   * no live worker yet, whose queue makes an autoscaler start one. `remainingMs` is what is left of the
+   * request's `deadlineMs` (less than all of it for a fallback's job, started after its model's failed).
    */
-  async enqueue(data: JobDataOf<ModelKind>, deadlineMs: number, startWithinMs?: number): Promise<void> {
+  async enqueue(
+    data: JobDataOf<ModelKind>,
+    deadlineMs: number,
+    startWithinMs?: number,
+    remainingMs = deadlineMs,
+  ): Promise<void> {
     this.deps.router.register(this.requestId, this);
-    this.deadlineTimer = setTimeout(() => this.onDeadline(deadlineMs), deadlineMs);
+    this.deadlineTimer = setTimeout(() => this.onDeadline(deadlineMs), remainingMs);
     try {
       await this.deps.producer.enqueue(this.kind, data);
     } catch (error) {
@@ -142,7 +155,7 @@ export class InflightRequest implements ReplyHandler {
       this.deps.logger.warn?.(`request ${this.requestId}: enqueue failed: ${String(error)}`);
       throw GatewayError.serviceUnavailable('The job queue is not reachable. Try again shortly.');
     }
-    if (startWithinMs !== undefined && startWithinMs < deadlineMs && this.phase === 'queued') {
+    if (startWithinMs !== undefined && startWithinMs < remainingMs && this.phase === 'queued') {
       this.startTimer = setTimeout(() => this.onNoWorkerStarted(startWithinMs), startWithinMs);
     }
     this.deps.observer?.enqueued();
@@ -305,6 +318,7 @@ export class InflightRequest implements ReplyHandler {
   /** The one way out: from any phase but `ended`, exactly once. */
   private end(ending: Ending, jobSucceeded = false): void {
     this.phase = 'ended';
+    this.ending = ending;
     this.workerId = null;
     clearTimeout(this.deadlineTimer);
     clearTimeout(this.startTimer);

@@ -109,4 +109,17 @@ describe('InflightRequests', () => {
     expect(cancels).toEqual([['w1', { requestId: 'req-running-1', reason: 'gateway_shutdown' }]]);
     expect(handlers.size).toBe(0);
   });
+
+  it('counts a request between two attempts as open: settled waits for its switch to be over', async () => {
+    const over = inflight.switchStarted();
+    expect(inflight.size).toBe(1);
+    let drained = false;
+    const settled = inflight.settled(5000).then((idle) => (drained = idle));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(drained).toBe(false);
+    over();
+    over(); // counts once
+    await settled;
+    expect([drained, inflight.size]).toEqual([true, 0]);
+  });
 });

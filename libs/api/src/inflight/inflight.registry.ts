@@ -21,6 +21,8 @@ import { InflightRequest, type ReplySink } from './inflight-request';
 export class InflightRequests implements OnApplicationShutdown {
   private readonly logger = new Logger('Inflight');
   private readonly live = new Set<InflightRequest>();
+  /** Requests between two attempts: their model's job failed and a fallback's is being set up. */
+  private switching = 0;
   private onIdle: (() => void) | null = null;
   private readonly leaseTimer: NodeJS.Timeout;
 
@@ -71,7 +73,7 @@ export class InflightRequests implements OnApplicationShutdown {
           ended: (ok) => {
             timing.ended(ok);
             this.live.delete(request);
-            if (this.live.size === 0) this.onIdle?.();
+            if (this.size === 0) this.onIdle?.();
           },
         },
       },
@@ -93,12 +95,28 @@ export class InflightRequests implements OnApplicationShutdown {
   }
 
   get size(): number {
-    return this.live.size;
+    return this.live.size + this.switching;
+  }
+
+  /**
+   * A request is between two attempts (see `RequestAttempts`): no job of it is in flight, yet it is open, so
+   * a drain waits for it. Returns the call that says the switch is over (a new job is in flight, or the
+   * request ended); it counts once.
+   */
+  switchStarted(): () => void {
+    this.switching++;
+    let over = false;
+    return () => {
+      if (over) return;
+      over = true;
+      this.switching--;
+      if (this.size === 0) this.onIdle?.();
+    };
   }
 
   /** Resolves true once no request is open, or false after `timeoutMs`. */
   async settled(timeoutMs: number): Promise<boolean> {
-    if (this.live.size === 0) return true;
+    if (this.size === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     try {
       return await new Promise<boolean>((resolve) => {

@@ -11,6 +11,15 @@ export interface ResolvedModel {
 }
 
 /**
+ * A resolution that did not give a model to queue for. `declared` is the model when it exists, is of the
+ * right kind and the key may use it, but has no live worker now: its fallbacks may serve instead.
+ */
+export interface Unresolved {
+  error: GatewayError;
+  declared: ModelEntry | null;
+}
+
+/**
  * Turns a requested model id into a model of the right kind that can take the request, or the matching
  * 404/400/503. A declared model without live workers is refused at once, unless the catalog declares it
  * `scaleToZero`: then the request is queued and waits (bounded) for an autoscaler to start a worker.
@@ -20,15 +29,28 @@ export class ModelResolver {
   constructor(@Inject(ModelDirectory) private readonly models: ModelDirectory) {}
 
   async resolve(id: string, kind: ModelKind, principal: Principal | null = null): Promise<ResolvedModel> {
+    const resolution = await this.attempt(id, kind, principal);
+    if ('error' in resolution) throw resolution.error;
+    return resolution;
+  }
+
+  /** As `resolve`, but a refusal is returned, with the declared model when it only lacks a live worker. */
+  async attempt(
+    id: string,
+    kind: ModelKind,
+    principal: Principal | null = null,
+  ): Promise<ResolvedModel | Unresolved> {
     // A key scoped away from a model is told the same as for a model that does not exist.
-    if (!allowsModel(principal, id)) throw GatewayError.modelNotFound(id);
+    if (!allowsModel(principal, id)) return { error: GatewayError.modelNotFound(id), declared: null };
     const lookup = await this.models.lookup(id);
-    if (lookup.state === 'unknown') throw GatewayError.modelNotFound(id);
+    if (lookup.state === 'unknown') return { error: GatewayError.modelNotFound(id), declared: null };
     const expected = modelTypeOf(kind);
-    if (lookup.model.type !== expected) throw GatewayError.wrongModelType(id, expected, lookup.model.type);
+    if (lookup.model.type !== expected) {
+      return { error: GatewayError.wrongModelType(id, expected, lookup.model.type), declared: null };
+    }
     if (lookup.state === 'live') return { model: lookup.model };
     const scaleToZero = lookup.model.scaleToZero;
-    if (!scaleToZero) throw GatewayError.modelUnavailable(id);
+    if (!scaleToZero) return { error: GatewayError.modelUnavailable(id), declared: lookup.model };
     return { model: lookup.model, startWithinMs: scaleToZero.maxWaitMs };
   }
 }

@@ -1,7 +1,7 @@
 import { Controller, Get, Inject, Param, Req } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { allowsModel } from '@mgw/access';
+import { allowsModel, type Principal } from '@mgw/access';
 import {
   capabilitiesOf,
   CHAT_MODEL_TYPE,
@@ -16,6 +16,7 @@ import { principalOf } from '../auth/request-principal';
 import { ApiErrors, ApiJson } from '../openapi/api-docs.decorators';
 import { MODEL_LIST_EXAMPLE } from '../openapi/examples';
 import { ModelDirectory } from '@mgw/registry';
+import { fallbacksFor } from '../pipeline/fallback.policy';
 
 function isServable(entry: ModelEntry): boolean {
   return entry.liveWorkers > 0 || entry.scaleToZero !== undefined;
@@ -36,8 +37,8 @@ function toModelObject(entry: ModelEntry): ModelObject {
 }
 
 /**
- * Models that can take a request now — those with a live worker, and scale-to-zero models (queued until one
- * starts) — except those the caller's key may not use.
+ * Models that can take a request now — those with a live worker, scale-to-zero models (queued until one
+ * starts), and those a fallback the key may use serves meanwhile — except those the key may not use.
  */
 @Controller('v1/models')
 @Auth('models')
@@ -57,9 +58,17 @@ export class ModelsController {
   async list(@Req() request: FastifyRequest): Promise<ModelList> {
     const principal = principalOf(request);
     const models = await this.models.listModels();
+    const byId = new Map(models.map((model) => [model.id, model]));
+    const servedByFallback = (entry: ModelEntry) =>
+      fallbacksFor(entry, principal).some((id) => {
+        const fallback = byId.get(id);
+        return fallback !== undefined && isServable(fallback);
+      });
     return {
       object: 'list',
-      data: models.filter((m) => isServable(m) && allowsModel(principal, m.id)).map(toModelObject),
+      data: models
+        .filter((m) => allowsModel(principal, m.id) && (isServable(m) || servedByFallback(m)))
+        .map(toModelObject),
     };
   }
 
@@ -69,9 +78,22 @@ export class ModelsController {
   @ApiJson(200, 'Model', 'The model.', MODEL_LIST_EXAMPLE.data[0])
   @ApiErrors(401, 404, 503)
   async retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ModelObject> {
-    if (!allowsModel(principalOf(request), id)) throw GatewayError.modelNotFound(id);
+    const principal = principalOf(request);
+    if (!allowsModel(principal, id)) throw GatewayError.modelNotFound(id);
     const lookup = await this.models.lookup(id);
-    if (lookup.state === 'unknown' || !isServable(lookup.model)) throw GatewayError.modelNotFound(id);
+    if (lookup.state === 'unknown') throw GatewayError.modelNotFound(id);
+    if (!isServable(lookup.model) && !(await this.servedByFallback(lookup.model, principal))) {
+      throw GatewayError.modelNotFound(id);
+    }
     return toModelObject(lookup.model);
+  }
+
+  /** Whether a fallback the key may use takes the model's requests now (see Fallbacks in the README). */
+  private async servedByFallback(entry: ModelEntry, principal: Principal | null): Promise<boolean> {
+    for (const id of fallbacksFor(entry, principal)) {
+      const lookup = await this.models.lookup(id);
+      if (lookup.state !== 'unknown' && isServable(lookup.model)) return true;
+    }
+    return false;
   }
 }

@@ -31,6 +31,7 @@ import {
   type TokenLogprob,
   type TopLogprob,
 } from '@mgw/contracts';
+import type { ModelStatus, ModelStatusList } from '../admin/model-status.types';
 import type { SchemaObject } from './json-schema.types';
 
 /** Keys of T that may be absent. */
@@ -285,6 +286,28 @@ const usageReport = objectSchema<UsageReport>('Usage per key, model and UTC day.
   totals: ref('UsageTotals'),
 });
 
+const modelStatus = objectSchema<ModelStatus>('One model: its workers, its queue and its last minute.', {
+  id: string('The model.'),
+  type: { enum: [...MODEL_TYPES] },
+  workers: integer('Live workers serving it (registry heartbeats).'),
+  concurrency: integer('Jobs the live workers run at once, summed over them.'),
+  scale_to_zero: { type: 'boolean', description: 'Declared `scaleToZero` in the catalog.' },
+  max_queue_depth: nullableInteger("The catalog's bound on waiting jobs; null: DEFAULT_MAX_QUEUE_DEPTH."),
+  waiting: integer('Jobs waiting in its queue: the queue depth.'),
+  active: integer('Jobs a worker runs now: in flight.'),
+  delayed: integer('Jobs scheduled for later.'),
+  oldest_waiting_age_s: { type: 'number', description: 'Age of the oldest waiting job, seconds; 0: none.' },
+  finished_last_minute: integer('Jobs that ended in the last 60 s, whatever their outcome.'),
+  failed_last_minute: integer('Jobs that failed in the last 60 s.'),
+  error_rate: { type: ['number', 'null'], description: 'failed / finished over the last 60 s; null: none.' },
+});
+
+const modelStatusList = objectSchema<ModelStatusList>('Every model, by id.', {
+  object: { const: 'list' },
+  read_at: integer('When this was read, Unix milliseconds.'),
+  data: { type: 'array', items: ref('ModelStatus') },
+});
+
 const metadata: SchemaObject = {
   type: 'object',
   additionalProperties: { type: 'string', maxLength: 512 },
@@ -354,6 +377,8 @@ export const RESPONSE_SCHEMAS: Readonly<Record<string, SchemaObject>> = {
   UsageReport: usageReport,
   UsageRow: usageRow,
   UsageTotals: usageTotals,
+  ModelStatus: modelStatus,
+  ModelStatusList: modelStatusList,
   StoredChatCompletion: storedCompletion,
   StoredChatCompletionList: cursorPage("A page of the caller's stored completions.", 'StoredChatCompletion'),
   ChatCompletionStoreMessage: storeMessage,

@@ -1,6 +1,7 @@
 import { Type } from 'class-transformer';
 import {
   Equals,
+  IsBoolean,
   IsInt,
   IsOptional,
   IsString,
@@ -56,6 +57,14 @@ abstract class JobEnvelope {
   @Min(1)
   @IsInt()
   priority?: number;
+
+  /**
+   * The gateway serves this request by a fallback model if this job fails before any output. Such a failure
+   * records no usage: the request is counted once, by the model that serves it.
+   */
+  @IsOptional()
+  @IsBoolean()
+  hasFallback?: boolean;
 }
 
 /** The envelope fields alone, as the gateway builds them before adding the request. */

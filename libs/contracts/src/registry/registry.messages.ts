@@ -103,6 +103,11 @@ export interface ModelEntry {
   supportedParameters?: string[];
   /** The catalog's context window in tokens; absent when the catalog sets none. */
   contextTokens?: number;
+  /**
+   * The catalog's fallbacks: models of the same type that serve this model's requests, in order, when it
+   * cannot. Absent when the catalog declares none. Never part of the wire `Model` object.
+   */
+  fallbacks?: string[];
 }
 
 export type ModelLookup =

@@ -96,6 +96,7 @@ export class GatewayMetrics {
   readonly clientDisconnects: Counter<'model'>;
   readonly rejectedRequests: Counter<'reason'>;
   readonly overhead: Histogram<'model'>;
+  readonly fallbacks: Counter<'from' | 'to' | 'reason'>;
   private readonly models = BoundedLabel.capped(MAX_MODEL_LABELS);
   /** Requests whose response has not finished yet, by request id. */
   private readonly open = new Map<string, HttpRecord>();
@@ -156,6 +157,12 @@ export class GatewayMetrics {
       buckets,
       registers,
     });
+    this.fallbacks = new Counter({
+      name: GATEWAY_METRICS.fallbacks,
+      help: 'Requests passed from a model that could not serve them (reason: unavailable, overloaded, failed) to its next fallback.',
+      labelNames: ['from', 'to', 'reason'],
+      registers,
+    });
   }
 
   modelLabel(model: string): string {
@@ -202,6 +209,11 @@ export class GatewayMetrics {
 
   clientDisconnected(model: string): void {
     this.clientDisconnects.inc({ model: this.modelLabel(model) });
+  }
+
+  /** A request's model could not serve it (`reason`), and the next fallback is tried. */
+  fellBack(from: string, to: string, reason: 'unavailable' | 'overloaded' | 'failed'): void {
+    this.fallbacks.inc({ from: this.modelLabel(from), to: this.modelLabel(to), reason });
   }
 
   rejected(reason: RejectionReason): void {

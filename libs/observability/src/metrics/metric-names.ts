@@ -11,6 +11,7 @@ export const GATEWAY_METRICS = {
   clientDisconnects: 'gateway_client_disconnects_total',
   rejectedRequests: 'gateway_rejected_requests_total',
   overhead: 'gateway_overhead_seconds',
+  fallbacks: 'gateway_fallbacks_total',
 } as const;
 
 export const WORKER_METRICS = {

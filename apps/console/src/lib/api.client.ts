@@ -1,0 +1,83 @@
+/** An OpenAI-style error answer, kept whole so the page can show status, code and message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly code: string | null,
+    readonly type: string | null,
+  ) {
+    super(message);
+  }
+
+  /** `401 invalid_api_key: Incorrect API key provided…` */
+  describe(): string {
+    const what = this.code ?? this.type;
+    return `${this.status > 0 ? `${this.status} ` : ''}${what ? `${what}: ` : ''}${this.message}`;
+  }
+}
+
+interface ErrorBody {
+  error?: { message?: unknown; code?: unknown; type?: unknown };
+}
+
+const stringOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+/** The error inside an OpenAI-style body (`{"error":{…}}`), or null when the value is not one. */
+export function errorOf(status: number, value: unknown): ApiError | null {
+  const error = (value as ErrorBody | null)?.error;
+  if (typeof error !== 'object' || error === null) return null;
+  const message = stringOrNull(error.message) ?? 'The gateway answered with an error.';
+  return new ApiError(status, message, stringOrNull(error.code), stringOrNull(error.type));
+}
+
+export async function errorOfResponse(response: Response): Promise<ApiError> {
+  const text = await response.text().catch(() => '');
+  let parsed: unknown = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: the status line says what there is to say
+  }
+  return (
+    errorOf(response.status, parsed) ??
+    new ApiError(response.status, text.slice(0, 200) || response.statusText, null, null)
+  );
+}
+
+export interface RequestOptions {
+  /** Sent as the Bearer credential; never put into a URL. */
+  token: string;
+  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  body?: unknown;
+  signal?: AbortSignal;
+}
+
+/** A JSON call to the gateway (same origin). Non-2xx answers throw their `ApiError`. */
+export async function requestJson<T>(path: string, options: RequestOptions): Promise<T> {
+  const response = await send(path, options);
+  if (!response.ok) throw await errorOfResponse(response);
+  return (await response.json()) as T;
+}
+
+/** The raw response of a call (for streams); network failures become an `ApiError` with status 0. */
+export async function send(path: string, options: RequestOptions): Promise<Response> {
+  const headers: Record<string, string> = { authorization: `Bearer ${options.token}` };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  try {
+    return await fetch(path, {
+      method: options.method ?? 'GET',
+      headers,
+      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      signal: options.signal,
+      credentials: 'omit',
+      cache: 'no-store',
+    });
+  } catch (error) {
+    if (error instanceof DOMException && error.name === 'AbortError') throw error;
+    throw new ApiError(0, `The gateway could not be reached: ${String(error)}`, null, null);
+  }
+}
+
+export function describeError(error: unknown): string {
+  return error instanceof ApiError ? error.describe() : String(error);
+}

@@ -1,0 +1,60 @@
+import type { ApiKeyView } from './admin.types';
+import { createBody, EMPTY_SETTINGS, limitsOf, settingsOf, updateBody } from './key-settings.form';
+
+const key: ApiKeyView = {
+  id: 'key_0123456789abcdef01234567',
+  name: 'team',
+  prefix: 'sk-gw-abcd',
+  created_at: 1_700_000_000,
+  expires_at: 1_700_006_399, // 2023-11-14T23:59:59Z
+  models: ['sim-chat', 'sim-image'],
+  rpm: 60,
+  tpm: null,
+  max_concurrent: 4,
+  priority: 'high',
+  disabled: false,
+  revoked_at: null,
+};
+
+describe('key settings form', () => {
+  it('creates with the fields that are set, absent ones meaning no limit', () => {
+    expect(createBody(' ci ', { ...EMPTY_SETTINGS, models: 'sim-chat,  sim-image', rpm: '120' })).toEqual({
+      name: 'ci',
+      models: ['sim-chat', 'sim-image'],
+      rpm: 120,
+      priority: 'normal',
+    });
+    expect(createBody('x', { ...EMPTY_SETTINGS, expires: '2030-01-31' })).toMatchObject({
+      expires_at: Date.UTC(2030, 0, 31, 23, 59, 59) / 1000,
+    });
+  });
+
+  it('round-trips a key into the form', () => {
+    expect(settingsOf(key)).toEqual({
+      models: 'sim-chat, sim-image',
+      rpm: '60',
+      tpm: '',
+      maxConcurrent: '4',
+      priority: 'high',
+      expires: '2023-11-14',
+    });
+    expect(updateBody(settingsOf(key), settingsOf(key))).toEqual({});
+  });
+
+  it('updates only what changed; an emptied field is null (cleared)', () => {
+    const before = settingsOf(key);
+    expect(updateBody(before, { ...before, rpm: '30', maxConcurrent: '', models: '' })).toEqual({
+      rpm: 30,
+      max_concurrent: null,
+      models: null,
+    });
+    // The (past) expiry is not sent again with new limits: the API would refuse it.
+    expect(updateBody(before, { ...before, tpm: '1000' })).toEqual({ tpm: 1000 });
+    expect(updateBody(before, { ...before, expires: '' })).toEqual({ expires_at: null });
+  });
+
+  it('summarises the limits of a key', () => {
+    expect(limitsOf(key)).toBe('60 rpm, 4 at once, until 2023-11-14');
+    expect(limitsOf({ ...key, rpm: null, max_concurrent: null, expires_at: null })).toBe('none');
+  });
+});

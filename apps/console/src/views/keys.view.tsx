@@ -1,0 +1,294 @@
+import { useEffect, useState } from 'preact/hooks';
+import { CopyButton } from '../components/copy-button';
+import { ErrorNotice, NeedsCredential } from '../components/error-notice';
+import { describeError, requestJson } from '../lib/api.client';
+import { keyStatusOf, type ApiKeyView, type CreatedKey } from '../lib/admin.types';
+import {
+  createBody,
+  EMPTY_SETTINGS,
+  limitsOf,
+  settingsOf,
+  updateBody,
+  type KeySettings,
+} from '../lib/key-settings.form';
+
+interface Props {
+  adminToken: string;
+  /** Shown: the list is read again each time the view is opened. */
+  active: boolean;
+  onUseKey: (secret: string) => void;
+}
+
+export function KeysView({ adminToken, active, onUseKey }: Props) {
+  const [keys, setKeys] = useState<ApiKeyView[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const [name, setName] = useState('');
+  const [settings, setSettings] = useState<KeySettings>(EMPTY_SETTINGS);
+  const [created, setCreated] = useState<CreatedKey | null>(null);
+  const [editing, setEditing] = useState<{ id: string; before: KeySettings; settings: KeySettings } | null>(
+    null,
+  );
+  const [confirming, setConfirming] = useState<string | null>(null);
+
+  const call = async <T,>(path: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', body?: unknown) =>
+    requestJson<T>(path, { token: adminToken, method, body });
+
+  const reload = async () => {
+    try {
+      const list = await call<{ data: ApiKeyView[] }>('/admin/keys', 'GET');
+      setKeys(list.data.sort((a, b) => b.created_at - a.created_at));
+      setError(null);
+    } catch (e) {
+      setError(describeError(e));
+    }
+  };
+
+  useEffect(() => {
+    if (adminToken && active) void reload();
+  }, [adminToken, active]);
+
+  const act = async (work: () => Promise<unknown>) => {
+    try {
+      await work();
+      setError(null);
+    } catch (e) {
+      setError(describeError(e));
+    }
+    await reload();
+  };
+
+  const create = () =>
+    act(async () => {
+      const key = await call<CreatedKey>('/admin/keys', 'POST', createBody(name, settings));
+      setCreated(key);
+      setName('');
+      setSettings(EMPTY_SETTINGS);
+    });
+
+  if (!adminToken) return <NeedsCredential what="Admin token" />;
+
+  return (
+    <section class="view" aria-labelledby="keys-title">
+      <h1 id="keys-title">API keys</h1>
+      <form
+        class="panel"
+        aria-label="New key"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void create();
+        }}
+      >
+        <h2>New key</h2>
+        <div class="field">
+          <label for="key-name">Name</label>
+          <input
+            id="key-name"
+            type="text"
+            maxLength={128}
+            value={name}
+            onInput={(e) => setName(e.currentTarget.value)}
+          />
+        </div>
+        <SettingsFields idPrefix="new" settings={settings} onChange={setSettings} />
+        <div class="button-row">
+          <button type="submit" disabled={name.trim() === ''}>
+            Create key
+          </button>
+        </div>
+      </form>
+      {created && (
+        <div class="panel secret" role="status" aria-label="New key secret">
+          <p>
+            Key <strong>{created.name}</strong> created. Copy its secret now: it is shown this once and never
+            again.
+          </p>
+          <label for="created-secret">Secret of {created.name}</label>
+          <input
+            id="created-secret"
+            type="text"
+            readOnly
+            value={created.key}
+            onFocus={(e) => e.currentTarget.select()}
+          />
+          <div class="button-row">
+            <CopyButton label="Copy secret" text={() => created.key} />
+            <button type="button" class="secondary" onClick={() => onUseKey(created.key)}>
+              Use in playground
+            </button>
+            <button type="button" class="quiet" onClick={() => setCreated(null)}>
+              Done
+            </button>
+          </div>
+        </div>
+      )}
+      <ErrorNotice error={error} />
+      <div class="table-wrap">
+        <table>
+          <caption>Keys ({keys.length})</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Key</th>
+              <th scope="col">Models</th>
+              <th scope="col">Limits</th>
+              <th scope="col">Priority</th>
+              <th scope="col">Status</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.map((key) => {
+              const status = keyStatusOf(key);
+              return (
+                <tr key={key.id}>
+                  <th scope="row">{key.name}</th>
+                  <td>
+                    <code>{key.prefix}…</code>
+                    <div class="sub">{key.id}</div>
+                  </td>
+                  <td>{key.models ? key.models.join(', ') : 'all'}</td>
+                  <td>{limitsOf(key)}</td>
+                  <td>{key.priority}</td>
+                  <td>
+                    <span class={`badge ${status}`}>{status}</span>
+                  </td>
+                  <td class="actions">
+                    {status !== 'revoked' && (
+                      <>
+                        <button
+                          type="button"
+                          class="quiet"
+                          onClick={() =>
+                            setEditing({ id: key.id, before: settingsOf(key), settings: settingsOf(key) })
+                          }
+                        >
+                          Edit
+                        </button>
+                        <button
+                          type="button"
+                          class="quiet"
+                          onClick={() =>
+                            void act(() =>
+                              call(`/admin/keys/${key.id}`, 'PATCH', { disabled: !key.disabled }),
+                            )
+                          }
+                        >
+                          {key.disabled ? 'Enable' : 'Disable'}
+                        </button>
+                        {confirming === key.id ? (
+                          <>
+                            <button
+                              type="button"
+                              class="danger"
+                              onClick={() => {
+                                setConfirming(null);
+                                void act(() => call(`/admin/keys/${key.id}`, 'DELETE'));
+                              }}
+                            >
+                              Confirm revoke
+                            </button>
+                            <button type="button" class="quiet" onClick={() => setConfirming(null)}>
+                              Cancel
+                            </button>
+                          </>
+                        ) : (
+                          <button
+                            type="button"
+                            class="quiet danger-text"
+                            onClick={() => setConfirming(key.id)}
+                          >
+                            Revoke
+                          </button>
+                        )}
+                      </>
+                    )}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      </div>
+      {editing && (
+        <form
+          class="panel"
+          aria-label="Edit key"
+          onSubmit={(e) => {
+            e.preventDefault();
+            const { id, before, settings: after } = editing;
+            setEditing(null);
+            void act(() => call(`/admin/keys/${id}`, 'PATCH', updateBody(before, after)));
+          }}
+        >
+          <h2>Edit {keys.find((k) => k.id === editing.id)?.name ?? editing.id}</h2>
+          <SettingsFields
+            idPrefix="edit"
+            settings={editing.settings}
+            onChange={(s) => setEditing({ ...editing, settings: s })}
+          />
+          <div class="button-row">
+            <button type="submit">Save limits</button>
+            <button type="button" class="quiet" onClick={() => setEditing(null)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+    </section>
+  );
+}
+
+interface SettingsProps {
+  idPrefix: string;
+  settings: KeySettings;
+  onChange: (settings: KeySettings) => void;
+}
+
+function SettingsFields({ idPrefix, settings, onChange }: SettingsProps) {
+  const set = (field: keyof KeySettings) => (e: { currentTarget: { value: string } }) =>
+    onChange({ ...settings, [field]: e.currentTarget.value });
+  const number = (field: 'rpm' | 'tpm' | 'maxConcurrent', label: string) => (
+    <div class="field">
+      <label for={`${idPrefix}-${field}`}>{label}</label>
+      <input
+        id={`${idPrefix}-${field}`}
+        type="number"
+        min={1}
+        placeholder="no limit"
+        value={settings[field]}
+        onInput={set(field)}
+      />
+    </div>
+  );
+  return (
+    <>
+      <div class="field">
+        <label for={`${idPrefix}-models`}>Models</label>
+        <input
+          id={`${idPrefix}-models`}
+          type="text"
+          placeholder="all models (or: sim-chat, sim-image)"
+          value={settings.models}
+          onInput={set('models')}
+        />
+      </div>
+      <div class="field-row">
+        {number('rpm', 'Requests per minute')}
+        {number('tpm', 'Tokens per minute')}
+        {number('maxConcurrent', 'Max concurrent')}
+        <div class="field">
+          <label for={`${idPrefix}-priority`}>Priority</label>
+          <select id={`${idPrefix}-priority`} value={settings.priority} onChange={set('priority')}>
+            <option value="high">high</option>
+            <option value="normal">normal</option>
+            <option value="low">low</option>
+          </select>
+        </div>
+        <div class="field">
+          <label for={`${idPrefix}-expires`}>Expires after (UTC)</label>
+          <input id={`${idPrefix}-expires`} type="date" value={settings.expires} onChange={set('expires')} />
+        </div>
+      </div>
+    </>
+  );
+}
