@@ -38,6 +38,8 @@ async function streamWords(res: ServerResponse, pieces: number, gapMs: number): 
  */
 describe('upstream pools', () => {
   const fakes: FakeOpenAIUpstream[] = [];
+  /** The only upstream of `pool-fb`, killed before the stack starts. */
+  let dead: FakeOpenAIUpstream;
   let stack: Stack;
   let client: OpenAI;
   let metricsPort: number;
@@ -50,6 +52,8 @@ describe('upstream pools', () => {
 
   beforeAll(async () => {
     for (let i = 0; i < 3; i++) fakes.push(await FakeOpenAIUpstream.start());
+    dead = await FakeOpenAIUpstream.start();
+    await dead.kill();
     metricsPort = await freePort();
     const registryPort = await freePort();
     stack = await Stack.start({
@@ -71,6 +75,18 @@ describe('upstream pools', () => {
               })),
             },
           },
+          {
+            id: 'pool-fb',
+            type: 'chat',
+            owned_by: 'pool',
+            fallbacks: ['sim-backup'],
+            backend: {
+              kind: 'openai',
+              probeIntervalMs: 200,
+              upstreams: [{ baseUrl: dead.baseUrl, maxConcurrency: 2 }],
+            },
+          },
+          { id: 'sim-backup', type: 'chat', owned_by: 'pool', backend: { kind: 'simulator', mode: 'echo' } },
         ],
       },
       env: { DEFAULT_CHAT_MODEL: 'pool-chat', JOB_LOCK_MS: '3000' },
@@ -94,6 +110,26 @@ describe('upstream pools', () => {
   afterAll(async () => {
     await stack?.stop();
     await Promise.all(fakes.map((fake) => fake.stop()));
+  });
+
+  it('serves every request by the fallback while the only upstream is dead: no error, naming the fallback', async () => {
+    // The first requests fail on the upstream before any output (fallback from the job's failure); once its
+    // circuit is open the model is not ready, and the gateway goes to the fallback straight away.
+    for (let round = 0; round < 3; round++) {
+      const answers = await all(4, async () => {
+        const res = await stack.post(CHAT, {
+          model: 'pool-fb',
+          messages: [{ role: 'user', content: 'echo me' }],
+        });
+        const body = (await res.json()) as { model: string };
+        return [res.status, body.model, res.headers.get('x-served-model')];
+      });
+      expect(answers).toEqual(Array(4).fill([200, 'sim-backup', 'sim-backup']));
+    }
+    await waitFor('pool-fb out of service', async () => {
+      const { samples } = await scrape(`http://127.0.0.1:${metricsPort}/metrics`);
+      return valueOf(samples, 'worker_upstream_up', { model: 'pool-fb', upstream: '0' }) === 0;
+    });
   });
 
   beforeEach(async () => {
