@@ -57,9 +57,13 @@ describe('model fallbacks', () => {
 
   beforeAll(async () => {
     fake = await FakeOpenAIUpstream.start();
+    // failureThreshold: the upstream pool would take a server that answers every request with 500 out of
+    // service after 3 (and the model then answers 503 model_unavailable until a probe finds it back); this
+    // spec is about falling back from each answer, so the server stays in service throughout.
     const upstream = (path: string) => ({
       kind: 'openai',
       baseUrl: fake.baseUrl.replace(/\/v1$/, `${path}/v1`),
+      failureThreshold: 100,
     });
     fake.handle('/broken/v1/chat/completions', (_request, res) =>
       json(res, 500, { error: { message: 'internal failure at /srv/model', type: 'server_error' } }),

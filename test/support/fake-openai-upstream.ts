@@ -17,18 +17,53 @@ export type UpstreamHandler = (request: UpstreamRequest, res: ServerResponse) =>
 
 /**
  * A scripted OpenAI-compatible server over real HTTP (node:http), standing in for vLLM, Ollama & co.
- * Each test installs a handler per path; every request is recorded for assertions.
+ * Each test installs a handler per path; every request is recorded for assertions. `GET …/models` (the
+ * gateway's health probe) answers 200 unless a test installs a handler for it. It counts the requests it
+ * has in flight (probes aside) and their maximum, and can be killed (port closed, connections cut) and
+ * revived on the same port.
  */
 export class FakeOpenAIUpstream {
   readonly requests: UpstreamRequest[] = [];
+  /** Requests (probes aside) whose response has not ended yet, and the most there ever were at once. */
+  inFlight = 0;
+  maxInFlight = 0;
   private readonly handlers = new Map<string, UpstreamHandler>();
   private readonly arrivals: Array<(request: UpstreamRequest) => void> = [];
   private readonly responses = new Set<ServerResponse>();
+  private alive = true;
 
   private constructor(
     private readonly server: Server,
     readonly baseUrl: string,
+    private readonly port: number,
   ) {}
+
+  /** Requests other than health probes (`GET …/models`). */
+  get work(): UpstreamRequest[] {
+    return this.requests.filter((request) => !isProbe(request));
+  }
+
+  /** Closes the port and cuts every connection: the upstream is gone (connection refused). */
+  async kill(): Promise<void> {
+    if (!this.alive) return;
+    this.alive = false;
+    for (const res of this.responses) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Listens again on the same port. */
+  async revive(): Promise<void> {
+    if (this.alive) return;
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.port, '127.0.0.1', () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.alive = true;
+  }
 
   static async start(): Promise<FakeOpenAIUpstream> {
     let fake: FakeOpenAIUpstream | null = null;
@@ -52,7 +87,7 @@ export class FakeOpenAIUpstream {
     server.on('connection', (socket) => connections.set(socket, ++opened));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    fake = new FakeOpenAIUpstream(server, `http://127.0.0.1:${port}/v1`);
+    fake = new FakeOpenAIUpstream(server, `http://127.0.0.1:${port}/v1`, port);
     return fake;
   }
 
@@ -73,16 +108,20 @@ export class FakeOpenAIUpstream {
   }
 
   async stop(): Promise<void> {
-    for (const res of this.responses) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await this.kill();
   }
 
   private receive(received: Omit<UpstreamRequest, 'aborted'>, res: ServerResponse): void {
     this.responses.add(res);
+    const probe = isProbe(received);
+    if (!probe) {
+      this.inFlight++;
+      this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    }
     const aborted = new Promise<void>((resolve) =>
       res.on('close', () => {
         this.responses.delete(res);
+        if (!probe) this.inFlight--;
         if (!res.writableFinished) resolve();
       }),
     );
@@ -90,6 +129,10 @@ export class FakeOpenAIUpstream {
     this.requests.push(request);
     this.arrivals.shift()?.(request);
     const handler = this.handlers.get(request.path);
+    if (!handler && probe) {
+      json(res, 200, { object: 'list', data: [{ id: 'upstream-llama', object: 'model' }] });
+      return;
+    }
     if (!handler) {
       json(res, 404, { error: { message: `no handler for ${request.path}`, type: 'invalid_request_error' } });
       return;
@@ -100,6 +143,9 @@ export class FakeOpenAIUpstream {
     });
   }
 }
+
+const isProbe = (request: { method: string; path: string }) =>
+  request.method === 'GET' && request.path.endsWith('/models');
 
 export function json(
   res: ServerResponse,

@@ -7,6 +7,7 @@ export * from './keys/key.authenticator';
 export * from './limits/lua-script';
 export * from './limits/limiter';
 export * from './limits/lease.keeper';
+export { REFRESH_SCRIPT as LEASE_REFRESH_SCRIPT } from './limits/limit.scripts';
 export * from './limits/rate-limit.headers';
 export * from './limits/token.estimate';
 export * from './usage/usage.days';

@@ -1,3 +1,4 @@
+import type { SlotLease, UpstreamPool } from './pool/upstream-pool';
 import type { ChatMessageContent, FinishReason, TokenLogprob, ToolCall } from '@mgw/contracts';
 
 /** A JSON Schema as the client sent it (already bounded in size and depth at the HTTP edge). */
@@ -83,6 +84,11 @@ export type ChatInferenceEvent =
  * listed before it can answer. Optional: backends with nothing to load omit it.
  */
 export interface BackendLifecycle {
+  /**
+   * A backend whose upstreams have bounded capacity (the openai backend): the worker starts it, takes a job
+   * only once it reserved a slot there (`reserve`), and passes the slot to `generate`.
+   */
+  readonly upstreamPool?: UpstreamPool;
   load?(): Promise<void>;
   /** One line for the start-up log once loaded (e.g. what was loaded, and how). */
   describe?(): string;
@@ -93,6 +99,11 @@ export interface BackendLifecycle {
  * `signal` aborts (returning or throwing); it must never keep generating for nobody.
  */
 export interface ChatBackend extends BackendLifecycle {
-  generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncIterable<ChatInferenceEvent>;
+  /** `reserved`: the slot the worker reserved before it took the job, for a backend with a pool. */
+  generate(
+    request: ChatInferenceRequest,
+    signal: AbortSignal,
+    reserved?: SlotLease | null,
+  ): AsyncIterable<ChatInferenceEvent>;
   close(): Promise<void>;
 }

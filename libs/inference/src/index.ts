@@ -10,6 +10,8 @@ export * from './simulator/seeded-random';
 export * from './simulator/simulator.options';
 export * from './simulator/chat-simulator.backend';
 export * from './simulator/image-simulator.backend';
+export * from './pool/upstream-circuit';
+export * from './pool/upstream-pool';
 export * from './openai/openai.options';
 export * from './openai/openai-chat.backend';
 export * from './openai/openai-image.backend';

@@ -75,4 +75,85 @@ describe('ModelQueueConsumer', () => {
     expect(ModelQueueConsumer.fetchLoopsFor(8, 4)).toBe(4);
     expect(await mostAtOnce(2, 4, 6)).toBe(2);
   });
+
+  describe('gated', () => {
+    /** A gate of `slots` permits, taken before a job is fetched; waiters are woken by a release. */
+    class Slots {
+      held = 0;
+      reservations = 0;
+      private readonly waiters: Array<() => void> = [];
+
+      constructor(private slots: number) {}
+
+      async reserve(signal: AbortSignal): Promise<{ release(): void }> {
+        while (this.held >= this.slots) {
+          await new Promise<void>((resolve) => {
+            this.waiters.push(resolve);
+            signal.addEventListener('abort', () => resolve(), { once: true });
+          });
+          signal.throwIfAborted();
+        }
+        this.held++;
+        this.reservations++;
+        let released = false;
+        return {
+          release: () => {
+            if (released) return;
+            released = true;
+            this.held--;
+            this.waiters.shift()?.();
+          },
+        };
+      }
+
+      grow(by: number): void {
+        this.slots += by;
+        for (const wake of this.waiters.splice(0)) wake();
+      }
+    }
+
+    it('takes a job only with a reservation, leaves the rest waiting in the queue, and gives slots back', async () => {
+      const id = `m${++model}`;
+      consumer = new ModelQueueConsumer(connection, namespace, { error: () => undefined }, 10_000);
+      queue = new Queue(queueNameFor('chat', id), { connection: commands, prefix: namespace });
+      const gate = new Slots(2);
+      let running = 0;
+      let finished = 0;
+      let reserved = 0;
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const stop = new AbortController();
+      consumer.consumeGated('chat', id, 8, 4, gate, async (_job, reservation) => {
+        // A job the loop that waited on the empty queue took comes without a reservation: the handler takes
+        // one itself, as the upstream pool does.
+        if (reservation !== null) reserved++;
+        const held = reservation ?? (await gate.reserve(stop.signal));
+        running++;
+        await released;
+        running--;
+        finished++;
+        held.release();
+      });
+      // Idle: no loop holds a reservation while it waits for a job.
+      await sleep(300);
+      expect(gate.held).toBe(0);
+      await queue.addBulk(
+        Array.from({ length: 5 }, (_, i) => ({ name: 'job', data: {}, opts: { jobId: `g${i}` } })),
+      );
+      await waitFor('two jobs running', () => running === 2, 10_000);
+      await sleep(300);
+      // The worker's concurrency (8) would allow more: the gate does not, and the rest stays queued.
+      expect(running).toBe(2);
+      expect(await queue.getWaitingCount()).toBe(3);
+      gate.grow(1);
+      await waitFor('a third job', () => running === 3, 10_000);
+      expect(await queue.getWaitingCount()).toBe(2);
+      release();
+      await waitFor('every job to finish', () => finished === 5, 10_000);
+      // Idle again: the loops looked for more jobs and gave every reservation back.
+      await waitFor('every reservation back', () => gate.held === 0, 10_000);
+      expect(reserved).toBeGreaterThanOrEqual(4);
+      stop.abort();
+    });
+  });
 });

@@ -37,6 +37,7 @@ function entry(id: string, liveWorkers: number): ModelEntry {
     owned_by: 'model-gateway',
     created: 1_700_000_000,
     liveWorkers,
+    readyWorkers: liveWorkers,
     concurrency: liveWorkers * 4,
   };
 }
@@ -422,5 +423,13 @@ describe('ModelDirectory', () => {
       await expect(directory.isReachable()).resolves.toBe(false);
       expect(client.listModels).toHaveBeenCalledTimes(2);
     });
+  });
+
+  it('reports a model whose live workers are all not ready as one without live workers', async () => {
+    const notReady: ModelEntry = { ...entry('pooled', 2), readyWorkers: 0 };
+    client.getModel.mockResolvedValueOnce({ state: 'live', model: notReady });
+    await expect(directory.lookup('pooled')).resolves.toEqual({ state: 'unavailable', model: notReady });
+    client.getModel.mockResolvedValueOnce(live('ready', 2));
+    await expect(directory.lookup('ready')).resolves.toEqual(live('ready', 2));
   });
 });

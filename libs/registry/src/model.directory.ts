@@ -17,6 +17,16 @@ interface Cached<T> {
 }
 
 const LIST_KEY = 'list';
+
+/**
+ * A model whose live workers all said they are not ready (no healthy upstream) is reported as one without
+ * live workers, whatever the registry's answer carried (`readyWorkers` absent: a registry that predates it).
+ */
+function readyOrUnavailable(lookup: ModelLookup): ModelLookup {
+  if (lookup.state === 'live' && lookup.model.readyWorkers === 0)
+    return { state: 'unavailable', model: lookup.model };
+  return lookup;
+}
 const modelKey = (id: string) => `model:${id}`;
 
 /**
@@ -42,7 +52,7 @@ export class ModelDirectory {
     return this.cached(
       modelKey(id),
       this.models.get(id),
-      () => this.client.getModel(id, this.options.timeoutMs),
+      () => this.client.getModel(id, this.options.timeoutMs).then(readyOrUnavailable),
       (entry) => this.remember(id, entry),
       // Only a live answer is worth serving while it is refreshed: a model that just got its first worker
       // must not be refused once more from an expired "unavailable".

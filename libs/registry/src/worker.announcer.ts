@@ -4,6 +4,7 @@ import type { RegistryClient } from './registry.client';
 /** Keeps a worker visible in the registry: a heartbeat at start, then every interval; a goodbye at stop. */
 export class WorkerAnnouncer {
   private timer: NodeJS.Timeout | undefined;
+  private started = false;
 
   constructor(
     private readonly client: RegistryClient,
@@ -14,14 +15,20 @@ export class WorkerAnnouncer {
 
   async start(): Promise<void> {
     await this.client.heartbeat(this.beat());
-    this.timer = setInterval(() => {
-      this.client.heartbeat(this.beat()).catch((error: unknown) => {
-        this.logger.warn(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`);
-      });
-    }, this.intervalMs);
+    this.started = true;
+    this.timer = setInterval(() => this.announceNow(), this.intervalMs);
+  }
+
+  /** A heartbeat now, not at the next interval: what it says changed (a model became ready or not). */
+  announceNow(): void {
+    if (!this.started) return;
+    this.client.heartbeat(this.beat()).catch((error: unknown) => {
+      this.logger.warn(`heartbeat failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
   }
 
   async stop(): Promise<void> {
+    this.started = false;
     clearInterval(this.timer);
     try {
       await this.client.deregister({ instanceId: this.beat().instanceId });

@@ -58,6 +58,7 @@ describe('WorkerDirectory', () => {
         created: 1_650_000_000,
         supportedParameters: SIM_CHAT_PARAMETERS,
         liveWorkers: 0,
+        readyWorkers: 0,
         concurrency: 0,
       },
       {
@@ -66,6 +67,7 @@ describe('WorkerDirectory', () => {
         owned_by: 'acme',
         created: 1_600_000_000,
         liveWorkers: 0,
+        readyWorkers: 0,
         concurrency: 0,
       },
     ]);
@@ -91,6 +93,7 @@ describe('WorkerDirectory', () => {
       created: 1_650_000_000,
       supportedParameters: SIM_CHAT_PARAMETERS,
       liveWorkers: 1,
+      readyWorkers: 1,
       concurrency: 2,
     });
   });
@@ -101,6 +104,7 @@ describe('WorkerDirectory', () => {
 
     expect(directory.list().find((e) => e.id === 'sim-chat')).toMatchObject({
       liveWorkers: 2,
+      readyWorkers: 2,
       concurrency: 11,
     });
   });
@@ -119,6 +123,7 @@ describe('WorkerDirectory', () => {
 
     expect(directory.list().find((e) => e.id === 'sim-chat')).toMatchObject({
       liveWorkers: 1,
+      readyWorkers: 1,
       concurrency: 2,
     });
     expect(directory.workerCount).toBe(1);
@@ -166,6 +171,7 @@ describe('WorkerDirectory', () => {
           created: 1_650_000_000,
           supportedParameters: SIM_CHAT_PARAMETERS,
           liveWorkers: 1,
+          readyWorkers: 1,
           concurrency: 8,
         },
       });
@@ -182,6 +188,7 @@ describe('WorkerDirectory', () => {
           owned_by: 'acme',
           created: 1_600_000_000,
           liveWorkers: 0,
+          readyWorkers: 0,
           concurrency: 0,
         },
       });
@@ -215,6 +222,7 @@ describe('WorkerDirectory', () => {
         owned_by: 'lab-team',
         created: Math.floor(START_MS / 1000),
         liveWorkers: 1,
+        readyWorkers: 1,
         concurrency: 6,
       });
       expect(directory.lookup('custom-llm')).toMatchObject({ state: 'live' });
@@ -226,6 +234,7 @@ describe('WorkerDirectory', () => {
 
       expect(directory.list().find((e) => e.id === 'custom-llm')).toMatchObject({
         liveWorkers: 2,
+        readyWorkers: 2,
         concurrency: 7,
       });
     });
@@ -267,6 +276,7 @@ describe('WorkerDirectory', () => {
       expect(directory.prune()).toEqual(['chat-1']);
       expect(directory.list().find((e) => e.id === 'sim-chat')).toMatchObject({
         liveWorkers: 1,
+        readyWorkers: 1,
         concurrency: 3,
       });
     });
@@ -277,6 +287,7 @@ describe('WorkerDirectory', () => {
 
       expect(directory.list().find((e) => e.id === 'sim-chat')).toMatchObject({
         liveWorkers: 0,
+        readyWorkers: 0,
         concurrency: 0,
       });
       expect(directory.workerCount).toBe(0);
@@ -412,5 +423,36 @@ describe('WorkerDirectory', () => {
     const lookup = sized.lookup('sim-chat');
     expect(lookup.state !== 'unknown' && lookup.model.contextTokens).toBe(4096);
     expect(directory.lookup('sim-chat')).not.toHaveProperty('model.contextTokens');
+  });
+
+  describe('readiness', () => {
+    it('counts a worker that said ready: false as live but not ready, and such a model as unavailable', () => {
+      directory.heartbeat(beat('chat-1', [{ ...simChat, ready: false }], 8));
+      expect(directory.list().find((e) => e.id === 'sim-chat')).toMatchObject({
+        liveWorkers: 1,
+        readyWorkers: 0,
+        concurrency: 8,
+      });
+      expect(directory.lookup('sim-chat')).toMatchObject({ state: 'unavailable' });
+
+      directory.heartbeat(beat('chat-2', [simChat], 4));
+      expect(directory.lookup('sim-chat')).toMatchObject({
+        state: 'live',
+        model: { liveWorkers: 2, readyWorkers: 1 },
+      });
+
+      directory.heartbeat(beat('chat-2', [{ ...simChat, ready: true }], 4));
+      directory.heartbeat(beat('chat-1', [simChat], 8));
+      expect(directory.lookup('sim-chat')).toMatchObject({ model: { readyWorkers: 2 } });
+    });
+
+    it('validates ready as an optional boolean', () => {
+      expect(
+        validateDto(WorkerHeartbeatDto, beat('chat-1', [{ ...simChat, ready: false }])).models[0]!.ready,
+      ).toBe(false);
+      expect(() =>
+        validateDto(WorkerHeartbeatDto, beat('chat-1', [{ ...simChat, ready: 'no' as unknown as boolean }])),
+      ).toThrow();
+    });
   });
 });

@@ -15,7 +15,7 @@ interface LiveWorker {
  */
 export class WorkerDirectory {
   private readonly workers = new Map<string, LiveWorker>();
-  private readonly declared: Map<string, Omit<ModelEntry, 'liveWorkers' | 'concurrency'>>;
+  private readonly declared: Map<string, Omit<ModelEntry, 'liveWorkers' | 'readyWorkers' | 'concurrency'>>;
 
   constructor(
     catalog: Catalog,
@@ -74,7 +74,7 @@ export class WorkerDirectory {
     this.prune();
     const entries = new Map<string, ModelEntry>();
     for (const model of this.declared.values())
-      entries.set(model.id, { ...model, liveWorkers: 0, concurrency: 0 });
+      entries.set(model.id, { ...model, liveWorkers: 0, readyWorkers: 0, concurrency: 0 });
     for (const worker of this.workers.values()) {
       for (const served of worker.models) {
         const entry = entries.get(served.id) ?? {
@@ -83,9 +83,11 @@ export class WorkerDirectory {
           owned_by: served.owned_by,
           created: Math.floor(worker.lastSeen / 1000),
           liveWorkers: 0,
+          readyWorkers: 0,
           concurrency: 0,
         };
         entry.liveWorkers += 1;
+        if (served.ready !== false) entry.readyWorkers += 1;
         entry.concurrency += worker.concurrency;
         entries.set(served.id, entry);
       }
@@ -96,7 +98,8 @@ export class WorkerDirectory {
   lookup(id: string): ModelLookup {
     const model = this.list().find((entry) => entry.id === id);
     if (!model) return { state: 'unknown' };
-    return model.liveWorkers > 0 ? { state: 'live', model } : { state: 'unavailable', model };
+    // Workers that are all not ready (no healthy upstream) serve the model no better than no worker at all.
+    return model.readyWorkers > 0 ? { state: 'live', model } : { state: 'unavailable', model };
   }
 
   get workerCount(): number {

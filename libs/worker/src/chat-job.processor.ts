@@ -6,7 +6,7 @@ import {
   type FinishReason,
   type TokenUsage,
 } from '@mgw/contracts';
-import { toChatInferenceRequest, type ChatBackend } from '@mgw/inference';
+import { toChatInferenceRequest, type ChatBackend, type SlotLease } from '@mgw/inference';
 import { estimatePromptTokens } from '@mgw/access';
 import type { JobOutcome, JobRunner } from './job-runner';
 import { failedBeforeOutputWithFallback } from './usage.reporter';
@@ -24,7 +24,7 @@ export class ChatJobProcessor {
     private readonly usage: UsageReporter,
   ) {}
 
-  process(job: Job<unknown>): Promise<JobOutcome> {
+  process(job: Job<unknown>, reserved: SlotLease | null = null): Promise<JobOutcome> {
     return this.runner.run(job, ChatJobData, this.model, async ({ data, signal, writer }) => {
       const request = toChatInferenceRequest(data.request);
       const finishReasons: (FinishReason | undefined)[] = new Array<FinishReason | undefined>(request.n);
@@ -33,7 +33,7 @@ export class ChatJobProcessor {
       // count; otherwise a delta, a tool call's name and each fragment of its arguments count as one.
       let produced = 0;
       try {
-        for await (const event of this.backend.generate(request, signal)) {
+        for await (const event of this.backend.generate(request, signal, reserved)) {
           switch (event.type) {
             case 'delta': {
               const logprobs = request.logprobs ? event.logprobs : undefined;

@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import { ImageJobData, imageResultKeyFor } from '@mgw/contracts';
-import { toImageInferenceRequest, type ImageBackend } from '@mgw/inference';
+import { toImageInferenceRequest, type ImageBackend, type SlotLease } from '@mgw/inference';
 import type { JobOutcome, JobRunner } from './job-runner';
 import { failedBeforeOutputWithFallback, type UsageReporter } from './usage.reporter';
 
@@ -18,12 +18,12 @@ export class ImageJobProcessor {
     private readonly usage: UsageReporter,
   ) {}
 
-  process(job: Job<unknown>): Promise<JobOutcome> {
+  process(job: Job<unknown>, reserved: SlotLease | null = null): Promise<JobOutcome> {
     return this.runner.run(job, ImageJobData, this.model, async ({ data, signal, writer }) => {
       const request = toImageInferenceRequest(data.request);
       let count = 0;
       try {
-        for await (const image of this.backend.generate(request, signal)) {
+        for await (const image of this.backend.generate(request, signal, reserved)) {
           const key = imageResultKeyFor(this.namespace, data.requestId, image.index);
           await writer.sendWithPayload(
             { kind: 'image', index: image.index, key, revisedPrompt: image.revisedPrompt },

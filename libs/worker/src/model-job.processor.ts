@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
 import type { WorkerConfig } from '@mgw/config';
+import type { SlotLease } from '@mgw/inference';
 import { ChatJobProcessor } from './chat-job.processor';
 import { ImageJobProcessor } from './image-job.processor';
 import type { JobOutcome, JobRunner } from './job-runner';
@@ -9,7 +10,8 @@ import type { UsageReporter } from './usage.reporter';
 /** The jobs of one served model, and what runs them. */
 export interface ModelJobProcessor {
   model: string;
-  processor: { process(job: Job<unknown>): Promise<JobOutcome> };
+  /** `reserved`: the upstream slot the fetch loop reserved for the job (models whose backend has a pool). */
+  processor: { process(job: Job<unknown>, reserved?: SlotLease | null): Promise<JobOutcome> };
 }
 
 /** One processor per served model, of the model's kind, on that model's backend. */

@@ -14,6 +14,7 @@ import { JobInstrumentation } from './job.instrumentation';
 import { JobRunner } from './job-runner';
 import type { ModelJobProcessor } from './model-job.processor';
 import { ServedBackends } from './served-backends';
+import { UpstreamPools } from './upstream-pools';
 import { WorkerCapacity } from './worker.capacity';
 import { WorkerConnections } from './worker-connections.service';
 import { WorkerReadiness } from './worker.readiness';
@@ -24,7 +25,7 @@ import { METRICS_SERVER, MODEL_PROCESSORS, WORKER_KIND, WORKER_LOGGER } from './
  * in one place, because Nest runs the hooks of one module's providers concurrently.
  *
  * Start: metrics port (so /healthz answers while models load) → backends loaded → Redis ready → cancel
- * channel subscribed → queues consumed → registered. The registry never lists a model this process cannot
+ * channel subscribed → upstream pools started → queues consumed → registered. The registry never lists a model this process cannot
  * answer yet, and a job never starts before its cancels can be heard.
  *
  * Stop: leave the registry (gateways stop sending work here) → drain → close the runner, the registry
@@ -48,6 +49,7 @@ export class WorkerLifecycle implements OnApplicationBootstrap, OnApplicationShu
     @Inject(RegistryClient) private readonly registry: RegistryClient,
     @Inject(WorkerAnnouncer) private readonly announcer: WorkerAnnouncer,
     @Inject(WorkerReadiness) private readonly readiness: WorkerReadiness,
+    @Inject(UpstreamPools) private readonly pools: UpstreamPools,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -55,11 +57,20 @@ export class WorkerLifecycle implements OnApplicationBootstrap, OnApplicationShu
     await this.backends.load();
     await this.connections.ready();
     await this.cancels.start();
+    await this.pools.start();
     const { concurrency, fetchers } = this.capacity;
     for (const { model, processor } of this.processors) {
-      this.consumer.consume(this.kind, model, concurrency, fetchers, (job) =>
-        this.instrumentation.run(job, model, () => processor.process(job)),
-      );
+      const pool = this.pools.byModel.get(model);
+      if (pool === undefined) {
+        this.consumer.consume(this.kind, model, concurrency, fetchers, (job) =>
+          this.instrumentation.run(job, model, () => processor.process(job)),
+        );
+      } else {
+        // A job is taken only once an upstream slot is reserved for it (see ModelQueueConsumer.consumeGated).
+        this.consumer.consumeGated(this.kind, model, concurrency, fetchers, pool, (job, reservation) =>
+          this.instrumentation.run(job, model, () => processor.process(job, reservation?.lease ?? null)),
+        );
+      }
     }
     await this.registry.connect();
     await this.announcer.start();
@@ -73,6 +84,7 @@ export class WorkerLifecycle implements OnApplicationBootstrap, OnApplicationShu
     this.readiness.stop();
     await this.announcer.stop();
     await this.drain();
+    this.pools.stop();
     this.runner.close();
     await this.registry.close();
     await this.backends.close();

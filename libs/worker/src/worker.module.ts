@@ -19,6 +19,7 @@ import { JobRunner } from './job-runner';
 import { createModelJobProcessors } from './model-job.processor';
 import { ServedBackends } from './served-backends';
 import { selectServedModels } from './served-models';
+import { UpstreamPools } from './upstream-pools';
 import { UsageReporter } from './usage.reporter';
 import { WorkerCapacity } from './worker.capacity';
 import { WorkerConnections } from './worker-connections.service';
@@ -76,14 +77,35 @@ const connectionProviders: Provider[] = [
 /** Taking jobs, running them, replying, cancelling, and recording their usage. */
 const jobProviders: Provider[] = [
   {
+    // The one owner of the subscriber connection's listeners: the cancel channel, the upstream pools' channels.
+    provide: PubSubDispatcher,
+    useFactory: (subscriber: Redis) => new PubSubDispatcher(subscriber),
+    inject: [CANCEL_CONNECTION],
+  },
+  {
     provide: CancelListener,
-    useFactory: (subscriber: Redis, config: WorkerConfig, logger: LoggerService) =>
-      new CancelListener(
-        new PubSubDispatcher(subscriber),
-        cancelChannelFor(config.namespace, config.instanceId),
-        logger,
-      ),
-    inject: [CANCEL_CONNECTION, WorkerConfig, WORKER_LOGGER],
+    useFactory: (dispatcher: PubSubDispatcher, config: WorkerConfig, logger: LoggerService) =>
+      new CancelListener(dispatcher, cancelChannelFor(config.namespace, config.instanceId), logger),
+    inject: [PubSubDispatcher, WorkerConfig, WORKER_LOGGER],
+  },
+  {
+    provide: UpstreamPools,
+    useFactory: (
+      backends: ServedBackends,
+      metrics: WorkerMetrics,
+      config: WorkerConfig,
+      publisher: Redis,
+      dispatcher: PubSubDispatcher,
+      logger: LoggerService,
+    ) => new UpstreamPools(backends, metrics, config, publisher, dispatcher, logger),
+    inject: [
+      ServedBackends,
+      WorkerMetrics,
+      WorkerConfig,
+      PUBLISHER_CONNECTION,
+      PubSubDispatcher,
+      WORKER_LOGGER,
+    ],
   },
   {
     provide: ReplyBatcher,
@@ -176,19 +198,29 @@ const registryProviders: Provider[] = [
       config: WorkerConfig,
       served: CatalogModel[],
       capacity: WorkerCapacity,
+      pools: UpstreamPools,
       logger: LoggerService,
     ) => {
       const startedAt = Date.now();
+      // `ready: false` while every upstream of the model is out: the registry then counts this worker as
+      // not serving it, and gateways answer 503 model_unavailable (or use the model's fallbacks).
       const beat = (): WorkerHeartbeatDto => ({
         instanceId: config.instanceId,
-        models: served.map((m) => ({ id: m.id, type: m.type, owned_by: m.ownedBy })),
+        models: served.map((m) => ({
+          id: m.id,
+          type: m.type,
+          owned_by: m.ownedBy,
+          ...(pools.ready(m.id) ? {} : { ready: false }),
+        })),
         concurrency: capacity.concurrency,
         hostname: hostname(),
         startedAt,
       });
-      return new WorkerAnnouncer(registry, beat, config.heartbeatIntervalMs, logger);
+      const announcer = new WorkerAnnouncer(registry, beat, config.heartbeatIntervalMs, logger);
+      pools.onReadyChange(() => announcer.announceNow());
+      return announcer;
     },
-    inject: [RegistryClient, WorkerConfig, SERVED_MODELS, WorkerCapacity, WORKER_LOGGER],
+    inject: [RegistryClient, WorkerConfig, SERVED_MODELS, WorkerCapacity, UpstreamPools, WORKER_LOGGER],
   },
 ];
 

@@ -1,16 +1,25 @@
 import type { ComponentLogger } from '@mgw/contracts';
-import type { Limiter, Ticket } from './limiter';
+import type { Ticket } from './limiter';
+
+/** One lease: its id within the sorted set of leases `keyId` names. */
+export type Lease = Pick<Ticket, 'id' | 'keyId'>;
+
+/** What extends leases in Redis (the Limiter for key concurrency, a pool for upstream slots). */
+export interface LeaseRefresher {
+  refresh(keyId: string, ids: readonly string[]): Promise<void>;
+}
 
 /**
- * Keeps this gateway's concurrency leases alive: one timer for all of them, one script call per key per
- * tick. If the process dies, the ticks stop and its leases expire on their own.
+ * Keeps this process's leases alive (a gateway's key-concurrency leases, a worker's upstream slots): one
+ * timer for all of them, one script call per lease set per tick. If the process dies, the ticks stop and
+ * its leases expire on their own.
  */
 export class LeaseKeeper {
   private readonly live = new Map<string, Set<string>>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly limiter: Limiter,
+    private readonly limiter: LeaseRefresher,
     leaseMs: number,
     private readonly logger: Pick<ComponentLogger, 'warn'>,
   ) {
@@ -18,13 +27,13 @@ export class LeaseKeeper {
     this.timer.unref();
   }
 
-  track(ticket: Ticket): void {
+  track(ticket: Lease): void {
     let tickets = this.live.get(ticket.keyId);
     if (!tickets) this.live.set(ticket.keyId, (tickets = new Set()));
     tickets.add(ticket.id);
   }
 
-  untrack(ticket: Ticket): void {
+  untrack(ticket: Lease): void {
     const tickets = this.live.get(ticket.keyId);
     tickets?.delete(ticket.id);
     if (tickets?.size === 0) this.live.delete(ticket.keyId);

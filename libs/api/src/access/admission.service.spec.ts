@@ -23,6 +23,7 @@ const model: ModelEntry = {
   owned_by: 'tests',
   created: 0,
   liveWorkers: 1,
+  readyWorkers: 1,
   concurrency: 8,
   maxQueueDepth: 5,
 };

@@ -21,6 +21,7 @@ describe('ModelStatusReader', () => {
     owned_by: 'test',
     created: 0,
     liveWorkers,
+    readyWorkers: liveWorkers,
     concurrency: liveWorkers * 4,
   });
   const listModels = jest.fn(() =>

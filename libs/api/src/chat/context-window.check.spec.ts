@@ -7,6 +7,7 @@ const model = (contextTokens?: number): ModelEntry => ({
   owned_by: 'model-gateway',
   created: 0,
   liveWorkers: 1,
+  readyWorkers: 1,
   concurrency: 1,
   ...(contextTokens === undefined ? {} : { contextTokens }),
 });

@@ -8,6 +8,7 @@ const entry = (overrides: Partial<ModelEntry> = {}): ModelEntry => ({
   owned_by: 'tests',
   created: 0,
   liveWorkers: 0,
+  readyWorkers: 0,
   concurrency: 0,
   ...overrides,
 });

@@ -16,6 +16,7 @@ const entry = (id: string, live: boolean, fallbacks?: string[]): ModelEntry => (
   owned_by: 'tests',
   created: 0,
   liveWorkers: live ? 1 : 0,
+  readyWorkers: live ? 1 : 0,
   concurrency: live ? 8 : 0,
   ...(fallbacks && { fallbacks }),
 });

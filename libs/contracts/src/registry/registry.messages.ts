@@ -4,8 +4,10 @@ import {
   ArrayMinSize,
   ArrayUnique,
   IsArray,
+  IsBoolean,
   IsIn,
   IsInt,
+  IsOptional,
   IsString,
   Matches,
   Max,
@@ -29,6 +31,14 @@ export class ServedModelDto {
   @MinLength(1)
   @IsString()
   owned_by!: string;
+
+  /**
+   * False while the worker cannot serve the model (every upstream of its backend is out of service in the
+   * worker's view); absent means ready. Sent with every heartbeat, and at once when it changes.
+   */
+  @IsBoolean()
+  @IsOptional()
+  ready?: boolean;
 }
 
 /** What a worker says about itself; the registry validates it like any other untrusted input. */
@@ -76,6 +86,8 @@ export interface ModelEntry {
   owned_by: string;
   created: number;
   liveWorkers: number;
+  /** Live workers that can serve the model now (their heartbeat did not say `ready: false`). */
+  readyWorkers: number;
   concurrency: number;
   /**
    * Set for models declared `scaleToZero` in the catalog: with no live worker, a request is queued and

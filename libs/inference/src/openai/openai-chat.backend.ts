@@ -9,9 +9,11 @@ import type {
   ToolChoice,
   ToolDefinition,
 } from '../chat-backend.interface';
+import type { SlotLease, UpstreamPool } from '../pool/upstream-pool';
 import { ChatStreamReader } from './chat-stream.reader';
+import { judgeUpstreamError, openAIPool } from './openai-pool';
 import { OpenAIUpstreamClient } from './openai-upstream.client';
-import { parseOpenAIUpstreamOptions, type OpenAIUpstreamOptions } from './openai.options';
+import { parseOpenAIBackendOptions, type OpenAIBackendOptions } from './openai.options';
 import { readServerSentEvents } from './server-sent-events.reader';
 
 /** A message in OpenAI's wire shape; messages outside a tool loop are sent as they are. */
@@ -90,28 +92,52 @@ const isJson = (contentType: string | string[] | undefined): boolean =>
   /^application\/json\b/i.test(String(contentType ?? ''));
 
 /**
- * Chat through an OpenAI-compatible upstream: POST /chat/completions with `stream: true`, relayed event by
+ * Chat through OpenAI-compatible upstreams: POST /chat/completions with `stream: true`, relayed event by
  * event as the upstream sends them (one upstream content chunk → one delta, one tool-call piece → one
  * tool-call event, logprobs on the delta they came with). Abort closes the upstream
- * connection, so the upstream stops generating as well.
+ * connection, so the upstream stops generating as well. Which upstream, and another one when it fails
+ * before the first event, is the pool's choice (pool/upstream-pool.ts).
  */
 export class OpenAIChatBackend implements ChatBackend {
-  private readonly client: OpenAIUpstreamClient;
+  readonly upstreamPool: UpstreamPool;
+  private readonly clients: OpenAIUpstreamClient[];
 
-  constructor(private readonly options: OpenAIUpstreamOptions) {
-    this.client = new OpenAIUpstreamClient(options);
+  constructor(
+    private readonly options: OpenAIBackendOptions,
+    model: string,
+  ) {
+    this.clients = options.upstreams.map((upstream) => new OpenAIUpstreamClient(upstream));
+    this.upstreamPool = openAIPool(model, options, this.clients);
   }
 
   /** `this: void`: the backend factory keeps this function in a map and calls it unbound. */
   static fromCatalog(this: void, model: CatalogModel, settings: BackendSettings): OpenAIChatBackend {
-    return new OpenAIChatBackend(parseOpenAIUpstreamOptions(model, settings));
+    return new OpenAIChatBackend(parseOpenAIBackendOptions(model, settings), model.id);
   }
 
-  async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
+  generate(
+    request: ChatInferenceRequest,
+    signal: AbortSignal,
+    reserved: SlotLease | null = null,
+  ): AsyncGenerator<ChatInferenceEvent> {
+    return this.upstreamPool.run(
+      reserved,
+      signal,
+      (upstream, s) => this.attempt(upstream, request, s),
+      judgeUpstreamError,
+    );
+  }
+
+  private async *attempt(
+    upstream: number,
+    request: ChatInferenceRequest,
+    signal: AbortSignal,
+  ): AsyncGenerator<ChatInferenceEvent> {
     signal.throwIfAborted();
-    const response = await this.client.post(
+    const client = this.clients[upstream]!;
+    const response = await client.post(
       '/chat/completions',
-      toUpstreamChatRequest(request, this.options.upstreamModel),
+      toUpstreamChatRequest(request, this.options.upstreams[upstream]!.upstreamModel),
       'text/event-stream',
       signal,
     );
@@ -125,7 +151,7 @@ export class OpenAIChatBackend implements ChatBackend {
       }
     } catch (error) {
       // Past [DONE] the answer is complete; a connection failing then changes nothing for the client.
-      if (!reader.ended || signal.aborted) throw this.client.failure(error, signal);
+      if (!reader.ended || signal.aborted) throw client.failure(error, signal);
     } finally {
       // An unread (aborted or failed) body must not keep its pooled connection.
       if (!response.body.readableEnded) response.body.destroy();
@@ -133,7 +159,7 @@ export class OpenAIChatBackend implements ChatBackend {
     yield* await reader.end(signal);
   }
 
-  close(): Promise<void> {
-    return this.client.close();
+  async close(): Promise<void> {
+    await Promise.all(this.clients.map((client) => client.close()));
   }
 }

@@ -1,8 +1,10 @@
 import type { CatalogModel } from '@mgw/config';
 import type { BackendSettings } from '../backend-settings';
 import type { GeneratedImage, ImageBackend, ImageInferenceRequest } from '../image-backend.interface';
+import type { SlotLease, UpstreamPool } from '../pool/upstream-pool';
+import { judgeUpstreamError, openAIPool } from './openai-pool';
 import { OpenAIUpstreamClient } from './openai-upstream.client';
-import { parseOpenAIUpstreamOptions, type OpenAIUpstreamOptions } from './openai.options';
+import { parseOpenAIBackendOptions, type OpenAIBackendOptions } from './openai.options';
 import { upstreamProtocolError } from './upstream-error.mapper';
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -45,22 +47,45 @@ export function checkPng(bytes: Buffer, width: number, height: number, index: nu
 
 /** Images through an OpenAI-compatible upstream: POST /images/generations with `b64_json`, then PNG checks. */
 export class OpenAIImageBackend implements ImageBackend {
-  private readonly client: OpenAIUpstreamClient;
+  readonly upstreamPool: UpstreamPool;
+  private readonly clients: OpenAIUpstreamClient[];
 
-  constructor(private readonly options: OpenAIUpstreamOptions) {
-    this.client = new OpenAIUpstreamClient(options);
+  constructor(
+    private readonly options: OpenAIBackendOptions,
+    model: string,
+  ) {
+    this.clients = options.upstreams.map((upstream) => new OpenAIUpstreamClient(upstream));
+    this.upstreamPool = openAIPool(model, options, this.clients);
   }
 
   /** `this: void`: the backend factory keeps this function in a map and calls it unbound. */
   static fromCatalog(this: void, model: CatalogModel, settings: BackendSettings): OpenAIImageBackend {
-    return new OpenAIImageBackend(parseOpenAIUpstreamOptions(model, settings));
+    return new OpenAIImageBackend(parseOpenAIBackendOptions(model, settings), model.id);
   }
 
-  async *generate(request: ImageInferenceRequest, signal: AbortSignal): AsyncGenerator<GeneratedImage> {
+  generate(
+    request: ImageInferenceRequest,
+    signal: AbortSignal,
+    reserved: SlotLease | null = null,
+  ): AsyncGenerator<GeneratedImage> {
+    return this.upstreamPool.run(
+      reserved,
+      signal,
+      (upstream, s) => this.attempt(upstream, request, s),
+      judgeUpstreamError,
+    );
+  }
+
+  private async *attempt(
+    upstream: number,
+    request: ImageInferenceRequest,
+    signal: AbortSignal,
+  ): AsyncGenerator<GeneratedImage> {
     signal.throwIfAborted();
-    const response = await this.client.post(
+    const client = this.clients[upstream]!;
+    const response = await client.post(
       '/images/generations',
-      toUpstreamImageRequest(request, this.options.upstreamModel),
+      toUpstreamImageRequest(request, this.options.upstreams[upstream]!.upstreamModel),
       'application/json',
       signal,
     );
@@ -68,7 +93,7 @@ export class OpenAIImageBackend implements ImageBackend {
     try {
       text = await response.body.text();
     } catch (error) {
-      throw this.client.failure(error, signal);
+      throw client.failure(error, signal);
     } finally {
       if (!response.body.readableEnded) response.body.destroy();
     }
@@ -81,8 +106,8 @@ export class OpenAIImageBackend implements ImageBackend {
     }
   }
 
-  close(): Promise<void> {
-    return this.client.close();
+  async close(): Promise<void> {
+    await Promise.all(this.clients.map((client) => client.close()));
   }
 }
 

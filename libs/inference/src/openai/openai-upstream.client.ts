@@ -81,6 +81,24 @@ export class OpenAIUpstreamClient {
     throw this.redacted(upstreamStatusError(response.statusCode, text, response.headers));
   }
 
+  /**
+   * The active health check while the upstream is out of service: `GET {baseUrl}/models` must answer 2xx
+   * within the signal's time. Resolves, or rejects with the reason.
+   */
+  async probe(signal: AbortSignal): Promise<void> {
+    const response = await this.pool.request({
+      method: 'GET',
+      path: `${this.options.baseUrl.pathname}/models`,
+      headers: { ...this.headers, accept: 'application/json' },
+      signal,
+    });
+    // Read to the end (bounded) so the connection goes back to the pool.
+    await readCapped(response.body, MAX_ERROR_BODY_BYTES).finally(() => response.body.destroy());
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw new Error(`GET /models answered ${response.statusCode}`);
+    }
+  }
+
   /** What to throw for `error`, caught while talking to the upstream under `signal`. */
   failure(error: unknown, signal: AbortSignal): unknown {
     if (signal.aborted) return signal.reason;

@@ -1,7 +1,7 @@
 import { ConfigError, type CatalogModel } from '@mgw/config';
 import { catalogModel } from '@mgw/testing';
 import type { BackendSettings } from '../backend-settings';
-import { parseOpenAIUpstreamOptions } from './openai.options';
+import { parseOpenAIBackendOptions, type OpenAIUpstreamOptions } from './openai.options';
 
 const settings: BackendSettings = {
   simChatTtftMs: 0,
@@ -17,9 +17,16 @@ const settings: BackendSettings = {
 const model = (backend: Record<string, unknown>, kind: 'chat' | 'image' = 'chat'): CatalogModel =>
   catalogModel(kind, { kind: 'openai', ...backend }, 'llama');
 
+/** The one upstream of the `baseUrl` shorthand. */
+function parseOpenAIUpstreamOptions(model: CatalogModel, given: BackendSettings): OpenAIUpstreamOptions {
+  const { upstreams } = parseOpenAIBackendOptions(model, given);
+  expect(upstreams).toHaveLength(1);
+  return upstreams[0]!;
+}
+
 function problemsOf(backend: Record<string, unknown>): string[] {
   try {
-    parseOpenAIUpstreamOptions(model(backend), settings);
+    parseOpenAIBackendOptions(model(backend), settings);
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
     return (error as ConfigError).problems;
@@ -31,12 +38,14 @@ describe('openai backend options', () => {
   it('applies defaults: the public id upstream, the worker concurrency as pool size, no key', () => {
     const options = parseOpenAIUpstreamOptions(model({ baseUrl: 'http://ollama:11434/v1/' }), settings);
     expect(options).toEqual({
+      name: '0',
       baseUrl: new URL('http://ollama:11434/v1'),
       apiKey: null,
       upstreamModel: 'llama',
       timeoutMs: 300_000,
       headers: {},
       maxConnections: 8,
+      maxConcurrency: 8,
     });
     expect(options.baseUrl.pathname).toBe('/v1');
   });
@@ -57,12 +66,14 @@ describe('openai backend options', () => {
       settings,
     );
     expect(options).toEqual({
+      name: '0',
       baseUrl: new URL('https://api.example.com/openai/v1'),
       apiKey: 'sk-secret',
       upstreamModel: 'meta-llama/Llama-3.1-8B-Instruct',
       timeoutMs: 5000,
       headers: { 'x-tenant': 'blue', 'openai-organization': 'org-1' },
       maxConnections: 3,
+      maxConcurrency: 8,
     });
   });
 
@@ -131,10 +142,98 @@ describe('openai backend options', () => {
         apiKey: 'sk-x',
       }),
     ).toEqual([
-      'catalog model "llama": backend.apiKey is not an option of the openai backend (known: baseUrl, apiKeyEnv, upstreamModel, timeoutMs, headers, maxConnections)',
+      'catalog model "llama": backend.apiKey is not an option of the openai backend (known: baseUrl, apiKeyEnv, upstreamModel, timeoutMs, headers, maxConnections, maxConcurrency, upstreams, maxAttempts, failureThreshold, probeIntervalMs)',
       'catalog model "llama": backend.upstreamModel must be a non-empty string of at most 256 characters',
       'catalog model "llama": backend.timeoutMs must be an integer from 1 to 3600000',
       'catalog model "llama": backend.maxConnections must be an integer from 1 to 10000',
     ]);
+  });
+
+  describe('upstreams', () => {
+    const two = [
+      { baseUrl: 'http://vllm-a:8000/v1', maxConcurrency: 4 },
+      { name: 'gpu-b', baseUrl: 'http://vllm-b:8000/v1', maxConcurrency: 8, timeoutMs: 900 },
+    ];
+
+    it('reads each upstream, top-level fields as defaults, names by index unless given', () => {
+      const options = parseOpenAIBackendOptions(
+        model({
+          upstreams: [
+            ...two,
+            { baseUrl: 'http://vllm-c:8000/v1', maxConcurrency: 2, upstreamModel: 'other', headers: {} },
+          ],
+          apiKeyEnv: 'VLLM_KEY',
+          upstreamModel: 'meta-llama/Llama-3.1-8B-Instruct',
+          headers: { 'X-Tenant': 'blue' },
+          maxAttempts: 2,
+          failureThreshold: 5,
+          probeIntervalMs: 500,
+        }),
+        settings,
+      );
+      expect(options.pool).toEqual({ maxAttempts: 2, failureThreshold: 5, probeIntervalMs: 500 });
+      expect(options.upstreams).toEqual([
+        {
+          name: '0',
+          baseUrl: new URL('http://vllm-a:8000/v1'),
+          apiKey: 'sk-secret',
+          upstreamModel: 'meta-llama/Llama-3.1-8B-Instruct',
+          timeoutMs: 300_000,
+          headers: { 'x-tenant': 'blue' },
+          maxConnections: 8,
+          maxConcurrency: 4,
+        },
+        expect.objectContaining({ name: 'gpu-b', timeoutMs: 900, maxConcurrency: 8, apiKey: 'sk-secret' }),
+        expect.objectContaining({ name: '2', upstreamModel: 'other', headers: {}, maxConcurrency: 2 }),
+      ]);
+    });
+
+    it('defaults the pool settings, and the shorthand concurrency to the worker concurrency', () => {
+      const options = parseOpenAIBackendOptions(model({ baseUrl: 'http://h/v1' }), settings);
+      expect(options.pool).toEqual({ maxAttempts: 3, failureThreshold: 3, probeIntervalMs: 2000 });
+      expect(
+        parseOpenAIUpstreamOptions(model({ baseUrl: 'http://h/v1', maxConcurrency: 3 }), settings),
+      ).toMatchObject({ maxConcurrency: 3 });
+    });
+
+    it('names the model, the upstream index and the field of every problem', () => {
+      expect(
+        problemsOf({
+          upstreams: [
+            { baseUrl: 'http://a/v1', maxConcurrency: 0 },
+            { baseUrl: 'ftp://b/v1', maxConcurrency: 2, apiKeyEnv: 'NOPE_KEY', port: 1 },
+            { name: 'x y', maxConcurrency: 1 },
+            { name: '0', baseUrl: 'http://d/v1' },
+            'http://e/v1',
+          ],
+        }),
+      ).toEqual([
+        'catalog model "llama": backend.upstreams[1].port is not an option of an upstream of the openai backend (known: name, baseUrl, apiKeyEnv, upstreamModel, timeoutMs, headers, maxConnections, maxConcurrency)',
+        'catalog model "llama": backend.upstreams[4] must be an object',
+        'catalog model "llama": backend.upstreams[0].maxConcurrency must be an integer from 1 to 100000',
+        'catalog model "llama": backend.upstreams[1].baseUrl must use http or https, not ftp',
+        'catalog model "llama": backend.upstreams[1].apiKeyEnv names the environment variable NOPE_KEY, which is not set',
+        'catalog model "llama": backend.upstreams[2].name must be letters, digits, _ . : - (it is a metric label)',
+        'catalog model "llama": backend.upstreams[2].baseUrl is required (e.g. "http://localhost:11434/v1")',
+        'catalog model "llama": backend.upstreams[3].name "0" is used by another upstream',
+        'catalog model "llama": backend.upstreams[3].maxConcurrency is required: the requests this server takes at once',
+      ]);
+    });
+
+    it('refuses an empty or oversized list, and the shorthand fields next to it', () => {
+      expect(problemsOf({ upstreams: [] })).toEqual([
+        'catalog model "llama": backend.upstreams must be a list of 1 to 32 objects',
+      ]);
+      expect(problemsOf({ upstreams: {} })).toEqual([
+        'catalog model "llama": backend.upstreams must be a list of 1 to 32 objects',
+      ]);
+      expect(
+        problemsOf({ upstreams: two, baseUrl: 'http://h/v1', maxConcurrency: 3, maxAttempts: 0 }),
+      ).toEqual([
+        'catalog model "llama": backend.maxAttempts must be an integer from 1 to 10',
+        'catalog model "llama": backend.baseUrl belongs to each element of backend.upstreams, not next to it',
+        'catalog model "llama": backend.maxConcurrency belongs to each element of backend.upstreams, not next to it',
+      ]);
+    });
   });
 });

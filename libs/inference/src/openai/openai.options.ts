@@ -1,11 +1,15 @@
 import type { CatalogModel } from '@mgw/config';
+import type { StringPattern } from '@mgw/contracts';
 import { BackendOptionReader } from '../backend-options.reader';
+import type { PoolSettings } from '../pool/upstream-pool';
 import type { BackendSettings } from '../backend-settings';
 
 export const OPENAI_BACKEND_KIND = 'openai';
 
-/** One catalog model served by an OpenAI-compatible upstream (vLLM, Ollama's /v1, LocalAI, TGI, OpenAI…). */
+/** One OpenAI-compatible server (vLLM, Ollama's /v1, LocalAI, TGI, OpenAI…) of a catalog model. */
 export interface OpenAIUpstreamOptions {
+  /** Its label in metrics and logs: the catalog's `name`, or its index in `upstreams` ("0", "1"…). */
+  name: string;
   /** Origin plus path prefix, e.g. http://ollama:11434/v1; operation paths are appended to it. */
   baseUrl: URL;
   /** The key sent as `Authorization: Bearer`, read from the variable `apiKeyEnv` names; null = none. */
@@ -18,24 +22,54 @@ export interface OpenAIUpstreamOptions {
   headers: Record<string, string>;
   /** Keep-alive connections to the upstream; defaults to the worker's concurrency. */
   maxConnections: number;
+  /** Requests in flight on this upstream at most, summed over every worker process of the model. */
+  maxConcurrency: number;
+}
+
+/** A catalog model's `openai` backend: its upstreams, and how requests move between them. */
+export interface OpenAIBackendOptions {
+  upstreams: OpenAIUpstreamOptions[];
+  pool: PoolSettings;
 }
 
 export const OPENAI_LIMITS = {
   // Node timers overflow above 2^31-1 ms; an hour of silence is beyond any sensible upstream.
   timeoutMs: { min: 1, max: 3_600_000, default: 300_000 },
   maxConnections: { min: 1, max: 10_000 },
+  maxConcurrency: { min: 1, max: 100_000 },
   upstreamModelLength: 256,
+  /** Upstream names are metric labels: a bounded number of bounded names. */
+  upstreams: 32,
+  maxAttempts: { min: 1, max: 10, default: 3 },
+  failureThreshold: { min: 1, max: 100, default: 3 },
+  probeIntervalMs: { min: 100, max: 600_000, default: 2000 },
 } as const;
 
-const OPTION_KEYS = [
-  'kind',
+/** Options of one upstream, in `upstreams[i]` or (for the one-upstream shorthand) at the top level. */
+const UPSTREAM_KEYS = [
   'baseUrl',
   'apiKeyEnv',
   'upstreamModel',
   'timeoutMs',
   'headers',
   'maxConnections',
+  'maxConcurrency',
 ] as const;
+
+const OPTION_KEYS = [
+  'kind',
+  ...UPSTREAM_KEYS,
+  'upstreams',
+  'maxAttempts',
+  'failureThreshold',
+  'probeIntervalMs',
+] as const;
+
+const ELEMENT_KEYS = ['name', ...UPSTREAM_KEYS] as const;
+const UPSTREAM_NAME: StringPattern = {
+  test: /^[A-Za-z0-9_.:-]+$/,
+  says: 'must be letters, digits, _ . : - (it is a metric label)',
+};
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** RFC 9110 token characters. */
@@ -63,8 +97,9 @@ const RESERVED_HEADERS = new Set([
 
 function parseBaseUrl(reader: BackendOptionReader): URL | undefined {
   const value = reader.raw('baseUrl');
+  const field = reader.name('baseUrl');
   if (value === undefined) {
-    reader.problem('backend.baseUrl is required (e.g. "http://localhost:11434/v1")');
+    reader.problem(`${field} is required (e.g. "http://localhost:11434/v1")`);
     return undefined;
   }
   let url: URL;
@@ -72,22 +107,20 @@ function parseBaseUrl(reader: BackendOptionReader): URL | undefined {
     if (typeof value !== 'string') throw new TypeError('not a string');
     url = new URL(value);
   } catch {
-    reader.problem('backend.baseUrl must be an absolute http(s) URL such as "http://localhost:8000/v1"');
+    reader.problem(`${field} must be an absolute http(s) URL such as "http://localhost:8000/v1"`);
     return undefined;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    reader.problem(`backend.baseUrl must use http or https, not ${url.protocol.replace(/:$/, '')}`);
+    reader.problem(`${field} must use http or https, not ${url.protocol.replace(/:$/, '')}`);
     return undefined;
   }
   if (url.username !== '' || url.password !== '') {
     // Never echo the URL here: its credentials are exactly what must not be repeated.
-    reader.problem(
-      'backend.baseUrl must not carry credentials; put the key in the variable named by apiKeyEnv',
-    );
+    reader.problem(`${field} must not carry credentials; put the key in the variable named by apiKeyEnv`);
     return undefined;
   }
   if (url.search !== '' || url.hash !== '') {
-    reader.problem('backend.baseUrl must not have a query or a fragment');
+    reader.problem(`${field} must not have a query or a fragment`);
     return undefined;
   }
   url.pathname = url.pathname.replace(/\/+$/, '');
@@ -95,6 +128,7 @@ function parseBaseUrl(reader: BackendOptionReader): URL | undefined {
 }
 
 function parseApiKey(reader: BackendOptionReader, environment: ReadonlyMap<string, string>): string | null {
+  const field = reader.name('apiKeyEnv');
   const name = reader.string('apiKeyEnv', 256, {
     test: ENV_NAME,
     says: 'must be the name of an environment variable (letters, digits and _), not a key',
@@ -102,34 +136,35 @@ function parseApiKey(reader: BackendOptionReader, environment: ReadonlyMap<strin
   if (name === undefined) return null;
   const key = environment.get(name);
   if (key === undefined) {
-    reader.problem(`backend.apiKeyEnv names the environment variable ${name}, which is not set`);
+    reader.problem(`${field} names the environment variable ${name}, which is not set`);
     return null;
   }
   if (key.trim().length === 0) {
-    reader.problem(`backend.apiKeyEnv names the environment variable ${name}, which is empty`);
+    reader.problem(`${field} names the environment variable ${name}, which is empty`);
     return null;
   }
   if (HEADER_VALUE_FORBIDDEN.test(key)) {
-    reader.problem(`backend.apiKeyEnv names the environment variable ${name}, whose value has a line break`);
+    reader.problem(`${field} names the environment variable ${name}, whose value has a line break`);
     return null;
   }
   return key.trim();
 }
 
 function parseHeaders(reader: BackendOptionReader): Record<string, string> {
+  const field = reader.name('headers');
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(reader.stringRecord('headers'))) {
     const lower = name.toLowerCase();
     if (!HEADER_NAME.test(name)) {
-      reader.problem(`backend.headers["${name}"] is not a valid header name`);
+      reader.problem(`${field}["${name}"] is not a valid header name`);
     } else if (RESERVED_HEADERS.has(lower)) {
       reader.problem(
         lower === 'authorization'
-          ? 'backend.headers must not set authorization; name the variable holding the key in apiKeyEnv'
-          : `backend.headers["${name}"] is set by the backend itself`,
+          ? `${field} must not set authorization; name the variable holding the key in apiKeyEnv`
+          : `${field}["${name}"] is set by the backend itself`,
       );
     } else if (HEADER_VALUE_FORBIDDEN.test(value)) {
-      reader.problem(`backend.headers["${name}"] must not contain line breaks or NUL`);
+      reader.problem(`${field}["${name}"] must not contain line breaks or NUL`);
     } else {
       headers[lower] = value;
     }
@@ -137,25 +172,107 @@ function parseHeaders(reader: BackendOptionReader): Record<string, string> {
   return headers;
 }
 
-/** Options of an `openai` backend, chat or image alike; throws a ConfigError naming every bad field. */
-export function parseOpenAIUpstreamOptions(
+/** The upstream options a top-level field sets for every element of `upstreams` that leaves it out. */
+interface UpstreamDefaults {
+  apiKey: string | null;
+  upstreamModel: string;
+  timeoutMs: number;
+  headers: Record<string, string>;
+  maxConnections: number;
+}
+
+function parseDefaults(
+  reader: BackendOptionReader,
   model: CatalogModel,
   settings: BackendSettings,
-): OpenAIUpstreamOptions {
-  const reader = new BackendOptionReader(model, OPTION_KEYS, 'the openai backend');
-  const baseUrl = parseBaseUrl(reader);
-  const options = {
-    apiKey: parseApiKey(reader, settings.environment),
-    upstreamModel: reader.string('upstreamModel', OPENAI_LIMITS.upstreamModelLength) ?? model.id,
-    timeoutMs: reader.int('timeoutMs', OPENAI_LIMITS.timeoutMs, OPENAI_LIMITS.timeoutMs.default),
-    headers: parseHeaders(reader),
+  fallback?: UpstreamDefaults,
+): UpstreamDefaults {
+  return {
+    apiKey: reader.has('apiKeyEnv') ? parseApiKey(reader, settings.environment) : (fallback?.apiKey ?? null),
+    upstreamModel:
+      reader.string('upstreamModel', OPENAI_LIMITS.upstreamModelLength) ??
+      fallback?.upstreamModel ??
+      model.id,
+    timeoutMs: reader.int(
+      'timeoutMs',
+      OPENAI_LIMITS.timeoutMs,
+      fallback?.timeoutMs ?? OPENAI_LIMITS.timeoutMs.default,
+    ),
+    headers: reader.has('headers') ? parseHeaders(reader) : (fallback?.headers ?? {}),
     maxConnections: reader.int(
       'maxConnections',
       OPENAI_LIMITS.maxConnections,
-      Math.max(1, settings.concurrency),
+      fallback?.maxConnections ?? Math.max(1, settings.concurrency),
     ),
   };
+}
+
+/**
+ * Options of an `openai` backend, chat or image alike; throws a ConfigError naming every bad field (the
+ * model, and for `upstreams` the element's index). Either one upstream at the top level (`baseUrl`; its
+ * `maxConcurrency` defaults to the worker's concurrency) or a list in `upstreams`, each with its own
+ * `maxConcurrency`; top-level `apiKeyEnv`, `upstreamModel`, `timeoutMs`, `headers` and `maxConnections` are
+ * then defaults for every element.
+ */
+export function parseOpenAIBackendOptions(
+  model: CatalogModel,
+  settings: BackendSettings,
+): OpenAIBackendOptions {
+  const reader = new BackendOptionReader(model, OPTION_KEYS, 'the openai backend');
+  const pool: PoolSettings = {
+    maxAttempts: reader.int('maxAttempts', OPENAI_LIMITS.maxAttempts, OPENAI_LIMITS.maxAttempts.default),
+    failureThreshold: reader.int(
+      'failureThreshold',
+      OPENAI_LIMITS.failureThreshold,
+      OPENAI_LIMITS.failureThreshold.default,
+    ),
+    probeIntervalMs: reader.int(
+      'probeIntervalMs',
+      OPENAI_LIMITS.probeIntervalMs,
+      OPENAI_LIMITS.probeIntervalMs.default,
+    ),
+  };
+  const upstreams: OpenAIUpstreamOptions[] = [];
+  if (!reader.has('upstreams')) {
+    const baseUrl = parseBaseUrl(reader);
+    const defaults = parseDefaults(reader, model, settings);
+    const maxConcurrency = reader.int(
+      'maxConcurrency',
+      OPENAI_LIMITS.maxConcurrency,
+      Math.max(1, settings.concurrency),
+    );
+    if (baseUrl !== undefined) upstreams.push({ name: '0', baseUrl, ...defaults, maxConcurrency });
+  } else {
+    for (const field of ['baseUrl', 'maxConcurrency']) {
+      if (reader.has(field)) {
+        reader.problem(
+          `${reader.name(field)} belongs to each element of ${reader.name('upstreams')}, not next to it`,
+        );
+      }
+    }
+    const defaults = parseDefaults(reader, model, settings);
+    const elements = reader.elements(
+      'upstreams',
+      OPENAI_LIMITS.upstreams,
+      ELEMENT_KEYS,
+      'an upstream of the openai backend',
+    );
+    const names = new Set<string>();
+    elements.forEach((element, index) => {
+      const name = element.string('name', 64, UPSTREAM_NAME) ?? String(index);
+      if (names.has(name)) element.problem(`${element.name('name')} "${name}" is used by another upstream`);
+      names.add(name);
+      const baseUrl = parseBaseUrl(element);
+      const own = parseDefaults(element, model, settings, defaults);
+      if (!element.has('maxConcurrency')) {
+        element.problem(
+          `${element.name('maxConcurrency')} is required: the requests this server takes at once`,
+        );
+      }
+      const maxConcurrency = element.int('maxConcurrency', OPENAI_LIMITS.maxConcurrency, 1);
+      if (baseUrl !== undefined) upstreams.push({ name, baseUrl, ...own, maxConcurrency });
+    });
+  }
   reader.finish();
-  // finish() threw if baseUrl was missing or invalid.
-  return { baseUrl: baseUrl!, ...options };
+  return { upstreams, pool };
 }

@@ -23,6 +23,12 @@ export const WORKER_METRICS = {
   images: 'worker_images_total',
   interTokenLatency: 'worker_inter_token_seconds',
   activeJobs: 'worker_active_jobs',
+  upstreamInFlight: 'worker_upstream_in_flight',
+  upstreamRequests: 'worker_upstream_requests_total',
+  upstreamUp: 'worker_upstream_up',
+  upstreamMaxConcurrency: 'worker_upstream_max_concurrency',
+  upstreamTimeToFirstOutput: 'worker_upstream_time_to_first_output_seconds',
+  upstreamDuration: 'worker_upstream_duration_seconds',
 } as const;
 
 export const QUEUE_METRICS = {

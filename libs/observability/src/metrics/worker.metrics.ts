@@ -4,6 +4,7 @@ import { INTER_TOKEN_BUCKETS_SECONDS, LATENCY_BUCKETS_SECONDS } from './buckets'
 import { BoundedLabel } from './label-bounds';
 import { WORKER_METRICS } from './metric-names';
 import { createMetricsRegistry, type MetricsOptions } from './metrics-registry';
+import { UpstreamMetrics } from './upstream.metrics';
 
 export const JOB_OUTCOMES = ['completed', 'failed', 'cancelled', 'expired'] as const;
 export type JobOutcomeLabel = (typeof JOB_OUTCOMES)[number];
@@ -28,6 +29,8 @@ export class WorkerMetrics {
   readonly images: Counter<'model'>;
   readonly interToken: Histogram<'model'>;
   readonly activeJobs: Gauge<'model'>;
+  /** Per upstream of the models served through a pool (the openai backend). */
+  readonly upstreams: UpstreamMetrics;
   private readonly models: BoundedLabel;
 
   constructor(app: string, served: { id: string; kind: 'chat' | 'image' }[], options: MetricsOptions = {}) {
@@ -72,6 +75,7 @@ export class WorkerMetrics {
       labelNames: ['model'],
       registers,
     });
+    this.upstreams = new UpstreamMetrics(this.registry);
     // Every served model's series exist from the start, so rates and dashboards work before traffic.
     for (const { id, kind } of served) {
       for (const outcome of JOB_OUTCOMES) this.jobs.inc({ model: id, outcome }, 0);

@@ -1,0 +1,371 @@
+// Upstream pools (issue 15): three fake OpenAI-compatible upstreams (real HTTP servers in this process, of
+// different speeds, maxConcurrency 4, 8 and 2) behind one catalog model, served by two chat-worker processes
+// and one gateway on a private Redis, under a closed loop of 64 streaming clients. Prints per-upstream
+// in-flight maximum against its limit, throughput against the sum of the upstreams' capacities, and what
+// happens when one upstream is killed under load and revived. See bench/README.md.
+//   npm run build && node bench/upstream-pools.mjs [--steady <s>] [--concurrency <n>] [--out <file>]
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, request } from 'undici';
+import { Child, freePort, startRedis } from './lib/processes.mjs';
+import { distDir } from './lib/stack.mjs';
+
+const { fetch, AbortSignal } = globalThis;
+const root = join(import.meta.dirname, '..');
+const args = Object.fromEntries(
+  process.argv
+    .slice(2)
+    .join(' ')
+    .split('--')
+    .filter(Boolean)
+    .map((pair) => pair.trim().split(/\s+/)),
+);
+const STEADY_S = Number(args.steady ?? 20);
+const CONCURRENCY = Number(args.concurrency ?? 64);
+const TOKENS = 10;
+/** name, maxConcurrency, ms between two tokens: nominal service times 200, 400 and 800 ms. */
+const UPSTREAMS = [
+  { name: 'fast', maxConcurrency: 4, tokenMs: 20 },
+  { name: 'medium', maxConcurrency: 8, tokenMs: 40 },
+  { name: 'slow', maxConcurrency: 2, tokenMs: 80 },
+];
+const KILLED = 'medium';
+
+/** A fake upstream: streams TOKENS words named after itself; counts its in-flight requests; dies and revives. */
+class FakeUpstream {
+  inFlight = 0;
+  maxInFlight = 0;
+  served = 0;
+  busyMs = 0;
+  arrivals = [];
+  sockets = new Set();
+
+  constructor(spec) {
+    Object.assign(this, spec);
+    this.server = createServer((req, res) => this.handle(req, res));
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  async listen(port = 0) {
+    await new Promise((resolve) => this.server.listen(port, '127.0.0.1', resolve));
+    this.port = this.server.address().port;
+    this.alive = true;
+  }
+
+  async kill() {
+    this.alive = false;
+    const closed = new Promise((resolve) => this.server.close(resolve));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  handle(req, res) {
+    if (req.method === 'GET' && req.url.endsWith('/models')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ object: 'list', data: [{ id: 'bench-llama', object: 'model' }] }));
+      return;
+    }
+    req.resume();
+    req.on('end', async () => {
+      const startedAt = performance.now();
+      this.arrivals.push(Date.now());
+      this.inFlight++;
+      this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+      let open = true;
+      res.on('close', () => {
+        open = false;
+      });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const send = (data) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
+      const delta = (content, finish = null) => ({
+        object: 'chat.completion.chunk',
+        choices: [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }],
+      });
+      for (let i = 0; i < TOKENS && open; i++) {
+        await sleep(this.tokenMs);
+        if (open) send(delta(`${this.name}${i} `));
+      }
+      if (open) {
+        send(delta(null, 'stop'));
+        send({
+          object: 'chat.completion.chunk',
+          choices: [],
+          usage: { prompt_tokens: 5, completion_tokens: TOKENS },
+        });
+        send('[DONE]');
+        res.end();
+        this.served++;
+        this.busyMs += performance.now() - startedAt;
+      }
+      this.inFlight--;
+    });
+  }
+}
+
+const dispatcher = new Agent({
+  connections: null,
+  keepAliveTimeout: 60_000,
+  headersTimeout: 0,
+  bodyTimeout: 0,
+});
+
+/** One streaming request; resolves with what the client saw. */
+async function stream(gateway, apiKey) {
+  const result = {
+    startedAt: Date.now(),
+    firstTokenAt: null,
+    endedAt: null,
+    upstream: null,
+    ok: false,
+    error: null,
+  };
+  try {
+    const { statusCode, body } = await request(`${gateway}/v1/chat/completions`, {
+      method: 'POST',
+      dispatcher,
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'pool-chat', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    if (statusCode !== 200) {
+      result.error = `HTTP ${statusCode}: ${(await body.text()).slice(0, 200)}`;
+      return result;
+    }
+    let buffer = '';
+    for await (const chunk of body) {
+      buffer += chunk.toString();
+      let end;
+      while ((end = buffer.indexOf('\n\n')) !== -1) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (!line.startsWith('data: ')) continue;
+        const data = line.slice(6);
+        if (data === '[DONE]') {
+          result.ok = result.error === null;
+          continue;
+        }
+        const event = JSON.parse(data);
+        if (event.error) result.error = event.error.message;
+        const content = event.choices?.[0]?.delta?.content;
+        if (content) {
+          result.firstTokenAt ??= Date.now();
+          result.upstream ??= /^[a-z]+/.exec(content)[0];
+        }
+      }
+    }
+  } catch (error) {
+    result.error = String(error);
+  } finally {
+    result.endedAt = Date.now();
+  }
+  return result;
+}
+
+async function scrapeUp(port, upstream) {
+  try {
+    const text = await (
+      await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(2000) })
+    ).text();
+    if (process.env.BENCH_DEBUG)
+      console.log(text.split('\n').filter((l) => l.startsWith('worker_upstream_up')));
+    const match = new RegExp(
+      `^worker_upstream_up\\{model="pool-chat",upstream="${upstream}"[^}]*\\} (\\d)`,
+      'm',
+    ).exec(text);
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function main() {
+  const fakes = UPSTREAMS.map((spec) => new FakeUpstream(spec));
+  for (const fake of fakes) await fake.listen();
+  const tempDir = await mkdtemp(join(tmpdir(), 'mgw-bench-pools-'));
+  const catalogPath = join(tempDir, 'catalog.json');
+  await writeFile(
+    catalogPath,
+    JSON.stringify({
+      models: [
+        {
+          id: 'pool-chat',
+          type: 'chat',
+          owned_by: 'bench',
+          backend: {
+            kind: 'openai',
+            upstreamModel: 'bench-llama',
+            upstreams: fakes.map((f) => ({
+              name: f.name,
+              baseUrl: `http://127.0.0.1:${f.port}/v1`,
+              maxConcurrency: f.maxConcurrency,
+            })),
+          },
+        },
+      ],
+    }),
+  );
+  const redis = await startRedis();
+  const gatewayPort = await freePort();
+  const metricsPorts = [await freePort(), await freePort()];
+  const apiKey = `sk-bench-${randomBytes(16).toString('hex')}`;
+  const env = {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'production',
+    REDIS_URL: redis.url,
+    KEY_PREFIX: 'bench',
+    CATALOG_PATH: catalogPath,
+    GATEWAY_API_KEYS: apiKey,
+    PORT: String(gatewayPort),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    METRICS_PORT: '0',
+    DEFAULT_CHAT_MODEL: 'pool-chat',
+  };
+  const app = (name) => join(root, distDir(), 'apps', name, 'src', 'main.js');
+  const children = [
+    new Child('registry', process.execPath, [app('registry')], { cwd: root, env }),
+    new Child('chat-worker-1', process.execPath, [app('chat-worker')], {
+      cwd: root,
+      env: { ...env, WORKER_CONCURRENCY: '16', METRICS_PORT: String(metricsPorts[0]) },
+    }),
+    new Child('chat-worker-2', process.execPath, [app('chat-worker')], {
+      cwd: root,
+      env: { ...env, WORKER_CONCURRENCY: '16', METRICS_PORT: String(metricsPorts[1]) },
+    }),
+    new Child('gateway', process.execPath, [app('gateway')], { cwd: root, env }),
+  ];
+  const gateway = `http://127.0.0.1:${gatewayPort}`;
+  try {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      for (const child of children)
+        if (!child.running) throw new Error(`${child.label} exited:\n${child.output}`);
+      const res = await fetch(`${gateway}/v1/models`, {
+        headers: { authorization: `Bearer ${apiKey}` },
+      }).catch(() => null);
+      if (res?.ok && (await res.text()).includes('pool-chat')) break;
+      if (Date.now() > deadline) throw new Error('the stack did not come up');
+      await sleep(200);
+    }
+    await sleep(1500); // both workers registered and fetching
+
+    // The closed loop: CONCURRENCY clients, each sending its next request when the last one ended.
+    const results = [];
+    let running = true;
+    const clients = Array.from({ length: CONCURRENCY }, async () => {
+      while (running) results.push(await stream(gateway, apiKey));
+    });
+
+    // Phase 1: steady state, after a 3 s warm-up.
+    await sleep(3000);
+    for (const fake of fakes) Object.assign(fake, { served: 0, busyMs: 0 });
+    const steadyFrom = Date.now();
+    await sleep(STEADY_S * 1000);
+    const steadyTo = Date.now();
+    const servedSteady = fakes.map((f) => f.served);
+    // Slot occupancy: the share of the window each upstream's slots spent answering.
+    const occupancy = fakes.map((f) => f.busyMs / ((steadyTo - steadyFrom) * f.maxConcurrency));
+    const steady = results.filter((r) => r.startedAt >= steadyFrom && r.endedAt <= steadyTo);
+    const completedInWindow = results.filter(
+      (r) => r.ok && r.endedAt > steadyFrom && r.endedAt <= steadyTo,
+    ).length;
+    const throughput = completedInWindow / ((steadyTo - steadyFrom) / 1000);
+    const capacity = fakes.map((f) => {
+      const serviceMs = f.served > 0 ? f.busyMs / f.served : f.tokenMs * TOKENS;
+      return { name: f.name, serviceMs, perSecond: (f.maxConcurrency * 1000) / serviceMs };
+    });
+    const capacitySum = capacity.reduce((sum, c) => sum + c.perSecond, 0);
+    const nominalSum = fakes.reduce((sum, f) => sum + (f.maxConcurrency * 1000) / (f.tokenMs * TOKENS), 0);
+
+    // Phase 2: kill one upstream under load.
+    const killed = fakes.find((f) => f.name === KILLED);
+    const killedAt = Date.now();
+    await killed.kill();
+    let outAt = null;
+    while (outAt === null && Date.now() - killedAt < 30_000) {
+      const states = await Promise.all(metricsPorts.map((port) => scrapeUp(port, KILLED)));
+      if (states.every((s) => s === 0)) outAt = Date.now();
+      else await sleep(50);
+    }
+    await sleep(5000);
+    const afterKill = results.filter((r) => r.startedAt >= killedAt - 60_000 && r.endedAt >= killedAt);
+    const failedBeforeStreaming = afterKill.filter((r) => !r.ok && r.firstTokenAt === null);
+    const failedWhileStreaming = afterKill.filter((r) => !r.ok && r.firstTokenAt !== null);
+    // Requests that reached the survivors only: the last request any client got from the killed upstream.
+    const lastFromKilled = Math.max(
+      ...results.filter((r) => r.upstream === KILLED).map((r) => r.firstTokenAt ?? 0),
+    );
+
+    // Phase 3: revive it.
+    const arrivalsBefore = killed.arrivals.length;
+    await killed.listen(killed.port);
+    const revivedAt = Date.now();
+    while (killed.arrivals.length === arrivalsBefore && Date.now() - revivedAt < 30_000) await sleep(20);
+    const backAt = killed.arrivals.length > arrivalsBefore ? killed.arrivals[arrivalsBefore] : null;
+    await sleep(2000);
+    running = false;
+    await Promise.all(clients);
+    const errorsTotal = results.filter((r) => !r.ok).length;
+
+    const rows = [
+      [
+        'upstream',
+        'maxConcurrency',
+        'max in flight seen',
+        'served (steady)',
+        'mean service ms',
+        'capacity req/s',
+        'slots busy',
+      ],
+      ...fakes.map((f, i) => [
+        f.name,
+        f.maxConcurrency,
+        f.maxInFlight,
+        servedSteady[i],
+        capacity[i].serviceMs.toFixed(0),
+        capacity[i].perSecond.toFixed(1),
+        `${(100 * occupancy[i]).toFixed(0)} %`,
+      ]),
+    ];
+    const report = {
+      concurrency: CONCURRENCY,
+      steadySeconds: STEADY_S,
+      steadyRequests: steady.length,
+      steadyErrors: steady.filter((r) => !r.ok).length,
+      throughput: Number(throughput.toFixed(1)),
+      capacitySum: Number(capacitySum.toFixed(1)),
+      nominalCapacitySum: Number(nominalSum.toFixed(1)),
+      throughputOfCapacity: Number(((100 * throughput) / capacitySum).toFixed(1)),
+      overLimit: fakes.filter((f) => f.maxInFlight > f.maxConcurrency).map((f) => f.name),
+      kill: {
+        upstream: KILLED,
+        circuitOpenInBothWorkersMs: outAt === null ? null : outAt - killedAt,
+        lastTokenFromKilledAfterKillMs: lastFromKilled >= killedAt ? lastFromKilled - killedAt : 0,
+        errorsBeforeStreaming: failedBeforeStreaming.length,
+        errorsWhileStreaming: failedWhileStreaming.length,
+        sampleErrors: [...new Set(failedBeforeStreaming.map((r) => r.error))].slice(0, 3),
+      },
+      revive: { firstRequestAfterMs: backAt === null ? null : backAt - revivedAt },
+      requestsTotal: results.length,
+      errorsTotal,
+    };
+    console.log(rows.map((r) => `| ${r.join(' | ')} |`).join('\n'));
+    console.log(JSON.stringify(report, null, 2));
+    if (args.out) await writeFile(args.out, JSON.stringify({ rows, report }, null, 2));
+  } finally {
+    for (const child of children.reverse()) await child.stop();
+    await redis.stop();
+    for (const fake of fakes) if (fake.alive) await fake.kill();
+    await rm(tempDir, { recursive: true, force: true });
+    await dispatcher.close();
+  }
+}
+
+await main();

@@ -1,0 +1,395 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { LEASE_REFRESH_SCRIPT, LeaseKeeper, type LeaseRefresher } from '@mgw/access';
+import { GatewayError, type ComponentLogger } from '@mgw/contracts';
+import { ACQUIRE_SLOT_SCRIPT, RELEASE_SLOT_SCRIPT } from './slot.scripts';
+import { UpstreamCircuit, type CircuitState, type HealthSignal } from './upstream-circuit';
+
+/** One server of a pool, as the pool needs to know it. */
+export interface PoolUpstream {
+  /** Its label in metrics and logs, and its slot set's name: unique within the model. */
+  name: string;
+  /** Requests in flight on it at most, across every worker process of the model. */
+  maxConcurrency: number;
+  /** The active health check; resolves when the upstream answers, rejects otherwise. */
+  probe(signal: AbortSignal): Promise<void>;
+}
+
+export interface PoolSettings {
+  /** Upstreams one request may be tried on before the first output (each at most once). */
+  maxAttempts: number;
+  /** Failures in a row that take an upstream out. */
+  failureThreshold: number;
+  /** How often an upstream that is out is probed. */
+  probeIntervalMs: number;
+}
+
+/** What became of one attempt on an upstream. */
+export type AttemptOutcome = 'ok' | 'failed' | 'busy' | 'refused' | 'cancelled';
+/** How a backend judges an attempt's error: the upstream's fault, the upstream busy (429), or the request's. */
+export type AttemptVerdict = 'failed' | 'busy' | 'refused';
+
+export interface AttemptObserver {
+  firstOutput(): void;
+  ended(outcome: AttemptOutcome): void;
+}
+
+/** Per-upstream metrics; implemented by observability's UpstreamMetrics. */
+export interface UpstreamObserver {
+  state(upstream: string, up: boolean): void;
+  attempt(upstream: string): AttemptObserver;
+}
+
+/** The shared subscriber connection's dispatcher (queue's PubSubDispatcher). */
+export interface PoolChannel {
+  listen(channel: string, listener: { message(raw: string): void; connected?(): void }): Promise<void>;
+}
+
+/** What a pool needs from its worker process, handed over at start. */
+export interface PoolRuntime {
+  redis: Redis;
+  channel: PoolChannel;
+  namespace: string;
+  instanceId: string;
+  /** How long a slot outlives a worker that stopped extending it. */
+  leaseMs: number;
+  observer?: UpstreamObserver;
+  logger: Pick<ComponentLogger, 'warn'>;
+}
+
+/** A slot of one upstream, held by this process until released (once; further calls do nothing). */
+export class SlotLease {
+  private released = false;
+
+  constructor(
+    readonly upstream: number,
+    readonly id: string,
+    /** The slot set, as the LeaseKeeper groups leases. */
+    readonly keyId: string,
+    private readonly onRelease: (lease: SlotLease) => void,
+  ) {}
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.onRelease(this);
+  }
+}
+
+/** What a fetch loop reserved before it took a job: a slot, or none because no upstream is up. */
+export interface PoolReservation {
+  lease: SlotLease | null;
+  release(): void;
+}
+
+const MIN_WAIT_MS = 50;
+/** A waiter re-checks at least this often even without a notification: slots of a dead worker lapse silently. */
+const MAX_WAIT_MS = 1000;
+const PROBE_TIMEOUT_MS = { min: 500, max: 5000 };
+const EVENT = /^(free|up|out)\|([^|]{1,128})(?:\|(.{1,128}))?$/;
+
+/**
+ * The upstreams of one model as one pool: exact cluster-wide concurrency per upstream (slots held in Redis
+ * as leases), health (a circuit per upstream, shared between worker processes over pub/sub, probed while
+ * out), and the attempts of one request across upstreams before its first output.
+ *
+ * Waiting for a slot is not a poll: a release publishes on the model's channel, which wakes one waiter in
+ * every worker process (a waiter that finds more slots free wakes the next); a health change wakes all.
+ * A bounded back-off (up to 1 s) covers what sends no message: the lapsed lease of a killed worker.
+ */
+export class UpstreamPool {
+  private runtime: PoolRuntime | null = null;
+  private keeper: LeaseKeeper | null = null;
+  private readonly circuits: UpstreamCircuit[];
+  private readonly probes = new Map<number, NodeJS.Timeout>();
+  private readonly waiters = new Set<() => void>();
+  private readonly readyListeners = new Set<(ready: boolean) => void>();
+  private readonly leasePrefix = randomBytes(6).toString('hex');
+  private leases = 0;
+  private stopped = false;
+  private lastReady = true;
+
+  constructor(
+    readonly model: string,
+    readonly upstreams: readonly PoolUpstream[],
+    readonly settings: PoolSettings,
+  ) {
+    this.circuits = upstreams.map(() => new UpstreamCircuit(settings.failureThreshold));
+  }
+
+  /** Some upstream is up: the model can take requests. */
+  get ready(): boolean {
+    return this.circuits.some((circuit) => circuit.up);
+  }
+
+  stateOf(upstream: number): CircuitState {
+    return this.circuits[upstream]!.state;
+  }
+
+  onReadyChange(listener: (ready: boolean) => void): void {
+    this.readyListeners.add(listener);
+  }
+
+  async start(runtime: PoolRuntime): Promise<void> {
+    this.runtime = runtime;
+    this.keeper = new LeaseKeeper(this.refresher(runtime), runtime.leaseMs, runtime.logger);
+    for (const upstream of this.upstreams) runtime.observer?.state(upstream.name, true);
+    await runtime.channel.listen(this.channel(runtime), {
+      message: (raw) => this.onEvent(raw),
+      // Messages sent while the subscription was down are lost: everyone waiting looks again.
+      connected: () => this.wakeAll(),
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.keeper?.stop();
+    for (const timer of this.probes.values()) clearTimeout(timer);
+    this.probes.clear();
+    this.wakeAll();
+  }
+
+  /** For a fetch loop: a slot on some healthy upstream, waited for; or none at once when none is up. */
+  async reserve(signal: AbortSignal): Promise<PoolReservation> {
+    const lease = await this.acquire(signal);
+    return { lease, release: () => lease?.release() };
+  }
+
+  /**
+   * Waits for a free slot on an upstream that is up and not in `exclude`; null when there is none such
+   * (all out, or all tried). Rejects with the signal's reason when it aborts.
+   */
+  async acquire(signal: AbortSignal, exclude: ReadonlySet<number> = new Set()): Promise<SlotLease | null> {
+    const runtime = this.started();
+    let waitMs = MIN_WAIT_MS;
+    for (;;) {
+      signal.throwIfAborted();
+      const candidates = this.circuits
+        .map((circuit, index) => (circuit.up && !exclude.has(index) ? index : -1))
+        .filter((index) => index >= 0);
+      if (candidates.length === 0 || this.stopped) return null;
+      const id = `${this.leasePrefix}${(this.leases++).toString(36)}`;
+      const [chosen, free] = (await ACQUIRE_SLOT_SCRIPT.run(
+        runtime.redis,
+        candidates.map((index) => this.slotKey(runtime, index)),
+        [0, runtime.leaseMs, id, ...candidates.map((index) => this.upstreams[index]!.maxConcurrency)],
+      )) as [number, number];
+      if (chosen > 0) {
+        const upstream = candidates[chosen - 1]!;
+        const lease = new SlotLease(upstream, id, this.slotKey(runtime, upstream), (held) =>
+          this.release(held),
+        );
+        this.keeper!.track(lease);
+        if (free > 0) this.wakeOne();
+        return lease;
+      }
+      await this.wait(signal, waitMs);
+      waitMs = Math.min(MAX_WAIT_MS, waitMs * 2);
+    }
+  }
+
+  /**
+   * One request's attempts: on the reserved slot's upstream first, then — while nothing was output, the
+   * error is the upstream's (or it is busy) and attempts remain — on another healthy upstream, waiting for a
+   * slot there no longer than the signal (the job's deadline) allows. Each upstream is tried at most once.
+   * After the first output an error ends the request as it is: never a silent switch mid-answer.
+   */
+  async *run<T>(
+    reserved: SlotLease | null,
+    signal: AbortSignal,
+    attempt: (upstream: number, signal: AbortSignal) => AsyncIterable<T>,
+    judge: (error: unknown) => AttemptVerdict,
+  ): AsyncGenerator<T> {
+    const runtime = this.started();
+    const tried = new Set<number>();
+    const attempts = Math.min(this.settings.maxAttempts, this.upstreams.length);
+    let lease = reserved;
+    let lastError: unknown = null;
+    for (;;) {
+      // The reserved upstream may have been taken out while its fetcher waited for a job.
+      if (lease !== null && !this.circuits[lease.upstream]!.up) {
+        lease.release();
+        lease = null;
+      }
+      lease ??= await this.acquire(signal, tried);
+      // Nowhere left to try: the last attempt's error (as the backend threw it), or none was possible.
+      if (lease === null) throw (lastError as Error | null) ?? this.unavailable();
+      const current: SlotLease = lease;
+      lease = null;
+      const index = current.upstream;
+      tried.add(index);
+      const observer = runtime.observer?.attempt(this.upstreams[index]!.name);
+      let produced = false;
+      let outcome: AttemptOutcome = 'cancelled';
+      try {
+        for await (const item of attempt(index, signal)) {
+          if (!produced) observer?.firstOutput();
+          produced = true;
+          yield item;
+        }
+        outcome = 'ok';
+        this.report(index, 'answered');
+        return;
+      } catch (error) {
+        if (signal.aborted) throw error;
+        const verdict = judge(error);
+        outcome = verdict;
+        // A failure after the first output is counted, but is no health signal: the upstream started the
+        // answer, and what broke it (a long context, a client's odd request) is as likely the request's.
+        if (verdict !== 'failed') this.report(index, 'answered');
+        else if (!produced) this.report(index, 'failed');
+        if (produced || verdict === 'refused' || tried.size >= attempts) throw error;
+        lastError = error;
+      } finally {
+        observer?.ended(outcome);
+        current.release();
+      }
+    }
+  }
+
+  /** The client-facing error when no upstream of the model is up. */
+  unavailable(): GatewayError {
+    return new GatewayError(
+      503,
+      'server_error',
+      'upstream_unavailable',
+      `Every upstream server of the model \`${this.model}\` is out of service right now. Try again shortly.`,
+      null,
+      { 'retry-after': '1' },
+    );
+  }
+
+  private report(upstream: number, signal: HealthSignal): void {
+    if (this.circuits[upstream]!.record(signal)) this.changed(upstream, true);
+  }
+
+  /** After a circuit changed state: metrics, probes, waiters, peers, readiness. */
+  private changed(upstream: number, announce: boolean): void {
+    const runtime = this.started();
+    const { name } = this.upstreams[upstream]!;
+    const state = this.circuits[upstream]!.state;
+    runtime.observer?.state(name, state === 'up');
+    if (state === 'out') {
+      runtime.logger.warn(`model ${this.model}: upstream ${name} is out of service; probing it`);
+      this.scheduleProbe(upstream);
+    } else {
+      clearTimeout(this.probes.get(upstream));
+      this.probes.delete(upstream);
+      runtime.logger.warn(`model ${this.model}: upstream ${name} is back in service`);
+    }
+    // Every waiter looks again: back, it has slots to take; out, there may be no upstream left to wait for.
+    this.wakeAll();
+    if (announce) {
+      runtime.redis
+        .publish(this.channel(runtime), `${state}|${name}|${runtime.instanceId}`)
+        .catch(() => undefined); // peers find out by themselves then
+    }
+    const ready = this.ready;
+    if (ready !== this.lastReady) {
+      this.lastReady = ready;
+      for (const listener of this.readyListeners) listener(ready);
+    }
+  }
+
+  private scheduleProbe(upstream: number): void {
+    if (this.stopped || this.probes.has(upstream)) return;
+    const timer = setTimeout(() => {
+      this.probes.delete(upstream);
+      void this.probe(upstream);
+    }, this.settings.probeIntervalMs);
+    timer.unref();
+    this.probes.set(upstream, timer);
+  }
+
+  private async probe(upstream: number): Promise<void> {
+    if (this.stopped || this.circuits[upstream]!.up) return;
+    const timeoutMs = Math.min(
+      PROBE_TIMEOUT_MS.max,
+      Math.max(PROBE_TIMEOUT_MS.min, this.settings.probeIntervalMs),
+    );
+    let answered = false;
+    try {
+      await this.upstreams[upstream]!.probe(AbortSignal.timeout(timeoutMs));
+      answered = true;
+    } catch {
+      // Still out: the next probe follows.
+    }
+    if (this.stopped || this.circuits[upstream]!.up) return;
+    if (answered && this.circuits[upstream]!.probeAnswered()) this.changed(upstream, true);
+    else this.scheduleProbe(upstream);
+  }
+
+  private onEvent(raw: string): void {
+    const match = EVENT.exec(raw);
+    if (match === null || this.runtime === null) return;
+    const [, kind, name, sender] = match;
+    if (kind === 'free') {
+      this.wakeOne();
+      return;
+    }
+    if (sender === this.runtime.instanceId) return;
+    const upstream = this.upstreams.findIndex((u) => u.name === name);
+    if (upstream < 0) return;
+    if (this.circuits[upstream]!.force(kind as CircuitState)) this.changed(upstream, false);
+  }
+
+  private release(lease: SlotLease): void {
+    const runtime = this.started();
+    this.keeper?.untrack(lease);
+    const { name } = this.upstreams[lease.upstream]!;
+    RELEASE_SLOT_SCRIPT.run(
+      runtime.redis,
+      [lease.keyId],
+      [lease.id, this.channel(runtime), `free|${name}`],
+    ).catch((error: unknown) =>
+      // The lease lapses by itself within leaseMs.
+      runtime.logger.warn(`model ${this.model}: releasing a slot of ${name} failed: ${String(error)}`),
+    );
+  }
+
+  /** Resolves when woken, after `ms`, or when `signal` aborts (the caller checks it next). */
+  private wait(signal: AbortSignal, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', wake);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.waiters.add(wake);
+      signal.addEventListener('abort', wake, { once: true });
+    });
+  }
+
+  private wakeOne(): void {
+    const first = this.waiters.values().next();
+    if (!first.done) first.value();
+  }
+
+  private wakeAll(): void {
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  private refresher(runtime: PoolRuntime): LeaseRefresher {
+    return {
+      refresh: async (keyId, ids) => {
+        if (ids.length === 0) return;
+        await LEASE_REFRESH_SCRIPT.run(runtime.redis, [keyId], [0, runtime.leaseMs, ...ids]);
+      },
+    };
+  }
+
+  private slotKey(runtime: PoolRuntime, upstream: number): string {
+    return `${runtime.namespace}:upstream-slots:${this.model}:${this.upstreams[upstream]!.name}`;
+  }
+
+  private channel(runtime: PoolRuntime): string {
+    return `${runtime.namespace}:upstream-events:${this.model}`;
+  }
+
+  private started(): PoolRuntime {
+    if (this.runtime === null) throw new Error(`the upstream pool of model ${this.model} is not started`);
+    return this.runtime;
+  }
+}
