@@ -138,7 +138,8 @@ describe('API keys, limits and usage across two gateways', () => {
   beforeAll(async () => {
     stack = await Stack.start({
       catalog: CATALOG,
-      env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, KEY_CACHE_MS: '60000' },
+      // A client that leaves stops its job at once (RESUME_GRACE_MS=0): these tests count that moment.
+      env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN, KEY_CACHE_MS: '60000', RESUME_GRACE_MS: '0' },
       appEnv: { 'chat-worker': { WORKER_MODELS: 'sim-chat,sim-chat-words,slow-chat' } },
       waitForModels: ['sim-chat', 'sim-image', 'slow-chat'],
     });

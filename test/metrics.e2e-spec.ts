@@ -35,6 +35,8 @@ const TYPES: Record<string, string> = {
   [GATEWAY_METRICS.queueWait]: 'histogram',
   [GATEWAY_METRICS.activeStreams]: 'gauge',
   [GATEWAY_METRICS.clientDisconnects]: 'counter',
+  [GATEWAY_METRICS.streamResumes]: 'counter',
+  [GATEWAY_METRICS.resumeGraceExpired]: 'counter',
   [GATEWAY_METRICS.rejectedRequests]: 'counter',
   [GATEWAY_METRICS.overhead]: 'histogram',
   [GATEWAY_METRICS.fallbacks]: 'counter',
@@ -82,6 +84,8 @@ describe('metrics', () => {
     [ports.registry, ports.chat, ports.image] = await Promise.all([freePort(), freePort(), freePort()]);
     stack = await Stack.start({
       catalog,
+      // The aborted stream's job is cancelled at once (not after a resume grace), as this test counts it.
+      env: { RESUME_GRACE_MS: '0' },
       appEnv: {
         registry: { METRICS_PORT: String(ports.registry), QUEUE_METRICS_CACHE_MS: '100' },
         'chat-worker': { METRICS_PORT: String(ports.chat), LOG_LEVEL: 'debug' },

@@ -54,7 +54,8 @@ describe('streaming, cancellation and failures', () => {
   beforeAll(async () => {
     stack = await Stack.start({
       catalog,
-      env: { CHAT_DEADLINE_MS: String(DEADLINE_MS) },
+      // A client that leaves stops its job at once (RESUME_GRACE_MS=0), as these tests check.
+      env: { CHAT_DEADLINE_MS: String(DEADLINE_MS), RESUME_GRACE_MS: '0' },
       appEnv: {
         'chat-worker': {
           WORKER_MODELS: 'sim-chat,paced-chat,slow-chat,faulty-chat',

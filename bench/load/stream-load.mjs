@@ -78,8 +78,10 @@ async function stream(signal, onFirstDelta) {
       let end;
       let inRead = 0;
       while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const event = buffer.slice(0, end);
+        let event = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
+        // A chat stream's events carry their id first (`id: n`, for a resume).
+        if (event.startsWith('id: ')) event = event.slice(event.indexOf('\n') + 1);
         if (!event.startsWith('data: ')) continue; // keep-alive comments
         const data = event.slice(6);
         if (data === '[DONE]') {

@@ -3,7 +3,10 @@ import { Stack } from '../support/stack';
 import { waitFor } from '../support/wait-for';
 import { FAULT_CATALOG } from './fault-catalog';
 
-/** A gateway killed with -9 mid-stream: its workers notice nobody listens and stop within 5 s. */
+/**
+ * A gateway killed with -9 mid-stream: its workers notice nobody listens and stop within 5 s — with
+ * RESUME_GRACE_MS=0; with a grace, the job waits that long for a resume first (see resume.e2e-spec.ts).
+ */
 describe('faults: the gateway is killed mid-stream', () => {
   let stack: Stack;
 
@@ -11,6 +14,7 @@ describe('faults: the gateway is killed mid-stream', () => {
     stack = await Stack.start({
       catalog: FAULT_CATALOG,
       without: ['image-worker'],
+      env: { RESUME_GRACE_MS: '0' },
       waitForModels: ['sim-slow'],
     });
   });

@@ -1,6 +1,8 @@
 /** Reads a `text/event-stream` body into its raw events, timestamping each one as it arrives. */
 export interface SseEvent {
   data: string;
+  /** The event's `id:` (a chat stream's events carry one: where a resume starts), if it has one. */
+  id?: string;
   at: number;
 }
 
@@ -15,10 +17,12 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
       buffer = buffer.slice(end + 2);
       const lines = block.split('\n');
       if (lines.every((line) => line.startsWith(':'))) continue; // keep-alive comments
+      const id = lines.length === 2 && lines[0]!.startsWith('id: ') ? lines.shift()!.slice(4) : undefined;
       if (lines.length !== 1 || !lines[0]!.startsWith('data: ')) {
         throw new Error(`not a single data line: ${JSON.stringify(block)}`);
       }
-      yield { data: lines[0]!.slice('data: '.length), at: Date.now() };
+      const data = lines[0]!.slice('data: '.length);
+      yield id === undefined ? { data, at: Date.now() } : { data, id, at: Date.now() };
     }
   }
   if (buffer.length > 0) throw new Error(`stream ended inside an event: ${JSON.stringify(buffer)}`);

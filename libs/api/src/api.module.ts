@@ -14,6 +14,7 @@ import { GatewayMetrics } from '@mgw/observability';
 import { RequestAuthenticator } from './auth/request.authenticator';
 import { ChatCompletionsController } from './chat/chat-completions.controller';
 import { ChatCompletionsService } from './chat/chat-completions.service';
+import { ChatStreamResumer } from './chat/chat-stream.resumer';
 import { OpenAiExceptionFilter } from './errors/openai-exception.filter';
 import { RedisConnections } from './connections/redis-connections.provider';
 import { ConnectionsModule } from './connections/connections.module';
@@ -31,6 +32,7 @@ import { RequestPipeline } from './pipeline/request.pipeline';
 import { CancelPublisher } from './queue/cancel.publisher';
 import { GatewayJobProducer } from './queue/job-producer.provider';
 import { GatewayReplyRouter } from './queue/reply-router.provider';
+import { StreamLogStore } from './resume/stream-log.store';
 import { StoredCompletionStore } from './stored/stored-completion.store';
 import { StoredCompletionsController } from './stored/stored-completions.controller';
 import { StoredCompletions } from './stored/stored-completions.service';
@@ -70,6 +72,8 @@ export class ApiModule {
         ModelResolver,
         RequestPipeline,
         ChatCompletionsService,
+        StreamLogStore,
+        ChatStreamResumer,
         StoredCompletionStore,
         StoredCompletions,
         ImageGenerationService,

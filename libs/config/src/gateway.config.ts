@@ -103,6 +103,24 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('STREAM_FLUSH_TIMEOUT_MS', 0)
   streamFlushTimeoutMs = 30_000;
 
+  /**
+   * How long a chat stream's events are kept in Redis (its replay log) after its last one, for a resume on
+   * any replica (`GET /v1/chat/completions/{id}?stream=true`). 0 = streams are not resumable.
+   */
+  @EnvInt('STREAM_RETENTION_MS', 0, 24 * 3_600_000)
+  streamRetentionMs = 10 * 60_000;
+
+  /** Frames one stream's replay log keeps at most; a longer stream cannot be resumed from its start. */
+  @EnvInt('STREAM_LOG_MAX_ENTRIES', 16, 1_000_000)
+  streamLogMaxEntries = 100_000;
+
+  /**
+   * A resumable stream whose client left goes on generating this long, waiting for a resume, before its job
+   * is cancelled (0 = cancelled at once). Also how long a job whose gateway died waits to be taken over.
+   */
+  @EnvInt('RESUME_GRACE_MS', 0, 600_000)
+  resumeGraceMs = 30_000;
+
   @EnvInt('SSE_KEEPALIVE_MS', 0)
   sseKeepAliveMs = 15_000;
 

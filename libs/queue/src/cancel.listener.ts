@@ -1,18 +1,26 @@
 import {
-  parseCancelMessage,
+  isReattach,
+  parseControlMessage,
   type CancelMessage,
   type ComponentLogger,
+  type ControlMessage,
   type GatewayError,
 } from '@mgw/contracts';
 import type { PubSubDispatcher } from './pubsub.dispatcher';
 
+interface RunningJob {
+  controller: AbortController;
+  /** Set for a resumable stream: a gateway took it over and wants its replies on `channel`. */
+  onReattach?: (channel: string) => void;
+}
+
 /**
- * A worker process's single subscription to its own cancel channel, made through the dispatcher that owns
+ * A worker process's single subscription to its own control channel, made through the dispatcher that owns
  * the subscriber connection's listeners. Running jobs register an AbortController; a cancel message for
- * their request aborts it.
+ * their request aborts it, a reattach message (a resumed stream) sends its replies elsewhere.
  */
 export class CancelListener {
-  private readonly running = new Map<string, AbortController>();
+  private readonly running = new Map<string, RunningJob>();
 
   constructor(
     private readonly pubsub: PubSubDispatcher,
@@ -25,26 +33,29 @@ export class CancelListener {
   }
 
   private onMessage(raw: string): void {
-    let message: CancelMessage;
+    let message: ControlMessage;
     try {
-      message = parseCancelMessage(raw);
+      message = parseControlMessage(raw);
     } catch (error) {
-      this.logger.warn(`ignoring malformed cancel message: ${(error as Error).message}`);
+      this.logger.warn(`ignoring malformed control message: ${(error as Error).message}`);
       return;
     }
-    this.running.get(message.requestId)?.abort(new JobStopped({ kind: 'cancelled', reason: message.reason }));
+    const job = this.running.get(message.requestId);
+    if (!job) return;
+    if (isReattach(message)) job.onReattach?.(message.reattach);
+    else job.controller.abort(new JobStopped({ kind: 'cancelled', reason: message.reason }));
   }
 
   /** Registers a job before its `started` message goes out, so a cancel can never arrive unseen. */
-  track(requestId: string): AbortController {
+  track(requestId: string, onReattach?: (channel: string) => void): AbortController {
     const controller = new AbortController();
-    this.running.set(requestId, controller);
+    this.running.set(requestId, { controller, onReattach });
     return controller;
   }
 
   /** Aborts every running job with `reason` (a worker that must stop before they finished). */
   abortAll(reason: JobStopped): number {
-    for (const controller of this.running.values()) controller.abort(reason);
+    for (const job of this.running.values()) job.controller.abort(reason);
     return this.running.size;
   }
 
@@ -60,6 +71,8 @@ export class CancelListener {
 export type JobStop =
   | { kind: 'cancelled'; reason: CancelMessage['reason'] }
   | { kind: 'nobody_listening' }
+  /** A resumable stream nobody took over within its grace after its gateway stopped listening. */
+  | { kind: 'grace_expired' }
   | { kind: 'deadline' }
   | { kind: 'worker_stopping'; error: GatewayError };
 

@@ -44,6 +44,12 @@ export class JobProducer {
     return removed === 1;
   }
 
+  /** Whether the job still waits in its queue or runs (not finished, failed or unknown). */
+  async isPending(kind: ModelKind, model: string, requestId: string): Promise<boolean> {
+    const state = await this.queueFor(kind, model).getJobState(requestId);
+    return state !== 'completed' && state !== 'failed' && state !== 'unknown';
+  }
+
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((queue) => queue.close()));
     this.queues.clear();

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers';
 import type { Redis } from 'ioredis';
 import { encodeReplyFrame, MAX_REPLY_FRAME_MESSAGES } from '@mgw/contracts';
@@ -6,8 +7,32 @@ import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
 const MAX_FRAME_CHARS = 256 * 1024;
 
+/**
+ * KEYS: the replay logs of the frame's streams. ARGV: 1 channel, 2 frame, then per log: its messages (a frame
+ * of its own), its MAXLEN, its retention (ms). Returns what PUBLISH returns: the subscribers that heard it.
+ */
+const PUBLISH_LOGGED_SCRIPT = `
+for i, key in ipairs(KEYS) do
+  local at = 3 * i
+  redis.call('XADD', key, 'MAXLEN', '~', ARGV[at + 1], '*', 'f', ARGV[at])
+  redis.call('PEXPIRE', key, ARGV[at + 2])
+end
+return redis.call('PUBLISH', ARGV[1], ARGV[2])
+`;
+
+const PUBLISH_LOGGED_SHA = createHash('sha1').update(PUBLISH_LOGGED_SCRIPT).digest('hex');
+
+/** Where a resumable stream's frames are also kept, and for how long (see `streamLogKeyFor`). */
+export interface ReplyLog {
+  key: string;
+  retentionMs: number;
+  maxEntries: number;
+}
+
 class Frame {
   readonly messages: string[] = [];
+  /** The messages of this frame that belong to resumable streams, by their replay log. */
+  logs: Map<ReplyLog, string[]> | null = null;
   chars = 0;
   readonly published: Promise<number>;
   resolve!: (receivers: number) => void;
@@ -35,6 +60,7 @@ class Frame {
 export class ReplyBatcher {
   private pending = new Map<string, Frame>();
   private scheduled = false;
+  private scriptLoaded = false;
 
   constructor(
     private readonly redis: Redis,
@@ -47,14 +73,23 @@ export class ReplyBatcher {
     return this.backlog?.gateOf(channel) ?? null;
   }
 
-  /** Queues one encoded message; resolves with the number of subscribers that received its frame. */
-  publish(channel: string, message: string): Promise<number> {
+  /**
+   * Queues one encoded message; resolves with the number of subscribers that received its frame. With `log`
+   * the message is also appended to that replay log, ahead of the PUBLISH of its frame.
+   */
+  publish(channel: string, message: string, log?: ReplyLog): Promise<number> {
     let frame = this.pending.get(channel);
     if (!frame) {
       frame = new Frame();
       this.pending.set(channel, frame);
     }
     frame.messages.push(message);
+    if (log) {
+      frame.logs ??= new Map();
+      const logged = frame.logs.get(log);
+      if (logged) logged.push(message);
+      else frame.logs.set(log, [message]);
+    }
     frame.chars += message.length;
     this.backlog?.noteSent(channel, message.length);
     if (frame.messages.length >= MAX_REPLY_FRAME_MESSAGES || frame.chars >= MAX_FRAME_CHARS) {
@@ -65,6 +100,18 @@ export class ReplyBatcher {
       setImmediate(() => this.flush());
     }
     return frame.published;
+  }
+
+  /**
+   * Sends `channel`'s pending frame now, ahead of every other frame pending: a redirected stream's last
+   * message on its old channel reaches its log before the first one on its new channel is published
+   * (frames of several channels leave in the order they were opened, not in call order).
+   */
+  sendNow(channel: string): void {
+    const frame = this.pending.get(channel);
+    if (!frame) return;
+    this.pending.delete(channel);
+    this.send(channel, frame);
   }
 
   /** Stores a payload that a message will refer to; sent at once, so it is in Redis before that message. */
@@ -79,7 +126,41 @@ export class ReplyBatcher {
     for (const [channel, frame] of frames) this.send(channel, frame);
   }
 
+  /** A plain read on the publishing connection: ordered after every frame sent before it. */
+  read(key: string): Promise<string | null> {
+    return this.redis.get(key);
+  }
+
+  /**
+   * A frame with messages of resumable streams goes out as one script call: each stream's messages are
+   * appended to its replay log, then the frame is published — one command and no extra round trip, and
+   * whoever hears a message can find every earlier one in its log.
+   */
   private send(channel: string, frame: Frame): void {
-    this.redis.publish(channel, encodeReplyFrame(frame.messages)).then(frame.resolve, frame.reject);
+    const encoded = encodeReplyFrame(frame.messages);
+    if (!frame.logs) {
+      this.redis.publish(channel, encoded).then(frame.resolve, frame.reject);
+      return;
+    }
+    // Loaded ahead of its first call on the same connection, so it runs in order with no retry that a later
+    // frame could overtake (a NOSCRIPT fallback would be one). A Redis that lost it (restarted) fails the
+    // frame and gets it loaded again before the next one.
+    if (!this.scriptLoaded) {
+      this.scriptLoaded = true;
+      this.redis.script('LOAD', PUBLISH_LOGGED_SCRIPT).catch(() => (this.scriptLoaded = false));
+    }
+    const keys: string[] = [];
+    const args: (string | number)[] = [channel, encoded];
+    for (const [log, messages] of frame.logs) {
+      keys.push(log.key);
+      args.push(encodeReplyFrame(messages), log.maxEntries, log.retentionMs);
+    }
+    this.redis.evalsha(PUBLISH_LOGGED_SHA, keys.length, ...keys, ...args).then(
+      (receivers) => frame.resolve(receivers as number),
+      (error: unknown) => {
+        if (error instanceof Error && error.message.startsWith('NOSCRIPT')) this.scriptLoaded = false;
+        frame.reject(error);
+      },
+    );
   }
 }

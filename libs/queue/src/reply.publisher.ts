@@ -1,5 +1,5 @@
 import type { ReplyMessage } from '@mgw/contracts';
-import type { ReplyBatcher } from './reply.batcher';
+import type { ReplyBatcher, ReplyLog } from './reply.batcher';
 
 type Outgoing<M> = M extends ReplyMessage ? Omit<M, 'requestId' | 'seq'> : never;
 export type OutgoingReply = Outgoing<ReplyMessage>;
@@ -30,11 +30,35 @@ export class ReplyStreamWriter {
 
   constructor(
     private readonly transport: ReplyBatcher,
-    private readonly channel: string,
+    private channel: string,
     readonly requestId: string,
     private readonly onUnheard: () => void = () => undefined,
     private readonly observer?: ReplyObserver,
+    /** Set for a resumable stream: every message is also kept in its replay log. */
+    private readonly log?: ReplyLog,
   ) {}
+
+  /** The gateway channel the stream goes to now. */
+  get target(): string {
+    return this.channel;
+  }
+
+  /**
+   * A gateway took the stream over: the old gateway hears `moved` (it ends its request without stopping the
+   * job), the new one hears an `alive` at once — its first message, which tells it that every earlier one
+   * is in the replay log. Asked again for the same channel, only the `alive` goes out.
+   */
+  async redirect(channel: string): Promise<void> {
+    if (channel !== this.channel) {
+      this.track(
+        this.transport.publish(this.channel, this.encode({ kind: 'moved' }), this.log),
+        this.channel,
+      );
+      this.transport.sendNow(this.channel);
+      this.channel = channel;
+    }
+    await this.send({ kind: 'alive' });
+  }
 
   get sent(): number {
     return this.seq;
@@ -53,7 +77,7 @@ export class ReplyStreamWriter {
     // The gateway fell behind: wait for it rather than overflow its subscriber (bounded by the monitor).
     const gate = this.transport.gateOf(this.channel);
     if (gate) await gate;
-    this.track(this.transport.publish(this.channel, this.encode(message)));
+    this.track(this.transport.publish(this.channel, this.encode(message), this.log), this.channel);
     if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight.values());
     if (this.failure) throw this.failure;
   }
@@ -65,8 +89,8 @@ export class ReplyStreamWriter {
    * place among the stream's other messages.
    */
   async sendWithPayload(message: OutgoingReply, key: string, payload: string, ttlMs: number): Promise<void> {
-    this.track(this.transport.store(key, payload, ttlMs), false);
-    this.track(this.transport.publish(this.channel, this.encode(message)));
+    this.track(this.transport.store(key, payload, ttlMs), null);
+    this.track(this.transport.publish(this.channel, this.encode(message), this.log), this.channel);
     await this.flush();
   }
 
@@ -76,8 +100,9 @@ export class ReplyStreamWriter {
     if (this.failure) throw this.failure;
   }
 
-  private checkHeard(receivers: unknown): void {
-    if (receivers === 0) this.onUnheard();
+  /** Only the channel the stream goes to now counts: a frame sent before a redirect may go unheard. */
+  private checkHeard(receivers: unknown, channel: string): void {
+    if (receivers === 0 && channel === this.channel) this.onUnheard();
   }
 
   private encode(message: OutgoingReply): string {
@@ -86,12 +111,13 @@ export class ReplyStreamWriter {
     return JSON.stringify({ requestId: this.requestId, seq: this.seq++, ...message });
   }
 
-  private track(promise: Promise<unknown>, published = true): void {
+  /** `channel`: where a published frame went (null for a stored payload). */
+  private track(promise: Promise<unknown>, channel: string | null): void {
     if (this.inFlight.has(promise)) return; // another message of a frame already tracked
     const tracked: Promise<unknown> = promise.then(
       (receivers) => {
         this.inFlight.delete(promise);
-        if (published) this.checkHeard(receivers);
+        if (channel !== null) this.checkHeard(receivers, channel);
       },
       (error: unknown) => {
         this.inFlight.delete(promise);

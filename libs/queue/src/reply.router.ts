@@ -20,7 +20,10 @@ export interface ReplyHandler {
 
 interface Route {
   handler: ReplyHandler;
-  nextSeq: number;
+  /** Who may unregister the route: the handler, or the request a handler feeds. */
+  owner: object;
+  /** Null for a resumed stream until its first message here: it joins mid-stream. */
+  nextSeq: number | null;
   /** Nothing but `started`/`alive` seen: a restart of the job on another worker is still invisible to the client. */
   noOutput: boolean;
 }
@@ -54,10 +57,20 @@ export class ReplyRouter {
   }
 
   register(requestId: string, handler: ReplyHandler): void {
-    this.routes.set(requestId, { handler, nextSeq: 0, noOutput: true });
+    this.routes.set(requestId, { handler, owner: handler, nextSeq: 0, noOutput: true });
   }
 
-  unregister(requestId: string): void {
+  /**
+   * Routes a stream resumed here: its worker redirects the replies to this channel mid-stream, so they start
+   * at whatever sequence number came next (`handler` checks them against the replay log).
+   */
+  registerResumed(requestId: string, handler: ReplyHandler, owner: object): void {
+    this.routes.set(requestId, { handler, owner, nextSeq: null, noOutput: false });
+  }
+
+  /** With `owner`, only that request's route goes (a resumed request may have replaced it already). */
+  unregister(requestId: string, owner?: object): void {
+    if (owner !== undefined && this.routes.get(requestId)?.owner !== owner) return;
     this.routes.delete(requestId);
   }
 
@@ -92,7 +105,7 @@ export class ReplyRouter {
     }
     const route = this.routes.get(message.requestId);
     if (!route) return; // the request already ended (client gone, deadline); late messages are expected
-    if (message.seq !== route.nextSeq) {
+    if (route.nextSeq !== null && message.seq !== route.nextSeq) {
       // A job re-run after its worker died restarts at 0; harmless while the client has seen nothing yet.
       const restartedBeforeOutput = message.kind === 'started' && message.seq === 0 && route.noOutput;
       if (!restartedBeforeOutput) {

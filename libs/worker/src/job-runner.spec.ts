@@ -42,7 +42,10 @@ function harness(listeners = 1) {
     'cancel-channel',
     logger,
   );
-  const runner = new JobRunner(publisher, cancels, 'worker-1', logger, { heartbeatMs: 60_000 });
+  const runner = new JobRunner(publisher, cancels, 'worker-1', logger, {
+    heartbeatMs: 60_000,
+    namespace: 'test',
+  });
   return { sent, warnings, cancels, subscriber, runner };
 }
 

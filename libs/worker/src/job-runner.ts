@@ -1,6 +1,14 @@
 import type { Job } from 'bullmq';
 import type { LoggerService } from '@nestjs/common';
-import { GatewayError, REQUEST_ID_PATTERN, validateDto, type WireError } from '@mgw/contracts';
+import {
+  GatewayError,
+  REQUEST_ID_PATTERN,
+  streamLogKeyFor,
+  streamRouteKeyFor,
+  validateDto,
+  type ResumeOptions,
+  type WireError,
+} from '@mgw/contracts';
 import {
   JobStopped,
   ReplyStreamWriter,
@@ -17,6 +25,7 @@ interface Envelope {
   model: string;
   replyTo: string;
   deadline: number;
+  resume?: ResumeOptions;
 }
 
 export interface JobContext<T extends Envelope> {
@@ -37,6 +46,8 @@ export function toWireError(error: unknown): WireError {
 export interface JobRunnerOptions {
   /** A running job that has published nothing for this long sends an `alive` message (its lease). */
   heartbeatMs: number;
+  /** The deployment's key prefix, for the replay logs of resumable streams. */
+  namespace: string;
 }
 
 /**
@@ -80,13 +91,39 @@ export class JobRunner {
     // One controller for every reason a job stops early — a gateway's cancel, a worker stop (both through
     // the cancel listener), nobody listening, the deadline — and one timer: AbortSignal.any over three
     // signals plus an AbortSignal.timeout would allocate and link four signals per job on a hot path.
-    const controller = this.cancels.track(data.requestId);
-    const writer = new ReplyStreamWriter(
+    const resume = data.resume;
+    let graceTimer: NodeJS.Timeout | undefined;
+    // A resumable stream whose gateway took it over (a client resumed it there) goes on on that channel.
+    const reattach = (channel: string): void => {
+      clearTimeout(graceTimer);
+      graceTimer = undefined;
+      // A failed publish is remembered by the writer and fails the job at its next send.
+      writer.redirect(channel).catch(() => undefined);
+    };
+    const controller = this.cancels.track(data.requestId, resume && reattach);
+    // Nobody hears the stream any more (its gateway died): a plain job stops now; a resumable one goes on
+    // for its grace, keeping its replay log, in case its client resumes it on another gateway.
+    const onUnheard = resume?.graceMs
+      ? () => {
+          if (graceTimer !== undefined || controller.signal.aborted) return;
+          graceTimer = setTimeout(
+            () => controller.abort(new JobStopped({ kind: 'grace_expired' })),
+            resume.graceMs,
+          );
+          graceTimer.unref();
+        }
+      : () => controller.abort(new JobStopped({ kind: 'nobody_listening' }));
+    const writer: ReplyStreamWriter = new ReplyStreamWriter(
       this.publisher,
       data.replyTo,
       data.requestId,
-      () => controller.abort(new JobStopped({ kind: 'nobody_listening' })),
+      onUnheard,
       this.observe?.(servedModel),
+      resume && {
+        key: streamLogKeyFor(this.options.namespace, data.requestId),
+        retentionMs: resume.retentionMs,
+        maxEntries: resume.maxEntries,
+      },
     );
     const remaining = data.deadline - Date.now();
     if (remaining <= 0) {
@@ -100,6 +137,7 @@ export class JobRunner {
     const startedAt = Date.now();
     try {
       await writer.send({ kind: 'started', workerId: this.workerId });
+      if (resume) this.followRoute(data.requestId, writer, reattach);
       this.active.add(writer);
       await execute({ data, signal, writer });
       this.active.delete(writer);
@@ -113,9 +151,33 @@ export class JobRunner {
       throw error;
     } finally {
       clearTimeout(deadline);
+      clearTimeout(graceTimer);
       this.active.delete(writer);
       this.cancels.untrack(data.requestId);
     }
+  }
+
+  /**
+   * A stream resumed while its job still waited in the queue names its new gateway in its route key. It is
+   * read after `started` reached the replay log (same connection, in order), so a gateway that set it later
+   * finds `started` in the log and sends a reattach instead: either way the stream reaches it.
+   */
+  private followRoute(
+    requestId: string,
+    writer: ReplyStreamWriter,
+    reattach: (channel: string) => void,
+  ): void {
+    writer
+      .flush()
+      .then(() => this.publisher.read(streamRouteKeyFor(this.options.namespace, requestId)))
+      .then(
+        (route) => {
+          if (route !== null && route !== writer.target) reattach(route);
+        },
+        (error: unknown) => {
+          this.logger.warn?.({ msg: `request ${requestId}: route not read: ${String(error)}`, requestId });
+        },
+      );
   }
 
   /** The one place that decides how a job that stopped early ends, and what its client hears. */
@@ -135,6 +197,14 @@ export class JobRunner {
         // Not a client's choice: its gateway died or lost Redis, so this is worth an operator's eye.
         this.logger.warn?.({
           msg: `request ${data.requestId} model ${data.model} cancelled: its gateway is gone`,
+          requestId: data.requestId,
+        });
+        this.logOutcome(data, 'cancelled', Date.now() - startedAt);
+        return 'cancelled';
+      case 'grace_expired':
+        // Its gateway went away and no client resumed the stream in time: what was generated is counted.
+        this.logger.warn?.({
+          msg: `request ${data.requestId} model ${data.model} cancelled: its gateway is gone and nobody resumed it`,
           requestId: data.requestId,
         });
         this.logOutcome(data, 'cancelled', Date.now() - startedAt);

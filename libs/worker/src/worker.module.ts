@@ -134,7 +134,7 @@ const jobProviders: Provider[] = [
         cancels,
         config.instanceId,
         logger,
-        { heartbeatMs: config.replyHeartbeatMs },
+        { heartbeatMs: config.replyHeartbeatMs, namespace: config.namespace },
         (model) => metrics.observerFor(model),
       ),
     inject: [ReplyBatcher, CancelListener, WorkerConfig, WORKER_LOGGER, WorkerMetrics],

@@ -12,13 +12,14 @@ import type { LeaseKeeper, Limiter, Ticket } from '@mgw/access';
  * admitted ──enqueued──▶ queued ──response over──▶ ended (released)
  * admitted ──response over──▶ ended (released; its admission no longer counts towards the depth)
  * admitted / ended ──enqueue failed──▶ ended (rolled back)
+ * queued ──stream moved to another request──▶ ended (handed over: the lease stays, its new holder keeps it)
  * ```
  *
  * `release` and `rollback` are the only ways to `ended`; each runs at most once per hold, and a release never
  * follows another ending, so a slot is freed exactly once whatever order the endings arrive in.
  */
 export class AdmissionHold {
-  private phase: 'admitted' | 'queued' | 'ended' = 'admitted';
+  private phase: 'admitted' | 'queued' | 'ended';
   private rolledBack = false;
 
   constructor(
@@ -26,7 +27,10 @@ export class AdmissionHold {
     private readonly limiter: Limiter,
     private readonly leases: LeaseKeeper,
     private readonly quietly: (work: Promise<void>, what: string) => void,
+    /** True for a resumed stream's hold, taken over from the request that admitted it: its job is queued. */
+    adopted = false,
   ) {
+    this.phase = adopted ? 'queued' : 'admitted';
     if (ticket.leased) leases.track(ticket);
   }
 
@@ -48,6 +52,16 @@ export class AdmissionHold {
     this.phase = 'ended';
     this.leases.untrack(this.ticket);
     this.quietly(this.limiter.release(this.ticket, queued), 'release');
+  }
+
+  /**
+   * The stream goes on in another request (a resume) that holds the same lease from now on: stop renewing
+   * it here, without freeing the slot.
+   */
+  handOver(): void {
+    if (this.phase === 'ended') return;
+    this.phase = 'ended';
+    this.leases.untrack(this.ticket);
   }
 
   /**

@@ -24,6 +24,12 @@ export interface AdmittedFields {
 /** An admitted request: its job fields, and how the limiter learns whether enqueueing worked. */
 export interface Admission {
   fields: AdmittedFields;
+  ticket: Ticket;
+  /**
+   * Set when the hold lasts until the request ends rather than its response (a resumable stream, which
+   * outlives its connection): the caller releases or hands it over.
+   */
+  hold: AdmissionHold | null;
   /**
    * Follows the enqueue: once the job is in its queue it counts as queued; if it never got there, nothing of
    * this request is counted. Resolves or rejects as the enqueue did.
@@ -80,6 +86,7 @@ export class AdmissionService implements OnApplicationShutdown {
     requestId: string,
     tokenEstimate: number,
     reply: FastifyReply,
+    untilRequestEnds = false,
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const decision = await this.decide(
@@ -94,7 +101,7 @@ export class AdmissionService implements OnApplicationShutdown {
     const headers = rateLimitHeaders(decision.state);
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
     for (const [name, value] of Object.entries(headers)) reply.raw.setHeader(name, value);
-    return this.hold(decision.ticket, principal, reply);
+    return this.hold(decision.ticket, principal, reply, untilRequestEnds);
   }
 
   /**
@@ -149,22 +156,34 @@ export class AdmissionService implements OnApplicationShutdown {
     }
   }
 
-  private hold(ticket: Ticket, principal: Principal, reply: FastifyReply): Admission {
+  private hold(
+    ticket: Ticket,
+    principal: Principal,
+    reply: FastifyReply,
+    untilRequestEnds = false,
+  ): Admission {
     const hold = new AdmissionHold(ticket, this.limiter, this.leases, (work, what) =>
       this.quietly(work, ticket, what),
     );
     // The one ending of the hold that the request's own lifecycle drives: its response is over, which covers
-    // an answer, an error and a client that left. A client may leave while the admission runs: its 'close'
-    // has fired already, so the hold ends now and the request goes no further. A job that outlives its
-    // client (`holdUntil`) keeps the slot until it is over too.
+    // an answer, an error and a client that left — or, for a request that outlives its response, its end
+    // (the caller's, `untilRequestEnds`). A client may leave while the admission runs: its 'close' has
+    // fired already, so the hold ends now and the request goes no further. A job that outlives its client
+    // (`holdUntil`) keeps the slot until it is over too.
     let holding: Promise<void> | null = null;
-    whenResponseOver(reply, () => {
-      if (holding === null) hold.release();
-      else void holding.finally(() => hold.release());
-    });
+    if (untilRequestEnds) {
+      if (reply.raw.destroyed) hold.release();
+    } else {
+      whenResponseOver(reply, () => {
+        if (holding === null) hold.release();
+        else void holding.finally(() => hold.release());
+      });
+    }
     if (hold.ended) throw GatewayError.clientClosed();
     return {
       fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
+      ticket,
+      hold: untilRequestEnds ? hold : null,
       track: (enqueue) =>
         enqueue.then(
           () => hold.enqueued(),
@@ -177,6 +196,21 @@ export class AdmissionService implements OnApplicationShutdown {
         holding = over;
       },
     };
+  }
+
+  /**
+   * Takes over the concurrency lease of a stream resumed here (admitted by another request, maybe on another
+   * replica): renewed from now on, released when the resumed request ends. A lease that expired meanwhile
+   * is not brought back (the renewal only extends a live one).
+   */
+  adopt(ticket: Ticket): AdmissionHold {
+    return new AdmissionHold(
+      ticket,
+      this.limiter,
+      this.leases,
+      (work, what) => this.quietly(work, ticket, what),
+      true,
+    );
   }
 
   private refusal(

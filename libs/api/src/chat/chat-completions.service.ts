@@ -12,8 +12,8 @@ import { capturingCompletion } from '../stored/completion-capture';
 import { StoredCompletions, type StoreRequest } from '../stored/stored-completions.service';
 import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
+import { ChatEventWriter } from './chat-event.writer';
 import { CompletionAssembler } from './completion.assembler';
-import type { ReplySink } from '../inflight/inflight-request';
 
 /** `POST /v1/chat/completions`: replies relayed as SSE chunks, or assembled into one JSON completion. */
 @Injectable()
@@ -38,6 +38,7 @@ export class ChatCompletionsService {
         model: body.model,
         request: body,
         tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
+        resumable: body.stream === true,
         checkModel: (model) => {
           assertChatParametersSupported(body, model);
           checkContextWindow(body.messages, model);
@@ -51,20 +52,7 @@ export class ChatCompletionsService {
       body.store === true ? { principal, createdMs: admitted.job.enqueuedAt, request: body } : null;
     if (body.stream === true) {
       await this.pipeline.stream(admitted, (sse, model) => {
-        const chunks = new ChatChunkSerializer(requestId, model, created);
-        const sink: ReplySink = {
-          onDelta: (choice, content, logprobs) => {
-            const opening = logprobs === undefined ? null : chunks.opening(choice);
-            if (opening !== null) sse.data(opening);
-            sse.data(chunks.delta(choice, content, logprobs));
-          },
-          onToolCall: (piece) => sse.data(chunks.toolCall(piece)),
-          onChatDone: (done) => {
-            sse.data(chunks.final(done));
-            sse.done();
-          },
-          onError: (error) => sse.fail(JSON.stringify(error.toBody())),
-        };
+        const sink = new ChatEventWriter(sse, new ChatChunkSerializer(requestId, model, created));
         if (storing === null) return sink;
         return capturingCompletion(sink, new CompletionAssembler(requestId, model, created), (completion) =>
           completion === null

@@ -57,14 +57,17 @@ export class SseWriter {
     }
   }
 
-  /** One event; `json` is an already-serialised JSON document. */
-  data(json: string): void {
-    this.write(`data: ${json}\n\n`);
+  /**
+   * One event; `json` is an already-serialised JSON document. With `id`, the event carries it (`id:`), the
+   * position a client resumes after (`Last-Event-ID`).
+   */
+  data(json: string, id?: number): void {
+    this.write(id === undefined ? `data: ${json}\n\n` : `id: ${id}\ndata: ${json}\n\n`);
   }
 
-  /** The normal end: `data: [DONE]`. */
-  done(): void {
-    this.write(DONE);
+  /** The normal end: `data: [DONE]` (with its event id, on a resumable stream). */
+  done(id?: number): void {
+    this.write(id === undefined ? DONE : `id: ${id}\n${DONE}`);
     this.close();
   }
 

@@ -25,9 +25,15 @@ type Event =
   | ['onDelta', number, string]
   | ['onToolCall', number, number, string]
   | ['onChatDone', number]
+  | ['onMoved']
   | ['onError', number, string | null];
 
+/** The grace of the next harness's request (field initialisers run before a constructor's body). */
+let nextGraceMs = 0;
+
 class Harness {
+  private readonly graceMs = nextGraceMs;
+
   readonly events: Event[] = [];
   readonly handlers = new Map<string, ReplyHandler>();
   enqueueResult: Promise<void> = Promise.resolve();
@@ -73,6 +79,9 @@ class Harness {
     onChatDone: jest.fn((message) => {
       this.events.push(['onChatDone', message.seq]);
     }),
+    onMoved: jest.fn(() => {
+      this.events.push(['onMoved']);
+    }),
     onImage: jest.fn(),
     onImageDone: jest.fn(),
     onError: jest.fn((error: GatewayError) => {
@@ -92,6 +101,7 @@ class Harness {
       logger: this.logger,
     },
     this.sink,
+    this.graceMs,
   );
 
   get sinkCalls(): number {
@@ -604,6 +614,77 @@ describe('InflightRequest', () => {
       await flush();
       expect(h.count('removeWaiting')).toBe(1);
       expect(h.sink.onError).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('a resumable stream (grace)', () => {
+    const graced = () => {
+      nextGraceMs = 5000;
+      try {
+        return new Harness();
+      } finally {
+        nextGraceMs = 0;
+      }
+    };
+    const moved = (seq: number): ReplyMessage => ({ requestId, seq, kind: 'moved' });
+
+    it('goes on without its client for the grace, then cancels the job', async () => {
+      h = graced();
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      h.request.abandon();
+      // Its sink still hears it (its stream is closed: nothing is written; a stored completion is assembled).
+      h.request.onMessage(delta(1, 'unheard'));
+      expect(h.count('cancel')).toBe(0);
+      expect(h.count('onDelta')).toBe(1);
+      jest.advanceTimersByTime(4999);
+      expect(h.count('cancel')).toBe(0);
+      jest.advanceTimersByTime(1);
+      expect(h.events.filter((event) => event[0] === 'cancel')).toEqual([
+        ['cancel', workerId, { requestId, reason: 'client_disconnected' }],
+      ]);
+      expect(h.request.isOver).toBe(true);
+    });
+
+    it('ends quietly when the job finishes during the grace, and when a resume elsewhere moves it', async () => {
+      h = graced();
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      h.request.abandon();
+      h.request.onMessage(chatDone(1));
+      expect(h.request.isOver).toBe(true);
+      expect(h.count('onChatDone')).toBe(1);
+      expect(h.count('cancel')).toBe(0);
+
+      h = graced();
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      h.request.onMessage(delta(1, 'seen'));
+      h.request.onMessage(moved(2));
+      expect(h.request.isOver).toBe(true);
+      expect(h.count('onMoved')).toBe(1);
+      jest.advanceTimersByTime(60_000);
+      expect(h.count('cancel')).toBe(0);
+      expect(h.count('onError')).toBe(0);
+    });
+
+    it('is taken over by a resume here without stopping its job', async () => {
+      h = graced();
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      h.request.abandon();
+      expect(h.request.takeOver()).toBe(true);
+      expect(h.request.isOver).toBe(true);
+      jest.advanceTimersByTime(60_000);
+      expect(h.count('cancel')).toBe(0);
+      expect(h.request.takeOver()).toBe(false);
+    });
+
+    it('without a grace, a client that leaves still stops the job at once', async () => {
+      await h.request.enqueue(jobData(), 60_000);
+      h.request.onMessage(started());
+      h.request.abandon();
+      expect(h.count('cancel')).toBe(1);
     });
   });
 

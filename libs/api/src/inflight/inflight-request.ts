@@ -24,6 +24,8 @@ export interface ReplySink {
   onImageDone?(message: ImageDoneMessage): void;
   /** Exactly one of the `*Done` callbacks or `onError` ends the request. */
   onError(error: GatewayError): void;
+  /** Or: the stream went on on another gateway, or another client resumed it (nothing more comes). */
+  onMoved?(): void;
 }
 
 /** Instrumentation hooks (metrics, shutdown bookkeeping); each is called at most once per request. */
@@ -35,8 +37,10 @@ export interface InflightObserver {
   output(): void;
   /** The client went away before the end. */
   abandoned(): void;
-  /** The request is over: its job finished well (`ok`), failed, or was stopped. */
-  ended(ok: boolean): void;
+  /** The client went away and did not resume the stream within its grace: the job is stopped. */
+  graceExpired?(): void;
+  /** The request is over: its job finished well (`ok`), failed, or was stopped; `ending` says how. */
+  ended(ok: boolean, ending: Ending): void;
 }
 
 export interface InflightDeps {
@@ -76,6 +80,8 @@ export type Ending =
   | 'enqueue_failed'
   /** A scale-to-zero model got no worker in time and the job was taken back before one started. */
   | 'no_worker_started'
+  /** The stream went on elsewhere: resumed on another gateway, or by another client here. */
+  | 'moved'
   /** Stopped by the gateway: the job was removed from its queue or cancelled on its worker. */
   | StopReason;
 
@@ -88,7 +94,9 @@ export type Ending =
  *   arrives;
  * - a worker lost (lease run out) before any output is waited out while the job runs again elsewhere;
  *   after output the answer cannot be completed, so it fails;
- * - a lost reply subscription fails it at once (what was published meanwhile is gone).
+ * - a lost reply subscription fails it at once (what was published meanwhile is gone);
+ * - a resumable stream (`graceMs` > 0) whose client left goes on without a client for its grace, waiting
+ *   for a resume; a resume (here or on another gateway) ends it as `moved`, without stopping the job.
  *
  * Every path to `ended` goes through `end()`, which runs once: each caller knows the phase it ends from.
  */
@@ -104,6 +112,12 @@ export class InflightRequest implements ReplyHandler {
   /** Whether the client has been sent anything from the job; after that a re-run cannot be hidden. */
   private outputSent = false;
   private startTimer: NodeJS.Timeout | undefined;
+  /**
+   * Set while the client of a resumable stream is gone and a resume is awaited. Its sink still hears the
+   * replies (its stream is closed, so nothing is written; a stored completion is still assembled).
+   */
+  private detached = false;
+  private graceTimer: NodeJS.Timeout | undefined;
   /** How it ended, once it has. */
   private ending: Ending | null = null;
   /** Who waits for the end (`whenEnded`); allocated only when someone does. */
@@ -115,11 +129,43 @@ export class InflightRequest implements ReplyHandler {
     readonly model: string,
     private readonly deps: InflightDeps,
     private readonly sink: ReplySink,
+    /** How long the job goes on after its client left, waiting for a resume (0 = stopped at once). */
+    private readonly graceMs = 0,
   ) {}
 
   /** The client has its ending (or is gone): nothing more reaches the sink. */
   get ended(): boolean {
     return this.phase === 'stopping' || this.phase === 'ended';
+  }
+
+  /** The worker running the job, once it started (for a resume: where to send the reattach). */
+  get worker(): string | null {
+    return this.workerId;
+  }
+
+  /** Whether the request is over (for a resume: the replay reached the stream's end). */
+  get isOver(): boolean {
+    return this.phase === 'ended';
+  }
+
+  /**
+   * A resumed stream: its job exists already (queued, or running on a worker its replay names), so only the
+   * deadline is armed; the caller routes the stream's messages here (see ResumeGate).
+   */
+  follow(deadlineMs: number): void {
+    this.lastHeard = Date.now();
+    this.deadlineTimer = setTimeout(() => this.onDeadline(deadlineMs), Math.max(0, deadlineMs));
+  }
+
+  /**
+   * Another client resumes this stream (on this gateway): this request ends as `moved` — its job goes on,
+   * for the resumed request — and its client, if still there, sees its connection close.
+   */
+  takeOver(): boolean {
+    if (this.phase === 'ended' || this.phase === 'stopping') return false;
+    this.end('moved');
+    this.sink.onMoved?.();
+    return true;
   }
 
   /** How it ended (`job_finished`, a stop reason…), or null while it has not. */
@@ -169,6 +215,12 @@ export class InflightRequest implements ReplyHandler {
         return this.onStarted(message.workerId);
       case 'alive':
         return;
+      case 'moved': {
+        // A client resumed the stream on another gateway; the job goes on there.
+        this.end('moved');
+        this.sink.onMoved?.();
+        return;
+      }
       case 'delta':
       case 'tool-call':
       case 'image':
@@ -183,12 +235,12 @@ export class InflightRequest implements ReplyHandler {
       case 'chat-done':
       case 'image-done':
       case 'error': {
-        const told = this.phase !== 'stopping';
+        const sink = this.phase === 'stopping' ? null : this.sink;
         this.end('job_finished', message.kind !== 'error');
-        if (!told) return;
-        if (message.kind === 'chat-done') return this.sink.onChatDone?.(message);
-        if (message.kind === 'image-done') return this.sink.onImageDone?.(message);
-        return this.sink.onError(GatewayError.fromWire(message.error));
+        if (!sink) return;
+        if (message.kind === 'chat-done') return sink.onChatDone?.(message);
+        if (message.kind === 'image-done') return sink.onImageDone?.(message);
+        return sink.onError(GatewayError.fromWire(message.error));
       }
     }
   }
@@ -237,19 +289,34 @@ export class InflightRequest implements ReplyHandler {
     this.workerId = null;
   }
 
-  /** The client went away: stop the work it asked for. */
-  abandon(): void {
-    if (this.ended) return;
+  /**
+   * The client went away: stop the work it asked for — or, for a resumable stream, let it go on without a
+   * client for its grace, and stop it then unless it was resumed. `now`: a client that left before its
+   * stream opened never heard of it, so nobody can resume it.
+   */
+  abandon(now = false): void {
+    if (this.ended || this.detached) return;
     this.deps.observer?.abandoned();
-    this.stop('client_disconnected');
+    if (this.graceMs <= 0 || now) {
+      this.stop('client_disconnected');
+      return;
+    }
+    this.detached = true;
+    this.graceTimer = setTimeout(() => this.onGraceExpired(), this.graceMs);
   }
 
   /** Ends the request with an error (told to the client unless it is gone) and stops the work. */
   fail(error: GatewayError, reason: StopReason): void {
     if (this.phase === 'ended') return;
-    const tell = this.phase !== 'stopping';
+    const sink = this.phase === 'stopping' ? null : this.sink;
     this.stop(reason);
-    if (tell) this.sink.onError(error);
+    sink?.onError(error);
+  }
+
+  private onGraceExpired(): void {
+    if (this.phase === 'ended' || this.phase === 'stopping') return;
+    this.deps.observer?.graceExpired?.();
+    this.stop('client_disconnected');
   }
 
   private onStarted(workerId: string): void {
@@ -322,8 +389,9 @@ export class InflightRequest implements ReplyHandler {
     this.workerId = null;
     clearTimeout(this.deadlineTimer);
     clearTimeout(this.startTimer);
-    this.deps.router.unregister(this.requestId);
-    this.deps.observer?.ended(ending === 'job_finished' && jobSucceeded);
+    clearTimeout(this.graceTimer);
+    this.deps.router.unregister(this.requestId, this);
+    this.deps.observer?.ended(ending === 'job_finished' && jobSucceeded, ending);
     const waiters = this.endWaiters;
     this.endWaiters = null;
     waiters?.forEach((resolve) => resolve());

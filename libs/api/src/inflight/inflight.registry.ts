@@ -10,7 +10,17 @@ import {
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { CancelPublisher } from '../queue/cancel.publisher';
-import { InflightRequest, type ReplySink } from './inflight-request';
+import { InflightRequest, type Ending, type ReplySink } from './inflight-request';
+
+/** How a request is created beyond its sink. */
+export interface InflightOptions {
+  /** A resumable stream: how long it goes on after its client left, waiting for a resume (0 = not). */
+  graceMs?: number;
+  /** A resumed stream: its job started long ago, so its latencies are not this request's to measure. */
+  resumed?: boolean;
+  /** Called once when the request ends, with how (after the instrumentation). */
+  onEnded?: (ending: Ending) => void;
+}
 
 /**
  * Creates in-flight requests wired to this instance's connections, knows which are still open, and watches
@@ -21,6 +31,8 @@ import { InflightRequest, type ReplySink } from './inflight-request';
 export class InflightRequests implements OnApplicationShutdown {
   private readonly logger = new Logger('Inflight');
   private readonly live = new Set<InflightRequest>();
+  /** The open request of each stream id: a resume here takes it over. */
+  private readonly byId = new Map<string, InflightRequest>();
   /** Requests between two attempts: their model's job failed and a fallback's is being set up. */
   private switching = 0;
   private onIdle: (() => void) | null = null;
@@ -54,8 +66,14 @@ export class InflightRequests implements OnApplicationShutdown {
     for (const request of this.live) request.checkLease(now, leaseMs);
   }
 
-  create(requestId: string, kind: ModelKind, model: string, sink: ReplySink): InflightRequest {
-    const timing = this.metrics.timingFor(requestId, model, kind);
+  create(
+    requestId: string,
+    kind: ModelKind,
+    model: string,
+    sink: ReplySink,
+    options: InflightOptions = {},
+  ): InflightRequest {
+    const timing = options.resumed ? null : this.metrics.timingFor(requestId, model, kind);
     const request: InflightRequest = new InflightRequest(
       requestId,
       kind,
@@ -66,21 +84,31 @@ export class InflightRequests implements OnApplicationShutdown {
         cancel: this.cancel,
         logger: this.loggerFor(requestId),
         observer: {
-          enqueued: () => timing.enqueued(),
-          started: () => timing.started(),
-          output: () => timing.output(),
+          enqueued: () => timing?.enqueued(),
+          started: () => timing?.started(),
+          output: () => timing?.output(),
           abandoned: () => this.metrics.clientDisconnected(model),
-          ended: (ok) => {
-            timing.ended(ok);
+          graceExpired: () => this.metrics.graceExpired(model),
+          ended: (ok, ending) => {
+            timing?.ended(ok);
             this.live.delete(request);
+            if (this.byId.get(requestId) === request) this.byId.delete(requestId);
+            options.onEnded?.(ending);
             if (this.size === 0) this.onIdle?.();
           },
         },
       },
       sink,
+      options.graceMs ?? 0,
     );
     this.live.add(request);
+    this.byId.set(requestId, request);
     return request;
+  }
+
+  /** The open request of stream `requestId` on this instance, if any. */
+  find(requestId: string): InflightRequest | undefined {
+    return this.byId.get(requestId);
   }
 
   /** Lines about a request carry its id as a field, also when written from the reply subscription. */

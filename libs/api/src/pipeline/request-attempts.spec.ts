@@ -85,6 +85,15 @@ class World {
         if (this.overloaded.has(model.id)) return Promise.reject(GatewayError.overloaded(model.id, 3));
         return Promise.resolve({
           fields: { keyId: principal.keyId, priority: 2 },
+          ticket: {
+            id: 't',
+            keyId: principal.keyId,
+            requestId: 'r',
+            kind: 'chat',
+            model: model.id,
+            leased: false,
+          },
+          hold: null,
           track: (enqueue) => enqueue,
           holdUntil: () => undefined,
         });
@@ -154,6 +163,15 @@ class World {
         principal,
         admission: {
           fields: { keyId: principal.keyId, priority: 2 },
+          ticket: {
+            id: 't',
+            keyId: principal.keyId,
+            requestId: 'r',
+            kind: 'chat',
+            model: 'm',
+            leased: false,
+          },
+          hold: null,
           track: (enqueue) => enqueue,
           holdUntil: () => undefined,
         },

@@ -6,7 +6,7 @@ import type { GatewayMetrics } from '@mgw/observability';
 import type { JobDataOf } from '@mgw/queue';
 import type { AdmissionService, Admission } from '../access/admission.service';
 import type { InflightRequest, ReplySink } from '../inflight/inflight-request';
-import type { InflightRequests } from '../inflight/inflight.registry';
+import type { InflightOptions, InflightRequests } from '../inflight/inflight.registry';
 import type { ModelResolver, ResolvedModel } from '../models/model.resolver';
 import { jobFailureFallsBack, type FallbackReason } from './fallback.policy';
 
@@ -80,6 +80,8 @@ export class RequestAttempts<K extends ModelKind> {
     private readonly plan: AttemptPlan<K>,
     private readonly deps: AttemptDeps,
     private readonly hooks: AttemptHooks,
+    /** How each attempt's in-flight request is created beyond its sink (a resumable stream's grace). */
+    private readonly inflightOptions: InflightOptions = {},
   ) {
     this.currentModel = plan.job.model;
     this.remaining = [...plan.fallbacks];
@@ -116,10 +118,13 @@ export class RequestAttempts<K extends ModelKind> {
     }
   }
 
-  /** The client went away: stop the current job, and any switch under way stops before its next job. */
-  abandon(): void {
+  /**
+   * The client went away: stop the current job (a resumable stream's after its grace, unless `now`), and any
+   * switch under way stops before its next job.
+   */
+  abandon(now = false): void {
     this.abandoned = true;
-    this.current?.abandon();
+    this.current?.abandon(now);
   }
 
   private launch(job: JobDataOf<K>, remainingMs: number, startWithinMs: number | undefined): Promise<void> {
@@ -129,6 +134,7 @@ export class RequestAttempts<K extends ModelKind> {
       this.plan.kind,
       job.model,
       this.sinkFor(job.model),
+      this.inflightOptions,
     );
     this.current = inflight;
     const bound = this.remaining.length > 0 ? this.plan.startWaitBoundMs : undefined;

@@ -7,6 +7,7 @@ import type { ModelDirectory } from '@mgw/registry';
 import type { AdmissionService } from '../access/admission.service';
 import type { InflightRequests } from '../inflight/inflight.registry';
 import { ModelResolver } from '../models/model.resolver';
+import type { StreamLogStore } from '../resume/stream-log.store';
 import { RequestPipeline, type PipelineInput } from './request.pipeline';
 
 const entry = (id: string, live: boolean, fallbacks?: string[]): ModelEntry => ({
@@ -77,7 +78,15 @@ class Setup {
       chatDeadlineMs: 60_000,
       imageDeadlineMs: 60_000,
     } as GatewayConfig;
-    this.pipeline = new RequestPipeline(config, new ModelResolver(directory), admissions, inflight, metrics);
+    const streams = { enabled: true } as StreamLogStore;
+    this.pipeline = new RequestPipeline(
+      config,
+      new ModelResolver(directory),
+      admissions,
+      inflight,
+      metrics,
+      streams,
+    );
   }
 
   admit(principal: Principal, checkModel?: (model: ModelEntry) => void) {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Principal } from '@mgw/access';
+import type { Principal, Ticket } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError, type ModelEntry, type ModelKind } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
@@ -9,8 +9,9 @@ import { AdmissionService, type Admission } from '../access/admission.service';
 import { onClientGone } from '../http/request-context';
 import { SseWriter } from '../http/sse.writer';
 import type { ReplySink } from '../inflight/inflight-request';
-import { InflightRequests } from '../inflight/inflight.registry';
+import { InflightRequests, type InflightOptions } from '../inflight/inflight.registry';
 import { ModelResolver, type ResolvedModel, type Unresolved } from '../models/model.resolver';
+import { StreamLogStore } from '../resume/stream-log.store';
 import { fallbacksFor, refusalFallsBack } from './fallback.policy';
 import { RequestAttempts, type AttemptHooks } from './request-attempts';
 
@@ -26,6 +27,12 @@ export interface PipelineInput<K extends ModelKind> {
   tokenEstimate: number;
   /** Checks of the request against its resolved model, before admission (what it supports, its context). */
   checkModel?: (model: ModelEntry) => void;
+  /**
+   * A chat stream that may be resumed (README "Resumable streams"): its job keeps a replay log and its
+   * generation outlives its connection by RESUME_GRACE_MS, holding its concurrency slot until it ends. Not
+   * for a model with fallbacks: a fallback's job would start the stream's messages over.
+   */
+  resumable?: boolean;
 }
 
 /** A request that was let in: its job, ready to enqueue, and what its enqueue and relay need. */
@@ -45,6 +52,8 @@ export interface AdmittedRequest<K extends ModelKind> {
   /** The requested model's refusal, when a fallback was admitted in its place. */
   refusal: GatewayError | null;
   checkModel?: (model: ModelEntry) => void;
+  /** A resumable stream (see `PipelineInput.resumable`). */
+  resumable: boolean;
 }
 
 /** How a JSON answer is settled by a sink: once, with the body or the error. */
@@ -73,6 +82,7 @@ export class RequestPipeline {
     @Inject(AdmissionService) private readonly admissions: AdmissionService,
     @Inject(InflightRequests) private readonly inflight: InflightRequests,
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
+    @Inject(StreamLogStore) private readonly streams: StreamLogStore,
   ) {}
 
   /**
@@ -91,11 +101,15 @@ export class RequestPipeline {
     if ('error' in first && first.declared === null) throw first.error;
     const declared = 'error' in first ? first.declared! : first.model;
     const models = [requested, ...fallbacksFor(declared, principal)];
+    const resumable =
+      kind === 'chat' && input.resumable === true && this.streams.enabled && models.length === 1;
     let refusal: GatewayError | null = null;
     for (let index = 0; index < models.length; index++) {
       const resolution = index === 0 ? first : await this.quietly(models[index]!, kind, principal);
       const outcome =
-        'error' in resolution ? resolution.error : await this.tryAdmit(input, resolution, reply, index === 0);
+        'error' in resolution
+          ? resolution.error
+          : await this.tryAdmit(input, resolution, reply, index === 0, resumable);
       if (!(outcome instanceof GatewayError)) {
         return { ...outcome, fallbacks: models.slice(index + 1), refusal };
       }
@@ -139,6 +153,7 @@ export class RequestPipeline {
     resolved: ResolvedModel,
     reply: FastifyReply,
     requested: boolean,
+    resumable: boolean,
   ): Promise<Omit<AdmittedRequest<K>, 'fallbacks' | 'refusal'> | GatewayError> {
     const { kind, requestId, principal } = input;
     const { model, startWithinMs } = resolved;
@@ -150,7 +165,15 @@ export class RequestPipeline {
     }
     let admission: Admission;
     try {
-      admission = await this.admissions.admit(principal, kind, model, requestId, input.tokenEstimate, reply);
+      admission = await this.admissions.admit(
+        principal,
+        kind,
+        model,
+        requestId,
+        input.tokenEstimate,
+        reply,
+        resumable,
+      );
     } catch (error) {
       if (error instanceof GatewayError && refusalFallsBack(error) === 'overloaded') return error;
       throw error;
@@ -159,9 +182,11 @@ export class RequestPipeline {
     const job = {
       ...this.inflight.envelope(requestId, model.id, deadlineMs),
       ...admission.fields,
+      ...(resumable ? { resume: this.streams.resumeOptions() } : {}),
       request: input.request,
     } as JobDataOf<K>;
     return {
+      resumable,
       kind,
       job,
       model,
@@ -180,6 +205,12 @@ export class RequestPipeline {
     startWaitBoundMs?: number,
   ): RequestAttempts<K> {
     if (admitted.fallbacks.length > 0) admitted.job.hasFallback = true;
+    const hold = admitted.admission.hold;
+    const inflightOptions: InflightOptions = {
+      graceMs: admitted.resumable ? this.config.resumeGraceMs : 0,
+      // A moved stream's lease is kept alive by the request that resumed it.
+      onEnded: hold ? (ending) => (ending === 'moved' ? hold.handOver() : hold.release()) : undefined,
+    };
     return new RequestAttempts(
       startWaitBoundMs === undefined ? admitted : { ...admitted, startWaitBoundMs },
       {
@@ -190,6 +221,7 @@ export class RequestPipeline {
         logger: this.logger,
       },
       hooks,
+      inflightOptions,
     );
   }
 
@@ -244,12 +276,7 @@ export class RequestPipeline {
   ): Promise<void> {
     const { reply } = admitted;
     const deferred = admitted.fallbacks.length > 0;
-    const sse = new SseWriter(reply.raw, {
-      bufferLimitBytes: this.config.streamBufferLimitBytes,
-      keepAliveMs: this.config.sseKeepAliveMs,
-      flushTimeoutMs: this.config.streamFlushTimeoutMs,
-      onOverflow: () => attempts.abandon(),
-    });
+    const sse = this.sseFor(reply, () => attempts.abandon());
     let opened = false;
     /** Set when the keep-alive bound passed while the next model was being found: open once it is queued. */
     let openWhenQueued = false;
@@ -287,17 +314,23 @@ export class RequestPipeline {
     onClientGone(reply, () => {
       clearTimeout(openTimer);
       sse.close();
-      attempts.abandon();
+      // Before its stream opened the client has no id to resume it by: it stops at once.
+      attempts.abandon(!opened);
       settle.reject(GatewayError.clientClosed());
     });
     // Enqueue before the 200 goes out, so a queue outage is still an honest 503 status. Without fallbacks a
     // cold start (scale-to-zero) still opens the stream at once: keep-alive comments hold proxies while a
     // worker starts, and a wait that runs out ends the stream with the model_unavailable error.
-    await attempts.start();
+    // A resumable stream's meta is written meanwhile: its client can resume it as soon as it has heard of it.
+    const { job, admission, model } = admitted;
+    await Promise.all([
+      attempts.start(),
+      admitted.resumable && this.openResumable(job, admission.ticket, model.id),
+    ]);
     // The client may have left while the job was being enqueued: its 'close' has fired already, so no
     // listener would ever take the job back.
     if (reply.raw.destroyed) {
-      attempts.abandon();
+      attempts.abandon(true);
       throw GatewayError.clientClosed();
     }
     if (!deferred) open(attempts.model);
@@ -309,5 +342,33 @@ export class RequestPipeline {
       openTimer.unref();
     }
     await settled;
+  }
+
+  /** An SSE writer on `reply` with this gateway's stream settings; `onOverflow` when its client stopped reading. */
+  sseFor(reply: FastifyReply, onOverflow: () => void): SseWriter {
+    return new SseWriter(reply.raw, {
+      bufferLimitBytes: this.config.streamBufferLimitBytes,
+      keepAliveMs: this.config.sseKeepAliveMs,
+      flushTimeoutMs: this.config.streamFlushTimeoutMs,
+      onOverflow,
+    });
+  }
+
+  /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */
+  private async openResumable(job: JobDataOf<ModelKind>, ticket: Ticket, model: string): Promise<void> {
+    try {
+      await this.streams.open(job.requestId, {
+        keyId: ticket.keyId,
+        model,
+        created: Math.floor(job.enqueuedAt / 1000),
+        deadline: job.deadline,
+        ticketId: ticket.leased ? ticket.id : null,
+      });
+    } catch (error) {
+      this.logger.warn({
+        msg: `request ${job.requestId}: stream meta not written, the stream cannot be resumed: ${String(error)}`,
+        requestId: job.requestId,
+      });
+    }
   }
 }

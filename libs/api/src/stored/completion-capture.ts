@@ -28,5 +28,6 @@ export function capturingCompletion(
       void keep(whole ? assembler.finish(done) : null).finally(() => sink.onChatDone?.(done));
     },
     onError: (error) => sink.onError(error),
+    onMoved: () => sink.onMoved?.(),
   };
 }

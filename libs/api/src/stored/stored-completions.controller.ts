@@ -1,6 +1,18 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Inject,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+} from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import {
   parseStoredCompletionListQuery,
   parseStoredMessageListQuery,
@@ -14,6 +26,7 @@ import { Auth } from '../auth/auth-policy.decorator';
 import { requirePrincipal } from '../auth/request-principal';
 import { DtoValidationPipe } from '../http/dto-validation.pipe';
 import { ApiErrors, ApiJson, ApiJsonBody } from '../openapi/api-docs.decorators';
+import { ChatStreamResumer, requestIdOfCompletion, resumePosition } from '../chat/chat-stream.resumer';
 import { StoredCompletions } from './stored-completions.service';
 
 const completionId = ApiParam({
@@ -39,7 +52,10 @@ const order = ApiQuery({
 @ApiTags('Stored completions')
 @ApiErrors(400, 401, 503)
 export class StoredCompletionsController {
-  constructor(@Inject(StoredCompletions) private readonly stored: StoredCompletions) {}
+  constructor(
+    @Inject(StoredCompletions) private readonly stored: StoredCompletions,
+    @Inject(ChatStreamResumer) private readonly resumer: ChatStreamResumer,
+  ) {}
 
   @Get()
   @ApiOperation({
@@ -67,13 +83,49 @@ export class StoredCompletionsController {
     return this.stored.list(requirePrincipal(request), parseStoredCompletionListQuery(query));
   }
 
+  /**
+   * One route, two operations: the stored completion, or with `?stream=true` its stream resumed (README
+   * "Resumable streams"), after `starting_after` or the `Last-Event-ID` header.
+   */
   @Get(':id')
-  @ApiOperation({ operationId: 'retrieveChatCompletion', summary: 'Retrieve a stored chat completion' })
+  @ApiOperation({
+    operationId: 'retrieveChatCompletion',
+    summary: 'Retrieve a stored chat completion, or resume its stream',
+    description:
+      'With `stream=true`: the chat stream of this completion as server-sent events, from the event after `starting_after` (or the `Last-Event-ID` header) to `data: [DONE]`, live if it still runs; on any replica, for the key that created it.',
+  })
   @completionId
-  @ApiJson(200, 'StoredChatCompletion', 'The stored completion.')
+  @ApiQuery({
+    name: 'stream',
+    required: false,
+    schema: { type: 'boolean' },
+    description: 'Resume the stream.',
+  })
+  @ApiQuery({
+    name: 'starting_after',
+    required: false,
+    schema: { type: 'integer', minimum: 0 },
+    description: 'With `stream=true`: the last event id received (`id:` of the stream).',
+  })
+  @ApiJson(
+    200,
+    'StoredChatCompletion',
+    'The stored completion (or, with `stream=true`, `text/event-stream`).',
+  )
   @ApiErrors(404)
-  retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<StoredChatCompletion> {
-    return this.stored.retrieve(requirePrincipal(request), id);
+  async retrieve(
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+    @Param('id') id: string,
+    @Query() query: Record<string, unknown>,
+  ): Promise<void> {
+    const principal = requirePrincipal(request);
+    if (query.stream === 'true') {
+      const after = resumePosition(query.starting_after, request.headers['last-event-id']);
+      await this.resumer.resume(principal, requestIdOfCompletion(id), after, reply);
+      return;
+    }
+    await reply.status(200).send(await this.stored.retrieve(principal, id));
   }
 
   @Get(':id/messages')

@@ -1,4 +1,4 @@
-import { parseCancelMessage } from './cancel-message';
+import { parseCancelMessage, parseControlMessage } from './cancel-message';
 import { ProtocolError } from './protocol.error';
 import { raw, requestId } from './reply-message.fixtures';
 
@@ -28,5 +28,29 @@ describe('parseCancelMessage', () => {
   ])('rejects %s', (_label, text, reason) => {
     expect(() => parseCancelMessage(text)).toThrow(ProtocolError);
     expect(() => parseCancelMessage(text)).toThrow(reason);
+  });
+});
+
+describe('parseControlMessage', () => {
+  it('reads a reattach and a cancel', () => {
+    expect(parseControlMessage(raw({ requestId, reattach: 'mgw:reply:gw-2' }))).toEqual({
+      requestId,
+      reattach: 'mgw:reply:gw-2',
+    });
+    expect(parseControlMessage(raw({ requestId, reason: 'client_disconnected' }))).toEqual({
+      requestId,
+      reason: 'client_disconnected',
+    });
+  });
+
+  it.each([
+    ['an empty channel', raw({ requestId, reattach: '' }), "'reattach' is empty"],
+    ['a numeric channel', raw({ requestId, reattach: 1 }), "'reattach'"],
+  ])('rejects %s', (_label, text, reason) => {
+    expect(() => parseControlMessage(text)).toThrow(reason);
+  });
+
+  it('is not a cancel message', () => {
+    expect(() => parseCancelMessage(raw({ requestId, reattach: 'mgw:reply:gw-2' }))).toThrow(ProtocolError);
   });
 });

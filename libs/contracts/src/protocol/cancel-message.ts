@@ -1,7 +1,7 @@
 import { ProtocolError } from './protocol.error';
 import { protocolReader as read } from './protocol.reader';
 
-/** What a gateway publishes on a worker's cancel channel to stop one running job. */
+/** What a gateway publishes on a worker's control channel to stop one running job. */
 export interface CancelMessage {
   requestId: string;
   reason:
@@ -13,6 +13,21 @@ export interface CancelMessage {
     | 'connection_lost';
 }
 
+/**
+ * What a gateway publishes on a worker's control channel when a client resumed a stream there: the job's
+ * replies go to `channel` from now on (the worker then announces itself there with an `alive`).
+ */
+export interface ReattachMessage {
+  requestId: string;
+  reattach: string;
+}
+
+export type ControlMessage = CancelMessage | ReattachMessage;
+
+export function isReattach(message: ControlMessage): message is ReattachMessage {
+  return 'reattach' in message;
+}
+
 const CANCEL_REASONS: readonly CancelMessage['reason'][] = [
   'client_disconnected',
   'deadline_exceeded',
@@ -22,16 +37,29 @@ const CANCEL_REASONS: readonly CancelMessage['reason'][] = [
   'connection_lost',
 ];
 
-/** Cancel channels carry data from other processes: checked like a reply message, first problem throws. */
-export function parseCancelMessage(raw: string): CancelMessage {
+/** Control channels carry data from other processes: checked like a reply message, first problem throws. */
+export function parseControlMessage(raw: string): ControlMessage {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new ProtocolError('cancel message is not JSON');
+    throw new ProtocolError('control message is not JSON');
   }
-  const record = read.record(parsed, 'cancel message');
+  const record = read.record(parsed, 'control message');
+  const requestId = read.string(record, 'requestId');
+  if (record.reattach !== undefined) {
+    const channel = read.string(record, 'reattach');
+    if (channel.length === 0) read.report("'reattach' is empty");
+    return { requestId, reattach: channel };
+  }
   const reason = record.reason as CancelMessage['reason'];
   if (!CANCEL_REASONS.includes(reason)) read.report("'reason' is not a known cancel reason");
-  return { requestId: read.string(record, 'requestId'), reason };
+  return { requestId, reason };
+}
+
+/** A cancel message alone (what the cancel tests and tools expect); a reattach is refused. */
+export function parseCancelMessage(raw: string): CancelMessage {
+  const message = parseControlMessage(raw);
+  if (isReattach(message)) throw new ProtocolError("'reason' is not a known cancel reason");
+  return message;
 }

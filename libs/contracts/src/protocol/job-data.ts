@@ -19,6 +19,30 @@ import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN } from './names';
 
 export const JOB_PROTOCOL_VERSION = 1;
 
+/**
+ * How a resumable stream's job keeps its replies for a resume (see README "Resumable streams"): every frame
+ * also goes to the request's replay log, and a job whose gateway stopped listening waits `graceMs` for a
+ * gateway to take the stream over before it stops.
+ */
+export class ResumeOptions {
+  /** How long the replay log is kept after its last frame. */
+  @Max(24 * 3_600_000)
+  @Min(1)
+  @IsInt()
+  retentionMs!: number;
+
+  /** Frames the replay log keeps at most (approximately, `MAXLEN ~`). */
+  @Max(1_000_000)
+  @Min(16)
+  @IsInt()
+  maxEntries!: number;
+
+  @Max(600_000)
+  @Min(0)
+  @IsInt()
+  graceMs!: number;
+}
+
 /** What every job carries besides its request: who asked, by when, and where to answer. */
 abstract class JobEnvelope {
   @Equals(JOB_PROTOCOL_VERSION)
@@ -57,6 +81,12 @@ abstract class JobEnvelope {
   @Min(1)
   @IsInt()
   priority?: number;
+
+  /** Set for a resumable stream: its replay log and how long it waits for a gateway to take it over. */
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => ResumeOptions)
+  resume?: ResumeOptions;
 
   /**
    * The gateway serves this request by a fallback model if this job fails before any output. Such a failure

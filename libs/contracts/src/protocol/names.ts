@@ -26,6 +26,27 @@ export function imageResultKeyFor(namespace: string, requestId: string, index: n
   return `${namespace}:image:${requestId}:${index}`;
 }
 
+/**
+ * A resumable stream's replay log: a Redis Stream of the reply frames its worker published, in order, kept
+ * for STREAM_RETENTION_MS (see README "Resumable streams").
+ */
+export function streamLogKeyFor(namespace: string, requestId: string): string {
+  return `${namespace}:stream:${requestId}:log`;
+}
+
+/** Who may resume a stream, and what its chunks say (model, created): written by the gateway that opened it. */
+export function streamMetaKeyFor(namespace: string, requestId: string): string {
+  return `${namespace}:stream:${requestId}:meta`;
+}
+
+/**
+ * The reply channel a resumed stream is to be sent to: read by a worker when it starts the job, so a stream
+ * resumed while its job still waited in the queue reaches its new gateway.
+ */
+export function streamRouteKeyFor(namespace: string, requestId: string): string {
+  return `${namespace}:stream:${requestId}:route`;
+}
+
 export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 
 /** API key ids: issued keys (`key_…`) and bootstrap keys from GATEWAY_API_KEYS (`bootstrap_…`). */

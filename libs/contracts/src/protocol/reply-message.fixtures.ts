@@ -6,6 +6,7 @@ export const requestId = 'req_0123456789';
 export const valid: Record<ReplyMessage['kind'], ReplyMessage> = {
   started: { requestId, seq: 0, kind: 'started', workerId: 'chat-host-1-abc' },
   alive: { requestId, seq: 1, kind: 'alive' },
+  moved: { requestId, seq: 1, kind: 'moved' },
   delta: { requestId, seq: 1, kind: 'delta', choice: 0, content: 'He said "hi"\n😀' },
   'tool-call': {
     requestId,

@@ -39,6 +39,7 @@ const KIND_READERS: {
     workerId: read.string(record, 'workerId'),
   }),
   alive: (_record, requestId, seq) => ({ requestId, seq, kind: 'alive' }),
+  moved: (_record, requestId, seq) => ({ requestId, seq, kind: 'moved' }),
   delta: (record, requestId, seq) => {
     const message: DeltaMessage = {
       requestId,

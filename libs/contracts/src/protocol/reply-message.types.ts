@@ -24,6 +24,14 @@ export interface AliveMessage extends ReplyBase {
   kind: 'alive';
 }
 
+/**
+ * Sent on a gateway's channel when the stream moved to another gateway (a client resumed it there): this
+ * gateway hears nothing more of the request and ends it without stopping the job.
+ */
+export interface MovedMessage extends ReplyBase {
+  kind: 'moved';
+}
+
 export interface DeltaMessage extends ReplyBase {
   kind: 'delta';
   choice: number;
@@ -84,6 +92,7 @@ export interface ErrorMessage extends ReplyBase {
 export type ReplyMessage =
   | StartedMessage
   | AliveMessage
+  | MovedMessage
   | DeltaMessage
   | ToolCallMessage
   | ChatDoneMessage

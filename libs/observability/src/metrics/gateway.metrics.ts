@@ -94,6 +94,8 @@ export class GatewayMetrics {
   readonly queueWait: Histogram<'model'>;
   readonly activeStreams: Gauge;
   readonly clientDisconnects: Counter<'model'>;
+  readonly streamResumes: Counter<'model' | 'outcome'>;
+  readonly resumeGraceExpired: Counter<'model'>;
   readonly rejectedRequests: Counter<'reason'>;
   readonly overhead: Histogram<'model'>;
   readonly fallbacks: Counter<'from' | 'to' | 'reason'>;
@@ -140,6 +142,18 @@ export class GatewayMetrics {
     this.clientDisconnects = new Counter({
       name: GATEWAY_METRICS.clientDisconnects,
       help: 'Requests whose client went away before the answer was complete.',
+      labelNames: ['model'],
+      registers,
+    });
+    this.streamResumes = new Counter({
+      name: GATEWAY_METRICS.streamResumes,
+      help: 'Stream resumes answered, by outcome: live (the job still ran) or replayed (it had ended).',
+      labelNames: ['model', 'outcome'],
+      registers,
+    });
+    this.resumeGraceExpired = new Counter({
+      name: GATEWAY_METRICS.resumeGraceExpired,
+      help: 'Streams whose client left and did not resume them within RESUME_GRACE_MS (their job was cancelled).',
       labelNames: ['model'],
       registers,
     });
@@ -209,6 +223,14 @@ export class GatewayMetrics {
 
   clientDisconnected(model: string): void {
     this.clientDisconnects.inc({ model: this.modelLabel(model) });
+  }
+
+  streamResumed(model: string, outcome: 'live' | 'replayed'): void {
+    this.streamResumes.inc({ model: this.modelLabel(model), outcome });
+  }
+
+  graceExpired(model: string): void {
+    this.resumeGraceExpired.inc({ model: this.modelLabel(model) });
   }
 
   /** A request's model could not serve it (`reason`), and the next fallback is tried. */

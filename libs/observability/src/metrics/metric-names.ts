@@ -9,6 +9,8 @@ export const GATEWAY_METRICS = {
   queueWait: 'gateway_queue_wait_seconds',
   activeStreams: 'gateway_active_streams',
   clientDisconnects: 'gateway_client_disconnects_total',
+  streamResumes: 'gateway_stream_resumes_total',
+  resumeGraceExpired: 'gateway_resume_grace_expired_total',
   rejectedRequests: 'gateway_rejected_requests_total',
   overhead: 'gateway_overhead_seconds',
   fallbacks: 'gateway_fallbacks_total',
