@@ -2,8 +2,9 @@
 // different speeds, maxConcurrency 4, 8 and 2) behind one catalog model, served by two chat-worker processes
 // and one gateway on a private Redis, under a closed loop of 64 streaming clients. Prints per-upstream
 // in-flight maximum against its limit, throughput against the sum of the upstreams' capacities, and what
-// happens when one upstream is killed under load and revived. See bench/README.md.
-//   npm run build && node bench/upstream-pools.mjs [--steady <s>] [--concurrency <n>] [--out <file>]
+// happens when one upstream is killed under load and revived; then a model whose upstreams are all dead,
+// with that pool as its fallback. See bench/README.md.
+//   npm run build && node bench/upstream-pools.mjs [--steady <s>] [--fallback <s>] [--concurrency <n>] [--out <file>]
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -26,6 +27,7 @@ const args = Object.fromEntries(
     .map((pair) => pair.trim().split(/\s+/)),
 );
 const STEADY_S = Number(args.steady ?? 20);
+const FALLBACK_S = Number(args.fallback ?? 10);
 const CONCURRENCY = Number(args.concurrency ?? 64);
 const TOKENS = 10;
 /** name, maxConcurrency, ms between two tokens: nominal service times 200, 400 and 800 ms. */
@@ -118,8 +120,10 @@ const dispatcher = new Agent({
 });
 
 /** One streaming request; resolves with what the client saw. */
-async function stream(gateway, apiKey) {
+async function stream(gateway, apiKey, model = 'pool-chat') {
   const result = {
+    model: null,
+    servedHeader: null,
     startedAt: Date.now(),
     firstTokenAt: null,
     endedAt: null,
@@ -128,12 +132,13 @@ async function stream(gateway, apiKey) {
     error: null,
   };
   try {
-    const { statusCode, body } = await request(`${gateway}/v1/chat/completions`, {
+    const { statusCode, headers, body } = await request(`${gateway}/v1/chat/completions`, {
       method: 'POST',
       dispatcher,
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'pool-chat', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     });
+    result.servedHeader = headers['x-served-model'] ?? null;
     if (statusCode !== 200) {
       result.error = `HTTP ${statusCode}: ${(await body.text()).slice(0, 200)}`;
       return result;
@@ -153,6 +158,7 @@ async function stream(gateway, apiKey) {
         }
         const event = JSON.parse(data);
         if (event.error) result.error = event.error.message;
+        result.model ??= event.model ?? null;
         const content = event.choices?.[0]?.delta?.content;
         if (content) {
           result.firstTokenAt ??= Date.now();
@@ -188,6 +194,8 @@ async function scrapeUp(port, upstream) {
 async function main() {
   const fakes = UPSTREAMS.map((spec) => new FakeUpstream(spec));
   for (const fake of fakes) await fake.listen();
+  // Ports nothing listens on: the upstreams of a model that is down from the start.
+  const deadPorts = [await freePort(), await freePort()];
   const tempDir = await mkdtemp(join(tmpdir(), 'mgw-bench-pools-'));
   const catalogPath = join(tempDir, 'catalog.json');
   await writeFile(
@@ -205,6 +213,21 @@ async function main() {
               name: f.name,
               baseUrl: `http://127.0.0.1:${f.port}/v1`,
               maxConcurrency: f.maxConcurrency,
+            })),
+          },
+        },
+        {
+          id: 'pool-dead',
+          type: 'chat',
+          owned_by: 'bench',
+          fallbacks: ['pool-chat'],
+          backend: {
+            kind: 'openai',
+            upstreamModel: 'bench-llama',
+            upstreams: deadPorts.map((port, i) => ({
+              name: `dead-${i}`,
+              baseUrl: `http://127.0.0.1:${port}/v1`,
+              maxConcurrency: 8,
             })),
           },
         },
@@ -314,6 +337,21 @@ async function main() {
     await Promise.all(clients);
     const errorsTotal = results.filter((r) => !r.ok).length;
 
+    // Phase 4: every upstream of `pool-dead` is dead and it declares `pool-chat` as its fallback. The first
+    // requests find its workers still ready (their jobs fail before output and move on); once the circuits
+    // are open the gateway sends the rest to the fallback before queueing them.
+    const fallbackResults = [];
+    let fallbackRunning = true;
+    const fallbackClients = Array.from({ length: CONCURRENCY }, async () => {
+      while (fallbackRunning) fallbackResults.push(await stream(gateway, apiKey, 'pool-dead'));
+    });
+    await sleep(FALLBACK_S * 1000);
+    fallbackRunning = false;
+    await Promise.all(fallbackClients);
+    const namedFallback = fallbackResults.filter(
+      (r) => r.ok && r.model === 'pool-chat' && r.servedHeader === 'pool-chat',
+    ).length;
+
     const rows = [
       [
         'upstream',
@@ -353,6 +391,13 @@ async function main() {
         sampleErrors: [...new Set(failedBeforeStreaming.map((r) => r.error))].slice(0, 3),
       },
       revive: { firstRequestAfterMs: backAt === null ? null : backAt - revivedAt },
+      fallback: {
+        seconds: FALLBACK_S,
+        requests: fallbackResults.length,
+        errors: fallbackResults.filter((r) => !r.ok).length,
+        namingTheFallback: namedFallback,
+        sampleErrors: [...new Set(fallbackResults.filter((r) => !r.ok).map((r) => r.error))].slice(0, 3),
+      },
       requestsTotal: results.length,
       errorsTotal,
     };

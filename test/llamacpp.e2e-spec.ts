@@ -256,10 +256,11 @@ describe('the llamacpp backend', () => {
 
   it('stops generating for a client that goes away, and keeps serving', async () => {
     const controller = new AbortController();
-    // No max_tokens: left alone, this would generate until the context is full.
+    // No max_tokens: left alone, this would generate until the context is full. The client will not resume
+    // (`x-stream-resume: off`), so leaving cancels its job without the resume grace.
     const stream = await client.chat.completions.create(
       { model: MODEL, stream: true, messages: [{ role: 'user', content: 'Never stop talking.' }] },
-      { signal: controller.signal },
+      { signal: controller.signal, headers: { 'x-stream-resume': 'off' } },
     );
     let id = '';
     let chunks = 0;

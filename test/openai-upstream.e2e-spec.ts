@@ -443,9 +443,11 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
       // …then hold the stream open, as a model that is still generating.
     });
     const controller = new AbortController();
+    // A client that will not resume (`x-stream-resume: off`) is cancelled when it leaves, without the
+    // resume grace (README "Resumable streams").
     const stream = await client.chat.completions.create(
       { model: 'up-chat', stream: true, messages: [{ role: 'user', content: 'x' }] },
-      { signal: controller.signal },
+      { signal: controller.signal, headers: { 'x-stream-resume': 'off' } },
     );
     const request = await within(arrived, 20_000, 'the upstream request');
     for await (const received of stream) {

@@ -50,6 +50,8 @@ export interface RequestOptions {
   method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   body?: unknown;
   signal?: AbortSignal;
+  /** Extra request headers. */
+  headers?: Record<string, string>;
 }
 
 /** A JSON call to the gateway (same origin). Non-2xx answers throw their `ApiError`. */
@@ -61,7 +63,10 @@ export async function requestJson<T>(path: string, options: RequestOptions): Pro
 
 /** The raw response of a call (for streams); network failures become an `ApiError` with status 0. */
 export async function send(path: string, options: RequestOptions): Promise<Response> {
-  const headers: Record<string, string> = { authorization: `Bearer ${options.token}` };
+  const headers: Record<string, string> = {
+    ...options.headers,
+    authorization: `Bearer ${options.token}`,
+  };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   try {
     return await fetch(path, {

@@ -81,6 +81,9 @@ export async function runChatStream(
       method: 'POST',
       body: streamingBody(request),
       signal,
+      // Stop means stop: the playground never resumes, so its job ends when the fetch is aborted
+      // instead of running on for the gateway's resume grace.
+      headers: { 'x-stream-resume': 'off' },
     });
     if (!response.ok) throw await errorOfResponse(response);
     if (!response.body) throw new ApiError(response.status, 'The answer had no body.', null, null);

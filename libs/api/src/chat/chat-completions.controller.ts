@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ChatCompletionRequestDto } from '@mgw/contracts';
 import { Auth } from '../auth/auth-policy.decorator';
@@ -9,6 +9,7 @@ import { ApiErrors, ApiJsonBody, mediaTypes, schemaRef } from '../openapi/api-do
 import { CHAT_STREAM_EXAMPLE, CHAT_STREAM_FORMAT, COMPLETION_EXAMPLE } from '../openapi/examples';
 import { ChatCompletionsService } from './chat-completions.service';
 import { ChatRequestPipe } from './chat-request.pipe';
+import { STREAM_RESUME_HEADER } from './chat-stream.resumer';
 
 @Controller('v1/chat')
 @ApiTags('Chat')
@@ -57,6 +58,13 @@ export class ChatCompletionsController {
         example: CHAT_STREAM_EXAMPLE,
       },
     }),
+  })
+  @ApiHeader({
+    name: STREAM_RESUME_HEADER,
+    required: false,
+    enum: ['off'],
+    description:
+      '`off`: the client will not resume this stream, so its generation stops as soon as it disconnects instead of running on for the resume grace (`RESUME_GRACE_MS`).',
   })
   @ApiErrors(400, 401, 404, 413, 415, 429, 500, 502, 503, 504)
   async create(

@@ -13,6 +13,7 @@ import { StoredCompletions, type StoreRequest } from '../stored/stored-completio
 import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { ChatEventWriter } from './chat-event.writer';
+import { declinesResume } from './chat-stream.resumer';
 import { CompletionAssembler } from './completion.assembler';
 
 /** `POST /v1/chat/completions`: replies relayed as SSE chunks, or assembled into one JSON completion. */
@@ -38,7 +39,7 @@ export class ChatCompletionsService {
         model: body.model,
         request: body,
         tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
-        resumable: body.stream === true,
+        resumable: body.stream === true && !declinesResume(reply.request.headers),
         checkModel: (model) => {
           assertChatParametersSupported(body, model);
           checkContextWindow(body.messages, model);

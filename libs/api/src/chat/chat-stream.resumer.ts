@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { GatewayError, ProtocolError, REQUEST_ID_PATTERN } from '@mgw/contracts';
+import { GatewayError, parseCompletionId, ProtocolError } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { AdmissionService } from '../access/admission.service';
@@ -20,19 +20,15 @@ const EVENT_ID = /^\d{1,15}$/;
 
 /** The request id inside a completion id (`chatcmpl-<request id>`), or a 400 naming the bad id. */
 export function requestIdOfCompletion(completionId: string): string {
-  const requestId = completionId.startsWith(COMPLETION_ID_PREFIX)
-    ? completionId.slice(COMPLETION_ID_PREFIX.length)
-    : '';
-  if (!REQUEST_ID_PATTERN.test(requestId)) {
-    throw new GatewayError(
-      400,
-      'invalid_request_error',
-      'invalid_completion_id',
-      `Invalid chat completion id ${JSON.stringify(completionId.slice(0, 100))}: expected 'chatcmpl-' followed by 8 to 64 letters, digits, '_' or '-'.`,
-      'completion_id',
-    );
-  }
-  return requestId;
+  return parseCompletionId(completionId).slice(COMPLETION_ID_PREFIX.length);
+}
+
+/** A client that says it will not resume its stream (the console's Stop): it is cancelled when it leaves. */
+export const STREAM_RESUME_HEADER = 'x-stream-resume';
+
+export function declinesResume(headers: Record<string, string | string[] | undefined>): boolean {
+  const value = headers[STREAM_RESUME_HEADER];
+  return typeof value === 'string' && value.trim().toLowerCase() === 'off';
 }
 
 /**

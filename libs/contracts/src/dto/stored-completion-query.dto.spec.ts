@@ -34,7 +34,7 @@ describe('stored completion ids', () => {
       expect(error.status).toBe(400);
       expect(error.toBody().error).toMatchObject({
         param: 'completion_id',
-        code: 'invalid_id',
+        code: 'invalid_completion_id',
         type: 'invalid_request_error',
       });
     }

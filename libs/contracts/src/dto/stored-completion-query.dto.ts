@@ -27,7 +27,7 @@ export function parseCompletionId(id: string, param = 'completion_id'): string {
   throw GatewayError.invalidRequest(
     `Invalid '${param}': '${shown}' is not a chat completion id (expected 'chatcmpl-' followed by 8 to 64 letters, digits, '-' or '_').`,
     param,
-    'invalid_id',
+    'invalid_completion_id',
   );
 }
 

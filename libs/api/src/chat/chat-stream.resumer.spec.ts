@@ -1,0 +1,60 @@
+import { GatewayError } from '@mgw/contracts';
+import { declinesResume, requestIdOfCompletion, resumePosition } from './chat-stream.resumer';
+
+function errorOf(run: () => unknown): GatewayError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof GatewayError) return error;
+    throw error;
+  }
+  throw new Error('expected a GatewayError');
+}
+
+describe('resume request parsing', () => {
+  it('takes the request id out of a completion id, and names a malformed one as the stored routes do', () => {
+    expect(requestIdOfCompletion('chatcmpl-0123abcd4567')).toBe('0123abcd4567');
+    for (const bad of [
+      '0123abcd4567',
+      'chatcmpl-',
+      'chatcmpl-abc',
+      'chatcmpl-../../x',
+      `chatcmpl-${'a'.repeat(65)}`,
+    ]) {
+      const error = errorOf(() => requestIdOfCompletion(bad));
+      expect({ status: error.status, code: error.code, param: error.param }).toEqual({
+        status: 400,
+        code: 'invalid_completion_id',
+        param: 'completion_id',
+      });
+    }
+  });
+
+  it('resumes after Last-Event-ID before starting_after, from the start without either, and refuses non-integers', () => {
+    expect(resumePosition(undefined, undefined)).toBe(-1);
+    expect(resumePosition('7', undefined)).toBe(7);
+    expect(resumePosition('7', ' 12 ')).toBe(12);
+    expect(resumePosition('0', '')).toBe(0);
+    for (const [startingAfter, lastEventId, param] of [
+      ['-1', undefined, 'starting_after'],
+      ['1.5', undefined, 'starting_after'],
+      [['1', '2'], undefined, 'starting_after'],
+      [undefined, 'abc', 'Last-Event-ID'],
+    ] as const) {
+      const error = errorOf(() => resumePosition(startingAfter, lastEventId));
+      expect({ status: error.status, code: error.code, param: error.param }).toEqual({
+        status: 400,
+        code: 'invalid_starting_after',
+        param,
+      });
+    }
+  });
+
+  it('lets a client decline resume with x-stream-resume: off, and only with that', () => {
+    expect(declinesResume({ 'x-stream-resume': 'off' })).toBe(true);
+    expect(declinesResume({ 'x-stream-resume': ' OFF ' })).toBe(true);
+    expect(declinesResume({ 'x-stream-resume': 'on' })).toBe(false);
+    expect(declinesResume({ 'x-stream-resume': ['off', 'off'] })).toBe(false);
+    expect(declinesResume({})).toBe(false);
+  });
+});
