@@ -148,18 +148,20 @@ async function stream(gateway, apiKey, model = 'pool-chat') {
       buffer += chunk.toString();
       let end;
       while ((end = buffer.indexOf('\n\n')) !== -1) {
-        const line = buffer.slice(0, end);
+        const event = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        if (!line.startsWith('data: ')) continue;
+        // An event is `id: <n>` then `data: …` (resumable streams); keep-alives are comments.
+        const line = event.split('\n').find((l) => l.startsWith('data: '));
+        if (line === undefined) continue;
         const data = line.slice(6);
         if (data === '[DONE]') {
           result.ok = result.error === null;
           continue;
         }
-        const event = JSON.parse(data);
-        if (event.error) result.error = event.error.message;
-        result.model ??= event.model ?? null;
-        const content = event.choices?.[0]?.delta?.content;
+        const parsed = JSON.parse(data);
+        if (parsed.error) result.error = parsed.error.message;
+        result.model ??= parsed.model ?? null;
+        const content = parsed.choices?.[0]?.delta?.content;
         if (content) {
           result.firstTokenAt ??= Date.now();
           result.upstream ??= /^[a-z]+/.exec(content)[0];
