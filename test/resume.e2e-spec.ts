@@ -32,6 +32,12 @@ const CATALOG = {
       backend: { kind: 'simulator', mode: 'words', tokensPerSecond: 10, maxWords: 400 },
     },
     {
+      id: 'sim-resume-slot',
+      type: 'chat',
+      owned_by: 'e2e',
+      backend: { kind: 'simulator', mode: 'words', tokensPerSecond: 10, maxWords: 40 },
+    },
+    {
       id: 'sim-resume-fail',
       type: 'chat',
       owned_by: 'e2e',
@@ -40,6 +46,7 @@ const CATALOG = {
   ],
 };
 const GRACE_MS = 4000;
+const ADMIN_TOKEN = `admin-e2e-${randomBytes(12).toString('hex')}`;
 const OTHER_KEY = `sk-e2e-other-${randomBytes(12).toString('hex')}`;
 
 interface Event {
@@ -94,10 +101,16 @@ describe('resumable streams across gateway replicas', () => {
     );
   }
 
-  function post(gateway: string, model: string, content: string, signal?: AbortSignal): Promise<Response> {
+  function post(
+    gateway: string,
+    model: string,
+    content: string,
+    signal?: AbortSignal,
+    key?: string,
+  ): Promise<Response> {
     return fetch(`${url(gateway)}/v1/chat/completions`, {
       method: 'POST',
-      headers: auth(),
+      headers: auth(key),
       body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content }] }),
       signal,
     });
@@ -117,9 +130,9 @@ describe('resumable streams across gateway replicas', () => {
   }
 
   /** Reads `count` events of a stream, then drops the connection; returns the request id and the events. */
-  async function cut(gateway: string, model: string, content: string, count: number) {
+  async function cut(gateway: string, model: string, content: string, count: number, key?: string) {
     const abort = new AbortController();
-    const res = await post(gateway, model, content, abort.signal);
+    const res = await post(gateway, model, content, abort.signal, key);
     expect(res.status).toBe(200);
     const requestId = res.headers.get('x-request-id')!;
     const events: Event[] = [];
@@ -175,13 +188,20 @@ describe('resumable streams across gateway replicas', () => {
       without: ['image-worker'],
       env: {
         RESUME_GRACE_MS: String(GRACE_MS),
+        GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN,
         WORKER_CONCURRENCY: '64',
         REPLY_HEARTBEAT_MS: '300',
         // Streams left waiting for a resume do not hold the gateways' stop at the end.
         GATEWAY_DRAIN_TIMEOUT_MS: '500',
         WORKER_DRAIN_TIMEOUT_MS: '500',
       },
-      waitForModels: ['sim-resume', 'sim-resume-paced', 'sim-resume-slow', 'sim-resume-fail'],
+      waitForModels: [
+        'sim-resume',
+        'sim-resume-paced',
+        'sim-resume-slow',
+        'sim-resume-slot',
+        'sim-resume-fail',
+      ],
     });
     await Promise.all([
       startGateway('b'),
@@ -427,5 +447,42 @@ describe('resumable streams across gateway replicas', () => {
       GRACE_MS,
     );
     expect(Date.now() - nowAt).toBeLessThan(GRACE_MS / 2);
+  }, 60_000);
+  it("a stream waiting for its resume keeps its key's concurrency slot; the replica that resumes it takes the slot over and frees it at the end", async () => {
+    const created = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'one-stream', max_concurrent: 1 }),
+    });
+    expect(created.status).toBe(201);
+    const { key } = (await created.json()) as { key: string };
+    const left = await cut('b', 'sim-resume-slot', 'a story to come back for', 2, key);
+
+    // Its client is gone, its generation goes on: the slot is still taken, on any replica.
+    const meanwhile = await post('e', 'sim-resume-slot', 'another story', undefined, key);
+    expect(meanwhile.status).toBe(429);
+    expect(((await meanwhile.json()) as { error: { code: string } }).error.code).toBe('rate_limit_exceeded');
+
+    // Resumed on another replica (c was killed by the first test): the rest arrives, and the slot is still held while it streams.
+    const resumed = await resume('a', left.requestId, `&starting_after=${left.events.at(-1)!.id}`, key);
+    expect(resumed.status).toBe(200);
+    const reader = readSse(resumed.body!);
+    const rest: Event[] = [toEvent((await reader.next()).value as SseEvent)];
+    expect((await post('e', 'sim-resume-slot', 'still another', undefined, key)).status).toBe(429);
+    for await (const event of reader) rest.push(toEvent(event));
+    expect(rest.at(-1)!.data).toBe('[DONE]');
+    expect(rest[0]!.id).toBe(left.events.at(-1)!.id + 1);
+
+    // The stream ended on the replica that took it over: the slot is free again, once.
+    await waitFor(
+      'the slot to come back',
+      async () => {
+        const next = await post('e', 'sim-resume', 'a short one', undefined, key);
+        if (next.status === 200) await collect(next);
+        else await next.body?.cancel();
+        return next.status === 200;
+      },
+      10_000,
+    );
   }, 60_000);
 });
