@@ -37,7 +37,8 @@ class Gate {
  * stream unpaced.
  *
  * So a worker reads every subscriber's output buffer (`CLIENT LIST TYPE pubsub`, one command for all
- * gateways) after each 64 KiB of replies, and every interval while it publishes faster than that; and a gateway whose buffer passed
+ * gateways, one reading at a time) every interval while it publishes more than 64 KiB per interval, and at
+ * once after each quarter of `pauseBytes` (at least 64 KiB); and a gateway whose buffer passed
  * `pauseBytes` gets a closed gate: its streams' writers wait before their next message (the backend is not
  * pulled meanwhile), until the buffer drained to half, the subscriber is gone, or `maxPauseMs` passed.
  * The hot path pays one map lookup per message.
@@ -48,7 +49,14 @@ export class SubscriberBacklogMonitor {
   private readonly channels = new Map<string, string>();
   private charsSincePoll = 0;
   private timer: NodeJS.Timeout | null = null;
+  private reading = false;
   private disabled: boolean;
+  /**
+   * Replies after which the backlog is read at once rather than at the next interval: a fast publisher
+   * (unpaced streams on an idle machine) would otherwise put many times `pauseBytes` into a stalled
+   * gateway's buffer within one interval.
+   */
+  private readonly readNowChars: number;
 
   constructor(
     private readonly redis: Redis,
@@ -56,6 +64,7 @@ export class SubscriberBacklogMonitor {
     private readonly logger: Pick<ComponentLogger, 'warn'>,
   ) {
     this.disabled = options.pauseBytes <= 0;
+    this.readNowChars = Math.max(POLL_AFTER_CHARS, options.pauseBytes / 4);
   }
 
   /** Counts a published reply; starts reading the backlog once replies flow fast. */
@@ -65,7 +74,12 @@ export class SubscriberBacklogMonitor {
     if (!this.channels.has(channel)) {
       this.channels.set(channel, replySubscriberNameFor(channel.slice(channel.lastIndexOf(':') + 1)));
     }
-    if (this.timer === null && this.charsSincePoll >= POLL_AFTER_CHARS) this.schedule();
+    if (this.reading) return;
+    if (this.charsSincePoll >= this.readNowChars) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+      void this.poll();
+    } else if (this.timer === null && this.charsSincePoll >= POLL_AFTER_CHARS) this.schedule();
   }
 
   /** Null while the channel's gateway keeps up; else a promise that settles when the channel may go on. */
@@ -86,6 +100,15 @@ export class SubscriberBacklogMonitor {
   }
 
   private async poll(): Promise<void> {
+    this.reading = true;
+    try {
+      await this.read();
+    } finally {
+      this.reading = false;
+    }
+  }
+
+  private async read(): Promise<void> {
     let listing: string;
     try {
       listing = (await this.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
