@@ -2,14 +2,12 @@ import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/comm
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ChatCompletionRequestDto } from '@mgw/contracts';
-import { Auth } from '../auth/auth-policy.decorator';
-import { requirePrincipal } from '../auth/request-principal';
-import { requestIdOf } from '../http/request-context';
 import { ApiErrors, ApiJsonBody, mediaTypes, schemaRef } from '../openapi/api-docs.decorators';
 import { CHAT_STREAM_EXAMPLE, CHAT_STREAM_FORMAT, COMPLETION_EXAMPLE } from '../openapi/examples';
 import { ChatCompletionsService } from './chat-completions.service';
 import { ChatRequestPipe } from './chat-request.pipe';
 import { STREAM_RESUME_HEADER } from './chat-stream.resumer';
+import { Auth, requirePrincipal, requestIdOf } from '@mgw/http';
 
 @Controller('v1/chat')
 @ApiTags('Chat')

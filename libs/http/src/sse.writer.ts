@@ -12,13 +12,21 @@ export interface SseWriterOptions {
    * stopped reading would otherwise hold the socket and its unsent bytes forever (0 = wait forever).
    */
   flushTimeoutMs?: number;
+  /**
+   * The protocol's last line before the connection ends normally (`done`): the chat completions protocol's
+   * `data: [DONE]` (the default); null for protocols whose final event is named and ends the stream itself.
+   */
+  endLine?: string | null;
 }
 
-const DONE = 'data: [DONE]\n\n';
+/** The end of an OpenAI chat completions stream. */
+export const CHAT_STREAM_END = 'data: [DONE]';
 
 /**
  * Server-sent events on a raw response: headers flushed at once, one event per `data:` line written the
  * moment it exists (no buffering, no coalescing), and a hard cap on what a slow reader can make us hold.
+ * Events are anonymous (`data:` only, as chat completions streams are) or named (`event: <name>`, as the
+ * Responses and Anthropic Messages streams are); `done` ends with the protocol's own last line.
  */
 export class SseWriter {
   /** Replies can race the enqueue acknowledgement; events produced before `open` wait here. */
@@ -26,11 +34,16 @@ export class SseWriter {
   private ended = false;
   private lastWrite = Date.now();
   private keepAlive: NodeJS.Timeout | undefined;
+  /** The end line with its event separator, or '' when the protocol has none. */
+  private readonly end: string;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly options: SseWriterOptions,
-  ) {}
+  ) {
+    const endLine = options.endLine === undefined ? CHAT_STREAM_END : options.endLine;
+    this.end = endLine === null ? '' : `${endLine}\n\n`;
+  }
 
   open(headers: Record<string, string>): void {
     this.res.writeHead(200, {
@@ -65,15 +78,25 @@ export class SseWriter {
     this.write(id === undefined ? `data: ${json}\n\n` : `id: ${id}\ndata: ${json}\n\n`);
   }
 
-  /** The normal end: `data: [DONE]` (with its event id, on a resumable stream). */
+  /** One named event (`event: <name>`), with its id when given, as `data` writes anonymous ones. */
+  event(name: string, json: string, id?: number): void {
+    this.write(
+      id === undefined ? `event: ${name}\ndata: ${json}\n\n` : `event: ${name}\nid: ${id}\ndata: ${json}\n\n`,
+    );
+  }
+
+  /**
+   * The normal end: the protocol's end line (`data: [DONE]` for chat, with its event id on a resumable
+   * stream), then the connection ends. For a protocol without an end line, only the connection ends.
+   */
   done(id?: number): void {
-    this.write(id === undefined ? DONE : `id: ${id}\n${DONE}`);
+    if (this.end !== '') this.write(id === undefined ? this.end : `id: ${id}\n${this.end}`);
     this.close();
   }
 
-  /** A failure after the 200 went out: the error as data, then `[DONE]` — never a clean-looking end alone. */
+  /** A failure after the 200 went out: the error as data, then the end — never a clean-looking end alone. */
   fail(errorJson: string): void {
-    this.write(`data: ${errorJson}\n\n${DONE}`);
+    this.write(`data: ${errorJson}\n\n${this.end}`);
     this.close();
   }
 

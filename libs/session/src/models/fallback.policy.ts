@@ -33,6 +33,17 @@ export function refusalFallsBack(error: GatewayError): FallbackReason | null {
 }
 
 /**
+ * Whether a refusal at admission lets the next model try. The request's first admission (`first`: nothing
+ * of it is admitted yet) refuses for the key's own limits too, which hold for every model alike: only a
+ * full queue passes on. A fallback's queue admission (the request holds its admission already) refuses
+ * only for its queue, or for Redis: either way that model cannot take the job now.
+ */
+export function admissionFallsBack(error: GatewayError, first: boolean): FallbackReason | null {
+  if (error.code === 'overloaded') return 'overloaded';
+  return first ? null : 'unavailable';
+}
+
+/**
  * Whether a job's error, arriving before any output, lets the next model try: the model or its upstream
  * failed (5xx, including an upstream's timeout) or the upstream is rate limiting (429 from a job is never
  * the key's own limit, which admission decides). Not the request's own deadline, and never a 4xx the

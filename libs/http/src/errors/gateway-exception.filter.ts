@@ -9,7 +9,7 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
 import { GatewayMetrics, rejectionReasonOf } from '@mgw/observability';
-import { discardUnreadBody } from '../http/unread-body';
+import { discardUnreadBody } from '../unread-body';
 
 /** Framework errors (routing, body parsing, size limits) in the OpenAI vocabulary. */
 function fromHttpException(exception: HttpException, request: FastifyRequest): GatewayError {
@@ -60,14 +60,19 @@ function fromHttpException(exception: HttpException, request: FastifyRequest): G
 }
 
 /**
- * The single exit for errors: every failure leaves as `{"error":{message,type,param,code}}` with the right
- * status. Unknown errors become an opaque 500 whose request id is also in the log line with the stack.
+ * The exit for errors: every failure leaves in its protocol's error shape with the right status. Unknown
+ * errors become an opaque 500 whose request id is also in the log line with the stack. The gateway-wide
+ * filter is `OpenAiExceptionFilter`; a front-end whose protocol has another shape binds its own subclass to
+ * its routes with `@UseFilters(...)` (a route's filter comes before the global one), so the request core
+ * raises `GatewayError`s and never formats an error body.
  */
-@Catch()
-export class OpenAiExceptionFilter implements ExceptionFilter {
+export abstract class GatewayExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('Errors');
 
   constructor(@Inject(GatewayMetrics) private readonly metrics: GatewayMetrics) {}
+
+  /** The response body of `error` in this protocol's shape. */
+  protected abstract bodyOf(error: GatewayError): unknown;
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
@@ -92,6 +97,14 @@ export class OpenAiExceptionFilter implements ExceptionFilter {
     void reply
       .status(error.status)
       .headers({ ...error.headers, 'x-request-id': requestId })
-      .send(error.toBody());
+      .send(this.bodyOf(error));
+  }
+}
+
+/** The OpenAI error shape, `{"error":{message,type,param,code}}`: the gateway's default. */
+@Catch()
+export class OpenAiExceptionFilter extends GatewayExceptionFilter {
+  protected bodyOf(error: GatewayError): unknown {
+    return error.toBody();
   }
 }

@@ -1,5 +1,4 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
 import {
   jobPriorityOf,
   LeaseKeeper,
@@ -21,31 +20,16 @@ export interface AdmittedFields {
   priority: number;
 }
 
-/** An admitted request: its job fields, and how the limiter learns whether enqueueing worked. */
+/**
+ * An admitted request: its job fields, its rate-limit headers, and its hold on the key's limits, which the
+ * request's session ends (released, handed over or rolled back) when its request is over.
+ */
 export interface Admission {
   fields: AdmittedFields;
   ticket: Ticket;
-  /**
-   * Set when the hold lasts until the request ends rather than its response (a resumable stream, which
-   * outlives its connection): the caller releases or hands it over.
-   */
-  hold: AdmissionHold | null;
-  /**
-   * Follows the enqueue: once the job is in its queue it counts as queued; if it never got there, nothing of
-   * this request is counted. Resolves or rejects as the enqueue did.
-   */
-  track: (enqueue: Promise<void>) => Promise<void>;
-  /**
-   * Keeps the concurrency slot past the response until `over` settles: for a job that goes on after its
-   * client left (a stored completion). Called before the response ends.
-   */
-  holdUntil: (over: Promise<void>) => void;
-}
-
-/** Calls `over` once the response is over (finished, failed or its client gone) — at once if it already is. */
-function whenResponseOver(reply: FastifyReply, over: () => void): void {
-  if (reply.raw.destroyed) over();
-  else reply.raw.once('close', over);
+  hold: AdmissionHold;
+  /** The key's rate-limit state, for the response (empty for a fallback's queue admission). */
+  headers: Record<string, string>;
 }
 
 /** Retry-After for a full queue when the model finished nothing in the last minute. */
@@ -55,7 +39,7 @@ const MAX_OVERLOAD_RETRY_S = 60;
 /**
  * Admission: a request is let in against its key's limits (requests, tokens, concurrency) and its model's
  * queue bound, or refused with the 429/503 that says why; admitted, it holds a concurrency lease (renewed
- * here while this instance's requests live) until its response is over.
+ * here while this instance's requests live) until its session ends the hold.
  */
 @Injectable()
 export class AdmissionService implements OnApplicationShutdown {
@@ -76,8 +60,7 @@ export class AdmissionService implements OnApplicationShutdown {
 
   /**
    * Admits a request for `model` as `principal`, or throws the 429/503 that says why not. Admitted, its
-   * concurrency slot is held until the response is over (however it ends) and the rate-limit headers are
-   * set on the response.
+   * concurrency slot is held until its session ends the hold.
    */
   async admit(
     principal: Principal,
@@ -85,8 +68,6 @@ export class AdmissionService implements OnApplicationShutdown {
     model: ModelEntry,
     requestId: string,
     tokenEstimate: number,
-    reply: FastifyReply,
-    untilRequestEnds = false,
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const decision = await this.decide(
@@ -100,13 +81,12 @@ export class AdmissionService implements OnApplicationShutdown {
     );
     const headers = rateLimitHeaders(decision.state);
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
-    for (const [name, value] of Object.entries(headers)) reply.raw.setHeader(name, value);
-    return this.hold(decision.ticket, principal, reply, untilRequestEnds);
+    return this.admitted(decision.ticket, principal, headers);
   }
 
   /**
    * Admits the job of a fallback model after the request's own job failed: the request keeps its admission
-   * (one concurrency slot, one request, one token reservation, all held until its response is over), so
+   * (one concurrency slot, one request, one token reservation, all held until its request is over), so
    * only the fallback's queue bound is checked here. Throws `503 overloaded` when that queue is full.
    */
   async admitFallback(
@@ -114,7 +94,6 @@ export class AdmissionService implements OnApplicationShutdown {
     kind: ModelKind,
     model: ModelEntry,
     requestId: string,
-    reply: FastifyReply,
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const decision = await this.decide(
@@ -128,7 +107,7 @@ export class AdmissionService implements OnApplicationShutdown {
       maxQueueDepth,
     );
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, 0, {});
-    return this.hold(decision.ticket, principal, reply);
+    return this.admitted(decision.ticket, principal, {});
   }
 
   private async decide(
@@ -156,45 +135,14 @@ export class AdmissionService implements OnApplicationShutdown {
     }
   }
 
-  private hold(
-    ticket: Ticket,
-    principal: Principal,
-    reply: FastifyReply,
-    untilRequestEnds = false,
-  ): Admission {
-    const hold = new AdmissionHold(ticket, this.limiter, this.leases, (work, what) =>
-      this.quietly(work, ticket, what),
-    );
-    // The one ending of the hold that the request's own lifecycle drives: its response is over, which covers
-    // an answer, an error and a client that left — or, for a request that outlives its response, its end
-    // (the caller's, `untilRequestEnds`). A client may leave while the admission runs: its 'close' has
-    // fired already, so the hold ends now and the request goes no further. A job that outlives its client
-    // (`holdUntil`) keeps the slot until it is over too.
-    let holding: Promise<void> | null = null;
-    if (untilRequestEnds) {
-      if (reply.raw.destroyed) hold.release();
-    } else {
-      whenResponseOver(reply, () => {
-        if (holding === null) hold.release();
-        else void holding.finally(() => hold.release());
-      });
-    }
-    if (hold.ended) throw GatewayError.clientClosed();
+  private admitted(ticket: Ticket, principal: Principal, headers: Record<string, string>): Admission {
     return {
       fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
       ticket,
-      hold: untilRequestEnds ? hold : null,
-      track: (enqueue) =>
-        enqueue.then(
-          () => hold.enqueued(),
-          (error: unknown) => {
-            hold.rollback();
-            throw error;
-          },
-        ),
-      holdUntil: (over) => {
-        holding = over;
-      },
+      hold: new AdmissionHold(ticket, this.limiter, this.leases, (work, what) =>
+        this.quietly(work, ticket, what),
+      ),
+      headers,
     };
   }
 

@@ -4,7 +4,8 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import { HttpAdapterHost } from '@nestjs/core';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
-import { InflightRequests } from '../inflight/inflight.registry';
+import { ServingPhase } from '@mgw/http';
+import { RequestSessions } from '../request-sessions';
 
 /** After the drain, how long error answers get to reach their clients before connections are cut. */
 const FLUSH_MS = 2000;
@@ -21,18 +22,24 @@ export type ShutdownPhase = 'serving' | 'draining' | 'closed';
  * Nothing accepted ends without an answer.
  */
 @Injectable()
-export class GatewayShutdown implements BeforeApplicationShutdown {
+export class GatewayShutdown extends ServingPhase implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Shutdown');
   private current: ShutdownPhase = 'serving';
 
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
-    @Inject(InflightRequests) private readonly inflight: InflightRequests,
+    @Inject(RequestSessions) private readonly inflight: RequestSessions,
     @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
-  ) {}
+  ) {
+    super();
+  }
 
   get phase(): ShutdownPhase {
     return this.current;
+  }
+
+  get refusing(): boolean {
+    return this.current === 'closed';
   }
 
   async beforeApplicationShutdown(signal?: string): Promise<void> {

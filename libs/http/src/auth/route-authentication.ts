@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { GatewayError } from '@mgw/contracts';
-import { appendOnRequest } from '../http/route-hooks';
+import { appendOnRequest } from '../route-hooks';
 import { authPolicyOf } from './auth-policy.decorator';
 import type { RequestAuthenticator } from './request.authenticator';
 

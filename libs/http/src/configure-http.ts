@@ -3,10 +3,10 @@ import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
 import { inspectJson, MAX_JSON_DEPTH } from './json-body.inspector';
 import { type AccessLog, GatewayMetrics } from '@mgw/observability';
-import { RequestAuthenticator } from '../auth/request.authenticator';
-import { authenticateRoutes } from '../auth/route-authentication';
-import { GatewayShutdown } from '../lifecycle/gateway-shutdown';
+import { RequestAuthenticator } from './auth/request.authenticator';
+import { authenticateRoutes } from './auth/route-authentication';
 import { endBodyDeadline, registerBodyDeadline } from './body-deadline';
+import { ServingPhase } from './serving.phase';
 
 /** Methods whose requests carry a body by their meaning; on the others an empty JSON body is no body. */
 const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
@@ -25,7 +25,7 @@ const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 export function configureGatewayHttp(app: NestFastifyApplication, accessLog: AccessLog): void {
   const fastify = app.getHttpAdapter().getInstance();
   const metrics = app.get(GatewayMetrics);
-  const shutdown = app.get(GatewayShutdown);
+  const serving = app.get(ServingPhase);
   const authenticator = app.get(RequestAuthenticator);
   const config = app.get(GatewayConfig);
   // JSON only: any other Content-Type is answered 415 rather than half-parsed.
@@ -79,7 +79,7 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
   });
   // Callback style: an async hook would cost every request a promise for a check that is almost always false.
   fastify.addHook('onRequest', (_request, reply, done) => {
-    if (shutdown.phase !== 'closed') return done();
+    if (!serving.refusing) return done();
     metrics.rejected('unavailable');
     const error = GatewayError.serviceUnavailable('The gateway is shutting down. Retry the request.');
     void reply

@@ -1,5 +1,3 @@
-import { EventEmitter } from 'node:events';
-import type { FastifyReply } from 'fastify';
 import type { AdmissionDecision, AdmissionRequest, Limiter, Principal } from '@mgw/access';
 import type { GatewayConfig } from '@mgw/config';
 import { GatewayError, type ModelEntry } from '@mgw/contracts';
@@ -47,10 +45,8 @@ function setup(decision: (request: AdmissionRequest) => AdmissionDecision) {
     queueFor: () => ({ toKey: (type: string) => `q:${type}` }),
   } as unknown as JobProducer;
   const config = { concurrencyLeaseMs: 30_000, defaultMaxQueueDepth: 1000 } as GatewayConfig;
-  const raw = Object.assign(new EventEmitter(), { destroyed: false, setHeader: jest.fn() });
-  const reply = { raw } as unknown as FastifyReply;
   const service = new AdmissionService(config, limiter, producer);
-  return { service, requests, calls, raw, reply };
+  return { service, requests, calls };
 }
 
 const admitted = (request: AdmissionRequest): AdmissionDecision => ({
@@ -68,26 +64,27 @@ const admitted = (request: AdmissionRequest): AdmissionDecision => ({
 
 describe('AdmissionService.admitFallback', () => {
   it('checks only the fallback’s queue: the request keeps its slot, its request count and its token reservation', async () => {
-    const { service, requests, calls, raw, reply } = setup(admitted);
-    const admission = await service.admitFallback(principal, 'chat', model, 'req_fallback_1', reply);
+    const { service, requests, calls } = setup(admitted);
+    const admission = await service.admitFallback(principal, 'chat', model, 'req_fallback_1');
     expect(requests).toHaveLength(1);
     const [request] = requests;
     expect(request!.principal).toMatchObject({ rpm: null, tpm: null, maxConcurrent: null });
     expect([request!.model, request!.tokenEstimate, request!.maxQueueDepth]).toEqual(['small', 0, 5]);
     // Its own ticket name: a rollback must not take back the reservation filed under the request id.
     expect(request!.requestId).not.toBe('req_fallback_1');
-    expect(raw.setHeader).not.toHaveBeenCalled(); // the 200 may be out already
+    expect(admission.headers).toEqual({}); // the 200 may be out already
     expect(admission.fields).toEqual({ keyId: principal.keyId, priority: 1 });
 
-    await admission.track(Promise.resolve());
-    raw.emit('close');
+    // The session that holds it: the job landed in its queue, then the request was over.
+    admission.hold.enqueued();
+    admission.hold.release();
     await new Promise((resolve) => setImmediate(resolve));
     expect(calls).toEqual(['enqueued', 'release(queued=true)']);
     service.onApplicationShutdown();
   });
 
   it('refuses with 503 overloaded when the fallback’s queue is full', async () => {
-    const { service, reply } = setup(() => ({
+    const { service } = setup(() => ({
       admitted: false,
       reason: 'overloaded',
       retryAfterMs: 0,
@@ -96,7 +93,7 @@ describe('AdmissionService.admitFallback', () => {
       servedLastMinute: 0,
     }));
     const refusal = await service
-      .admitFallback(principal, 'chat', model, 'req_fallback_2', reply)
+      .admitFallback(principal, 'chat', model, 'req_fallback_2')
       .catch((e: unknown) => e);
     expect(refusal).toBeInstanceOf(GatewayError);
     expect([(refusal as GatewayError).status, (refusal as GatewayError).code]).toEqual([503, 'overloaded']);
