@@ -1,6 +1,6 @@
 import { GatewayError, type ReplyMessage } from '@mgw/contracts';
 import { firstAttempt, idle, transition } from './session.machine';
-import { SAMPLE_EVENTS, SAMPLE_STATES, SAMPLED_TYPES, stepText } from './session-table.fixture';
+import { SAMPLE_EVENTS, SAMPLE_STATES, SAMPLED_TYPES, stepText } from './session-table.fixtures';
 import type { EventType, SessionEvent, SessionState, StateName } from './session.types';
 
 type StateKey = keyof typeof SAMPLE_STATES;
@@ -88,9 +88,9 @@ const TABLE: Record<StateKey, Record<EventKey, string>> = {
     'reply started': 'running | disarm start_timeout, count started',
     'reply alive': 'ignored',
     'reply moved': 'ended moved | hold hand_over, end moved, render_moved',
-    'reply delta': 'enqueueing [open] | open a, count output, render',
-    'reply tool-call': 'enqueueing [open] | open a, count output, render',
-    'reply image': 'enqueueing [open] | open a, count output, render',
+    'reply delta': 'enqueueing [open] +output | open a, count output, render',
+    'reply tool-call': 'enqueueing [open] +output | open a, count output, render',
+    'reply image': 'enqueueing [open] +output | open a, count output, render',
     'reply chat-done': 'ended job_finished | open a, hold release, end job_finished ok, render',
     'reply image-done': 'ended job_finished | open a, hold release, end job_finished ok, render',
     'reply error': 'ended job_finished | hold release, end job_finished, open a, render error 502',
@@ -124,9 +124,9 @@ const TABLE: Record<StateKey, Record<EventKey, string>> = {
     'reply started': 'running | disarm start_timeout, count started',
     'reply alive': 'ignored',
     'reply moved': 'ended moved | hold hand_over, end moved, render_moved',
-    'reply delta': 'queued | count output, render',
-    'reply tool-call': 'queued | count output, render',
-    'reply image': 'queued | count output, render',
+    'reply delta': 'queued +output | count output, render',
+    'reply tool-call': 'queued +output | count output, render',
+    'reply image': 'queued +output | count output, render',
     'reply chat-done': 'ended job_finished | hold release, end job_finished ok, render',
     'reply image-done': 'ended job_finished | hold release, end job_finished ok, render',
     'reply error': 'resolving (b) | disarm start_timeout, resolve b from a (failed)',
@@ -159,9 +159,9 @@ const TABLE: Record<StateKey, Record<EventKey, string>> = {
     'reply started': 'running | disarm start_timeout, count started',
     'reply alive': 'ignored',
     'reply moved': 'ended moved | hold hand_over, end moved, render_moved',
-    'reply delta': 'queued | count output, render',
-    'reply tool-call': 'queued | count output, render',
-    'reply image': 'queued | count output, render',
+    'reply delta': 'queued +output | count output, render',
+    'reply tool-call': 'queued +output | count output, render',
+    'reply image': 'queued +output | count output, render',
     'reply chat-done': 'ended job_finished | hold release, end job_finished ok, render',
     'reply image-done': 'ended job_finished | hold release, end job_finished ok, render',
     'reply error': 'ended job_finished | hold release, end job_finished, render error 502',
@@ -232,10 +232,10 @@ const TABLE: Record<StateKey, Record<EventKey, string>> = {
     resumed: 'ignored',
     admitted: 'ignored',
     refused: 'ignored',
-    enqueued: 'running +output | hold enqueued, count enqueued',
+    enqueued: 'running | hold enqueued, count enqueued',
     enqueue_failed:
       'ended enqueue_failed | cancel w1 connection_lost, hold rollback, end enqueue_failed, render error 503',
-    'reply started': 'running +output | disarm start_timeout, count started',
+    'reply started': 'running | disarm start_timeout, count started',
     'reply alive': 'ignored',
     'reply moved': 'ended moved | hold hand_over, end moved, render_moved',
     'reply delta': '= | render',
@@ -248,7 +248,7 @@ const TABLE: Record<StateKey, Record<EventKey, string>> = {
       'ended protocol_error | cancel w1 protocol_error, hold release, end protocol_error, render error 502',
     connection_lost:
       'ended connection_lost | cancel w1 connection_lost, hold release, end connection_lost, render error 503',
-    client_gone: 'running [detached] +output | count client_disconnected, arm grace',
+    client_gone: 'running [detached] | count client_disconnected, arm grace',
     deadline:
       'ended deadline_exceeded | cancel w1 deadline_exceeded, hold release, end deadline_exceeded, render error 504',
     start_timeout: 'ignored',
@@ -273,10 +273,10 @@ const TABLE: Record<StateKey, Record<EventKey, string>> = {
     resumed: 'ignored',
     admitted: 'ignored',
     refused: 'ignored',
-    enqueued: 'running +output | hold enqueued, count enqueued',
+    enqueued: 'running | hold enqueued, count enqueued',
     enqueue_failed:
       'ended enqueue_failed | cancel w1 connection_lost, hold rollback, end enqueue_failed, render error 503',
-    'reply started': 'running +output | disarm start_timeout, count started',
+    'reply started': 'running | disarm start_timeout, count started',
     'reply alive': 'ignored',
     'reply moved': 'ended moved | hold hand_over, end moved, render_moved',
     'reply delta': '= | render',
@@ -456,7 +456,7 @@ describe('the session machine', () => {
 
   it('starts a JSON request waiting, a stream without fallbacks opening once queued, with fallbacks at its first output', () => {
     const plan = SAMPLE_STATES.resolving.plan;
-    expect(idle({ ...plan, delivery: 'background' }).client).toBe('none');
+    expect(idle({ ...plan, delivery: 'background' })).toMatchObject({ name: 'idle', client: 'none' });
     const resolving = (client: 'waiting') => ({ ...SAMPLE_STATES.resolving, client });
     const withFallbacks = { ...SAMPLE_EVENTS.admitted, fallbacks: ['b'] };
     expect(step(resolving('waiting'), withFallbacks)).toBe('enqueueing | enqueue a +fallback');

@@ -40,6 +40,7 @@ export function firstAttempt(model: string): Attempt {
     switched: false,
     startWithinMs: undefined,
     resumable: false,
+    output: false,
   };
 }
 
@@ -212,8 +213,8 @@ function stop(
  * otherwise the client hears the error — the requested model's own, when the failure is the model's.
  */
 function attemptFailed(state: JobState, error: GatewayError, ending: Ending, reason: FallbackReason): Step {
-  const output = state.name === 'running' && state.output;
   const { attempt } = state;
+  const { output } = attempt;
   const next = attempt.remaining[0];
   if (!output && !committed(state.client) && next !== undefined && jobFailureFallsBack(error)) {
     const nextAttempt: Attempt = {
@@ -224,6 +225,7 @@ function attemptFailed(state: JobState, error: GatewayError, ending: Ending, rea
       switched: true,
       startWithinMs: undefined,
       resumable: false,
+      output: false,
     };
     return go(
       { name: 'resolving', plan: state.plan, client: state.client, attempt: nextAttempt },
@@ -347,6 +349,7 @@ function nextModelOrAnswer(
       refusal: attempt.refusal ?? error,
       startWithinMs: undefined,
       resumable: false,
+      output: false,
     };
     return go(
       { name: 'resolving', plan: state.plan, client: state.client, attempt: nextAttempt },
@@ -467,7 +470,7 @@ function onReply(state: SessionState, message: ReplyMessage): Step {
   if (kind === 'alive') return IGNORED;
   if (
     state.name === 'running' &&
-    state.output &&
+    state.attempt.output &&
     (kind === 'delta' || kind === 'tool-call' || kind === 'image')
   ) {
     return RENDER_ONLY;
@@ -498,7 +501,6 @@ function onJobMessage(state: JobState, message: ReplyMessage): Step {
           client: state.client,
           attempt: state.attempt,
           workerId: message.workerId,
-          output: state.name === 'running' && state.output,
         },
         { type: 'disarm', timer: 'start_timeout' },
         { type: 'count', what: 'started' },
@@ -517,9 +519,10 @@ function onJobMessage(state: JobState, message: ReplyMessage): Step {
         effects.push({ type: 'open_stream', servedModel: state.attempt.model });
         client = 'open';
       }
-      effects.push({ type: 'count', what: 'output' }, RENDER);
-      if (state.name === 'running') return go({ ...state, client, output: true }, ...effects);
-      return go({ ...state, client }, ...effects);
+      if (state.attempt.output) effects.push(RENDER);
+      else effects.push({ type: 'count', what: 'output' }, RENDER);
+      const attempt = state.attempt.output ? state.attempt : { ...state.attempt, output: true };
+      return go({ ...state, client, attempt }, ...effects);
     }
     case 'chat-done':
     case 'image-done': {
@@ -722,7 +725,7 @@ export const WORKER_SILENT_MESSAGE = 'The model worker stopped responding while 
 function onLeaseExpired(state: SessionState): Step {
   switch (state.name) {
     case 'running': {
-      if (state.output) {
+      if (state.attempt.output) {
         // After output the answer cannot be completed.
         const step = stop(state, 'worker_unresponsive', GatewayError.workerFailed(WORKER_SILENT_MESSAGE));
         const log: Effect = { type: 'log', message: `worker ${state.workerId} stopped responding` };

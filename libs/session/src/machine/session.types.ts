@@ -69,6 +69,8 @@ export interface Attempt {
   readonly startWithinMs: number | undefined;
   /** Its job keeps a replay log: an open client that leaves detaches for the resume grace. */
   readonly resumable: boolean;
+  /** Its job's output reached the gateway: a failure can no longer fall back, a lost worker fails it. */
+  readonly output: boolean;
 }
 
 interface Live {
@@ -101,8 +103,6 @@ export type SessionState =
       readonly name: 'running';
       readonly attempt: Attempt;
       readonly workerId: string;
-      /** Output reached the gateway: a failure can no longer fall back, a lost worker fails the request. */
-      readonly output: boolean;
     })
   /**
    * The job must stop while no worker is known to run it: its removal is in flight (or waits for the add

@@ -22,6 +22,7 @@ const stream: SessionPlan = {
 };
 const json: SessionPlan = { ...stream, delivery: 'json', startWaitBoundMs: undefined };
 const resumable: Attempt = { ...firstAttempt('a'), resumable: true };
+const resumableWithOutput: Attempt = { ...resumable, output: true };
 const withFallback: Attempt = { ...firstAttempt('a'), remaining: ['b'] };
 
 /** One state of each name, and the variants whose rows differ in ways worth seeing. */
@@ -37,23 +38,20 @@ export const SAMPLE_STATES = {
     client: 'waiting',
     attempt: withFallback,
     workerId: 'w1',
-    output: false,
   },
   'running (resumable stream, output)': {
     name: 'running',
     plan: stream,
     client: 'open',
-    attempt: resumable,
+    attempt: resumableWithOutput,
     workerId: 'w1',
-    output: true,
   },
   'running (detached)': {
     name: 'running',
     plan: stream,
     client: 'detached',
-    attempt: resumable,
+    attempt: resumableWithOutput,
     workerId: 'w1',
-    output: true,
   },
   stopping: {
     name: 'stopping',
@@ -66,9 +64,14 @@ export const SAMPLE_STATES = {
   ended: { name: 'ended', ending: 'job_finished' },
 } as const satisfies Record<string, SessionState>;
 
-const reply = (message: Omit<ReplyMessage, 'requestId' | 'seq'>): SessionEvent => ({
+type Payload = ReplyMessage extends infer M
+  ? M extends ReplyMessage
+    ? Omit<M, 'requestId' | 'seq'>
+    : never
+  : never;
+const reply = (message: Payload): SessionEvent => ({
   type: 'reply',
-  message: { requestId, seq: 1, ...message } as ReplyMessage,
+  message: { requestId, seq: 1, ...message },
 });
 
 /** One sample of every event; the reply of each kind of message, and removals of both purposes. */
@@ -172,7 +175,9 @@ export function stepText(from: SessionState, step: Step): string {
       if (from.name === 'idle' || from.name === 'ended' || from.attempt.model !== next.attempt.model) {
         head += ` (${next.attempt.model})`;
       }
-      if (next.name === 'running' && next.output) head += ' +output';
+      if (from.name !== 'idle' && from.name !== 'ended' && !from.attempt.output && next.attempt.output) {
+        head += ' +output';
+      }
     } else if (next.name === 'idle' && (from.name === 'ended' || from.client !== next.client)) {
       head += ` [${next.client}]`;
     }
