@@ -201,6 +201,34 @@ describe('SseWriter', () => {
     expect(res.writableEnded).toBe(true);
   });
 
+  it('writes named events (`event:` before `data:`, with the id) for protocols that name them', async () => {
+    const { res, client } = await connectClient();
+    const writer = writerFor(res);
+    writer.open({});
+    writer.event('response.created', '{"n":1}');
+    writer.event('response.output_text.delta', '{"n":2}', 7);
+    const received = await client.until((r) => r.chunks.join('').includes('"n":2'));
+    expect(received.chunks.join('')).toBe(
+      'event: response.created\ndata: {"n":1}\n\nevent: response.output_text.delta\nid: 7\ndata: {"n":2}\n\n',
+    );
+    writer.close();
+  });
+
+  it('ends without `[DONE]` for a protocol that has no end line', async () => {
+    const { res, client } = await connectClient();
+    const writer = new SseWriter(res, {
+      bufferLimitBytes: 1 << 20,
+      keepAliveMs: 0,
+      onOverflow: () => undefined,
+      endLine: null,
+    });
+    writer.open({});
+    writer.event('message_stop', '{"type":"message_stop"}');
+    writer.done(3);
+    const received = await client.until((r) => r.complete);
+    expect(received.chunks.join('')).toBe('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+  });
+
   it('delivers a done() that happened before open() once the headers are out', async () => {
     const { res, client } = await connectClient();
     const writer = writerFor(res);
