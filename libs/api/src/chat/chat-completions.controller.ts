@@ -60,9 +60,9 @@ export class ChatCompletionsController {
   @ApiHeader({
     name: STREAM_RESUME_HEADER,
     required: false,
-    enum: ['off'],
+    enum: ['on', 'off'],
     description:
-      '`off`: the client will not resume this stream, so its generation stops as soon as it disconnects instead of running on for the resume grace (`RESUME_GRACE_MS`).',
+      "With `stream: true`: `on` makes the stream resumable — its generation runs on for the resume grace (`RESUME_GRACE_MS`) when the client disconnects, and `GET /v1/chat/completions/{completion_id}?stream=true` picks it up; `off` stops it as soon as the client disconnects. Absent: the model's catalog default (`streamResume`), else `off`.",
   })
   @ApiErrors(400, 401, 404, 413, 415, 429, 500, 502, 503, 504)
   async create(
