@@ -319,8 +319,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const { next, effects } = transition(this.state, event);
     if (next !== null) this.state = next;
     for (let index = 0; index < effects.length; index++) this.execute(effects[index]!, event);
-    // Every ending settles the caller; one with nothing left to say finds its client gone.
-    if (next !== null && next.name === 'ended' && !this.settled) this.fail(GatewayError.clientClosed());
+    // Every ending settles the caller: a background request's job is over; any other found its client gone.
+    if (next !== null && next.name === 'ended' && !this.settled) {
+      if (this.delivery.mode === 'background') this.resolve(undefined);
+      else this.fail(GatewayError.clientClosed());
+    }
   }
 
   private execute(effect: Effect, event: SessionEvent): void {
