@@ -113,3 +113,20 @@ describe('RequestSession: a JSON answer past its bound', () => {
     expect(deltas).toBe(2);
   });
 });
+
+describe('RequestSession: a client gone before its admission', () => {
+  it('takes no slot and queues nothing: its session ends at once after the resolution', async () => {
+    const lines: string[] = [];
+    const world = new SessionWorld((line) => lines.push(line));
+    world.models.set('m', { model: entry('m') });
+    const reply = fakeReply();
+    reply.raw.leave();
+    const session = world.session({ requestId, model: 'm' }, stream, reply);
+    await expect(session.run()).rejects.toMatchObject({ code: 'client_closed_request' });
+    await flush();
+    // No admission, no hold, no job: only the resolution (and the end's unregister, a no-op here).
+    expect(lines).toEqual(['lookup m', `unregister ${requestId}`]);
+    expect(session.current).toEqual({ name: 'ended', ending: 'client_disconnected' });
+    expect(world.endedCalls).toBe(1);
+  });
+});

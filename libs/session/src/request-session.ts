@@ -448,6 +448,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         null,
       );
     }
+    // A client that left meanwhile (while its body was read, or the registry answered) takes no slot.
+    const { state } = this;
+    if (state.name === 'resolving' && state.client === 'gone' && !state.plan.outlivesClient) {
+      return this.refused(GatewayError.clientClosed(), null, null);
+    }
     const first = this.primaryHold === null;
     let admission;
     try {
