@@ -2,6 +2,43 @@
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const LIBS_THROUGH_ALIAS = {
+  group: ['**/libs/*/src/**', '../../libs/**'],
+  message: 'Import libs through their @mgw/* alias.',
+};
+
+/**
+ * The gateway's rooms point one way: features (libs/api) → request core (libs/session) → HTTP plumbing
+ * (libs/http) → contracts, config, observability (and access, for the auth hooks' key check). A lib may not
+ * import a room above it, nor the worker's side.
+ */
+function gatewayRooms() {
+  const refuse = (files, names, why) => ({
+    files,
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: names.map((name) => ({ name, message: why })),
+          patterns: [LIBS_THROUGH_ALIAS],
+        },
+      ],
+    },
+  });
+  return [
+    refuse(
+      ['libs/http/src/**/*.ts'],
+      ['@mgw/api', '@mgw/session', '@mgw/queue', '@mgw/registry', '@mgw/inference', '@mgw/worker'],
+      'libs/http is HTTP plumbing: the request core and the features build on it, not the other way.',
+    ),
+    refuse(
+      ['libs/session/src/**/*.ts'],
+      ['@mgw/api', '@mgw/inference', '@mgw/worker'],
+      'libs/session is the request core: the features (libs/api) build on it; it never reaches a worker.',
+    ),
+  ];
+}
+
 export default tseslint.config(
   { ignores: ['dist/**', 'dist-*/**', 'node_modules/**', 'coverage/**', 'bench/results/**'] },
   eslint.configs.recommended,
@@ -19,12 +56,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            {
-              group: ['**/libs/*/src/**', '../../libs/**'],
-              message: 'Import libs through their @mgw/* alias.',
-            },
-          ],
+          patterns: [LIBS_THROUGH_ALIAS],
         },
       ],
       'no-restricted-properties': [
@@ -37,6 +69,7 @@ export default tseslint.config(
       ],
     },
   },
+  ...gatewayRooms(),
   {
     // The entry points hand process.env to the config loader once; scripts and tests set up child processes.
     files: ['apps/*/src/main.ts', 'scripts/**', 'test/**', 'bench/**', '**/*.spec.ts'],

@@ -14,7 +14,7 @@ const swc = [
 ];
 
 const moduleNameMapper = {
-  '^@mgw/(access|api|config|contracts|inference|observability|queue|registry|worker)$':
+  '^@mgw/(access|api|config|contracts|http|inference|observability|queue|registry|session|worker)$':
     '<rootDir>/libs/$1/src',
   '^@mgw/testing$': '<rootDir>/test/fixtures',
 };

@@ -19,7 +19,14 @@ const { createChatBackend, createImageBackend, toChatInferenceRequest, toImageIn
   dist('inference/src/index.js');
 const { ChatChunkSerializer } = dist('api/src/chat/chat-chunk.serializer.js');
 const { CompletionAssembler } = dist('api/src/chat/completion.assembler.js');
-const { SseWriter } = dist('api/src/http/sse.writer.js');
+// The writer's home since the request core was split out of libs/api; an older build (BENCH_DIST) has it there.
+const { SseWriter } = (() => {
+  try {
+    return dist('http/src/sse.writer.js');
+  } catch {
+    return dist('api/src/http/sse.writer.js');
+  }
+})();
 
 const { parseCatalog } = dist('config/src/index.js');
 const catalogPath = process.env.BENCH_CATALOG_PATH;

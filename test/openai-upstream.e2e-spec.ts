@@ -73,6 +73,14 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
             backend: openai({ baseUrl: `http://127.0.0.1:${deadPort}/v1` }),
           },
           {
+            // Its streams are resumable unless a request declines (README "Resumable streams").
+            id: 'up-resume',
+            type: 'chat',
+            owned_by: 'upstream',
+            streamResume: 'on',
+            backend: openai({ apiKeyEnv: 'E2E_UPSTREAM_KEY', upstreamModel: 'upstream-llama' }),
+          },
+          {
             id: 'up-missing-key',
             type: 'chat',
             owned_by: 'upstream',
@@ -88,10 +96,10 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
       },
       env: { DEFAULT_CHAT_MODEL: 'up-chat', DEFAULT_IMAGE_MODEL: 'up-image' },
       appEnv: {
-        'chat-worker': { E2E_UPSTREAM_KEY: UPSTREAM_KEY, WORKER_MODELS: 'up-chat,up-slow,up-dead' },
+        'chat-worker': { E2E_UPSTREAM_KEY: UPSTREAM_KEY, WORKER_MODELS: 'up-chat,up-slow,up-dead,up-resume' },
         'image-worker': { E2E_UPSTREAM_KEY: UPSTREAM_KEY },
       },
-      waitForModels: ['up-chat', 'up-slow', 'up-dead', 'up-image'],
+      waitForModels: ['up-chat', 'up-slow', 'up-dead', 'up-resume', 'up-image'],
     });
     client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
   });
@@ -456,6 +464,97 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
     controller.abort();
     await within(request.aborted, 5_000, 'the upstream to see its request aborted');
   });
+
+  /**
+   * A stream whose upstream holds on after its first chunk, opened through the gateway by the official
+   * SDK (which never resumes), read to that chunk and left. Resolves with the upstream request and the
+   * moment the client left; `socketClosed` says when the upstream saw its connection close.
+   */
+  async function leaveAfterFirstChunk(
+    model: string,
+    headers: Record<string, string> = {},
+  ): Promise<{ leftAt: number; socketClosed: Promise<number> }> {
+    const arrived = fake.nextRequest();
+    let socketClosed!: Promise<number>;
+    fake.handle(CHAT, async (_request, res) => {
+      socketClosed = new Promise((resolve) => res.socket!.once('close', () => resolve(Date.now())));
+      startStream(res);
+      await sendEvent(res, chunk([{ content: 'first and only' }]));
+      // …then hold the stream open, as a model that is still generating.
+    });
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create(
+      { model, stream: true, messages: [{ role: 'user', content: 'x' }] },
+      { signal: controller.signal, headers },
+    );
+    await within(arrived, 20_000, 'the upstream request');
+    for await (const received of stream) {
+      if (received.choices[0]?.delta.content) break;
+    }
+    controller.abort();
+    return { leftAt: Date.now(), socketClosed };
+  }
+
+  it('closes the upstream connection within 2 s of a client leaving, when nothing asked for resume', async () => {
+    const { leftAt, socketClosed } = await leaveAfterFirstChunk('up-chat');
+    const closedAt = await within(socketClosed, 2_000, 'the upstream socket to close');
+    expect(closedAt - leftAt).toBeLessThan(2_000);
+  });
+
+  it("keeps a stream running for the resume grace when its model's catalog default is on, unless the client declines", async () => {
+    const kept = await leaveAfterFirstChunk('up-resume');
+    const early = await Promise.race([
+      kept.socketClosed.then(() => 'closed'),
+      new Promise((resolve) => setTimeout(resolve, 2_500, 'open')),
+    ]);
+    expect(early).toBe('open');
+
+    const declined = await leaveAfterFirstChunk('up-resume', { 'x-stream-resume': 'off' });
+    const closedAt = await within(
+      declined.socketClosed,
+      2_000,
+      'the declined stream’s upstream socket to close',
+    );
+    expect(closedAt - declined.leftAt).toBeLessThan(2_000);
+  });
+
+  it('answers a non-streaming answer past the 16 Mi-character bound with a 502 and cancels its job at once', async () => {
+    // An upstream that would go on to 4× the bound (a model generating to its max_tokens): the job must be
+    // stopped long before, as soon as the gateway refuses the answer.
+    const BOUND = 16 * 1024 * 1024;
+    const piece = 'y'.repeat(64 * 1024);
+    let sent = 0;
+    let finished = false;
+    const arrived = fake.nextRequest();
+    fake.handle(CHAT, async (_request, res) => {
+      let closed = false;
+      res.once('close', () => (closed = true));
+      startStream(res);
+      while (!closed && sent < 4 * BOUND) {
+        await sendEvent(res, chunk([{ content: piece }]));
+        sent += piece.length;
+      }
+      if (closed) return;
+      await sendEvent(
+        res,
+        chunk([{ content: '', finish_reason: 'length' }], { prompt_tokens: 1, completion_tokens: 1 }),
+      );
+      await sendEvent(res, '[DONE]');
+      res.end();
+      finished = true;
+    });
+    const res = await stack.post(CHAT, { model: 'up-chat', messages: [{ role: 'user', content: 'a lot' }] });
+    expect(res.status).toBe(502);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain(
+      'a non-streaming response may hold',
+    );
+    const request = await within(arrived, 5_000, 'the upstream request');
+    await within(request.aborted, 30_000, 'the upstream request to be aborted');
+    expect(finished).toBe(false);
+    // The job stopped about where the gateway refused it, nowhere near the end of what was coming.
+    expect(sent).toBeGreaterThan(BOUND);
+    expect(sent).toBeLessThan(2 * BOUND);
+  }, 60_000);
 
   it('stops a worker at start when the variable holding an upstream key is missing', async () => {
     const worker = stack.spawnExtra('chat-worker:missing-key', { WORKER_MODELS: 'up-missing-key' });

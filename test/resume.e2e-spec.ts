@@ -110,7 +110,8 @@ describe('resumable streams across gateway replicas', () => {
   ): Promise<Response> {
     return fetch(`${url(gateway)}/v1/chat/completions`, {
       method: 'POST',
-      headers: auth(key),
+      // Resume is opt-in (README "Resumable streams"): these streams ask for it.
+      headers: { ...auth(key), 'x-stream-resume': 'on' },
       body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content }] }),
       signal,
     });

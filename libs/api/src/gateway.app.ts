@@ -4,8 +4,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { RouteOptions } from 'fastify';
 import type { GatewayConfig } from '@mgw/config';
 import { AccessLog, type PinoLoggerService } from '@mgw/observability';
-import { configureGatewayHttp } from './http/configure-http';
-import { fastifyOptionsFor } from './http/fastify.options';
+import { configureGatewayHttp, fastifyOptionsFor } from '@mgw/http';
 import { serveApiDocs } from './openapi/api-docs';
 
 export interface GatewayAppOptions {

@@ -265,6 +265,30 @@ describe('fallbacks', () => {
   );
 });
 
+describe('streamResume', () => {
+  it('is a model’s default for resuming its streams: on or off, absent when not declared', () => {
+    const models = parseCatalog(
+      catalog(
+        { ...chat, streamResume: 'on' },
+        { ...chat, id: 'off-chat', streamResume: 'off' },
+        {
+          ...chat,
+          id: 'plain-chat',
+        },
+      ),
+      PATH,
+    ).models;
+    expect(models.map((m) => m.streamResume)).toEqual(['on', 'off', undefined]);
+    expect(models[2]).not.toHaveProperty('streamResume');
+  });
+
+  it.each([['yes'], [true], [null], [1]])('refuses %p, naming the model and the field', (value) => {
+    const { problems } = problemsOf(catalog({ ...chat, streamResume: value }));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain('models[0] (model "sim-chat"): streamResume');
+  });
+});
+
 describe('loadCatalog', () => {
   let dir: string;
 

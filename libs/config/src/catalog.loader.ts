@@ -47,7 +47,16 @@ export interface CatalogModel {
    * requested model's own list is tried. Absent: none.
    */
   fallbacks?: string[];
+  /**
+   * Whether a stream of this model is resumable unless its request says otherwise (`x-stream-resume`):
+   * 'on' keeps its job running for the resume grace when its client leaves. Absent: 'off'.
+   */
+  streamResume?: StreamResumeDefault;
 }
+
+/** A model's default for resuming its streams. */
+export type StreamResumeDefault = 'on' | 'off';
+const STREAM_RESUME_DEFAULTS: readonly StreamResumeDefault[] = ['on', 'off'];
 
 export interface Catalog {
   path: string;
@@ -65,6 +74,7 @@ const MODEL_FIELDS = [
   'maxQueueDepth',
   'contextTokens',
   'fallbacks',
+  'streamResume',
 ];
 /** More than any sensible chain; each one may cost a registry lookup and an attempt. */
 export const MAX_FALLBACKS = 8;
@@ -108,6 +118,9 @@ function readModel(
     model.contextTokens = read.optionalInt(entry, 'contextTokens', { min: 1, max: MAX_CONTEXT_TOKENS }, 1);
   }
   if (entry.fallbacks !== undefined) model.fallbacks = readFallbacks(entry.fallbacks, name, read);
+  if (entry.streamResume !== undefined) {
+    model.streamResume = read.oneOf(entry, 'streamResume', STREAM_RESUME_DEFAULTS, 'off');
+  }
   return model;
 }
 

@@ -35,6 +35,7 @@ export class WorkerDirectory {
           ...(m.kind === 'chat' ? { supportedParameters: supportedChatParametersOf(m.backend.kind) } : {}),
           ...(m.contextTokens === undefined ? {} : { contextTokens: m.contextTokens }),
           ...(m.fallbacks === undefined || m.fallbacks.length === 0 ? {} : { fallbacks: [...m.fallbacks] }),
+          ...(m.streamResume === undefined ? {} : { streamResume: m.streamResume }),
         },
       ]),
     );

@@ -81,8 +81,8 @@ export async function runChatStream(
       method: 'POST',
       body: streamingBody(request),
       signal,
-      // Stop means stop: the playground never resumes, so its job ends when the fetch is aborted
-      // instead of running on for the gateway's resume grace.
+      // Stop means stop: the playground never resumes, so its job ends when the fetch is aborted, also
+      // for a model whose catalog makes its streams resumable by default.
       headers: { 'x-stream-resume': 'off' },
     });
     if (!response.ok) throw await errorOfResponse(response);

@@ -1,9 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { CreateKeyDto, KeyStore, UpdateKeyDto, type ApiKeyView, type CreatedKey } from '@mgw/access';
-import { Auth } from '../auth/auth-policy.decorator';
-import { DtoValidationPipe } from '../http/dto-validation.pipe';
 import { ApiErrors, ApiJson, ApiJsonBody, schemaRef } from '../openapi/api-docs.decorators';
+import { Auth, DtoValidationPipe } from '@mgw/http';
 
 interface KeyList {
   object: 'list';

@@ -1,9 +1,9 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Auth } from '../auth/auth-policy.decorator';
 import { ApiErrors, ApiJson } from '../openapi/api-docs.decorators';
 import { ModelStatusReader } from './model-status.reader';
 import type { ModelStatusList } from './model-status.types';
+import { Auth } from '@mgw/http';
 
 /** `GET /admin/models`: workers, queue depth, jobs in flight and the last minute's error rate, per model. */
 @Controller('admin/models')

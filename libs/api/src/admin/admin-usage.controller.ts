@@ -2,8 +2,8 @@ import { Controller, Get, Inject, Query } from '@nestjs/common';
 import { ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { UsageReader, type UsageReport } from '@mgw/access';
 import { GatewayError } from '@mgw/contracts';
-import { Auth } from '../auth/auth-policy.decorator';
 import { ApiErrors, ApiJson } from '../openapi/api-docs.decorators';
+import { Auth } from '@mgw/http';
 
 const PARAMS = ['key', 'from', 'to'] as const;
 

@@ -2,14 +2,12 @@ import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/comm
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ChatCompletionRequestDto } from '@mgw/contracts';
-import { Auth } from '../auth/auth-policy.decorator';
-import { requirePrincipal } from '../auth/request-principal';
-import { requestIdOf } from '../http/request-context';
 import { ApiErrors, ApiJsonBody, mediaTypes, schemaRef } from '../openapi/api-docs.decorators';
 import { CHAT_STREAM_EXAMPLE, CHAT_STREAM_FORMAT, COMPLETION_EXAMPLE } from '../openapi/examples';
 import { ChatCompletionsService } from './chat-completions.service';
 import { ChatRequestPipe } from './chat-request.pipe';
 import { STREAM_RESUME_HEADER } from './chat-stream.resumer';
+import { Auth, requirePrincipal, requestIdOf } from '@mgw/http';
 
 @Controller('v1/chat')
 @ApiTags('Chat')
@@ -62,9 +60,9 @@ export class ChatCompletionsController {
   @ApiHeader({
     name: STREAM_RESUME_HEADER,
     required: false,
-    enum: ['off'],
+    enum: ['on', 'off'],
     description:
-      '`off`: the client will not resume this stream, so its generation stops as soon as it disconnects instead of running on for the resume grace (`RESUME_GRACE_MS`).',
+      "With `stream: true`: `on` makes the stream resumable — its generation runs on for the resume grace (`RESUME_GRACE_MS`) when the client disconnects, and `GET /v1/chat/completions/{completion_id}?stream=true` picks it up; `off` stops it as soon as the client disconnects. Absent: the model's catalog default (`streamResume`), else `off`.",
   })
   @ApiErrors(400, 401, 404, 413, 415, 429, 500, 502, 503, 504)
   async create(

@@ -2,26 +2,31 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { estimateChatTokens, type Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import {
-  assertChatParametersSupported,
-  type ChatCompletion,
-  type ChatCompletionRequestDto,
-} from '@mgw/contracts';
-import { RequestPipeline } from '../pipeline/request.pipeline';
+import { assertChatParametersSupported, type ChatCompletionRequestDto } from '@mgw/contracts';
+import type { SseWriter } from '@mgw/http';
+import { RequestSessions, type RenderContext, type SessionRequest, type StreamRenderer } from '@mgw/session';
 import { capturingCompletion } from '../stored/completion-capture';
 import { StoredCompletions, type StoreRequest } from '../stored/stored-completions.service';
-import { checkContextWindow } from './context-window.check';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
-import { ChatEventWriter } from './chat-event.writer';
-import { declinesResume } from './chat-stream.resumer';
+import { CHAT_STREAM_FORMAT, ChatEventWriter } from './chat-event.writer';
+import { streamResumeChoice } from './chat-stream.resumer';
 import { CompletionAssembler } from './completion.assembler';
+import { CompletionJsonRenderer } from './completion-json.renderer';
+import { checkContextWindow } from './context-window.check';
 
-/** `POST /v1/chat/completions`: replies relayed as SSE chunks, or assembled into one JSON completion. */
+/** The chunks' and the completion's `created` (seconds). */
+const createdOf = (context: RenderContext): number => Math.floor(context.createdMs / 1000);
+
+/**
+ * `POST /v1/chat/completions`, the chat completions front-end: the body (validated by the route's pipe) is
+ * the session's job request as it is; the session's output is rendered as SSE chunks or assembled into one
+ * JSON completion, stored on the way out with `store: true`.
+ */
 @Injectable()
 export class ChatCompletionsService {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
-    @Inject(RequestPipeline) private readonly pipeline: RequestPipeline,
+    @Inject(RequestSessions) private readonly sessions: RequestSessions,
     @Inject(StoredCompletions) private readonly stored: StoredCompletions,
   ) {}
 
@@ -31,62 +36,70 @@ export class ChatCompletionsService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const admitted = await this.pipeline.admit(
-      {
-        kind: 'chat',
-        requestId,
-        principal,
-        model: body.model,
-        request: body,
-        tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
-        resumable: body.stream === true && !declinesResume(reply.request.headers),
-        checkModel: (model) => {
-          assertChatParametersSupported(body, model);
-          checkContextWindow(body.messages, model);
+    const stream = body.stream === true;
+    const store = body.store === true;
+    const resume = stream ? streamResumeChoice(reply.request.headers) : undefined;
+    const request: SessionRequest<'chat'> = {
+      kind: 'chat',
+      requestId,
+      principal,
+      model: body.model,
+      request: body,
+      tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
+      checkModel: (model) => {
+        assertChatParametersSupported(body, model);
+        checkContextWindow(body.messages, model);
+      },
+      ...(resume !== undefined && { resume }),
+      // A completion to store is finished and kept even when its client leaves before the answer.
+      ...(!stream && store && { outlivesClient: true }),
+    };
+    const storing = (context: RenderContext): StoreRequest => ({
+      principal,
+      createdMs: context.createdMs,
+      request: body,
+    });
+    if (stream) {
+      await this.sessions.run(
+        request,
+        {
+          mode: 'stream',
+          format: CHAT_STREAM_FORMAT,
+          // Each model's job gets its own serializer: `model` names the one that serves (a fallback's, if so).
+          renderer: (sse, context) => this.streamRenderer(sse, context, store ? storing(context) : null),
         },
+        reply,
+      );
+      return;
+    }
+    await this.sessions.run(
+      request,
+      {
+        mode: 'json',
+        renderer: (context, refuse) =>
+          new CompletionJsonRenderer(
+            new CompletionAssembler(requestId, context.model, createdOf(context)),
+            refuse,
+            store ? (completion) => this.stored.save(storing(context), completion) : null,
+          ),
       },
       reply,
     );
-    // Each model's job gets its own serializer: `model` names the one that serves (a fallback's, if so).
-    const created = Math.floor(admitted.job.enqueuedAt / 1000);
-    const storing: StoreRequest | null =
-      body.store === true ? { principal, createdMs: admitted.job.enqueuedAt, request: body } : null;
-    if (body.stream === true) {
-      await this.pipeline.stream(admitted, (sse, model) => {
-        const sink = new ChatEventWriter(sse, new ChatChunkSerializer(requestId, model, created));
-        if (storing === null) return sink;
-        return capturingCompletion(sink, new CompletionAssembler(requestId, model, created), (completion) =>
-          completion === null
-            ? this.stored.tooLargeToStore(requestId)
-            : this.stored.save(storing, completion),
-        );
-      });
-      return;
-    }
-    await this.pipeline.respond<'chat', ChatCompletion>(
-      admitted,
-      (answer, model) => {
-        const assembler = new CompletionAssembler(requestId, model, created);
-        let whole = true;
-        const tooLarge = (): void => {
-          whole = false;
-          answer.reject(assembler.tooLarge());
-        };
-        return {
-          // An answer past the assembler's bound is refused; what still arrives is not collected.
-          onDelta: (choice, content, logprobs) => assembler.add(choice, content, logprobs) || tooLarge(),
-          onToolCall: (piece) => assembler.addToolCall(piece) || tooLarge(),
-          onChatDone: (done) => {
-            const completion = assembler.finish(done);
-            if (storing === null || !whole) return answer.resolve(completion);
-            // Stored before the answer goes out, so the client can fetch it as soon as it has it.
-            void this.stored.save(storing, completion).finally(() => answer.resolve(completion));
-          },
-          onError: answer.reject,
-        };
-      },
-      // A completion to store is finished and kept even when its client leaves before the answer.
-      { outlivesClient: storing !== null },
+  }
+
+  private streamRenderer(
+    sse: SseWriter,
+    context: RenderContext,
+    storing: StoreRequest | null,
+  ): StreamRenderer {
+    const { requestId, model } = context;
+    const writer = new ChatEventWriter(sse, new ChatChunkSerializer(requestId, model, createdOf(context)));
+    if (storing === null) return writer;
+    return capturingCompletion(
+      writer,
+      new CompletionAssembler(requestId, model, createdOf(context)),
+      (completion) =>
+        completion === null ? this.stored.tooLargeToStore(requestId) : this.stored.save(storing, completion),
     );
   }
 }

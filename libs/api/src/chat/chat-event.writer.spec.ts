@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { GatewayError, type ChatDoneMessage } from '@mgw/contracts';
-import { SseWriter } from '../http/sse.writer';
+import { SseWriter } from '@mgw/http';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { ChatEventWriter } from './chat-event.writer';
 
@@ -38,9 +38,9 @@ const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((match) =>
 
 describe('ChatEventWriter', () => {
   const stream = (writer: ChatEventWriter) => {
-    writer.onDelta(0, 'Hel', [{ token: 'Hel', logprob: -1, bytes: null, top_logprobs: [] }]);
-    writer.onDelta(0, 'lo');
-    writer.onChatDone(done);
+    writer.delta(0, 'Hel', [{ token: 'Hel', logprob: -1, bytes: null, top_logprobs: [] }]);
+    writer.delta(0, 'lo');
+    writer.done(done);
   };
 
   it('numbers every data event from 0, [DONE] included', () => {
@@ -62,9 +62,9 @@ describe('ChatEventWriter', () => {
 
   it('numbers an error and its [DONE] like any event', () => {
     const text = render(0, (writer) => {
-      writer.onDelta(0, 'partial');
-      writer.onDelta(0, ' answer');
-      writer.onError(GatewayError.workerFailed('broke'));
+      writer.delta(0, 'partial');
+      writer.delta(0, ' answer');
+      writer.error(GatewayError.workerFailed('broke'));
     });
     expect(ids(text)).toEqual([1, 2, 3]);
     expect(text).toContain('id: 2\ndata: {"error":');

@@ -1,7 +1,10 @@
 import type { ChatDoneMessage, GatewayError, TokenLogprob, ToolCallMessage } from '@mgw/contracts';
-import type { SseWriter } from '../http/sse.writer';
-import type { ReplySink } from '../inflight/inflight-request';
+import { CHAT_STREAM_END, type SseWriter } from '@mgw/http';
+import type { StreamFormat, StreamRenderer } from '@mgw/session';
 import type { ChatChunkSerializer } from './chat-chunk.serializer';
+
+/** How a chat completions stream looks on the wire: anonymous `data:` events, then `data: [DONE]`. */
+export const CHAT_STREAM_FORMAT: StreamFormat = { protocol: 'chat.completions', endLine: CHAT_STREAM_END };
 
 /**
  * A chat stream's replies as numbered SSE events. The events follow from the stream's reply messages
@@ -11,7 +14,7 @@ import type { ChatChunkSerializer } from './chat-chunk.serializer';
  * A resumed stream is rendered from its first message too (a chunk's role depends on what came before),
  * and writes only the events after `after`; `[DONE]` always ends it, so a resume after the end still ends.
  */
-export class ChatEventWriter implements ReplySink {
+export class ChatEventWriter implements StreamRenderer {
   /** The id of the next event. */
   private next = 0;
 
@@ -21,29 +24,32 @@ export class ChatEventWriter implements ReplySink {
     private readonly after = -1,
   ) {}
 
-  onDelta(choice: number, content: string, logprobs?: TokenLogprob[]): void {
+  delta(choice: number, content: string, logprobs?: TokenLogprob[]): void {
     const opening = logprobs === undefined ? null : this.chunks.opening(choice);
     if (opening !== null) this.emit(opening);
     this.emit(this.chunks.delta(choice, content, logprobs));
   }
 
-  onToolCall(piece: ToolCallMessage): void {
+  toolCall(piece: ToolCallMessage): void {
     this.emit(this.chunks.toolCall(piece));
   }
 
-  onChatDone(done: ChatDoneMessage): void {
+  /** A chat stream has no images. */
+  image(): void {}
+
+  done(done: ChatDoneMessage): void {
     this.emit(this.chunks.final(done));
     this.sse.done(this.next++);
   }
 
   /** A failure after the 200: the error as an event, then `[DONE]` — never a clean-looking end alone. */
-  onError(error: GatewayError): void {
+  error(error: GatewayError): void {
     this.emit(JSON.stringify(error.toBody()));
     this.sse.done(this.next++);
   }
 
   /** The stream went on on another gateway (resumed there): this connection closes without an end. */
-  onMoved(): void {
+  moved(): void {
     this.sse.close();
   }
 

@@ -1,5 +1,10 @@
 import { GatewayError } from '@mgw/contracts';
-import { declinesResume, requestIdOfCompletion, resumePosition } from './chat-stream.resumer';
+import {
+  declinesResume,
+  requestIdOfCompletion,
+  resumePosition,
+  streamResumeChoice,
+} from './chat-stream.resumer';
 
 function errorOf(run: () => unknown): GatewayError {
   try {
@@ -56,5 +61,14 @@ describe('resume request parsing', () => {
     expect(declinesResume({ 'x-stream-resume': 'on' })).toBe(false);
     expect(declinesResume({ 'x-stream-resume': ['off', 'off'] })).toBe(false);
     expect(declinesResume({})).toBe(false);
+  });
+
+  it('lets a client ask for resume with x-stream-resume: on, decline it with off, or leave it to the catalog', () => {
+    expect(streamResumeChoice({ 'x-stream-resume': 'on' })).toBe('on');
+    expect(streamResumeChoice({ 'x-stream-resume': ' ON ' })).toBe('on');
+    expect(streamResumeChoice({ 'x-stream-resume': 'off' })).toBe('off');
+    expect(streamResumeChoice({ 'x-stream-resume': 'yes' })).toBeUndefined();
+    expect(streamResumeChoice({ 'x-stream-resume': ['on', 'on'] })).toBeUndefined();
+    expect(streamResumeChoice({})).toBeUndefined();
   });
 });

@@ -2,18 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { GatewayError, parseCompletionId, ProtocolError } from '@mgw/contracts';
-import { GatewayMetrics } from '@mgw/observability';
-import { JobProducer, ReplyRouter } from '@mgw/queue';
-import { AdmissionService } from '../access/admission.service';
-import { onClientGone } from '../http/request-context';
-import { InflightRequests } from '../inflight/inflight.registry';
-import { RequestPipeline } from '../pipeline/request.pipeline';
-import { CancelPublisher } from '../queue/cancel.publisher';
-import { ResumeGate } from '../resume/resume.gate';
-import { StreamLogStore } from '../resume/stream-log.store';
+import { GatewayError, parseCompletionId } from '@mgw/contracts';
+import { StreamResumer } from '@mgw/session';
 import { ChatChunkSerializer, completionIdFor } from './chat-chunk.serializer';
-import { ChatEventWriter } from './chat-event.writer';
+import { CHAT_STREAM_FORMAT, ChatEventWriter } from './chat-event.writer';
 
 const COMPLETION_ID_PREFIX = 'chatcmpl-';
 const EVENT_ID = /^\d{1,15}$/;
@@ -23,12 +15,24 @@ export function requestIdOfCompletion(completionId: string): string {
   return parseCompletionId(completionId).slice(COMPLETION_ID_PREFIX.length);
 }
 
-/** A client that says it will not resume its stream (the console's Stop): it is cancelled when it leaves. */
+/**
+ * A client's choice about resuming its stream: `on` keeps its job running for the resume grace when it
+ * leaves, `off` has it cancelled at once (the console's Stop); absent (or anything else), the model's
+ * catalog default (`streamResume`) decides, and without one the stream is not resumable.
+ */
 export const STREAM_RESUME_HEADER = 'x-stream-resume';
 
-export function declinesResume(headers: Record<string, string | string[] | undefined>): boolean {
+export function streamResumeChoice(
+  headers: Record<string, string | string[] | undefined>,
+): 'on' | 'off' | undefined {
   const value = headers[STREAM_RESUME_HEADER];
-  return typeof value === 'string' && value.trim().toLowerCase() === 'off';
+  if (typeof value !== 'string') return undefined;
+  const choice = value.trim().toLowerCase();
+  return choice === 'on' || choice === 'off' ? choice : undefined;
+}
+
+export function declinesResume(headers: Record<string, string | string[] | undefined>): boolean {
+  return streamResumeChoice(headers) === 'off';
 }
 
 /**
@@ -60,125 +64,39 @@ function notFound(completionId: string): GatewayError {
 }
 
 /**
- * `GET /v1/chat/completions/{id}?stream=true`: a chat stream resumed on this replica, whichever one it
- * started on (README "Resumable streams"). Only the key that created it may resume it; any other key learns
- * nothing, not even that it exists. The resumed request replays the stream's log from its first message
- * (events after the resume position are written), takes the stream over from wherever it is (another
- * request here ends as `moved`; the worker is told to send the rest here) and follows it live to its end.
+ * `GET /v1/chat/completions/{id}?stream=true`: a chat stream resumed on this replica (README "Resumable
+ * streams"). The chat front-end's part: its ids, its 404s, and its renderer, which renders the stream from
+ * its first message and writes the events after the resume position; the session does the rest.
  */
 @Injectable()
 export class ChatStreamResumer {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
-    @Inject(StreamLogStore) private readonly streams: StreamLogStore,
-    @Inject(InflightRequests) private readonly inflight: InflightRequests,
-    @Inject(ReplyRouter) private readonly router: ReplyRouter,
-    @Inject(CancelPublisher) private readonly control: CancelPublisher,
-    @Inject(AdmissionService) private readonly admissions: AdmissionService,
-    @Inject(RequestPipeline) private readonly pipeline: RequestPipeline,
-    @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
-    @Inject(JobProducer) private readonly producer: JobProducer,
+    @Inject(StreamResumer) private readonly resumer: StreamResumer,
   ) {}
 
-  async resume(principal: Principal, requestId: string, after: number, reply: FastifyReply): Promise<void> {
+  resume(principal: Principal, requestId: string, after: number, reply: FastifyReply): Promise<void> {
     const completionId = completionIdFor(requestId);
-    if (!this.streams.enabled) throw notFound(completionId);
-    const meta = await this.read(() => this.streams.meta(requestId));
-    if (meta === null || meta.keyId !== principal.keyId) throw notFound(completionId);
-    const log = await this.read(() => this.streams.read(requestId));
-    // A log that lost its start (trimmed to STREAM_LOG_MAX_ENTRIES) cannot be rendered; an empty one is a
-    // job still waiting in its queue, or a log that expired (STREAM_RETENTION_MS after its last frame).
-    const expired =
-      log.length === 0
-        ? !(await this.read(() => this.producer.isPending('chat', meta.model, requestId)))
-        : log[0]!.seq !== 0;
-    if (expired) {
-      throw new GatewayError(
-        404,
-        'invalid_request_error',
-        'stream_expired',
-        `The stream of chat completion '${completionId}' is no longer available: its events are kept for ${this.config.streamRetentionMs} ms after the last one (STREAM_RETENTION_MS).`,
-        'completion_id',
-      );
-    }
-    if (reply.raw.destroyed) throw GatewayError.clientClosed();
-
-    // From here on nothing awaits until the stream is routed here, so no other resume interleaves.
-    this.inflight.find(requestId)?.takeOver();
-    const hold =
-      meta.ticketId === null
-        ? null
-        : this.admissions.adopt({
-            id: meta.ticketId,
-            keyId: meta.keyId,
-            requestId,
-            kind: 'chat',
-            model: meta.model,
-            leased: true,
-          });
-    const sse = this.pipeline.sseFor(reply, () => request.abandon());
-    const request = this.inflight.create(
+    return this.resumer.resume({
+      principal,
       requestId,
-      'chat',
-      meta.model,
-      new ChatEventWriter(sse, new ChatChunkSerializer(requestId, meta.model, meta.created), after),
-      {
-        graceMs: this.config.resumeGraceMs,
-        resumed: true,
-        onEnded: hold ? (ending) => (ending === 'moved' ? hold.handOver() : hold.release()) : undefined,
-      },
-    );
-    const gate = new ResumeGate(request, () => this.streams.read(requestId));
-    this.router.registerResumed(requestId, gate, request);
-    reply.hijack();
-    sse.open({ 'x-request-id': requestId });
-    this.metrics.streamOpened(reply.raw);
-    onClientGone(reply, () => {
-      sse.close();
-      request.abandon();
+      format: CHAT_STREAM_FORMAT,
+      renderer: (sse, context) =>
+        new ChatEventWriter(
+          sse,
+          new ChatChunkSerializer(requestId, context.model, Math.floor(context.createdMs / 1000)),
+          after,
+        ),
+      notFound: () => notFound(completionId),
+      expired: () =>
+        new GatewayError(
+          404,
+          'invalid_request_error',
+          'stream_expired',
+          `The stream of chat completion '${completionId}' is no longer available: its events are kept for ${this.config.streamRetentionMs} ms after the last one (STREAM_RETENTION_MS).`,
+          'completion_id',
+        ),
+      reply,
     });
-
-    try {
-      // A worker that starts the job only now reads this; one that runs it already is told below.
-      await this.streams.route(requestId, this.router.channel);
-    } catch {
-      request.fail(
-        GatewayError.serviceUnavailable('The stream could not be resumed: Redis is not reachable.'),
-        'connection_lost',
-      );
-      return;
-    }
-    await gate.catchUp();
-    if (request.isOver) {
-      this.metrics.streamResumed(meta.model, 'replayed');
-      return;
-    }
-    // Armed only now: a stream that ended before its deadline is replayed whenever it is asked for.
-    request.follow(meta.deadline - Date.now());
-    this.metrics.streamResumed(meta.model, 'live');
-    const workerId = request.worker;
-    if (workerId === null) return; // still queued: its worker reads the route when it starts the job
-    this.control.reattach(workerId, { requestId, reattach: this.router.channel });
-    // The job may end before its worker hears the reattach: its last messages are then in the log only.
-    const settle = setTimeout(
-      () => {
-        if (!gate.heardLive && !request.isOver) void gate.catchUp();
-      },
-      Math.max(50, Math.floor(this.config.workerLeaseMs / 2)),
-    );
-    settle.unref();
-  }
-
-  /** Redis data as this request needs it: unreachable is a 503, unreadable (tampered) a 502. */
-  private async read<T>(what: () => Promise<T>): Promise<T> {
-    try {
-      return await what();
-    } catch (error) {
-      if (error instanceof GatewayError) throw error;
-      if (error instanceof ProtocolError) {
-        throw GatewayError.workerFailed('The stream cannot be resumed: its replay log is unreadable.');
-      }
-      throw GatewayError.serviceUnavailable('Redis is not reachable. Try again shortly.');
-    }
   }
 }

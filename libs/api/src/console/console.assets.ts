@@ -2,7 +2,7 @@ import { basename, join, resolve } from 'node:path';
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { StaticAssets } from '../http/static-assets';
+import { StaticAssets } from '@mgw/http';
 
 export const CONSOLE_PREFIX = '/console';
 

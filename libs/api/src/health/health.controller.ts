@@ -1,12 +1,11 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Auth } from '../auth/auth-policy.decorator';
 import { mediaTypes } from '../openapi/api-docs.decorators';
 import { ReplyRouter } from '@mgw/queue';
 import { ModelDirectory } from '@mgw/registry';
-import { RedisConnections } from '../connections/redis-connections.provider';
-import { GatewayShutdown } from '../lifecycle/gateway-shutdown';
+import { Auth } from '@mgw/http';
+import { RedisConnections, GatewayShutdown } from '@mgw/session';
 
 const READY_SCHEMA = {
   type: 'object',

@@ -2,8 +2,8 @@ import { Controller, Get, Inject, Res } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { GatewayMetrics } from '@mgw/observability';
-import { Auth } from '../auth/auth-policy.decorator';
 import { mediaTypes } from '../openapi/api-docs.decorators';
+import { Auth } from '@mgw/http';
 
 /** `GET /metrics`: Prometheus text, public like the probes (expose the port only where it is scraped). */
 @Controller()

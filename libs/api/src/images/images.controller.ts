@@ -2,13 +2,10 @@ import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/comm
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ImageGenerationRequestDto } from '@mgw/contracts';
-import { Auth } from '../auth/auth-policy.decorator';
-import { requirePrincipal } from '../auth/request-principal';
-import { DtoValidationPipe } from '../http/dto-validation.pipe';
-import { requestIdOf } from '../http/request-context';
 import { ApiErrors, ApiJson, ApiJsonBody } from '../openapi/api-docs.decorators';
 import { IMAGES_EXAMPLE } from '../openapi/examples';
 import { ImageGenerationService } from './image-generation.service';
+import { Auth, requirePrincipal, DtoValidationPipe, requestIdOf } from '@mgw/http';
 
 @Controller('v1/images')
 @ApiTags('Images')

@@ -11,12 +11,11 @@ import {
   type ModelList,
   type ModelObject,
 } from '@mgw/contracts';
-import { Auth } from '../auth/auth-policy.decorator';
-import { principalOf } from '../auth/request-principal';
 import { ApiErrors, ApiJson } from '../openapi/api-docs.decorators';
 import { MODEL_LIST_EXAMPLE } from '../openapi/examples';
 import { ModelDirectory } from '@mgw/registry';
-import { fallbacksFor } from '../pipeline/fallback.policy';
+import { Auth, principalOf } from '@mgw/http';
+import { fallbacksFor } from '@mgw/session';
 
 function isServable(entry: ModelEntry): boolean {
   return entry.liveWorkers > 0 || entry.scaleToZero !== undefined;

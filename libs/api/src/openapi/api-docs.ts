@@ -1,7 +1,6 @@
 import { dirname } from 'node:path';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { GatewayConfig } from '@mgw/config';
-import { StaticAssets } from '../http/static-assets';
 import {
   DOCS_CSP,
   DOCS_INDEX_HTML,
@@ -11,6 +10,7 @@ import {
   SWAGGER_UI_FILES,
 } from './docs-page';
 import { createOpenApiDocument, type OpenApiDocument } from './openapi.document';
+import { StaticAssets } from '@mgw/http';
 
 /**
  * `GET /openapi.json` (the document, built once here) and `GET /docs` (Swagger UI), both public like

@@ -1,11 +1,11 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { GatewayConfig } from '@mgw/config';
-import { AUTH_POLICY_EXTENSION, authPolicyOf, type AuthPolicy } from '../auth/auth-policy.decorator';
 import type { SchemaObject } from './json-schema.types';
 import { nullableTo31 } from './openapi-31';
 import { requestBodySchemas } from './request-bodies.openapi';
 import { RESPONSE_SCHEMAS } from './response.schemas';
+import { AUTH_POLICY_EXTENSION, authPolicyOf, type AuthPolicy } from '@mgw/http';
 
 /** The OpenAPI document as JSON (what `/openapi.json` serves). */
 export type OpenApiDocument = Record<string, unknown> & {

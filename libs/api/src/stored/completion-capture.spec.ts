@@ -1,6 +1,6 @@
 import { GatewayError, type ChatCompletion, type ChatDoneMessage } from '@mgw/contracts';
 import { CompletionAssembler } from '../chat/completion.assembler';
-import type { ReplySink } from '../inflight/inflight-request';
+import type { StreamRenderer } from '@mgw/session';
 import { capturingCompletion } from './completion-capture';
 
 const done: ChatDoneMessage = {
@@ -11,12 +11,14 @@ const done: ChatDoneMessage = {
   usage: { prompt_tokens: 4, completion_tokens: 2 },
 };
 
-function recordingSink(events: string[]): ReplySink {
+function recordingSink(events: string[]): StreamRenderer {
   return {
-    onDelta: (choice, content) => events.push(`delta ${choice} ${content}`),
-    onToolCall: (piece) => events.push(`tool ${piece.arguments}`),
-    onChatDone: () => events.push('done'),
-    onError: (error) => events.push(`error ${error.message}`),
+    delta: (choice, content) => void events.push(`delta ${choice} ${content}`),
+    toolCall: (piece) => void events.push(`tool ${piece.arguments}`),
+    image: () => undefined,
+    done: () => void events.push('done'),
+    error: (error) => void events.push(`error ${error.message}`),
+    moved: () => undefined,
   };
 }
 
@@ -34,10 +36,10 @@ describe('capturingCompletion', () => {
         return new Promise<void>((resolve) => (finishKeeping = resolve));
       },
     );
-    sink.onDelta!(0, 'Hel');
-    sink.onDelta!(0, 'lo');
+    sink.delta(0, 'Hel');
+    sink.delta(0, 'lo');
     expect(events).toEqual(['delta 0 Hel', 'delta 0 lo']);
-    sink.onChatDone!(done);
+    sink.done(done);
     expect(events).toEqual(['delta 0 Hel', 'delta 0 lo', 'kept']);
     expect(kept).toMatchObject({
       id: 'chatcmpl-req_abcdefgh',
@@ -58,9 +60,9 @@ describe('capturingCompletion', () => {
       new CompletionAssembler('req_abcdefgh', 'm', 1, 4),
       keep,
     );
-    sink.onDelta!(0, 'abc');
-    sink.onDelta!(0, 'defgh');
-    sink.onChatDone!(done);
+    sink.delta(0, 'abc');
+    sink.delta(0, 'defgh');
+    sink.done(done);
     await new Promise((resolve) => setImmediate(resolve));
     expect(keep).toHaveBeenCalledWith(null);
     expect(events).toEqual(['delta 0 abc', 'delta 0 defgh', 'done']);
@@ -74,8 +76,8 @@ describe('capturingCompletion', () => {
       new CompletionAssembler('req_abcdefgh', 'm', 1),
       keep,
     );
-    sink.onDelta!(0, 'a');
-    sink.onError(GatewayError.workerFailed('boom'));
+    sink.delta(0, 'a');
+    sink.error(GatewayError.workerFailed('boom'));
     expect(keep).not.toHaveBeenCalled();
     expect(events).toEqual(['delta 0 a', 'error boom']);
   });

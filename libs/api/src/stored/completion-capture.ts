@@ -1,33 +1,35 @@
-import type { ChatCompletion } from '@mgw/contracts';
+import type { ChatCompletion, ChatDoneMessage, ImageDoneMessage } from '@mgw/contracts';
+import type { StreamRenderer } from '@mgw/session';
 import type { CompletionAssembler } from '../chat/completion.assembler';
-import type { ReplySink } from '../inflight/inflight-request';
 
 /**
- * Taps a stream's replies to assemble its `chat.completion` for storing (`store: true`). Every reply goes on
- * to `sink` as it comes; at the end the completion is kept first and the final chunk and `[DONE]` follow, so
- * a client that fetches the completion right after `[DONE]` finds it. An answer past the assembler's bound
- * streams on but is not stored; an error ends it unstored. It forwards every callback a chat stream's sink
- * has: one added to `ReplySink` must be forwarded here too.
+ * Taps a stream's replies to assemble its `chat.completion` for storing (`store: true`): a renderer that
+ * wraps the stream's own. Every reply goes on to `renderer` as it comes; at the end the completion is kept
+ * first and the final chunk and `[DONE]` follow, so a client that fetches the completion right after
+ * `[DONE]` finds it. An answer past the assembler's bound streams on but is not stored; an error ends it
+ * unstored.
  */
 export function capturingCompletion(
-  sink: ReplySink,
+  renderer: StreamRenderer,
   assembler: CompletionAssembler,
   keep: (completion: ChatCompletion | null) => Promise<void>,
-): ReplySink {
+): StreamRenderer {
   let whole = true;
   return {
-    onDelta: (choice, content, logprobs) => {
+    delta: (choice, content, logprobs) => {
       whole = whole && assembler.add(choice, content, logprobs);
-      sink.onDelta?.(choice, content, logprobs);
+      renderer.delta(choice, content, logprobs);
     },
-    onToolCall: (piece) => {
+    toolCall: (piece) => {
       whole = whole && assembler.addToolCall(piece);
-      sink.onToolCall?.(piece);
+      renderer.toolCall(piece);
     },
-    onChatDone: (done) => {
-      void keep(whole ? assembler.finish(done) : null).finally(() => sink.onChatDone?.(done));
+    image: (message) => renderer.image(message),
+    done: (done: ChatDoneMessage | ImageDoneMessage) => {
+      const completion = whole && done.kind === 'chat-done' ? assembler.finish(done) : null;
+      void keep(completion).finally(() => renderer.done(done));
     },
-    onError: (error) => sink.onError(error),
-    onMoved: () => sink.onMoved?.(),
+    error: (error) => renderer.error(error),
+    moved: () => renderer.moved(),
   };
 }

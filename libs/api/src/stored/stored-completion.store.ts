@@ -9,7 +9,6 @@ import {
   type ListOrder,
   type StoredCompletionNames,
 } from '@mgw/contracts';
-import { RedisConnections } from '../connections/redis-connections.provider';
 import {
   readStoredMetadata,
   readStoredRecord,
@@ -20,6 +19,7 @@ import {
   type StoredRecord,
 } from './stored-completion.reader';
 import { DELETE_SCRIPT, SAVE_SCRIPT, UPDATE_METADATA_SCRIPT } from './stored-completion.scripts';
+import { RedisConnections } from '@mgw/session';
 
 /** What `save` keeps of one completion. */
 export interface CompletionToStore {

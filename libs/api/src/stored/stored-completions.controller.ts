@@ -22,12 +22,10 @@ import {
   type CursorPage,
   type StoredChatCompletion,
 } from '@mgw/contracts';
-import { Auth } from '../auth/auth-policy.decorator';
-import { requirePrincipal } from '../auth/request-principal';
-import { DtoValidationPipe } from '../http/dto-validation.pipe';
 import { ApiErrors, ApiJson, ApiJsonBody } from '../openapi/api-docs.decorators';
 import { ChatStreamResumer, requestIdOfCompletion, resumePosition } from '../chat/chat-stream.resumer';
 import { StoredCompletions } from './stored-completions.service';
+import { Auth, requirePrincipal, DtoValidationPipe } from '@mgw/http';
 
 const completionId = ApiParam({
   name: 'id',

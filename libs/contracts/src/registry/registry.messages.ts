@@ -108,6 +108,11 @@ export interface ModelEntry {
    * cannot. Absent when the catalog declares none. Never part of the wire `Model` object.
    */
   fallbacks?: string[];
+  /**
+   * The catalog's default for resuming this model's streams (`x-stream-resume` of a request wins): 'on'
+   * keeps a stream's job running for the resume grace when its client leaves. Absent: 'off'.
+   */
+  streamResume?: 'on' | 'off';
 }
 
 export type ModelLookup =

@@ -1,0 +1,5 @@
+import type { FastifyRequest } from 'fastify';
+
+export function requestIdOf(request: FastifyRequest): string {
+  return String(request.id);
+}

@@ -1,0 +1,102 @@
+import type { AdmissionDecision, AdmissionRequest, Limiter, Principal } from '@mgw/access';
+import type { GatewayConfig } from '@mgw/config';
+import { GatewayError, type ModelEntry } from '@mgw/contracts';
+import type { JobProducer } from '@mgw/queue';
+import { AdmissionService } from './admission.service';
+
+const principal: Principal = {
+  keyId: 'key_000000000000000000000001',
+  name: 'k',
+  bootstrap: false,
+  models: null,
+  rpm: 60,
+  tpm: 10_000,
+  maxConcurrent: 2,
+  priority: 'high',
+};
+
+const model: ModelEntry = {
+  id: 'small',
+  type: 'chat/compilations',
+  owned_by: 'tests',
+  created: 0,
+  liveWorkers: 1,
+  readyWorkers: 1,
+  concurrency: 8,
+  maxQueueDepth: 5,
+};
+
+const state = { rpm: null, requestsUsed: 0, requestsResetMs: 0, tpm: null, tokensUsed: 0, tokensResetMs: 0 };
+
+function setup(decision: (request: AdmissionRequest) => AdmissionDecision) {
+  const requests: AdmissionRequest[] = [];
+  const calls: string[] = [];
+  const limiter = {
+    admit: (request: AdmissionRequest) => {
+      requests.push(request);
+      return Promise.resolve(decision(request));
+    },
+    enqueued: () => Promise.resolve(void calls.push('enqueued')),
+    release: (_ticket: unknown, queued: boolean) =>
+      Promise.resolve(void calls.push(`release(queued=${queued})`)),
+    rollback: () => Promise.resolve(void calls.push('rollback')),
+  } as unknown as Limiter;
+  const producer = {
+    queueFor: () => ({ toKey: (type: string) => `q:${type}` }),
+  } as unknown as JobProducer;
+  const config = { concurrencyLeaseMs: 30_000, defaultMaxQueueDepth: 1000 } as GatewayConfig;
+  const service = new AdmissionService(config, limiter, producer);
+  return { service, requests, calls };
+}
+
+const admitted = (request: AdmissionRequest): AdmissionDecision => ({
+  admitted: true,
+  ticket: {
+    id: 't1',
+    keyId: request.principal.keyId,
+    requestId: request.requestId,
+    kind: request.kind,
+    model: request.model,
+    leased: request.principal.maxConcurrent !== null,
+  },
+  state,
+});
+
+describe('AdmissionService.admitFallback', () => {
+  it('checks only the fallback’s queue: the request keeps its slot, its request count and its token reservation', async () => {
+    const { service, requests, calls } = setup(admitted);
+    const admission = await service.admitFallback(principal, 'chat', model, 'req_fallback_1');
+    expect(requests).toHaveLength(1);
+    const [request] = requests;
+    expect(request!.principal).toMatchObject({ rpm: null, tpm: null, maxConcurrent: null });
+    expect([request!.model, request!.tokenEstimate, request!.maxQueueDepth]).toEqual(['small', 0, 5]);
+    // Its own ticket name: a rollback must not take back the reservation filed under the request id.
+    expect(request!.requestId).not.toBe('req_fallback_1');
+    expect(admission.headers).toEqual({}); // the 200 may be out already
+    expect(admission.fields).toEqual({ keyId: principal.keyId, priority: 1 });
+
+    // The session that holds it: the job landed in its queue, then the request was over.
+    admission.hold.enqueued();
+    admission.hold.release();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls).toEqual(['enqueued', 'release(queued=true)']);
+    service.onApplicationShutdown();
+  });
+
+  it('refuses with 503 overloaded when the fallback’s queue is full', async () => {
+    const { service } = setup(() => ({
+      admitted: false,
+      reason: 'overloaded',
+      retryAfterMs: 0,
+      state,
+      depth: 5,
+      servedLastMinute: 0,
+    }));
+    const refusal = await service
+      .admitFallback(principal, 'chat', model, 'req_fallback_2')
+      .catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(GatewayError);
+    expect([(refusal as GatewayError).status, (refusal as GatewayError).code]).toEqual([503, 'overloaded']);
+    service.onApplicationShutdown();
+  });
+});

@@ -1,0 +1,223 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  jobPriorityOf,
+  LeaseKeeper,
+  Limiter,
+  rateLimitHeaders,
+  retryAfterSeconds,
+  type AdmissionDecision,
+  type Principal,
+  type Ticket,
+} from '@mgw/access';
+import { GatewayConfig } from '@mgw/config';
+import { GatewayError, type ModelEntry, type ModelKind } from '@mgw/contracts';
+import { JobProducer } from '@mgw/queue';
+import { AdmissionHold } from './admission-hold';
+
+/** What the job carries from its admission. */
+export interface AdmittedFields {
+  keyId: string;
+  priority: number;
+}
+
+/**
+ * An admitted request: its job fields, its rate-limit headers, and its hold on the key's limits, which the
+ * request's session ends (released, handed over or rolled back) when its request is over.
+ */
+export interface Admission {
+  fields: AdmittedFields;
+  ticket: Ticket;
+  hold: AdmissionHold;
+  /** The key's rate-limit state, for the response (empty for a fallback's queue admission). */
+  headers: Record<string, string>;
+}
+
+/** Retry-After for a full queue when the model finished nothing in the last minute. */
+const UNKNOWN_RATE_RETRY_S = 10;
+const MAX_OVERLOAD_RETRY_S = 60;
+
+/**
+ * Admission: a request is let in against its key's limits (requests, tokens, concurrency) and its model's
+ * queue bound, or refused with the 429/503 that says why; admitted, it holds a concurrency lease (renewed
+ * here while this instance's requests live) until its session ends the hold.
+ */
+@Injectable()
+export class AdmissionService implements OnApplicationShutdown {
+  private readonly leases: LeaseKeeper;
+  private readonly logger = new Logger('Access');
+
+  constructor(
+    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    @Inject(Limiter) private readonly limiter: Limiter,
+    @Inject(JobProducer) private readonly producer: JobProducer,
+  ) {
+    this.leases = new LeaseKeeper(limiter, config.concurrencyLeaseMs, this.logger);
+  }
+
+  onApplicationShutdown(): void {
+    this.leases.stop();
+  }
+
+  /**
+   * Admits a request for `model` as `principal`, or throws the 429/503 that says why not. Admitted, its
+   * concurrency slot is held until its session ends the hold.
+   */
+  async admit(
+    principal: Principal,
+    kind: ModelKind,
+    model: ModelEntry,
+    requestId: string,
+    tokenEstimate: number,
+  ): Promise<Admission> {
+    const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
+    const decision = await this.decide(
+      // Image requests use no tokens, so a key's token budget never holds them back.
+      kind === 'chat' ? principal : { ...principal, tpm: null },
+      kind,
+      model,
+      requestId,
+      principal.tpm === null ? 0 : tokenEstimate,
+      maxQueueDepth,
+    );
+    const headers = rateLimitHeaders(decision.state);
+    if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
+    return this.admitted(decision.ticket, principal, headers);
+  }
+
+  /**
+   * Admits the job of a fallback model after the request's own job failed: the request keeps its admission
+   * (one concurrency slot, one request, one token reservation, all held until its request is over), so
+   * only the fallback's queue bound is checked here. Throws `503 overloaded` when that queue is full.
+   */
+  async admitFallback(
+    principal: Principal,
+    kind: ModelKind,
+    model: ModelEntry,
+    requestId: string,
+  ): Promise<Admission> {
+    const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
+    const decision = await this.decide(
+      { ...principal, rpm: null, tpm: null, maxConcurrent: null },
+      kind,
+      model,
+      // Its own ticket name: a rollback (the enqueue failed) takes back the reservation filed under its request
+      // id, and the request's token reservation must stay for the job that serves it.
+      `${requestId}-fallback`,
+      0,
+      maxQueueDepth,
+    );
+    if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, 0, {});
+    return this.admitted(decision.ticket, principal, {});
+  }
+
+  private async decide(
+    principal: Principal,
+    kind: ModelKind,
+    model: ModelEntry,
+    requestId: string,
+    tokenEstimate: number,
+    maxQueueDepth: number,
+  ): Promise<AdmissionDecision> {
+    const queue = this.producer.queueFor(kind, model.id);
+    try {
+      return await this.limiter.admit({
+        principal,
+        kind,
+        model: model.id,
+        requestId,
+        tokenEstimate,
+        maxQueueDepth,
+        queue: { wait: queue.toKey('wait'), prioritized: queue.toKey('prioritized') },
+      });
+    } catch (error) {
+      this.logger.warn({ msg: `request ${requestId}: admission failed: ${String(error)}`, requestId });
+      throw GatewayError.serviceUnavailable('The rate limiter is not reachable. Try again shortly.');
+    }
+  }
+
+  private admitted(ticket: Ticket, principal: Principal, headers: Record<string, string>): Admission {
+    return {
+      fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
+      ticket,
+      hold: new AdmissionHold(ticket, this.limiter, this.leases, (work, what) =>
+        this.quietly(work, ticket, what),
+      ),
+      headers,
+    };
+  }
+
+  /**
+   * Takes over the concurrency lease of a stream resumed here (admitted by another request, maybe on another
+   * replica): renewed from now on, released when the resumed request ends. A lease that expired meanwhile
+   * is not brought back (the renewal only extends a live one).
+   */
+  adopt(ticket: Ticket): AdmissionHold {
+    return new AdmissionHold(
+      ticket,
+      this.limiter,
+      this.leases,
+      (work, what) => this.quietly(work, ticket, what),
+      true,
+    );
+  }
+
+  private refusal(
+    decision: Extract<AdmissionDecision, { admitted: false }>,
+    model: string,
+    maxQueueDepth: number,
+    tokenEstimate: number,
+    headers: Record<string, string>,
+  ): GatewayError {
+    const { state } = decision;
+    const retryAfter = String(retryAfterSeconds(decision.retryAfterMs));
+    const wait = `Please try again in ${retryAfter}s.`;
+    switch (decision.reason) {
+      case 'requests':
+        return GatewayError.rateLimited(
+          'requests',
+          `Rate limit reached for requests per minute (RPM): Limit ${state.rpm}, Used ${state.requestsUsed}. ${wait}`,
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'concurrency':
+        return GatewayError.rateLimited(
+          'requests',
+          'Too many concurrent requests for this API key. Wait for one to finish.',
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'tokens':
+        return GatewayError.rateLimited(
+          'tokens',
+          `Rate limit reached for tokens per minute (TPM): Limit ${state.tpm}, Used ${state.tokensUsed}, Requested ${tokenEstimate}. ${wait}`,
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'too_large':
+        return new GatewayError(
+          400,
+          'invalid_request_error',
+          'request_too_large',
+          `Request too large for tokens per min (TPM): Limit ${state.tpm}, Requested ${tokenEstimate}. Lower max_tokens or shorten the messages.`,
+          'max_tokens',
+          headers,
+        );
+      case 'overloaded': {
+        // Until enough waiting jobs were taken for one more to fit, at the rate the model finished jobs lately.
+        const excess = Math.max(1, decision.depth - maxQueueDepth + 1);
+        const perSecond = decision.servedLastMinute / 60;
+        const seconds =
+          perSecond > 0
+            ? Math.min(MAX_OVERLOAD_RETRY_S, Math.max(1, Math.ceil(excess / perSecond)))
+            : UNKNOWN_RATE_RETRY_S;
+        return GatewayError.overloaded(model, seconds);
+      }
+    }
+  }
+
+  private quietly(promise: Promise<void>, ticket: Ticket, what: string): void {
+    promise.catch((error: unknown) =>
+      this.logger.warn({
+        msg: `request ${ticket.requestId}: limiter ${what} failed: ${String(error)}`,
+        requestId: ticket.requestId,
+      }),
+    );
+  }
+}

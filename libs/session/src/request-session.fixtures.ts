@@ -1,0 +1,331 @@
+import { EventEmitter } from 'node:events';
+import type { FastifyReply } from 'fastify';
+import type { Principal } from '@mgw/access';
+import {
+  GatewayError,
+  JOB_PROTOCOL_VERSION,
+  type CancelMessage,
+  type JobEnvelopeFields,
+  type ModelEntry,
+  type ModelKind,
+  type ReattachMessage,
+} from '@mgw/contracts';
+import type { RequestTiming } from '@mgw/observability';
+import type { JobDataOf, ReplyHandler } from '@mgw/queue';
+import type { Admission } from './admission/admission.service';
+import type { AdmissionHold } from './admission/admission-hold';
+import type { ResolvedModel, Unresolved } from './models/model.resolver';
+import { RequestSession, type SessionDeps } from './request-session';
+import type { Delivery, SessionRequest } from './session-request.types';
+
+/** Test support for sessions: fake connections and services that record what a session does with them. */
+
+export const principal: Principal = {
+  keyId: 'key_000000000000000000000001',
+  name: 'k',
+  bootstrap: false,
+  models: null,
+  rpm: null,
+  tpm: null,
+  maxConcurrent: null,
+  priority: 'normal',
+};
+
+export const entry = (id: string, extra: Partial<ModelEntry> = {}): ModelEntry => ({
+  id,
+  type: 'chat/compilations',
+  owned_by: 'tests',
+  created: 0,
+  liveWorkers: 1,
+  readyWorkers: 1,
+  concurrency: 8,
+  ...extra,
+});
+
+/** A response as a session sees it: closed by `leave()` (the client went away) or by finishing. */
+export class FakeResponse extends EventEmitter {
+  destroyed = false;
+  closed = false;
+  writableFinished = false;
+  headersSent = false;
+  writableLength = 0;
+  statusCode = 200;
+  readonly written: string[] = [];
+  readonly headers: Record<string, unknown> = {};
+
+  writeHead(status: number, headers: Record<string, string>): this {
+    this.statusCode = status;
+    Object.assign(this.headers, headers);
+    this.headersSent = true;
+    return this;
+  }
+
+  setHeader(name: string, value: unknown): this {
+    this.headers[name] = value;
+    return this;
+  }
+
+  flushHeaders(): void {}
+
+  write(text: string): boolean {
+    this.written.push(text);
+    return true;
+  }
+
+  end(): this {
+    this.writableFinished = true;
+    return this;
+  }
+
+  destroy(): this {
+    this.leave();
+    return this;
+  }
+
+  /** The client goes away before the response was finished. */
+  leave(): void {
+    if (this.closed) return;
+    this.destroyed = true;
+    this.closed = true;
+    this.emit('close');
+  }
+}
+
+export interface FakeReply {
+  raw: FakeResponse;
+  request: { headers: Record<string, string> };
+  sent: unknown[];
+  hijack(): void;
+  status(code: number): FakeReply;
+  header(name: string, value: string): FakeReply;
+  send(body: unknown): Promise<void>;
+}
+
+export function fakeReply(): FakeReply {
+  const reply: FakeReply = {
+    raw: new FakeResponse(),
+    request: { headers: {} },
+    sent: [],
+    hijack: () => undefined,
+    status: () => reply,
+    header: (name, value) => {
+      reply.raw.headers[name] = value;
+      return reply;
+    },
+    send: (body) => {
+      reply.sent.push(body);
+      reply.raw.writableFinished = true;
+      return Promise.resolve();
+    },
+  };
+  return reply;
+}
+
+/** A hold whose endings are recorded, in order. */
+export function recordingHold(record: (what: string) => void, name = 'hold'): AdmissionHold {
+  let ended = false;
+  return {
+    get ended() {
+      return ended;
+    },
+    enqueued: () => record(`${name} enqueued`),
+    release: () => {
+      if (ended) return;
+      ended = true;
+      record(`${name} release`);
+    },
+    handOver: () => {
+      if (ended) return;
+      ended = true;
+      record(`${name} hand_over`);
+    },
+    rollback: () => record(`${name} rollback`),
+  } as unknown as AdmissionHold;
+}
+
+/**
+ * Fake connections and services for sessions. Every model in `models` resolves as given (unknown ones are
+ * 404s); `overloaded` models refuse admission; the jobs added and the replies routed are at hand.
+ */
+export class SessionWorld {
+  readonly jobs: JobDataOf<ModelKind>[] = [];
+  readonly handlers = new Map<string, ReplyHandler>();
+  readonly models = new Map<string, ResolvedModel | Unresolved>();
+  readonly overloaded = new Set<string>();
+  /** Refusals of the request's first admission, by model. */
+  readonly refusals = new Map<string, GatewayError>();
+  /** A resolution waits for this, when set. */
+  resolving: Promise<void> | null = null;
+  enqueueResult: () => Promise<void> = () => Promise.resolve();
+  removeResult: () => Promise<boolean> = () => Promise.resolve(true);
+  endedCalls = 0;
+  streamsEnabled = true;
+  readonly logger = { warn: jest.fn(), error: jest.fn() };
+  readonly config = {
+    defaultChatModel: 'a',
+    defaultImageModel: 'sim-image',
+    chatDeadlineMs: 60_000,
+    imageDeadlineMs: 60_000,
+    sseKeepAliveMs: 0,
+    resumeGraceMs: 0,
+    workerLeaseMs: 3000,
+    streamBufferLimitBytes: 1 << 20,
+    streamFlushTimeoutMs: 0,
+  };
+
+  constructor(
+    /** Where every call is recorded, as one line each. */
+    private readonly record: (line: string) => void,
+  ) {}
+
+  /** The deps of sessions in this world; `overrides` replace parts. */
+  deps(overrides: Partial<SessionDeps> = {}): SessionDeps {
+    const record = this.record;
+    return {
+      config: this.config,
+      resolver: {
+        attempt: async (id: string) => {
+          record(`lookup ${id}`);
+          await this.resolving;
+          return this.models.get(id) ?? { error: GatewayError.modelNotFound(id), declared: null };
+        },
+      },
+      admissions: {
+        admit: (_principal: Principal, _kind: ModelKind, model: ModelEntry) => {
+          record(`admit ${model.id}`);
+          const refusal = this.refusals.get(model.id);
+          if (refusal) return Promise.reject(refusal);
+          if (this.overloaded.has(model.id)) return Promise.reject(GatewayError.overloaded(model.id, 3));
+          return Promise.resolve(this.admission(model.id, 'hold'));
+        },
+        admitFallback: (_principal: Principal, _kind: ModelKind, model: ModelEntry) => {
+          if (this.overloaded.has(model.id)) return Promise.reject(GatewayError.overloaded(model.id, 3));
+          return Promise.resolve(this.admission(model.id, `hold ${model.id}`));
+        },
+        adopt: () => recordingHold(record, 'adopted'),
+      },
+      router: {
+        channel: 'mgw:reply:gw-1',
+        register: (id: string, handler: ReplyHandler) => {
+          record(`register ${id}`);
+          this.handlers.set(id, handler);
+        },
+        registerResumed: (id: string, handler: ReplyHandler) => {
+          record(`register resumed ${id}`);
+          this.handlers.set(id, handler);
+        },
+        unregister: (id: string) => {
+          record(`unregister ${id}`);
+          this.handlers.delete(id);
+        },
+      },
+      producer: {
+        enqueue: (_kind: ModelKind, data: JobDataOf<ModelKind>) => {
+          this.jobs.push(data);
+          record(`enqueue ${data.model}`);
+          return this.enqueueResult();
+        },
+        removeWaiting: (_kind: ModelKind, model: string) => {
+          record(`remove ${model}`);
+          return this.removeResult();
+        },
+      },
+      control: {
+        cancel: (workerId: string, message: CancelMessage) => record(`cancel ${workerId} ${message.reason}`),
+        reattach: (workerId: string, message: ReattachMessage) =>
+          record(`reattach ${workerId} ${message.reattach}`),
+      },
+      metrics: {
+        timingFor: (_id: string, model: string) => this.timing(model),
+        streamOpened: () => undefined,
+        clientDisconnected: (model: string) => record(`disconnected ${model}`),
+        graceExpired: (model: string) => record(`grace expired ${model}`),
+        fellBack: (from: string, to: string, reason: string) => record(`fallback ${from}→${to} ${reason}`),
+        streamResumed: (model: string, outcome: string) => record(`resumed ${model} ${outcome}`),
+      },
+      streams: {
+        enabled: this.streamsEnabled,
+        resumeOptions: () => ({
+          retentionMs: 600_000,
+          maxEntries: 10_000,
+          graceMs: this.config.resumeGraceMs,
+        }),
+        open: () => Promise.resolve(),
+        route: () => Promise.resolve(),
+        read: () => Promise.resolve([]),
+      },
+      envelope: (requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields => ({
+        v: JOB_PROTOCOL_VERSION,
+        requestId,
+        model,
+        replyTo: 'mgw:reply:gw-1',
+        deadline: now + deadlineMs,
+        enqueuedAt: now,
+      }),
+      logger: this.logger,
+      ended: () => {
+        this.endedCalls++;
+      },
+      ...overrides,
+    };
+  }
+
+  /** The job's first output, and its queue landing (for a fallback's job: the switch is done). */
+  private timing(model: string): RequestTiming {
+    let output = false;
+    const first = this.jobs.length === 0 ? null : this.jobs[0]!.model;
+    return {
+      enqueued: () => {
+        if (first !== null && model !== first) this.record(`switched ${model}`);
+      },
+      started: () => undefined,
+      output: () => {
+        if (output) return;
+        output = true;
+        this.record(`output ${model}`);
+      },
+      ended: () => undefined,
+    } as unknown as RequestTiming;
+  }
+
+  private admission(model: string, hold: string): Admission {
+    return {
+      fields: { keyId: principal.keyId, priority: 2 },
+      ticket: { id: 't1', keyId: principal.keyId, requestId: 'r', kind: 'chat', model, leased: true },
+      hold: recordingHold(this.record, hold),
+      headers: {},
+    };
+  }
+
+  /** A session for `request` delivered as `delivery`, on `reply` (a fresh fake when not given). */
+  session<K extends ModelKind>(
+    request: Partial<SessionRequest<K>> & { requestId: string },
+    delivery: Delivery,
+    reply: FakeReply | null = fakeReply(),
+    deps: SessionDeps = this.deps(),
+  ): RequestSession<K> {
+    return new RequestSession<K>(
+      deps,
+      {
+        kind: 'chat' as K,
+        principal,
+        model: undefined,
+        request: { model: 'a', messages: [{ role: 'user', content: 'hi' }] },
+        tokenEstimate: 10,
+        ...request,
+      },
+      delivery,
+      reply as unknown as FastifyReply | null,
+    );
+  }
+
+  /** A reply of request `requestId`'s current job. */
+  reply(requestId: string, message: Record<string, unknown>, seq = 0): void {
+    this.handlers.get(requestId)!.onMessage({ requestId, seq, ...message } as never);
+  }
+}
+
+/** Lets pending promises (resolution, admission, enqueue, removal) settle. */
+export async function flush(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+}

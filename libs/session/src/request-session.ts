@@ -1,0 +1,780 @@
+import type { FastifyReply } from 'fastify';
+import type { GatewayConfig } from '@mgw/config';
+import {
+  GatewayError,
+  type CancelMessage,
+  type ChatDoneMessage,
+  type ImageDoneMessage,
+  type JobEnvelopeFields,
+  type ModelKind,
+  type ProtocolError,
+  type ReattachMessage,
+  type ReplyMessage,
+} from '@mgw/contracts';
+import { SseWriter, whenClientGone } from '@mgw/http';
+import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
+import type { JobDataOf, JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
+import type { AdmissionService, AdmittedFields } from './admission/admission.service';
+import type { AdmissionHold } from './admission/admission-hold';
+import { idle, transition } from './machine/session.machine';
+import type {
+  Count,
+  Effect,
+  Ending,
+  RemovalPurpose,
+  SessionEvent,
+  SessionState,
+  TimerName,
+} from './machine/session.types';
+import { admissionFallsBack, fallbacksFor, type FallbackReason } from './models/fallback.policy';
+import type { ModelResolver, ResolvedModel, Unresolved } from './models/model.resolver';
+import type { ResumeGate } from './resume/resume.gate';
+import type { StreamLogStore } from './resume/stream-log.store';
+import type { StreamMeta } from './resume/stream-meta.reader';
+import {
+  SERVED_MODEL_HEADER,
+  type Delivery,
+  type JsonRenderer,
+  type RenderContext,
+  type SessionRequest,
+  type StreamRenderer,
+} from './session-request.types';
+
+/** What every session of this gateway shares: its connections, services and settings. */
+export interface SessionDeps {
+  config: Pick<
+    GatewayConfig,
+    | 'defaultChatModel'
+    | 'defaultImageModel'
+    | 'chatDeadlineMs'
+    | 'imageDeadlineMs'
+    | 'sseKeepAliveMs'
+    | 'resumeGraceMs'
+    | 'workerLeaseMs'
+    | 'streamBufferLimitBytes'
+    | 'streamFlushTimeoutMs'
+  >;
+  resolver: Pick<ModelResolver, 'attempt'>;
+  admissions: Pick<AdmissionService, 'admit' | 'admitFallback' | 'adopt'>;
+  router: Pick<ReplyRouter, 'channel' | 'register' | 'registerResumed' | 'unregister'>;
+  producer: Pick<JobProducer, 'enqueue' | 'removeWaiting'>;
+  control: {
+    cancel(workerId: string, message: CancelMessage): void;
+    reattach(workerId: string, message: ReattachMessage): void;
+  };
+  metrics: Pick<
+    GatewayMetrics,
+    'timingFor' | 'streamOpened' | 'clientDisconnected' | 'graceExpired' | 'fellBack' | 'streamResumed'
+  >;
+  streams: Pick<StreamLogStore, 'enabled' | 'resumeOptions' | 'open' | 'route' | 'read'>;
+  /** The envelope of a new job: who asked, by when, where the answer goes. */
+  envelope(requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields;
+  logger: SessionLogger;
+  /** The session ended (the registry forgets it). */
+  ended(session: RequestSession): void;
+}
+
+/** Log lines about one request: each carries the request's id. */
+export interface SessionLogger {
+  warn(requestId: string, message: string): void;
+  error(requestId: string, message: string): void;
+}
+
+/** A resumed stream's entry: its meta and the gate that orders its log and live replies. */
+export interface ResumeEntry {
+  meta: StreamMeta;
+  gate: (session: RequestSession) => ResumeGate;
+}
+
+/** The outcome of a stream whose 200 went out: the rest is written on the hijacked connection. */
+const STREAM_OPENED = Symbol('streamOpened');
+
+const START_EVENTS = {
+  deadline: { type: 'deadline' },
+  start_timeout: { type: 'start_timeout' },
+  open: { type: 'open_timer' },
+  grace: { type: 'grace_expired' },
+  replay: { type: 'replay_check' },
+} as const satisfies Record<TimerName, SessionEvent>;
+const ENQUEUED: SessionEvent = { type: 'enqueued' };
+const CLIENT_GONE: SessionEvent = { type: 'client_gone' };
+const CONNECTION_LOST: SessionEvent = { type: 'connection_lost' };
+const LEASE_EXPIRED: SessionEvent = { type: 'lease_expired' };
+const CAUGHT_UP: SessionEvent = { type: 'caught_up' };
+const TAKEN_OVER: SessionEvent = { type: 'taken_over' };
+
+/**
+ * One request, from its admission to its last reply: the state machine's (`transition`) state, and the one
+ * place that carries out its effects. Every input — a reply message, the client leaving, a timer, the
+ * result of an admission, an enqueue or a removal, a resume taking the stream over, the drain — goes to
+ * `dispatch`, and every result of an effect comes back to it as an event. Renderers only render.
+ *
+ * Events that arrive while an event's effects run (a renderer refusing the answer, a client found gone) are
+ * handled once those effects are done, in order, so each transition sees the state the previous one left.
+ */
+export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHandler {
+  private state: SessionState;
+  /** When the running job last spoke (any message, `alive` included): its lease. */
+  private lastHeard = 0;
+  /** The reply event, reused for every message: the hot path allocates no event. */
+  private readonly replyEvent: { type: 'reply'; message: ReplyMessage } = {
+    type: 'reply',
+    message: null as unknown as ReplyMessage,
+  };
+  private dispatching = false;
+  private backlog: SessionEvent[] | null = null;
+
+  private readonly sse: SseWriter | null;
+  private renderer: StreamRenderer | JsonRenderer<unknown> | null = null;
+  /** The first job; later attempts' jobs are copies of it under their own model. */
+  private job: JobDataOf<K> | null = null;
+  private fields: AdmittedFields | null = null;
+  /** The model of the current attempt's job: the one that serves, once it has output. */
+  private model = '';
+  private createdMs = 0;
+  private deadlineAt = 0;
+  private timing: RequestTiming | null = null;
+  /** The request's hold on its key's limits, and that of the current attempt (a fallback's queue admission). */
+  private primaryHold: AdmissionHold | null = null;
+  private attemptHold: AdmissionHold | null = null;
+  private readonly holds: AdmissionHold[] = [];
+  private ticketKeyId = '';
+  private ticketId: string | null = null;
+  private gate: ResumeGate | null = null;
+  private readonly timers: Partial<Record<TimerName, NodeJS.Timeout>> = {};
+  private opened = false;
+  private readonly deadlineMs: number;
+
+  private settled = false;
+  private settle!: { resolve: (outcome: unknown) => void; reject: (error: unknown) => void };
+  private readonly outcome: Promise<unknown>;
+
+  constructor(
+    private readonly deps: SessionDeps,
+    private readonly input: SessionRequest<K>,
+    private readonly delivery: Delivery,
+    private readonly reply: FastifyReply | null,
+  ) {
+    const { config } = deps;
+    const stream = delivery.mode === 'stream';
+    const keepAliveMs = config.sseKeepAliveMs;
+    this.deadlineMs = input.kind === 'chat' ? config.chatDeadlineMs : config.imageDeadlineMs;
+    this.state = idle({
+      delivery: delivery.mode,
+      outlivesClient: input.outlivesClient === true || delivery.mode === 'background',
+      resumeGrace: config.resumeGraceMs > 0,
+      deadlineMs: this.deadlineMs,
+      // A cold start that would outlast half the keep-alive bound hands over to a fallback before the 200
+      // commits the stream to the model still waiting for its worker.
+      startWaitBoundMs: stream && keepAliveMs > 0 ? Math.floor(keepAliveMs / 2) : undefined,
+    });
+    this.sse =
+      delivery.mode === 'stream' && reply !== null
+        ? new SseWriter(reply.raw, {
+            bufferLimitBytes: config.streamBufferLimitBytes,
+            keepAliveMs,
+            flushTimeoutMs: config.streamFlushTimeoutMs,
+            onOverflow: () => this.dispatch(CLIENT_GONE),
+            ...(delivery.format.endLine !== undefined && { endLine: delivery.format.endLine }),
+          })
+        : null;
+    this.outcome = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    // It may settle before anything awaits it (the client gone while the enqueue runs).
+    this.outcome.catch(() => undefined);
+  }
+
+  get requestId(): string {
+    return this.input.requestId;
+  }
+
+  /** Where the session is (for tests and the registry). */
+  get current(): SessionState {
+    return this.state;
+  }
+
+  get ended(): boolean {
+    return this.state.name === 'ended';
+  }
+
+  /**
+   * Admits the request, enqueues its job and relays its replies. Resolves once the response is committed —
+   * a JSON answer sent, a stream's 200 out (the rest is written on the hijacked connection) — or a
+   * background job queued; rejects with the error that is the whole answer (the route's exception filter
+   * writes it in its protocol's shape).
+   */
+  async run(): Promise<void> {
+    const { kind, model } = this.input;
+    const { config } = this.deps;
+    this.dispatch({
+      type: 'start',
+      model: model ?? (kind === 'chat' ? config.defaultChatModel : config.defaultImageModel),
+    });
+    this.watchClient();
+    const outcome = await this.outcome;
+    if (outcome === STREAM_OPENED || this.reply === null) return;
+    await this.reply.status(200).header(SERVED_MODEL_HEADER, this.model).send(outcome);
+  }
+
+  /**
+   * A resumed stream, this machine's other entry: its job exists, its stream opens at once, its replay log
+   * and then its live replies follow. Resolves once the replay reached the live stream (or its end).
+   */
+  async resume(entry: ResumeEntry): Promise<void> {
+    const { meta } = entry;
+    this.model = meta.model;
+    this.createdMs = meta.created * 1000;
+    this.deadlineAt = meta.deadline;
+    this.ticketKeyId = meta.keyId;
+    if (meta.ticketId !== null) {
+      const hold = this.deps.admissions.adopt({
+        id: meta.ticketId,
+        keyId: meta.keyId,
+        requestId: this.requestId,
+        kind: 'chat',
+        model: meta.model,
+        leased: true,
+      });
+      this.primaryHold = hold;
+      this.holds.push(hold);
+    }
+    const gate = entry.gate(this);
+    this.gate = gate;
+    this.renderer = this.rendererFor(meta.model);
+    this.dispatch({ type: 'resumed', model: meta.model });
+    this.watchClient();
+    try {
+      // A worker that starts the job only now reads this; one that runs it already is told on catching up.
+      await this.deps.streams.route(this.requestId, this.deps.router.channel);
+    } catch {
+      this.dispatch({
+        type: 'resume_failed',
+        error: GatewayError.serviceUnavailable('The stream could not be resumed: Redis is not reachable.'),
+      });
+      return;
+    }
+    await gate.catchUp();
+    if (this.ended) {
+      this.deps.metrics.streamResumed(meta.model, 'replayed');
+      return;
+    }
+    this.lastHeard = Date.now();
+    this.dispatch(CAUGHT_UP);
+  }
+
+  /** Another request here resumed this stream: this one ends as moved, its job goes on there. */
+  takeOver(): void {
+    this.dispatch(TAKEN_OVER);
+  }
+
+  /** The drain ran out: the client hears `error`, the job stops. */
+  shutdown(error: GatewayError): void {
+    this.dispatch({ type: 'shutdown', error });
+  }
+
+  /** Called periodically: a running job whose worker has been silent longer than its lease lost its worker. */
+  checkLease(now: number, leaseMs: number): void {
+    if (this.state.name === 'running' && now - this.lastHeard >= leaseMs) this.dispatch(LEASE_EXPIRED);
+  }
+
+  onMessage(message: ReplyMessage): void {
+    this.lastHeard = Date.now();
+    if (this.dispatching) {
+      this.dispatch({ type: 'reply', message });
+      return;
+    }
+    this.replyEvent.message = message;
+    this.dispatch(this.replyEvent);
+  }
+
+  onProtocolError(error: ProtocolError): void {
+    if (this.ended) return;
+    this.deps.logger.error(this.requestId, error.message);
+    this.dispatch({
+      type: 'protocol_error',
+      error: GatewayError.workerFailed('The reply stream from the model worker was interrupted.'),
+    });
+  }
+
+  onConnectionLost(): void {
+    this.dispatch(CONNECTION_LOST);
+  }
+
+  /** The only way in. */
+  dispatch(event: SessionEvent): void {
+    if (this.dispatching) {
+      (this.backlog ??= []).push(event);
+      return;
+    }
+    this.dispatching = true;
+    try {
+      this.step(event);
+      const backlog = this.backlog;
+      while (backlog !== null && backlog.length > 0) this.step(backlog.shift()!);
+    } finally {
+      this.dispatching = false;
+    }
+  }
+
+  private step(event: SessionEvent): void {
+    const { next, effects } = transition(this.state, event);
+    if (next !== null) this.state = next;
+    for (let index = 0; index < effects.length; index++) this.execute(effects[index]!, event);
+    // Every ending settles the caller: a background request's job is over; any other found its client gone.
+    if (next !== null && next.name === 'ended' && !this.settled) {
+      if (this.delivery.mode === 'background') this.resolve(undefined);
+      else this.fail(GatewayError.clientClosed());
+    }
+  }
+
+  private execute(effect: Effect, event: SessionEvent): void {
+    switch (effect.type) {
+      case 'render':
+        if (event.type === 'reply') this.render(event.message);
+        return;
+      case 'resolve':
+        void this.resolveAndAdmit(effect.model, effect.from, effect.reason, effect.switched);
+        return;
+      case 'enqueue':
+        this.enqueue(effect.model, effect.hasFallback, effect.resumable);
+        return;
+      case 'remove_waiting':
+        this.removeWaiting(effect.purpose);
+        return;
+      case 'cancel':
+        this.deps.control.cancel(effect.workerId, { requestId: this.requestId, reason: effect.reason });
+        return;
+      case 'reattach':
+        this.deps.control.reattach(effect.workerId, {
+          requestId: this.requestId,
+          reattach: this.deps.router.channel,
+        });
+        return;
+      case 'arm':
+        this.arm(effect.timer, effect.ms);
+        return;
+      case 'disarm':
+        clearTimeout(this.timers[effect.timer]);
+        return;
+      case 'open_stream':
+        this.openStream(effect.servedModel);
+        return;
+      case 'render_error':
+        this.streamRenderer()?.error(effect.error);
+        return;
+      case 'render_moved':
+        this.streamRenderer()?.moved();
+        return;
+      case 'reject':
+        this.fail(effect.error);
+        return;
+      case 'hold':
+        this.hold(effect.op);
+        return;
+      case 'count':
+        this.count(effect.what);
+        return;
+      case 'log':
+        this.deps.logger.warn(this.requestId, effect.message);
+        return;
+      case 'route_resumed':
+        this.deps.router.registerResumed(this.requestId, this.gate!, this);
+        return;
+      case 'catch_up':
+        if (this.gate !== null && !this.gate.heardLive) void this.gate.catchUp();
+        return;
+      case 'end':
+        this.close(effect.ending, effect.ok);
+        return;
+      default: {
+        const unhandled: never = effect;
+        throw new Error(`unhandled effect ${JSON.stringify(unhandled)}`);
+      }
+    }
+  }
+
+  // ─── admission ─────────────────────────────────────────────────────────────────────────────────────
+
+  private async resolveAndAdmit(
+    model: string,
+    from: string | null,
+    reason: FallbackReason | null,
+    switched: boolean,
+  ): Promise<void> {
+    if (switched && this.job !== null && this.job.deadline <= Date.now()) {
+      this.dispatch(START_EVENTS.deadline);
+      return;
+    }
+    if (from !== null && reason !== null) {
+      this.deps.metrics.fellBack(from, model, reason);
+      this.deps.logger.warn(this.requestId, `model ${from} cannot serve it (${reason}); trying ${model}`);
+    }
+    this.dispatch(await this.admit(model, from === null));
+  }
+
+  /**
+   * Resolves `model` and admits the request for it. The requested model's refusals are the answer but for
+   * one without a live worker (when it declares fallbacks) and a full queue; a fallback that cannot take
+   * the request — unknown, no worker, the request unfit for it, its queue full — passes it on.
+   */
+  private async admit(model: string, requested: boolean): Promise<SessionEvent> {
+    const { kind, principal } = this.input;
+    let resolution: ResolvedModel | Unresolved;
+    try {
+      resolution = await this.deps.resolver.attempt(model, kind, principal);
+    } catch (error) {
+      if (requested) return this.refused(this.asGatewayError(error), null, null);
+      return this.refused(
+        error instanceof GatewayError ? error : GatewayError.modelUnavailable(model),
+        'unavailable',
+        null,
+      );
+    }
+    if ('error' in resolution) {
+      if (!requested) return this.refused(resolution.error, 'unavailable', null);
+      const { declared } = resolution;
+      return declared === null
+        ? this.refused(resolution.error, null, null)
+        : this.refused(resolution.error, 'unavailable', fallbacksFor(declared, principal));
+    }
+    const { model: entry, startWithinMs } = resolution;
+    const fallbacks = requested ? fallbacksFor(entry, principal) : null;
+    try {
+      this.input.checkModel?.(entry);
+    } catch (error) {
+      if (requested) return this.refused(this.asGatewayError(error), null, fallbacks);
+      return this.refused(
+        error instanceof GatewayError ? error : GatewayError.modelUnavailable(model),
+        'unavailable',
+        null,
+      );
+    }
+    // A client that left meanwhile (while its body was read, or the registry answered) takes no slot.
+    const { state } = this;
+    if (state.name === 'resolving' && state.client === 'gone' && !state.plan.outlivesClient) {
+      return this.refused(GatewayError.clientClosed(), null, null);
+    }
+    const first = this.primaryHold === null;
+    let admission;
+    try {
+      admission = first
+        ? await this.deps.admissions.admit(principal, kind, entry, this.requestId, this.input.tokenEstimate)
+        : await this.deps.admissions.admitFallback(principal, kind, entry, this.requestId);
+    } catch (error) {
+      if (!(error instanceof GatewayError)) return this.refused(this.asGatewayError(error), null, fallbacks);
+      return this.refused(error, admissionFallsBack(error, first), fallbacks);
+    }
+    this.holds.push(admission.hold);
+    this.attemptHold = admission.hold;
+    if (first) {
+      this.primaryHold = admission.hold;
+      this.fields = admission.fields;
+      this.ticketKeyId = admission.ticket.keyId;
+      this.ticketId = admission.ticket.leased ? admission.ticket.id : null;
+      const raw = this.reply?.raw;
+      if (raw !== undefined && !raw.headersSent) {
+        for (const [name, value] of Object.entries(admission.headers)) raw.setHeader(name, value);
+      }
+    }
+    return {
+      type: 'admitted',
+      fallbacks,
+      startWithinMs,
+      resumable:
+        requested && fallbacks !== null && fallbacks.length === 0 && this.resumes(entry.streamResume),
+    };
+  }
+
+  /**
+   * A stream keeps a replay log and outlives its connection when its client asks (`x-stream-resume: on`),
+   * or its model's catalog says so and the client did not decline; never when replay logs are off.
+   */
+  private resumes(catalogDefault: 'on' | 'off' | undefined): boolean {
+    if (this.delivery.mode !== 'stream' || !this.deps.streams.enabled) return false;
+    const choice = this.input.resume ?? catalogDefault ?? 'off';
+    return choice === 'on';
+  }
+
+  private refused(
+    error: GatewayError,
+    fallsBack: FallbackReason | null,
+    fallbacks: readonly string[] | null,
+  ): SessionEvent {
+    return { type: 'refused', error, fallsBack, fallbacks };
+  }
+
+  /** An error that is not the gateway's vocabulary is a bug: logged with its stack, answered as an opaque 500. */
+  private asGatewayError(error: unknown): GatewayError {
+    if (error instanceof GatewayError) return error;
+    this.deps.logger.error(
+      this.requestId,
+      `failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+    );
+    return GatewayError.internal(this.requestId);
+  }
+
+  private hold(op: 'enqueued' | 'release' | 'hand_over' | 'rollback'): void {
+    switch (op) {
+      case 'enqueued':
+        this.attemptHold?.enqueued();
+        return;
+      case 'rollback':
+        this.attemptHold?.rollback();
+        return;
+      case 'release':
+        for (const hold of this.holds) hold.release();
+        return;
+      case 'hand_over':
+        // The stream goes on in another request, which keeps the lease alive from now on.
+        for (const hold of this.holds) hold.handOver();
+        return;
+      default: {
+        const unhandled: never = op;
+        throw new Error(`unhandled hold ${String(unhandled)}`);
+      }
+    }
+  }
+
+  // ─── the job ───────────────────────────────────────────────────────────────────────────────────────
+
+  /** Registers for replies before the job exists, so not even the first message can be missed. */
+  private enqueue(model: string, hasFallback: boolean, resumable: boolean): void {
+    const now = Date.now();
+    let job: JobDataOf<K>;
+    if (this.job === null) {
+      job = {
+        ...this.deps.envelope(this.requestId, model, this.deadlineMs, now),
+        ...this.fields!,
+        request: this.input.request,
+      } as JobDataOf<K>;
+      this.job = job;
+      this.createdMs = job.enqueuedAt;
+      this.deadlineAt = job.deadline;
+      this.arm('deadline');
+    } else {
+      job = { ...this.job, model, enqueuedAt: now };
+      delete job.hasFallback;
+    }
+    if (hasFallback) job.hasFallback = true;
+    if (resumable) job.resume = this.deps.streams.resumeOptions();
+    this.model = model;
+    this.renderer = this.rendererFor(model);
+    this.timing = this.deps.metrics.timingFor(this.requestId, model, this.input.kind);
+    this.deps.router.register(this.requestId, this);
+    const added = this.deps.producer.enqueue(this.input.kind, job);
+    // A resumable stream's meta is written meanwhile: its client can resume it as soon as it has heard of it.
+    const meta = resumable ? this.openResumable(job) : undefined;
+    Promise.all([added, meta]).then(
+      () => this.dispatch(ENQUEUED),
+      (error: unknown) => {
+        this.deps.logger.warn(this.requestId, `enqueue failed: ${String(error)}`);
+        this.dispatch({
+          type: 'enqueue_failed',
+          error: GatewayError.serviceUnavailable('The job queue is not reachable. Try again shortly.'),
+        });
+      },
+    );
+  }
+
+  /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */
+  private async openResumable(job: JobDataOf<K>): Promise<void> {
+    if (this.delivery.mode !== 'stream') return;
+    try {
+      await this.deps.streams.open(job.requestId, {
+        keyId: this.ticketKeyId,
+        protocol: this.delivery.format.protocol,
+        model: job.model,
+        created: Math.floor(job.enqueuedAt / 1000),
+        deadline: job.deadline,
+        ticketId: this.ticketId,
+      });
+    } catch (error) {
+      this.deps.logger.warn(
+        job.requestId,
+        `stream meta not written, the stream cannot be resumed: ${String(error)}`,
+      );
+    }
+  }
+
+  private removeWaiting(purpose: RemovalPurpose): void {
+    this.deps.producer.removeWaiting(this.input.kind, this.model, this.requestId).then(
+      (removed) => this.dispatch({ type: 'removed', removed, purpose }),
+      (error: unknown) => {
+        // Still waited for: a worker that takes the job reports `started` and is cancelled then.
+        this.deps.logger.warn(this.requestId, `could not remove job: ${String(error)}`);
+      },
+    );
+  }
+
+  private arm(timer: TimerName, ms?: number): void {
+    const { config } = this.deps;
+    const event = START_EVENTS[timer];
+    const fire = (): void => this.dispatch(event);
+    clearTimeout(this.timers[timer]);
+    switch (timer) {
+      case 'deadline':
+        this.timers.deadline = setTimeout(fire, Math.max(0, this.deadlineAt - Date.now()));
+        return;
+      case 'start_timeout':
+        // A wait longer than what is left of the deadline is left to the deadline.
+        if (ms === undefined || ms >= this.deadlineAt - Date.now()) return;
+        this.timers.start_timeout = setTimeout(fire, ms);
+        return;
+      case 'open':
+        if (config.sseKeepAliveMs <= 0) return;
+        this.timers.open = setTimeout(fire, config.sseKeepAliveMs);
+        this.timers.open.unref();
+        return;
+      case 'grace':
+        this.timers.grace = setTimeout(fire, config.resumeGraceMs);
+        return;
+      case 'replay':
+        this.timers.replay = setTimeout(fire, Math.max(50, Math.floor(config.workerLeaseMs / 2)));
+        this.timers.replay.unref();
+        return;
+      default: {
+        const unhandled: never = timer;
+        throw new Error(`unhandled timer ${String(unhandled)}`);
+      }
+    }
+  }
+
+  private count(what: Count): void {
+    const { metrics } = this.deps;
+    switch (what) {
+      case 'enqueued':
+        this.timing?.enqueued();
+        if (this.delivery.mode === 'background') this.resolve(undefined);
+        return;
+      case 'started':
+        this.timing?.started();
+        return;
+      case 'output':
+        this.timing?.output();
+        return;
+      case 'client_disconnected':
+        metrics.clientDisconnected(this.model);
+        return;
+      case 'grace_expired':
+        metrics.graceExpired(this.model);
+        return;
+      case 'resumed_live':
+        metrics.streamResumed(this.model, 'live');
+        return;
+      default: {
+        const unhandled: never = what;
+        throw new Error(`unhandled count ${String(unhandled)}`);
+      }
+    }
+  }
+
+  /** The one way out (the `end` effect of the `ended` transition). */
+  private close(ending: Ending, ok: boolean): void {
+    for (const timer of Object.values(this.timers)) clearTimeout(timer);
+    this.deps.router.unregister(this.requestId, this);
+    this.timing?.ended(ok && ending === 'job_finished');
+    this.deps.ended(this);
+  }
+
+  // ─── the client ────────────────────────────────────────────────────────────────────────────────────
+
+  /** The session hears once that its client left (at once if it has left already). */
+  private watchClient(): void {
+    if (this.reply === null) return;
+    whenClientGone(this.reply.raw, () => {
+      this.sse?.close();
+      this.dispatch(CLIENT_GONE);
+    });
+  }
+
+  private rendererFor(model: string): StreamRenderer | JsonRenderer<unknown> {
+    const context: RenderContext = { requestId: this.requestId, model, createdMs: this.createdMs };
+    switch (this.delivery.mode) {
+      case 'json':
+        return this.delivery.renderer(context, (error) => this.dispatch({ type: 'answer_too_large', error }));
+      case 'stream':
+        return this.delivery.renderer(this.sse!, context);
+      case 'background':
+        return this.delivery.renderer(context);
+      default: {
+        const unhandled: never = this.delivery;
+        throw new Error(`unhandled delivery ${JSON.stringify(unhandled)}`);
+      }
+    }
+  }
+
+  private streamRenderer(): StreamRenderer | null {
+    if (this.delivery.mode === 'json') return null;
+    this.renderer ??= this.rendererFor(this.model);
+    return this.renderer as StreamRenderer;
+  }
+
+  private render(message: ReplyMessage): void {
+    const renderer = this.renderer!;
+    switch (message.kind) {
+      case 'delta':
+        renderer.delta(message.choice, message.content, message.logprobs);
+        return;
+      case 'tool-call':
+        renderer.toolCall(message);
+        return;
+      case 'image':
+        renderer.image(message);
+        return;
+      case 'chat-done':
+      case 'image-done':
+        this.renderDone(message);
+        return;
+      case 'started':
+      case 'alive':
+      case 'moved':
+      case 'error':
+        return;
+      default: {
+        const unhandled: never = message;
+        throw new Error(`unhandled message ${JSON.stringify(unhandled)}`);
+      }
+    }
+  }
+
+  private renderDone(message: ChatDoneMessage | ImageDoneMessage): void {
+    if (this.delivery.mode !== 'json') {
+      (this.renderer as StreamRenderer).done(message);
+      return;
+    }
+    let body: unknown;
+    try {
+      body = (this.renderer as JsonRenderer<unknown>).done(message);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    this.resolve(body);
+  }
+
+  private openStream(servedModel: string | null): void {
+    const reply = this.reply;
+    if (this.opened || reply === null || this.sse === null || reply.raw.destroyed) return;
+    this.opened = true;
+    clearTimeout(this.timers.open);
+    reply.hijack();
+    this.sse.open(
+      servedModel === null
+        ? { 'x-request-id': this.requestId }
+        : { 'x-request-id': this.requestId, [SERVED_MODEL_HEADER]: servedModel },
+    );
+    this.deps.metrics.streamOpened(reply.raw);
+    this.resolve(STREAM_OPENED);
+  }
+
+  private resolve(outcome: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.settle.resolve(outcome);
+  }
+
+  private fail(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.settle.reject(error);
+  }
+}

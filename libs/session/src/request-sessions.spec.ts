@@ -1,0 +1,165 @@
+import type { GatewayConfig } from '@mgw/config';
+import { GatewayError, type CancelMessage, type ReplyMessage } from '@mgw/contracts';
+import { GatewayMetrics } from '@mgw/observability';
+import type { JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
+import type { AdmissionService } from './admission/admission.service';
+import type { ModelResolver } from './models/model.resolver';
+import type { CancelPublisher } from './queue/cancel.publisher';
+import { entry, fakeReply, flush, principal, SessionWorld, type FakeReply } from './request-session.fixtures';
+import { RequestSessions } from './request-sessions';
+import type { StreamLogStore } from './resume/stream-log.store';
+import type { StreamRenderer } from './session-request.types';
+
+/** The registry's bookkeeping: metrics hooks along a request's life, and ending what is open at shutdown. */
+describe('RequestSessions', () => {
+  let handlers: Map<string, ReplyHandler>;
+  let cancels: [string, CancelMessage][];
+  let removeResult: boolean;
+  let metrics: GatewayMetrics;
+  let world: SessionWorld;
+  let sessions: RequestSessions;
+
+  const reply = (requestId: string, seq: number, message: Record<string, unknown>) =>
+    handlers.get(requestId)!.onMessage({ requestId, seq, ...message } as unknown as ReplyMessage);
+
+  const countOf = async (name: string, model: string) =>
+    (await metrics.registry.getSingleMetric(name)!.get()).values.find(
+      (v) => (v as { metricName?: string }).metricName === `${name}_count` && v.labels.model === model,
+    )?.value ?? 0;
+
+  beforeEach(() => {
+    cancels = [];
+    removeResult = true;
+    metrics = new GatewayMetrics({ defaultMetrics: false });
+    world = new SessionWorld(() => undefined);
+    world.models.set('sim-chat', { model: entry('sim-chat') });
+    handlers = world.handlers;
+    const deps = world.deps();
+    const runtime = {
+      router: { ...deps.router, channel: 'mgw:reply:gw-test' },
+      producer: {
+        enqueue: () => Promise.resolve(),
+        removeWaiting: () => Promise.resolve(removeResult),
+        isPending: () => Promise.resolve(false),
+      },
+      cancel: (workerId: string, message: CancelMessage) => cancels.push([workerId, message]),
+    };
+    sessions = new RequestSessions(
+      { ...world.config, workerLeaseMs: 3000 } as unknown as GatewayConfig,
+      deps.resolver as ModelResolver,
+      deps.admissions as AdmissionService,
+      runtime.router as unknown as ReplyRouter,
+      runtime.producer as unknown as JobProducer,
+      { cancel: runtime.cancel, reattach: () => undefined } as unknown as CancelPublisher,
+      metrics,
+      deps.streams as unknown as StreamLogStore,
+    );
+  });
+
+  afterEach(() => {
+    // Requests a test left open still hold their deadline timers.
+    sessions.failAll(GatewayError.serviceUnavailable('test over'));
+    sessions.onApplicationShutdown();
+  });
+
+  const open = async (requestId: string, errors: GatewayError[] = []): Promise<FakeReply> => {
+    metrics.requestReceived(requestId);
+    const renderer: StreamRenderer = {
+      delta: () => undefined,
+      toolCall: () => undefined,
+      image: () => undefined,
+      done: () => undefined,
+      error: (e) => void errors.push(e),
+      moved: () => undefined,
+    };
+    const response = fakeReply();
+    void sessions
+      .run(
+        {
+          kind: 'chat',
+          requestId,
+          principal,
+          model: 'sim-chat',
+          request: { model: 'sim-chat', messages: [] },
+          tokenEstimate: 0,
+        },
+        { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
+        response as never,
+      )
+      .catch(() => undefined);
+    await flush();
+    return response;
+  };
+
+  it('observes queue wait, first token and overhead along an answered request, then forgets it', async () => {
+    await open('req-answered-1');
+    expect(sessions.size).toBe(1);
+    reply('req-answered-1', 0, { kind: 'started', workerId: 'w1' });
+    reply('req-answered-1', 1, { kind: 'delta', choice: 0, content: 'hi' });
+    reply('req-answered-1', 2, {
+      kind: 'chat-done',
+      finishReasons: ['stop'],
+      usage: { prompt_tokens: 1, completion_tokens: 1 },
+    });
+    expect(sessions.size).toBe(0);
+    metrics.requestFinished('req-answered-1', '/v1/chat/completions', 'POST', 200);
+    expect(await countOf('gateway_queue_wait_seconds', 'sim-chat')).toBe(1);
+    expect(await countOf('gateway_time_to_first_token_seconds', 'sim-chat')).toBe(1);
+    expect(await countOf('gateway_overhead_seconds', 'sim-chat')).toBe(1);
+  });
+
+  it('counts a client that leaves as a disconnect', async () => {
+    const response = await open('req-leaving-1');
+    response.raw.leave();
+    await sessions.settled(1000);
+    const disconnects = await metrics.registry.getSingleMetric('gateway_client_disconnects_total')!.get();
+    expect(disconnects.values).toEqual([
+      expect.objectContaining({ value: 1, labels: { model: 'sim-chat' } }),
+    ]);
+  });
+
+  it('settles at once when nothing is open, and times out while something is', async () => {
+    expect(await sessions.settled(10)).toBe(true);
+    await open('req-open-1');
+    expect(await sessions.settled(20)).toBe(false);
+  });
+
+  it('ends every open request with the error, cancelling running jobs and taking back waiting ones', async () => {
+    const errors: GatewayError[] = [];
+    await open('req-running-1', errors);
+    await open('req-waiting-1', errors);
+    reply('req-running-1', 0, { kind: 'started', workerId: 'w1' });
+    const settled = sessions.settled(5000);
+    const shutdown = GatewayError.serviceUnavailable('The gateway is shutting down. Retry the request.');
+    expect(sessions.failAll(shutdown)).toBe(2);
+    expect(await settled).toBe(true);
+    expect(errors).toEqual([shutdown, shutdown]);
+    expect(cancels).toEqual([['w1', { requestId: 'req-running-1', reason: 'gateway_shutdown' }]]);
+    expect(handlers.size).toBe(0);
+  });
+
+  it('counts a request between two attempts as open: settled waits for its switch to be over', async () => {
+    world.models.set('sim-chat', { model: entry('sim-chat', { fallbacks: ['sim-other'] }) });
+    world.models.set('sim-other', { model: entry('sim-other') });
+    await open('req-switching-1');
+    // Its job fails before any output, and the fallback's resolution waits.
+    let resolve!: () => void;
+    world.resolving = new Promise<void>((r) => (resolve = r));
+    reply('req-switching-1', 0, { kind: 'error', error: GatewayError.workerFailed('upstream 500').toWire() });
+    expect(sessions.size).toBe(1);
+    let drained = false;
+    const settled = sessions.settled(5000).then((idle) => (drained = idle));
+    await new Promise((r) => setImmediate(r));
+    expect(drained).toBe(false);
+    resolve();
+    await flush();
+    reply('req-switching-1', 0, { kind: 'started', workerId: 'w2' });
+    reply('req-switching-1', 1, {
+      kind: 'chat-done',
+      finishReasons: ['stop'],
+      usage: { prompt_tokens: 1, completion_tokens: 1 },
+    });
+    await settled;
+    expect([drained, sessions.size]).toEqual([true, 0]);
+  });
+});

@@ -1,0 +1,193 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import type { Principal } from '@mgw/access';
+import { GatewayConfig } from '@mgw/config';
+import { GatewayError, JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
+import { GatewayMetrics } from '@mgw/observability';
+import { JobProducer, ReplyRouter } from '@mgw/queue';
+import { AdmissionService } from './admission/admission.service';
+import { ModelResolver } from './models/model.resolver';
+import { CancelPublisher } from './queue/cancel.publisher';
+import { RequestSession, type SessionDeps, type SessionLogger } from './request-session';
+import { ResumeGate } from './resume/resume.gate';
+import { StreamLogStore } from './resume/stream-log.store';
+import type { StreamMeta } from './resume/stream-meta.reader';
+import type {
+  Delivery,
+  RenderContext,
+  SessionRequest,
+  StreamFormat,
+  StreamRenderer,
+} from './session-request.types';
+import type { SseWriter } from '@mgw/http';
+
+/** A stream to resume here, its meta read and checked (see `StreamResumer`). */
+export interface ResumedStream {
+  requestId: string;
+  principal: Principal;
+  meta: StreamMeta;
+  format: StreamFormat;
+  renderer: (sse: SseWriter, context: RenderContext) => StreamRenderer;
+  reply: FastifyReply;
+}
+
+/**
+ * This gateway's sessions: creates them wired to its connections, finds one by request id (a resume here
+ * takes it over), watches the running jobs' workers with one timer for all sessions (a timer per request,
+ * re-armed on every token, would cost more than it saves), and serves the drain (`settled`, `failAll`).
+ */
+@Injectable()
+export class RequestSessions implements OnApplicationShutdown {
+  private readonly logger = new Logger('Session');
+  private readonly live = new Set<RequestSession>();
+  /** The open session of each request id: a resume here takes it over. */
+  private readonly byId = new Map<string, RequestSession>();
+  private onIdle: (() => void) | null = null;
+  private readonly leaseTimer: NodeJS.Timeout;
+  private readonly deps: SessionDeps;
+
+  constructor(
+    @Inject(GatewayConfig) config: GatewayConfig,
+    @Inject(ModelResolver) resolver: ModelResolver,
+    @Inject(AdmissionService) admissions: AdmissionService,
+    @Inject(ReplyRouter) private readonly router: ReplyRouter,
+    @Inject(JobProducer) producer: JobProducer,
+    @Inject(CancelPublisher) control: CancelPublisher,
+    @Inject(GatewayMetrics) metrics: GatewayMetrics,
+    @Inject(StreamLogStore) private readonly streams: StreamLogStore,
+  ) {
+    this.deps = {
+      config,
+      resolver,
+      admissions,
+      router,
+      producer,
+      control,
+      metrics,
+      streams,
+      envelope: (requestId, model, deadlineMs, now) => this.envelope(requestId, model, deadlineMs, now),
+      logger: this.requestLogger(),
+      ended: (session) => this.forget(session),
+    };
+    const leaseMs = config.workerLeaseMs;
+    this.leaseTimer = setInterval(() => this.checkLeases(leaseMs), Math.max(50, Math.floor(leaseMs / 4)));
+    this.leaseTimer.unref();
+  }
+
+  /**
+   * Not `onModuleDestroy`: Nest runs that before `beforeApplicationShutdown`, where the drain waits for open
+   * sessions, and a stream whose worker died then must still end at its lease, not at the drain timeout.
+   */
+  onApplicationShutdown(): void {
+    clearInterval(this.leaseTimer);
+  }
+
+  /** Serves one request (see `RequestSession.run`). */
+  run<K extends ModelKind>(
+    request: SessionRequest<K>,
+    delivery: Delivery,
+    reply: FastifyReply | null,
+  ): Promise<void> {
+    return this.open(new RequestSession(this.deps, request, delivery, reply)).run();
+  }
+
+  /**
+   * Resumes a stream here: the session that serves it here now, if any, ends as moved (its job goes on, for
+   * this one), and a new session follows the stream from its replay log on.
+   */
+  resume(stream: ResumedStream): Promise<void> {
+    const { requestId, principal, meta, format, reply } = stream;
+    this.byId.get(requestId)?.takeOver();
+    const session = new RequestSession(
+      this.deps,
+      {
+        kind: 'chat',
+        requestId,
+        principal,
+        model: meta.model,
+        request: { model: meta.model, messages: [] },
+        tokenEstimate: 0,
+      },
+      { mode: 'stream', format, renderer: stream.renderer },
+      reply,
+    );
+    this.open(session);
+    return session.resume({
+      meta,
+      gate: (target) => new ResumeGate(target, () => this.streams.read(requestId)),
+    });
+  }
+
+  /** The open session of request `requestId` on this instance, if any. */
+  find(requestId: string): RequestSession | undefined {
+    return this.byId.get(requestId);
+  }
+
+  /** Open sessions, those between two attempts included: a drain waits for them. */
+  get size(): number {
+    return this.live.size;
+  }
+
+  /** Resolves true once no session is open, or false after `timeoutMs`. */
+  async settled(timeoutMs: number): Promise<boolean> {
+    if (this.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await new Promise<boolean>((resolve) => {
+        this.onIdle = () => resolve(true);
+        timer = setTimeout(resolve, timeoutMs, false);
+      });
+    } finally {
+      this.onIdle = null;
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Ends every open session with `error` (a stream gets it as its last event, a waiting client as its
+   * answer) and stops its job: taken off the queue, or cancelled on its worker. Returns how many.
+   */
+  failAll(error: GatewayError): number {
+    const open = [...this.live];
+    for (const session of open) session.shutdown(error);
+    return open.length;
+  }
+
+  /** The part of a job that says who asked, by when, and where the answer goes. */
+  envelope(requestId: string, model: string, deadlineMs: number, now = Date.now()): JobEnvelopeFields {
+    return {
+      v: JOB_PROTOCOL_VERSION,
+      requestId,
+      model,
+      replyTo: this.router.channel,
+      deadline: now + deadlineMs,
+      enqueuedAt: now,
+    };
+  }
+
+  private open(session: RequestSession): RequestSession {
+    this.live.add(session);
+    this.byId.set(session.requestId, session);
+    return session;
+  }
+
+  private forget(session: RequestSession): void {
+    this.live.delete(session);
+    if (this.byId.get(session.requestId) === session) this.byId.delete(session.requestId);
+    if (this.size === 0) this.onIdle?.();
+  }
+
+  private checkLeases(leaseMs: number): void {
+    const now = Date.now();
+    for (const session of this.live) session.checkLease(now, leaseMs);
+  }
+
+  /** Lines about a request carry its id as a field, also when written from the reply subscription. */
+  private requestLogger(): SessionLogger {
+    const logger = this.logger;
+    return {
+      warn: (requestId, msg) => logger.warn({ msg: `request ${requestId}: ${msg}`, requestId }),
+      error: (requestId, msg) => logger.error({ msg: `request ${requestId}: ${msg}`, requestId }),
+    };
+  }
+}

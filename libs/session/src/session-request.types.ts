@@ -1,0 +1,97 @@
+import type { Principal } from '@mgw/access';
+import type {
+  ChatDoneMessage,
+  GatewayError,
+  ImageDoneMessage,
+  ImageMessage,
+  ModelEntry,
+  ModelKind,
+  TokenLogprob,
+  ToolCallMessage,
+} from '@mgw/contracts';
+import type { SseWriter } from '@mgw/http';
+import type { JobDataOf } from '@mgw/queue';
+
+/** A protocol's request as the session takes it: the internal job request plus protocol-neutral options. */
+export interface SessionRequest<K extends ModelKind> {
+  kind: K;
+  requestId: string;
+  principal: Principal;
+  /** The requested model id (resolved at admission), or undefined for the kind's default. */
+  model: string | undefined;
+  /** The internal job request (chat: the chat completions request shape). */
+  request: JobDataOf<K>['request'];
+  /** Tokens the request may use, for the key's token budget (0 when the kind uses none). */
+  tokenEstimate: number;
+  /** Checks of the request against a model it may be served by (what it supports, its context). */
+  checkModel?: (model: ModelEntry) => void;
+  /**
+   * The client's own choice about resuming a stream (`x-stream-resume`): 'on', 'off', or undefined for the
+   * model's catalog default (`streamResume`).
+   */
+  resume?: 'on' | 'off';
+  /** The job runs to its end even if the client leaves (a stored completion). */
+  outlivesClient?: boolean;
+}
+
+/** What a renderer needs to know of the request it renders. */
+export interface RenderContext {
+  requestId: string;
+  /** The model whose output it renders (a fallback's, when one serves). */
+  model: string;
+  /** When the request's first job was enqueued (epoch ms): a completion's `created`. */
+  createdMs: number;
+}
+
+/** Turns a job's output into the protocol's wire format. It holds no lifecycle state of its own. */
+export interface OutputRenderer {
+  /** `logprobs` only when the request asked for them. */
+  delta(choice: number, content: string, logprobs?: TokenLogprob[]): void;
+  /** A piece of a tool call; the first piece of each call carries its id and name. */
+  toolCall(piece: ToolCallMessage): void;
+  image(message: ImageMessage): void;
+}
+
+/** A streamed answer's renderer: it writes events as output arrives and ends the stream. */
+export interface StreamRenderer extends OutputRenderer {
+  /** The job's end: the final events and the protocol's end. */
+  done(message: ChatDoneMessage | ImageDoneMessage): void;
+  /** A failure after the stream opened: the protocol's error event, then its end. */
+  error(error: GatewayError): void;
+  /** The stream went on elsewhere (resumed on another gateway, or by another client): the connection closes. */
+  moved(): void;
+}
+
+/** A JSON answer's renderer: it collects output and gives the whole body at the end. */
+export interface JsonRenderer<T> extends OutputRenderer {
+  done(message: ChatDoneMessage | ImageDoneMessage): T | Promise<T>;
+}
+
+/** How a stream's events look on the wire. */
+export interface StreamFormat {
+  /**
+   * The protocol's name, kept in a resumable stream's meta: a stream is resumed only through the protocol
+   * that started it.
+   */
+  protocol: string;
+  /** The protocol's last line (`data: [DONE]` for chat completions), or null when it has none. */
+  endLine?: string | null;
+}
+
+/** How the response is delivered, as the front-end chose it. */
+export type Delivery<T = unknown> =
+  /** One JSON answer; `refuse` tells the session the answer cannot be given (it outgrew its bound). */
+  | {
+      mode: 'json';
+      renderer(context: RenderContext, refuse: (error: GatewayError) => void): JsonRenderer<T>;
+    }
+  /** Server-sent events: the 200 goes out when the session commits to a model. */
+  | { mode: 'stream'; format: StreamFormat; renderer(sse: SseWriter, context: RenderContext): StreamRenderer }
+  /**
+   * No client ever (a background response): the job runs to its end and the renderer records the outcome;
+   * `run` returns once the job is queued. The Responses API front-end fills this in.
+   */
+  | { mode: 'background'; renderer(context: RenderContext): StreamRenderer };
+
+/** The response header that names the model whose answer the client gets (a fallback's, when one served). */
+export const SERVED_MODEL_HEADER = 'x-served-model';

@@ -1,0 +1,69 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { KeyAuthenticator, KeyStore, Limiter, UsageReader } from '@mgw/access';
+import { GatewayConfig } from '@mgw/config';
+import { ServingPhase } from '@mgw/http';
+import { GatewayMetrics } from '@mgw/observability';
+import { JobProducer, ReplyRouter } from '@mgw/queue';
+import { ModelDirectory, RegistryClient } from '@mgw/registry';
+import { accessProviders } from './admission/access.providers';
+import { AdmissionService } from './admission/admission.service';
+import { KeyInvalidationListener } from './admission/key-invalidation.listener';
+import { ConnectionsModule } from './connections/connections.module';
+import { GatewayShutdown } from './lifecycle/gateway-shutdown';
+import { GatewayRegistryClient, modelDirectoryProvider } from './models/model-directory.provider';
+import { ModelResolver } from './models/model.resolver';
+import { CancelPublisher } from './queue/cancel.publisher';
+import { GatewayJobProducer } from './queue/job-producer.provider';
+import { GatewayReplyRouter } from './queue/reply-router.provider';
+import { RequestSessions } from './request-sessions';
+import { StreamLogStore } from './resume/stream-log.store';
+import { StreamResumer } from './resume/stream-resumer.service';
+
+/**
+ * The request core: what every front-end's request goes through — model resolution, admission against the
+ * key's limits, the job and its replies (the session), resume, the drain — on this gateway's connections.
+ * Imported by the features; it imports the connections, so those start first and stop last.
+ */
+@Module({})
+export class SessionModule {
+  static forRoot(config: GatewayConfig): DynamicModule {
+    return {
+      module: SessionModule,
+      imports: [ConnectionsModule.forRoot(config)],
+      providers: [
+        { provide: GatewayMetrics, useValue: new GatewayMetrics() },
+        { provide: JobProducer, useClass: GatewayJobProducer },
+        { provide: ReplyRouter, useClass: GatewayReplyRouter },
+        { provide: RegistryClient, useClass: GatewayRegistryClient },
+        modelDirectoryProvider,
+        CancelPublisher,
+        ...accessProviders,
+        KeyInvalidationListener,
+        AdmissionService,
+        ModelResolver,
+        StreamLogStore,
+        RequestSessions,
+        StreamResumer,
+        GatewayShutdown,
+        { provide: ServingPhase, useExisting: GatewayShutdown },
+      ],
+      exports: [
+        ConnectionsModule,
+        GatewayMetrics,
+        JobProducer,
+        ReplyRouter,
+        RegistryClient,
+        ModelDirectory,
+        KeyStore,
+        UsageReader,
+        KeyAuthenticator,
+        Limiter,
+        ModelResolver,
+        RequestSessions,
+        StreamResumer,
+        GatewayShutdown,
+        ServingPhase,
+      ],
+    };
+  }
+}
