@@ -5,6 +5,8 @@ export * from './openai/image-generation.types';
 export * from './openai/model.types';
 export * from './errors/gateway-error';
 export * from './dto/chat-completion-request.dto';
+export * from './dto/message-content';
+export * from './dto/unknown-fields';
 export * from './dto/image-generation-request.dto';
 export * from './dto/validate-dto';
 export * from './dto/request-size.limits';

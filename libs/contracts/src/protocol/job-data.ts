@@ -113,6 +113,14 @@ export class ChatJobData extends JobEnvelope {
     return problem && { param: `request.${problem.param}`, message: problem.message };
   }
 
+  /** The request's fields read as sent (see `ChatCompletionRequestDto.adoptPlainFields`). */
+  static adoptPlainFields(job: ChatJobData, plain: object): void {
+    const { request } = plain as { request?: unknown };
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) return;
+    if (job.request instanceof ChatCompletionRequestDto)
+      ChatCompletionRequestDto.adoptPlainFields(job.request, request);
+  }
+
   /** The request's rules across fields hold for a job read back from Redis too. */
   static problemAcrossFields(job: ChatJobData): FieldProblem | null {
     const problem = ChatCompletionRequestDto.problemAcrossFields(job.request);
