@@ -7,6 +7,8 @@ export * from './http/sse.writer';
 export * from './chat/chat-chunk.serializer';
 export * from './chat/completion.assembler';
 export * from './inflight/inflight-request';
+export * from './resume/stream-log.store';
+export * from './access/key-invalidation.listener';
 export * from './http/static-assets';
 export * from './gateway.app';
 export * from './openapi/openapi.document';
