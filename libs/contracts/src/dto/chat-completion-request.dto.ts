@@ -121,8 +121,8 @@ function isPlainRecord(value: unknown): value is Record<string, unknown> {
  * which words every error as it always has. A list of tool-loop messages is left to it too.
  *
  * class-validator costs ~10 µs per object it visits (it collects the class's metadata anew for each), and
- * class-transformer as much to build one: 4096 messages took ~100 ms before their content was looked at.
- * Here a message costs a few property reads and its content the same per part.
+ * class-transformer as much to build one: ~100 ms for 4096 messages before their content is looked at.
+ * Here a message costs a few property reads, and its content as much per part.
  */
 function messagesValidAsSent(messages: unknown, unknownFields: UnknownFields): boolean {
   if (!Array.isArray(messages) || messages.length < CHAT_LIMITS.messages.min) return false;
@@ -162,9 +162,9 @@ export class ChatMessageDto {
 
   /**
    * Null or absent only on an assistant message that called tools or refused (checked across fields).
-   * Checked as sent: class-transformer would copy every part into a new object (a body of 4096 messages of
-   * 95 tiny parts spent a second there), so it leaves the content out and `adoptPlainFields` puts the
-   * plain value on the message; the constraint reads plain parts anyway.
+   * Checked as sent: class-transformer would copy every part into a new object, a cost that a body of many
+   * tiny parts multiplies, so it leaves the content out and `adoptPlainFields` puts the plain value on the
+   * message; the constraint reads plain parts anyway.
    */
   @Exclude({ toClassOnly: true })
   @ValidateIf((message: ChatMessageDto) => message.role !== 'assistant' || message.content != null)
