@@ -12,9 +12,13 @@ const contracts = require(join(distDir, 'libs/contracts/src/index.js'));
 const { parseReplyFrame, parseReplyRecord, encodeReplyFrame } = contracts;
 
 const requestId = 'req_0123456789abcdef';
+// As workers write them: every message carries the reply protocol's version (a build before versions
+// ignores the field, so both builds read the same bytes).
+const v = 1;
 const messages = [
-  { requestId, seq: 0, kind: 'started', workerId: 'chat-host-1-abc' },
+  { v, requestId, seq: 0, kind: 'started', workerId: 'chat-host-1-abc' },
   ...Array.from({ length: 14 }, (_, i) => ({
+    v,
     requestId,
     seq: i + 1,
     kind: 'delta',
@@ -22,6 +26,7 @@ const messages = [
     content: ' token',
   })),
   {
+    v,
     requestId,
     seq: 15,
     kind: 'chat-done',

@@ -97,6 +97,49 @@ describe('worker job protocol', () => {
     expect(job.failedReason).toContain('invalid job payload');
   });
 
+  it('answers a job of a newer gateway of the same protocol version, whose fields it does not know', async () => {
+    const requestId = randomBytes(16).toString('hex');
+    const part = { type: 'text', text: 'three small words', cache_control: { type: 'ephemeral' } };
+    await queue.add(
+      'chat',
+      {
+        ...envelope(requestId),
+        queuedBy: 'gw-next',
+        request: { messages: [{ role: 'user', content: [part], tag: 'x' }], future_parameter: 1 },
+      },
+      { jobId: requestId },
+    );
+    const messages = await messagesOf(requestId, 'chat-done');
+    expect(messages.map((m) => m.kind)).toContain('delta');
+  });
+
+  it('answers a job without a version as version 1', async () => {
+    const requestId = randomBytes(16).toString('hex');
+    const { v: _v, ...unversioned } = envelope(requestId);
+    await queue.add(
+      'chat',
+      { ...unversioned, request: { messages: [{ role: 'user', content: 'three small words' }] } },
+      { jobId: requestId },
+    );
+    await messagesOf(requestId, 'chat-done');
+  });
+
+  it('refuses a job of the next protocol version, saying so in its log', async () => {
+    const requestId = randomBytes(16).toString('hex');
+    await queue.add(
+      'chat',
+      { ...envelope(requestId), v: 2, request: { messages: [{ role: 'user', content: 'x' }] } },
+      { jobId: requestId },
+    );
+    const [error] = await messagesOf(requestId, 'error');
+    expect(error).toMatchObject({ kind: 'error', seq: 0, error: { status: 500, code: 'internal_error' } });
+    await waitFor('the refusal in the worker log', () =>
+      stack
+        .logs('chat-worker')
+        .includes('job of protocol version 2 refused: this process reads versions 1 to 1'),
+    );
+  });
+
   it('does not start a job whose deadline passed while it waited', async () => {
     const requestId = randomBytes(16).toString('hex');
     await queue.add(

@@ -146,3 +146,77 @@ describe('faults: validation cost before bounds', () => {
     );
   });
 });
+
+/**
+ * A valid body of many tiny content parts is read as sent, not copied part by part: 4096 messages of 95
+ * parts (10.2 MB, under the default body limit) cost class-transformer 1–1.7 s of the gateway's event loop,
+ * and as much again on the worker.
+ */
+describe('faults: a body of many tiny content parts', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await Stack.start({
+      catalog: CATALOG,
+      without: ['image-worker'],
+      waitForModels: ['sim-chat-words', 'sim-chat'],
+    });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('answers and refuses such bodies while a stream on the same gateway keeps its pace', async () => {
+    // Built before the paced stream starts, so building them does not stall this process's own reading.
+    const manyParts = () => ({
+      model: 'sim-chat',
+      max_tokens: 4,
+      messages: Array.from({ length: 4096 }, () => ({
+        role: 'user',
+        content: Array.from({ length: 95 }, () => text('')),
+      })),
+    });
+    const valid = JSON.stringify(manyParts());
+    const invalidBody = manyParts();
+    invalidBody.messages[4095]!.content[94] = { type: 'text', text: 7 as unknown as string };
+    const invalid = JSON.stringify(invalidBody);
+    expect(valid.length).toBeGreaterThan(10_000_000);
+    // The model's registry lookup, cached now: a cold one times out after 1 s on a loaded machine, which is
+    // not what this test is about.
+    expect(
+      (await stack.post('/v1/chat/completions', { model: 'sim-chat', max_tokens: 1, messages: [user('x')] }))
+        .status,
+    ).toBe(200);
+    const answer = async (body: string) => {
+      const sentAt = performance.now();
+      const response = await stack.post('/v1/chat/completions', body);
+      const json = (await response.json()) as Partial<ErrorBody>;
+      return { status: response.status, body: json, ms: performance.now() - sentAt, at: performance.now() };
+    };
+    let answers: Promise<Array<Awaited<ReturnType<typeof answer>>>> | null = null;
+    const { maxGapMs, chunks } = await pacedStreamGaps(stack, 'sim-chat-words', () => {
+      // One after the other: each one's stall of the stream is its own.
+      answers = (async () => [await answer(valid), await answer(invalid)])();
+    });
+    const streamEndedAt = performance.now();
+    const [ok, refused] = await answers!;
+    expect(ok!.status).toBe(200);
+    expect(refused!.status).toBe(400);
+    expect(refused!.body.error).toEqual({
+      message: `Invalid 'messages[4095].content': content[94].text: expected a string, got 7.`,
+      type: 'invalid_request_error',
+      param: 'messages[4095].content',
+      code: null,
+    });
+    // Both answers come while the ~5.5 s stream still runs. Loose bounds, for a shared 2-core machine: each
+    // body still costs the gateway and the worker a JSON.parse of 10 MB (~100 ms each when idle), where
+    // copying its parts with class-transformer cost 1–1.7 s.
+    for (const { ms, at } of [ok!, refused!]) {
+      expect(at).toBeLessThan(streamEndedAt);
+      expect(ms).toBeLessThan(5000);
+    }
+    expect(chunks).toBeGreaterThan(50);
+    expect(maxGapMs).toBeLessThan(1500);
+  });
+});

@@ -37,7 +37,7 @@ export class CancelListener {
     try {
       message = parseControlMessage(raw);
     } catch (error) {
-      this.logger.warn(`ignoring malformed control message: ${(error as Error).message}`);
+      this.logger.warn(`ignoring control message: ${(error as Error).message}`);
       return;
     }
     const job = this.running.get(message.requestId);

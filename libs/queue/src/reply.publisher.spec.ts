@@ -1,10 +1,12 @@
 import type { Redis } from 'ioredis';
-import { MAX_REPLY_FRAME_MESSAGES, parseReplyFrame } from '@mgw/contracts';
+import { MAX_REPLY_FRAME_MESSAGES, parseReplyFrame, REPLY_PROTOCOL_VERSION } from '@mgw/contracts';
 import { ReplyBatcher } from './reply.batcher';
 import { ReplyStreamWriter, type OutgoingReply } from './reply.publisher';
 
 const CHANNEL = 'mgw:reply:gw-1';
 const REQUEST_ID = 'req_abc123';
+/** Every message carries the reply protocol's version. */
+const v = REPLY_PROTOCOL_VERSION;
 
 interface Deferred<T> {
   promise: Promise<T>;
@@ -121,10 +123,11 @@ describe('ReplyStreamWriter', () => {
     expect(redis.publishes).toHaveLength(1);
     expect(redis.publishAt(0).channel).toBe(CHANNEL);
     expect(redis.publishAt(0).messages).toEqual([
-      { requestId: REQUEST_ID, seq: 0, kind: 'started', workerId: 'worker-1' },
-      { requestId: REQUEST_ID, seq: 1, kind: 'delta', choice: 0, content: 'Hel' },
-      { requestId: REQUEST_ID, seq: 2, kind: 'delta', choice: 0, content: 'lo' },
+      { v, requestId: REQUEST_ID, seq: 0, kind: 'started', workerId: 'worker-1' },
+      { v, requestId: REQUEST_ID, seq: 1, kind: 'delta', choice: 0, content: 'Hel' },
+      { v, requestId: REQUEST_ID, seq: 2, kind: 'delta', choice: 0, content: 'lo' },
       {
+        v,
         requestId: REQUEST_ID,
         seq: 3,
         kind: 'chat-done',
@@ -142,6 +145,7 @@ describe('ReplyStreamWriter', () => {
     expect(redis.order).toEqual(['publish 0', 'publish 1']);
     // A frame of one message is the message itself, as before frames existed.
     expect(JSON.parse(redis.publish.mock.calls[1]![1])).toEqual({
+      v,
       requestId: REQUEST_ID,
       seq: 1,
       kind: 'delta',
@@ -257,6 +261,7 @@ describe('ReplyStreamWriter', () => {
         ttl: 120_000,
       });
       expect(redis.publishAt(0).message).toEqual({
+        v,
         requestId: REQUEST_ID,
         seq: 0,
         kind: 'image',

@@ -1,4 +1,4 @@
-import type { ReplyMessage } from '@mgw/contracts';
+import { REPLY_PROTOCOL_VERSION, type ReplyMessage } from '@mgw/contracts';
 import type { ReplyBatcher, ReplyLog } from './reply.batcher';
 
 type Outgoing<M> = M extends ReplyMessage ? Omit<M, 'requestId' | 'seq'> : never;
@@ -108,7 +108,12 @@ export class ReplyStreamWriter {
   private encode(message: OutgoingReply): string {
     this.lastSend = Date.now();
     this.observer?.onSend(message);
-    return JSON.stringify({ requestId: this.requestId, seq: this.seq++, ...message });
+    return JSON.stringify({
+      v: REPLY_PROTOCOL_VERSION,
+      requestId: this.requestId,
+      seq: this.seq++,
+      ...message,
+    });
   }
 
   /** `channel`: where a published frame went (null for a stored payload). */

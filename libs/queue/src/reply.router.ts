@@ -97,9 +97,7 @@ export class ReplyRouter {
       message = parseReplyRecord(record);
     } catch (error) {
       const requestId = requestIdOfRecord(record);
-      this.logger.warn(
-        `dropping malformed reply (request ${requestId ?? 'unknown'}): ${(error as Error).message}`,
-      );
+      this.logger.warn(`dropping reply (request ${requestId ?? 'unknown'}): ${(error as Error).message}`);
       if (requestId) this.fail(requestId, error as ProtocolError);
       return;
     }

@@ -1,6 +1,9 @@
+import { Logger } from '@nestjs/common';
 import { ClientProxyFactory, Transport, type ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom, lastValueFrom, timeout } from 'rxjs';
 import {
+  readModelList,
+  readModelLookup,
   registryPatterns,
   type ModelEntry,
   type ModelLookup,
@@ -14,6 +17,7 @@ import { redisOptionsFromUrl } from '@mgw/queue';
 export class RegistryClient {
   private readonly proxy: ClientProxy;
   private readonly patterns: RegistryPatterns;
+  private readonly logger = new Logger('Registry');
 
   constructor(redisUrl: string, namespace: string) {
     this.patterns = registryPatterns(namespace);
@@ -27,16 +31,28 @@ export class RegistryClient {
     await this.proxy.connect();
   }
 
-  listModels(timeoutMs: number): Promise<ModelEntry[]> {
-    return firstValueFrom(
-      this.proxy.send<ModelEntry[]>(this.patterns.listModels, {}).pipe(timeout(timeoutMs)),
+  async listModels(timeoutMs: number): Promise<ModelEntry[]> {
+    const answer = await firstValueFrom(
+      this.proxy.send<unknown>(this.patterns.listModels, {}).pipe(timeout(timeoutMs)),
     );
+    return this.read(readModelList, answer, 'model list');
   }
 
-  getModel(id: string, timeoutMs: number): Promise<ModelLookup> {
-    return firstValueFrom(
-      this.proxy.send<ModelLookup>(this.patterns.getModel, { id }).pipe(timeout(timeoutMs)),
+  async getModel(id: string, timeoutMs: number): Promise<ModelLookup> {
+    const answer = await firstValueFrom(
+      this.proxy.send<unknown>(this.patterns.getModel, { id }).pipe(timeout(timeoutMs)),
     );
+    return this.read(readModelLookup, answer, `lookup of ${id}`);
+  }
+
+  /** The registry is another process: its answers are read by the registry protocol's rules. */
+  private read<T>(reader: (answer: unknown) => T, answer: unknown, what: string): T {
+    try {
+      return reader(answer);
+    } catch (error) {
+      this.logger.warn(`refusing the registry's ${what}: ${(error as Error).message}`);
+      throw error;
+    }
   }
 
   async heartbeat(beat: WorkerHeartbeatDto): Promise<void> {

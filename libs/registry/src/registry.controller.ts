@@ -1,13 +1,14 @@
 import { Controller, Inject, Logger, type Type } from '@nestjs/common';
 import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import {
-  GatewayError,
   ModelLookupRequestDto,
-  validateDto,
+  readVersionedDto,
+  registryAnswer,
   WorkerDeregistrationDto,
   WorkerHeartbeatDto,
   type ModelEntry,
   type ModelLookup,
+  type RegistryAnswer,
   type RegistryPatterns,
 } from '@mgw/contracts';
 import { WorkerDirectory } from './worker.directory';
@@ -41,23 +42,22 @@ export function createRegistryController(patterns: RegistryPatterns): Type<unkno
     }
 
     @MessagePattern(patterns.listModels)
-    listModels(): ModelEntry[] {
-      return this.directory.list();
+    listModels(): RegistryAnswer<ModelEntry>[] {
+      return this.directory.list().map(registryAnswer);
     }
 
     @MessagePattern(patterns.getModel)
-    getModel(@Payload() payload: unknown): ModelLookup {
+    getModel(@Payload() payload: unknown): RegistryAnswer<ModelLookup> {
       const request = this.parse(ModelLookupRequestDto, payload, 'model lookup');
-      return request ? this.directory.lookup(request.id) : { state: 'unknown' };
+      return registryAnswer(request ? this.directory.lookup(request.id) : { state: 'unknown' });
     }
 
+    /** A worker's or gateway's message, read by the registry protocol's rules (see protocol-version.ts). */
     private parse<T extends object>(cls: new () => T, payload: unknown, what: string): T | null {
       try {
-        return validateDto(cls, payload);
+        return readVersionedDto(cls, payload, 'registry');
       } catch (error) {
-        this.logger.warn(
-          `ignoring invalid ${what}: ${error instanceof GatewayError ? error.message : String(error)}`,
-        );
+        this.logger.warn(`ignoring ${what}: ${error instanceof Error ? error.message : String(error)}`);
         return null;
       }
     }

@@ -4,8 +4,8 @@ import {
   GatewayError,
   REQUEST_ID_PATTERN,
   streamLogKeyFor,
+  readJobData,
   streamRouteKeyFor,
-  validateDto,
   type ResumeOptions,
   type WireError,
 } from '@mgw/contracts';
@@ -240,7 +240,7 @@ export class JobRunner {
     servedModel: string,
   ): Promise<T> {
     try {
-      const data = validateDto(cls, job.data);
+      const data = readJobData(cls, job.data);
       if (data.model !== servedModel) {
         throw new Error(`job for model "${data.model}" arrived on the queue of "${servedModel}"`);
       }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { GatewayError } from '@mgw/contracts';
+import { encodeKeyInvalidation, GatewayError } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
 import { readApiKeyRecord } from './api-key-record.reader';
 import {
@@ -60,7 +60,7 @@ export class KeyStore {
       .set(this.names.keyRecord(record.id), JSON.stringify(record))
       .set(this.names.keyByHash(record.hash), record.id)
       .sadd(this.names.keyIds, record.id)
-      .publish(this.names.keysChanged, record.hash)
+      .publish(this.names.keysChanged, encodeKeyInvalidation(record.hash))
       .exec();
     return { ...toKeyView(record), key };
   }
@@ -108,7 +108,7 @@ export class KeyStore {
     await this.redis
       .multi()
       .set(this.names.keyRecord(id), JSON.stringify(next))
-      .publish(this.names.keysChanged, next.hash)
+      .publish(this.names.keysChanged, encodeKeyInvalidation(next.hash))
       .exec();
     return toKeyView(next);
   }
@@ -121,7 +121,7 @@ export class KeyStore {
       .multi()
       .set(this.names.keyRecord(id), JSON.stringify(revoked))
       .del(this.names.keyByHash(record.hash))
-      .publish(this.names.keysChanged, record.hash)
+      .publish(this.names.keysChanged, encodeKeyInvalidation(record.hash))
       .exec();
     return toKeyView(revoked);
   }

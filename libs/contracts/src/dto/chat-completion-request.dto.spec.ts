@@ -961,3 +961,117 @@ describe('lean and extended validation classes', () => {
     expect(dto).not.toBeInstanceOf(ExtendedChatCompletionRequestDto);
   });
 });
+
+describe('messages valid as sent', () => {
+  const parts = (count: number) => Array.from({ length: count }, () => ({ type: 'text', text: '' }));
+  const manyParts = () => ({
+    model: 'sim-chat',
+    messages: Array.from({ length: 4096 }, () => ({ role: 'user', content: parts(95) })),
+  });
+
+  it('keeps a valid body of 4096 messages × 95 parts as sent: no message or part is copied', () => {
+    const plain = manyParts();
+    const dto = validateDto(ChatCompletionRequestDto, plain, { contentParts: 256, textChars: 1000 });
+    expect(dto).toBeInstanceOf(ChatCompletionRequestDto);
+    expect(dto.messages).toBe(plain.messages);
+    expect(dto.messages[4095]!.content).toBe(plain.messages[4095]!.content);
+  });
+
+  it('keeps the messages of an extended body as sent too', () => {
+    const plain: Record<string, unknown> = { ...base(), logprobs: true };
+    const dto = validate(plain);
+    expect(dto).toBeInstanceOf(ExtendedChatCompletionRequestDto);
+    expect(dto.messages).toBe(plain['messages']);
+  });
+
+  it('transforms the messages of a tool loop, keeping each content as sent', () => {
+    const content = parts(3);
+    const plain = {
+      messages: [
+        { role: 'user', content },
+        { role: 'assistant', content: null, refusal: 'No.' },
+      ],
+    };
+    const dto = validate(plain);
+    expect(dto.messages[0]).toBeInstanceOf(ToolLoopMessageDto);
+    expect(dto.messages[0]!.content).toBe(content);
+    expect(dto.messages[1]!.content).toBeNull();
+  });
+
+  it('keeps a job request’s messages as sent', () => {
+    const request = manyParts();
+    const job = validateDto(ChatJobData, {
+      v: 1,
+      requestId: 'req_0123456789',
+      model: 'sim-chat',
+      replyTo: 'mgw:reply:gw',
+      deadline: Date.now() + 60_000,
+      enqueuedAt: Date.now(),
+      request,
+    });
+    expect(job.request.messages).toBe(request.messages);
+  });
+
+  // Refusals always come from class-validator, which reads the messages whenever one of them is not valid as
+  // sent: the first problem and its words are what they always were, wherever it is.
+  const valid = Array.from({ length: 3 }, () => ({ role: 'user', content: parts(2) }));
+  it.each<[string, unknown, string, string]>([
+    [
+      'a part after valid messages',
+      { role: 'user', content: [...parts(4), { type: 'text', text: 1 }] },
+      'messages[3].content',
+      `Invalid 'messages[3].content': content[4].text: expected a string, got 1.`,
+    ],
+    [
+      'a role',
+      { role: 'robot', content: 'x' },
+      'messages[3].role',
+      `Invalid 'messages[3].role': expected one of system, user, assistant, developer, tool, got "robot".`,
+    ],
+    [
+      'a name',
+      { role: 'user', content: 'x', name: 'n'.repeat(65) },
+      'messages[3].name',
+      `Invalid 'messages[3].name': expected a string of at most 64 characters, got a string of length 65.`,
+    ],
+    [
+      'an unknown field',
+      { role: 'user', content: 'x', colour: 'red' },
+      'messages[3].colour',
+      'Unrecognized request argument supplied: messages[3].colour',
+    ],
+    [
+      'a tool result with an image',
+      { role: 'tool', content: [{ type: 'image_url', image_url: { url: 'u' } }] },
+      'messages[3].content',
+      `Invalid 'messages[3].content': content[0].type: expected 'text' (a tool result is text), got "image_url".`,
+    ],
+    [
+      'a message that is a list',
+      ['user', 'x'],
+      'messages[3]',
+      `Invalid 'messages[3]': expected an object, got an array of 2.`,
+    ],
+  ])('refuses %s as class-validator words it', (_what, message, param, text) => {
+    const error = rejection({ messages: [...valid, message, ...valid] });
+    expect(error.param).toBe(param);
+    expect(error.message).toBe(text);
+  });
+
+  it('reports a field before the messages when the messages are valid as sent', () => {
+    expect(rejection({ ...base(), temperature: 3 }).param).toBe('temperature');
+    expect(rejection({ ...base(), colour: 'red' }).message).toBe(
+      'Unrecognized request argument supplied: colour',
+    );
+  });
+
+  it('still refuses an assistant message with neither content nor tool calls across fields', () => {
+    const error = rejection({
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'assistant', content: null },
+      ],
+    });
+    expect(error.param).toBe('messages[1].content');
+  });
+});

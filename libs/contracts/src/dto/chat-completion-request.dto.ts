@@ -1,4 +1,4 @@
-import { Type } from 'class-transformer';
+import { Exclude, Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayMinSize,
@@ -32,8 +32,16 @@ import {
   ToolDto,
   type ToolChoiceOption,
 } from './chat-tools.dto';
+import {
+  IMAGE_DETAILS,
+  IsMessageContentConstraint,
+  messageContentProblem,
+  type ChatMessageContent,
+  type TextContentPart,
+} from './message-content';
 import { MODEL_REQUEST_LIMITS, ModelRequestDto } from './model-request.dto';
 import type { RequestSizeLimits } from './request-size.limits';
+import { unknownFieldOf, unknownFieldsNow, type UnknownFields } from './unknown-fields';
 import type { FieldProblem } from './validate-dto';
 import { describeValue, expected } from './validation-message';
 
@@ -50,7 +58,7 @@ export const CHAT_LIMITS = {
   messages: { min: 1, max: 4096 },
   stop: { min: 1, max: 4, maxLength: 256 },
   ...MODEL_REQUEST_LIMITS,
-  imageParts: { detail: ['auto', 'low', 'high'] as const },
+  imageParts: { detail: IMAGE_DETAILS },
   logprobs: { topMin: 0, topMax: 20 },
 } as const;
 
@@ -59,77 +67,6 @@ export const VERBOSITIES = ['low', 'medium', 'high'] as const;
 export const SERVICE_TIERS = ['auto', 'default', 'flex', 'scale', 'priority'] as const;
 export const PROMPT_CACHE_RETENTIONS = ['in-memory', '24h'] as const;
 const ADVISORY_STRING_MAX = 1024;
-
-export interface TextContentPart {
-  type: 'text';
-  text: string;
-}
-
-export interface ImageUrlContentPart {
-  type: 'image_url';
-  image_url: { url: string; detail?: 'auto' | 'low' | 'high' };
-}
-
-export type ChatContentPart = TextContentPart | ImageUrlContentPart;
-export type ChatMessageContent = string | ChatContentPart[];
-
-function contentPartProblem(part: unknown, path: string, textOnly: boolean): string | null {
-  if (typeof part !== 'object' || part === null || Array.isArray(part)) {
-    return `${path}: expected a content part object, got ${describeValue(part)}.`;
-  }
-  const record = part as Record<string, unknown>;
-  if (textOnly && record.type !== 'text') {
-    return `${path}.type: expected 'text' (a tool result is text), got ${describeValue(record.type)}.`;
-  }
-  const allowed = record.type === 'text' ? ['type', 'text'] : ['type', 'image_url'];
-  const extra = Object.keys(record).find((key) => !allowed.includes(key));
-  if (record.type === 'text') {
-    if (typeof record.text !== 'string')
-      return `${path}.text: expected a string, got ${describeValue(record.text)}.`;
-  } else if (record.type === 'image_url') {
-    const image = record.image_url;
-    if (typeof image !== 'object' || image === null || Array.isArray(image)) {
-      return `${path}.image_url: expected an object with a 'url', got ${describeValue(image)}.`;
-    }
-    const { url, detail, ...rest } = image as Record<string, unknown>;
-    if (typeof url !== 'string' || url.length === 0) {
-      return `${path}.image_url.url: expected a non-empty string, got ${describeValue(url)}.`;
-    }
-    if (detail !== undefined && !CHAT_LIMITS.imageParts.detail.includes(detail as 'auto')) {
-      return `${path}.image_url.detail: expected one of auto, low, high, got ${describeValue(detail)}.`;
-    }
-    const unknownKey = Object.keys(rest)[0];
-    if (unknownKey !== undefined) return `${path}.image_url: unrecognized field '${unknownKey}'.`;
-  } else {
-    return `${path}.type: expected 'text' or 'image_url', got ${describeValue(record.type)}.`;
-  }
-  return extra === undefined ? null : `${path}: unrecognized field '${extra}'.`;
-}
-
-/** A message's content: a string, or OpenAI content parts (`text`, `image_url`; a tool result: `text` only). */
-@ValidatorConstraint({ name: 'isMessageContent' })
-export class IsMessageContentConstraint implements ValidatorConstraintInterface {
-  private problem(value: unknown, message: object): string | null {
-    if (typeof value === 'string') return null;
-    if (!Array.isArray(value))
-      return `expected a string or an array of content parts, got ${describeValue(value)}.`;
-    if (value.length === 0) return 'expected at least one content part.';
-    const textOnly = (message as { role?: unknown }).role === 'tool';
-    for (let i = 0; i < value.length; i++) {
-      const problem = contentPartProblem(value[i], `content[${i}]`, textOnly);
-      if (problem !== null) return problem;
-    }
-    return null;
-  }
-
-  validate(value: unknown, args: ValidationArguments): boolean {
-    return this.problem(value, args.object) === null;
-  }
-
-  defaultMessage(args: ValidationArguments): string {
-    return this.problem(args.value, args.object) ?? 'invalid content.';
-  }
-}
 
 /** `stop`: a string or an array of 1–4 strings (the spec: "up to 4 stop sequences"). */
 @ValidatorConstraint({ name: 'isStop' })
@@ -170,6 +107,39 @@ function usesToolMessageKeys(messages: unknown): boolean {
   return false;
 }
 
+const MESSAGE_NAME_MAX = 64;
+const MESSAGE_FIELDS = ['role', 'content', 'name'];
+
+function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Whether `messages` is a list class-validator would accept as `ChatMessageDto`s, read on the plain
+ * objects: role, content and name as `ChatMessageDto` checks them, no other field (in 'drop' mode other
+ * fields are deleted instead). Never a refusal: a list this does not accept is validated by class-validator,
+ * which words every error as it always has. A list of tool-loop messages is left to it too.
+ *
+ * class-validator costs ~10 µs per object it visits (it collects the class's metadata anew for each), and
+ * class-transformer as much to build one: ~100 ms for 4096 messages before their content is looked at.
+ * Here a message costs a few property reads, and its content as much per part.
+ */
+function messagesValidAsSent(messages: unknown, unknownFields: UnknownFields): boolean {
+  if (!Array.isArray(messages) || messages.length < CHAT_LIMITS.messages.min) return false;
+  if (messages.length > CHAT_LIMITS.messages.max || usesToolMessageKeys(messages)) return false;
+  for (const message of messages) {
+    if (!isPlainRecord(message)) return false;
+    const { role, content, name } = message;
+    if (typeof role !== 'string' || !(CHAT_ROLES as readonly string[]).includes(role)) return false;
+    if (role !== 'assistant' || content != null) {
+      if (messageContentProblem(content, role, unknownFields) !== null) return false;
+    }
+    if (name != null && (typeof name !== 'string' || name.length > MESSAGE_NAME_MAX)) return false;
+    if (unknownFieldOf(message, MESSAGE_FIELDS, unknownFields) !== undefined) return false;
+  }
+  return true;
+}
+
 /** The keys of a tool loop's messages (validated by `ToolLoopMessageDto`). */
 interface ToolLoopMessageFields {
   tool_calls?: ToolCallDto[];
@@ -190,13 +160,19 @@ export class ChatMessageDto {
   @IsString({ message: expected('a string') })
   role!: ChatRole;
 
-  /** Null or absent only on an assistant message that called tools or refused (checked across fields). */
+  /**
+   * Null or absent only on an assistant message that called tools or refused (checked across fields).
+   * Checked as sent: class-transformer would copy every part into a new object, a cost that a body of many
+   * tiny parts multiplies, so it leaves the content out and `adoptPlainFields` puts the plain value on the
+   * message; the constraint reads plain parts anyway.
+   */
+  @Exclude({ toClassOnly: true })
   @ValidateIf((message: ChatMessageDto) => message.role !== 'assistant' || message.content != null)
   @Validate(IsMessageContentConstraint)
   content!: ChatMessageContent | null;
 
   @IsOptional()
-  @MaxLength(64, { message: expected('a string of at most 64 characters') })
+  @MaxLength(MESSAGE_NAME_MAX, { message: expected(`a string of at most ${MESSAGE_NAME_MAX} characters`) })
   @IsString({ message: expected('a string') })
   name?: string;
 
@@ -486,10 +462,46 @@ export class ChatCompletionRequestDto extends ModelRequestDto {
     return chatRequestSizeProblem(plain as Record<string, unknown>, limits);
   }
 
-  /** The class that validates `plain` (see `validateDto`). */
+  /**
+   * The class that validates `plain` (see `validateDto`): the extended one when the body has a newer
+   * parameter, and a variant that takes the messages as sent when they are valid as they are (see
+   * `messagesValidAsSent`), which is what nearly every body's messages are.
+   */
   static validationClassFor(plain: object): typeof ChatCompletionRequestDto {
-    for (const key in plain) if (EXTENSION_KEYS.has(key)) return ExtendedChatCompletionRequestDto;
-    return ChatCompletionRequestDto;
+    let extended = false;
+    for (const key in plain) {
+      if (!EXTENSION_KEYS.has(key)) continue;
+      extended = true;
+      break;
+    }
+    const asSent = messagesValidAsSent((plain as { messages?: unknown }).messages, unknownFieldsNow());
+    if (extended) return asSent ? ExtendedChatRequestWithMessagesAsSent : ExtendedChatCompletionRequestDto;
+    return asSent ? ChatRequestWithMessagesAsSent : ChatCompletionRequestDto;
+  }
+
+  /**
+   * Puts on `request` (transformed from `plain`) what class-transformer left out because it is read as sent:
+   * all the messages when they were valid as sent, or else each message's content.
+   */
+  static adoptPlainFields(request: ChatCompletionRequestDto, plain: object): void {
+    const messages = (plain as { messages?: unknown }).messages;
+    if (
+      request instanceof ChatRequestWithMessagesAsSent ||
+      request instanceof ExtendedChatRequestWithMessagesAsSent
+    ) {
+      request.messages = messages as ChatMessageDto[];
+      return;
+    }
+    const transformed: unknown = request.messages;
+    if (!Array.isArray(messages) || !Array.isArray(transformed)) return;
+    // class-transformer maps a list element by element, so message i of both lists is the same message.
+    for (let i = 0; i < messages.length; i++) {
+      const source: unknown = messages[i];
+      const target: unknown = transformed[i];
+      if (isPlainRecord(source) && Object.hasOwn(source, 'content') && target instanceof ChatMessageDto) {
+        target.content = source.content as ChatMessageContent | null;
+      }
+    }
   }
 
   /**
@@ -653,4 +665,27 @@ export class ExtendedChatCompletionRequestDto
   @MaxLength(64, { message: expected('a string of at most 64 characters') })
   @IsString({ message: expected('a string') })
   override safety_identifier?: string;
+}
+
+/**
+ * `messages` already validated as sent (see `ChatCompletionRequestDto.validationClassFor`): class-transformer
+ * leaves them out and class-validator skips them; `adoptPlainFields` puts them on the request as they are.
+ */
+function MessagesValidatedAsSent(): PropertyDecorator {
+  return (target, key) => {
+    Exclude({ toClassOnly: true })(target, key);
+    ValidateIf(() => false)(target, key);
+  };
+}
+
+/** A chat request whose messages were valid as sent. */
+class ChatRequestWithMessagesAsSent extends ChatCompletionRequestDto {
+  @MessagesValidatedAsSent()
+  declare messages: ChatMessageDto[];
+}
+
+/** An extended chat request whose messages were valid as sent. */
+class ExtendedChatRequestWithMessagesAsSent extends ExtendedChatCompletionRequestDto {
+  @MessagesValidatedAsSent()
+  declare messages: ChatMessageDto[];
 }

@@ -15,6 +15,7 @@ import {
   type ValidatorConstraintInterface,
 } from 'class-validator';
 import { IsJsonSchemaConstraint, IsParametersSchemaConstraint } from './json-schema.bounds';
+import { unknownFieldOf, unknownFieldsNow, type UnknownFields } from './unknown-fields';
 import { describeValue, expected } from './validation-message';
 
 /** OpenAI's rule for function and response-format names. */
@@ -98,8 +99,10 @@ export type ToolChoiceOption =
   'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
 
 const TOOL_CHOICE_MODES = ['none', 'auto', 'required'];
+const TOOL_CHOICE_FIELDS = ['type', 'function'];
+const NAME_ONLY = ['name'];
 
-function toolChoiceProblem(value: unknown): string | null {
+function toolChoiceProblem(value: unknown, unknownFields: UnknownFields): string | null {
   if (typeof value === 'string') {
     return TOOL_CHOICE_MODES.includes(value)
       ? null
@@ -108,18 +111,19 @@ function toolChoiceProblem(value: unknown): string | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return `expected 'none', 'auto', 'required' or {"type": "function", "function": {"name": …}}, got ${describeValue(value)}.`;
   }
-  const { type, function: fn, ...rest } = value as Record<string, unknown>;
+  const choice = value as Record<string, unknown>;
+  const { type, function: fn } = choice;
   if (type !== 'function') return `type: expected 'function', got ${describeValue(type)}.`;
-  const unknownKey = Object.keys(rest)[0];
+  const unknownKey = unknownFieldOf(choice, TOOL_CHOICE_FIELDS, unknownFields);
   if (unknownKey !== undefined) return `unrecognized field '${unknownKey}'.`;
   if (typeof fn !== 'object' || fn === null || Array.isArray(fn)) {
     return `function: expected an object with a name, got ${describeValue(fn)}.`;
   }
-  const { name, ...fnRest } = fn as Record<string, unknown>;
-  if (typeof name !== 'string' || !TOOL_NAME_PATTERN.test(name)) {
-    return `function.name: expected a function name, got ${describeValue(name)}.`;
+  const named = fn as Record<string, unknown>;
+  if (typeof named.name !== 'string' || !TOOL_NAME_PATTERN.test(named.name)) {
+    return `function.name: expected a function name, got ${describeValue(named.name)}.`;
   }
-  const unknownFnKey = Object.keys(fnRest)[0];
+  const unknownFnKey = unknownFieldOf(named, NAME_ONLY, unknownFields);
   return unknownFnKey === undefined ? null : `function: unrecognized field '${unknownFnKey}'.`;
 }
 
@@ -127,11 +131,11 @@ function toolChoiceProblem(value: unknown): string | null {
 @ValidatorConstraint({ name: 'isToolChoice' })
 export class IsToolChoiceConstraint implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
-    return toolChoiceProblem(value) === null;
+    return toolChoiceProblem(value, unknownFieldsNow()) === null;
   }
 
   defaultMessage(args: ValidationArguments): string {
-    return toolChoiceProblem(args.value) ?? 'invalid tool_choice.';
+    return toolChoiceProblem(args.value, unknownFieldsNow()) ?? 'invalid tool_choice.';
   }
 }
 
@@ -158,13 +162,16 @@ export class ResponseFormatDto {
 }
 
 /** `prediction`: predicted output content (honoured by backends that relay it upstream). */
-function predictionProblem(value: unknown): string | null {
+const PREDICTION_FIELDS = ['type', 'content'];
+
+function predictionProblem(value: unknown, unknownFields: UnknownFields): string | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return `expected {"type": "content", "content": …}, got ${describeValue(value)}.`;
   }
-  const { type, content, ...rest } = value as Record<string, unknown>;
+  const prediction = value as Record<string, unknown>;
+  const { type, content } = prediction;
   if (type !== 'content') return `type: expected 'content', got ${describeValue(type)}.`;
-  const unknownKey = Object.keys(rest)[0];
+  const unknownKey = unknownFieldOf(prediction, PREDICTION_FIELDS, unknownFields);
   if (unknownKey !== undefined) return `unrecognized field '${unknownKey}'.`;
   if (typeof content === 'string') return null;
   if (!Array.isArray(content) || content.length === 0) {
@@ -182,10 +189,10 @@ function predictionProblem(value: unknown): string | null {
 @ValidatorConstraint({ name: 'isPrediction' })
 export class IsPredictionConstraint implements ValidatorConstraintInterface {
   validate(value: unknown): boolean {
-    return predictionProblem(value) === null;
+    return predictionProblem(value, unknownFieldsNow()) === null;
   }
 
   defaultMessage(args: ValidationArguments): string {
-    return predictionProblem(args.value) ?? 'invalid prediction.';
+    return predictionProblem(args.value, unknownFieldsNow()) ?? 'invalid prediction.';
   }
 }

@@ -34,6 +34,7 @@ function classValidatorRejection(plain: Record<string, unknown>): GatewayError {
     ChatCompletionRequestDto.validationClassFor(plain),
     plain,
   );
+  ChatCompletionRequestDto.adoptPlainFields(instance, plain);
   const errors = validateSync(instance, {
     whitelist: true,
     forbidNonWhitelisted: true,

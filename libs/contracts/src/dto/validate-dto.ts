@@ -2,6 +2,7 @@ import { plainToInstance, type ClassConstructor } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
 import { GatewayError } from '../errors/gateway-error';
 import { REQUEST_SIZE_CEILINGS, type RequestSizeLimits } from './request-size.limits';
+import { withUnknownFields, type UnknownFields } from './unknown-fields';
 import { describeValue } from './validation-message';
 
 /** Type problems are reported before range problems: "expected a number" beats "must be at most 2". */
@@ -84,19 +85,31 @@ interface DtoClassHooks<T> {
    * its length, not after visiting them. A few length reads; nothing is allocated per element.
    */
   sizeProblem?(plain: object, limits: Readonly<RequestSizeLimits>): FieldProblem | null;
-  /** The (sub)class that validates this body: a lean one when the body has none of the rarer fields. */
+  /**
+   * The (sub)class that validates this body: a lean one when the body has none of the rarer fields, or one
+   * that leaves out of class-transformer and class-validator what this hook already found valid as sent.
+   * Runs inside the read, so `unknownFieldsNow()` is its mode.
+   */
   validationClassFor?(plain: object): ClassConstructor<T>;
+  /**
+   * Puts on the transformed instance the plain values class-transformer left out (`@Exclude`) because they
+   * are checked as sent: copying them would cost an object per element. Runs before class-validator.
+   */
+  adoptPlainFields?(instance: T, plain: object): void;
 }
 
 /**
- * Validates untrusted plain data (an HTTP body, or a job read back from Redis) into a DTO instance.
- * Unknown fields are refused rather than silently dropped. `limits` are the configured size bounds (the
- * gateway's); without them the ceilings apply (a worker reading a job some gateway already bounded).
+ * Validates untrusted plain data (an HTTP body, a job read back from Redis, a message of another process)
+ * into a DTO instance. `limits` are the configured size bounds (the gateway's); without them the ceilings
+ * apply (a worker reading a job some gateway already bounded). Unknown fields are refused (the HTTP edge,
+ * as OpenAI does) or, with `unknownFields` 'drop', removed without a word (what a process reads from a
+ * possibly newer one of the deployment, see `readVersionedDto`).
  */
 export function validateDto<T extends object>(
   cls: ClassConstructor<T>,
   plain: unknown,
   limits: Readonly<RequestSizeLimits> = REQUEST_SIZE_CEILINGS,
+  unknownFields: UnknownFields = 'refuse',
 ): T {
   if (typeof plain !== 'object' || plain === null || Array.isArray(plain)) {
     throw GatewayError.invalidRequest(`The request body must be a JSON object, got ${describeValue(plain)}.`);
@@ -104,15 +117,18 @@ export function validateDto<T extends object>(
   const hooks = cls as DtoClassHooks<T>;
   const sizeProblem = hooks.sizeProblem?.(plain, limits);
   if (sizeProblem) throw GatewayError.invalidRequest(sizeProblem.message, sizeProblem.param);
-  const instance = plainToInstance(hooks.validationClassFor?.(plain) ?? cls, plain);
-  const errors = validateSync(instance, {
-    whitelist: true,
-    forbidNonWhitelisted: true,
-    forbidUnknownValues: true,
-    validationError: { target: false, value: true },
+  return withUnknownFields(unknownFields, () => {
+    const instance = plainToInstance(hooks.validationClassFor?.(plain) ?? cls, plain);
+    hooks.adoptPlainFields?.(instance, plain);
+    const errors = validateSync(instance, {
+      whitelist: true,
+      forbidNonWhitelisted: unknownFields === 'refuse',
+      forbidUnknownValues: true,
+      validationError: { target: false, value: true },
+    });
+    if (errors.length > 0) throw toInvalidRequest(errors);
+    const problem = hooks.problemAcrossFields?.(instance);
+    if (problem) throw GatewayError.invalidRequest(problem.message, problem.param);
+    return instance;
   });
-  if (errors.length > 0) throw toInvalidRequest(errors);
-  const problem = hooks.problemAcrossFields?.(instance);
-  if (problem) throw GatewayError.invalidRequest(problem.message, problem.param);
-  return instance;
 }

@@ -1,3 +1,4 @@
+import { CONTROL_PROTOCOL_VERSION, protocolVersionOf } from './protocol-version';
 import { ProtocolError } from './protocol.error';
 import { protocolReader as read } from './protocol.reader';
 
@@ -37,7 +38,15 @@ const CANCEL_REASONS: readonly CancelMessage['reason'][] = [
   'connection_lost',
 ];
 
-/** Control channels carry data from other processes: checked like a reply message, first problem throws. */
+/** What a gateway publishes on a worker's control channel, with the control protocol's version. */
+export function encodeControlMessage(message: ControlMessage): string {
+  return JSON.stringify({ v: CONTROL_PROTOCOL_VERSION, ...message });
+}
+
+/**
+ * Control channels carry data from other processes: checked like a reply message, first problem throws.
+ * Fields the worker does not know are ignored; a newer protocol version is refused (protocol-version.ts).
+ */
 export function parseControlMessage(raw: string): ControlMessage {
   let parsed: unknown;
   try {
@@ -46,6 +55,7 @@ export function parseControlMessage(raw: string): ControlMessage {
     throw new ProtocolError('control message is not JSON');
   }
   const record = read.record(parsed, 'control message');
+  protocolVersionOf('control', record.v);
   const requestId = read.string(record, 'requestId');
   if (record.reattach !== undefined) {
     const channel = read.string(record, 'reattach');

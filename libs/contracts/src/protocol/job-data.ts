@@ -1,6 +1,5 @@
-import { Type } from 'class-transformer';
+import { Type, type ClassConstructor } from 'class-transformer';
 import {
-  Equals,
   IsBoolean,
   IsInt,
   IsOptional,
@@ -16,8 +15,8 @@ import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
 import type { RequestSizeLimits } from '../dto/request-size.limits';
 import type { FieldProblem } from '../dto/validate-dto';
 import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN } from './names';
-
-export const JOB_PROTOCOL_VERSION = 1;
+import { protocolVersionOf } from './protocol-version';
+import { readVersionedDto } from './versioned-dto.reader';
 
 /**
  * How a resumable stream's job keeps its replies for a resume (see README "Resumable streams"): every frame
@@ -45,8 +44,14 @@ export class ResumeOptions {
 
 /** What every job carries besides its request: who asked, by when, and where to answer. */
 abstract class JobEnvelope {
-  @Equals(JOB_PROTOCOL_VERSION)
-  v!: typeof JOB_PROTOCOL_VERSION;
+  /**
+   * The job protocol's version (`JOB_PROTOCOL_VERSION`, see protocol-version.ts), checked by `readJobData`
+   * before anything else is read; a job without one is version 1.
+   */
+  @IsOptional()
+  @Min(1)
+  @IsInt()
+  v!: number;
 
   @Matches(REQUEST_ID_PATTERN)
   requestId!: string;
@@ -113,6 +118,14 @@ export class ChatJobData extends JobEnvelope {
     return problem && { param: `request.${problem.param}`, message: problem.message };
   }
 
+  /** The request's fields read as sent (see `ChatCompletionRequestDto.adoptPlainFields`). */
+  static adoptPlainFields(job: ChatJobData, plain: object): void {
+    const { request } = plain as { request?: unknown };
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) return;
+    if (job.request instanceof ChatCompletionRequestDto)
+      ChatCompletionRequestDto.adoptPlainFields(job.request, request);
+  }
+
   /** The request's rules across fields hold for a job read back from Redis too. */
   static problemAcrossFields(job: ChatJobData): FieldProblem | null {
     const problem = ChatCompletionRequestDto.problemAcrossFields(job.request);
@@ -124,4 +137,14 @@ export class ImageJobData extends JobEnvelope {
   @ValidateNested()
   @Type(() => ImageGenerationRequestDto)
   request!: ImageGenerationRequestDto;
+}
+
+/**
+ * A job as a worker reads it from Redis: a job of a newer protocol version is refused with its version named;
+ * fields this worker does not know, in the job or its request, are dropped (a newer gateway may send them).
+ */
+export function readJobData<T extends object>(cls: ClassConstructor<T>, plain: unknown): T {
+  const job = readVersionedDto(cls, plain, 'job');
+  if (job instanceof JobEnvelope) job.v = protocolVersionOf('job', job.v);
+  return job;
 }

@@ -1,7 +1,10 @@
-/** A reply or cancel message that does not follow the protocol; it fails only the request it belongs to. */
+/**
+ * A message of another process that does not follow the protocol (a reply, a control message, …); it fails
+ * only what it belongs to (a reply: its request). `what` names the message in the error.
+ */
 export class ProtocolError extends Error {
-  constructor(reason: string) {
-    super(`Malformed reply message: ${reason}`);
+  constructor(reason: string, what = 'reply message') {
+    super(`Malformed ${what}: ${reason}`);
     this.name = 'ProtocolError';
   }
 }

@@ -6,6 +6,7 @@ import {
   type TopLogprob,
 } from '../openai/chat-completion.types';
 import type { FieldRecord } from '../validation/record.reader';
+import { protocolVersionOf, REPLY_PROTOCOL_VERSION } from './protocol-version';
 import { ProtocolError } from './protocol.error';
 import { protocolReader as read } from './protocol.reader';
 import { parseReplyFrame } from './reply-frame.codec';
@@ -184,9 +185,16 @@ export function parseReplyMessage(raw: string): ReplyMessage {
   return parseReplyRecord(record);
 }
 
-/** Reply channels carry data from other processes: treat it as untrusted input and check every field. */
+/**
+ * Reply channels carry data from other processes: treat it as untrusted input and check every field this
+ * gateway reads. Fields it does not know are ignored (a newer worker may add optional ones); a message of a
+ * newer protocol version is refused (see protocol-version.ts). Runs per token: the version costs one read
+ * and one comparison when it is this gateway's own.
+ */
 export function parseReplyRecord(value: unknown): ReplyMessage {
   const record = read.record(value, 'message');
+  const v = record.v;
+  if (v !== REPLY_PROTOCOL_VERSION && v !== undefined) protocolVersionOf('reply', v);
   const requestId = read.string(record, 'requestId');
   const seq = read.natural(record, 'seq');
   const kind = record.kind;

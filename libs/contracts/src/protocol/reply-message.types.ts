@@ -3,7 +3,9 @@ import type { FinishReason, TokenLogprob } from '../openai/chat-completion.types
 
 /**
  * Messages a worker publishes on a gateway's reply channel. Every message of one request carries a
- * sequence number starting at 0, so the gateway can detect a lost or duplicated message.
+ * sequence number starting at 0, so the gateway can detect a lost or duplicated message. On the wire each
+ * message also carries `v`, the reply protocol's version (`REPLY_PROTOCOL_VERSION`), which the parser checks
+ * and does not keep.
  */
 export interface ReplyBase {
   requestId: string;

@@ -41,7 +41,11 @@ export class ServedModelDto {
   ready?: boolean;
 }
 
-/** What a worker says about itself; the registry validates it like any other untrusted input. */
+/**
+ * What a worker says about itself; the registry validates it like any other untrusted input, by the
+ * registry protocol's rules (`readVersionedDto`): a newer version refused, fields it does not know dropped.
+ * Written without `v` while that protocol is at version 1 (see protocol-version.ts).
+ */
 export class WorkerHeartbeatDto {
   @Matches(/^[A-Za-z0-9_.:-]{1,128}$/)
   instanceId!: string;

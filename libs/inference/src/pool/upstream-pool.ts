@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LEASE_REFRESH_SCRIPT, LeaseKeeper, type LeaseRefresher } from '@mgw/access';
-import { GatewayError, type ComponentLogger } from '@mgw/contracts';
+import {
+  encodeUpstreamEvent,
+  GatewayError,
+  readUpstreamEvent,
+  type ComponentLogger,
+  type UpstreamEvent,
+} from '@mgw/contracts';
 import { ACQUIRE_SLOT_SCRIPT, RELEASE_SLOT_SCRIPT } from './slot.scripts';
 import { UpstreamCircuit, type CircuitState, type HealthSignal } from './upstream-circuit';
 
@@ -86,7 +92,6 @@ const MIN_WAIT_MS = 50;
 /** A waiter re-checks at least this often even without a notification: slots of a dead worker lapse silently. */
 const MAX_WAIT_MS = 1000;
 const PROBE_TIMEOUT_MS = { min: 500, max: 5000 };
-const EVENT = /^(free|up|out)\|([^|]{1,128})(?:\|(.{1,128}))?$/;
 
 /**
  * The upstreams of one model as one pool: exact cluster-wide concurrency per upstream (slots held in Redis
@@ -281,7 +286,10 @@ export class UpstreamPool {
     this.wakeAll();
     if (announce) {
       runtime.redis
-        .publish(this.channel(runtime), `${state}|${name}|${runtime.instanceId}`)
+        .publish(
+          this.channel(runtime),
+          encodeUpstreamEvent({ kind: state, upstream: name, sender: runtime.instanceId }),
+        )
         .catch(() => undefined); // peers find out by themselves then
     }
     const ready = this.ready;
@@ -320,17 +328,24 @@ export class UpstreamPool {
   }
 
   private onEvent(raw: string): void {
-    const match = EVENT.exec(raw);
-    if (match === null || this.runtime === null) return;
-    const [, kind, name, sender] = match;
-    if (kind === 'free') {
+    if (this.runtime === null) return;
+    let event: UpstreamEvent;
+    try {
+      event = readUpstreamEvent(raw);
+    } catch (error) {
+      this.runtime.logger.warn(
+        `model ${this.model}: ignoring an upstream event: ${(error as Error).message}`,
+      );
+      return;
+    }
+    if (event.kind === 'free') {
       this.wakeOne();
       return;
     }
-    if (sender === this.runtime.instanceId) return;
-    const upstream = this.upstreams.findIndex((u) => u.name === name);
+    if (event.sender === this.runtime.instanceId) return;
+    const upstream = this.upstreams.findIndex((u) => u.name === event.upstream);
     if (upstream < 0) return;
-    if (this.circuits[upstream]!.force(kind as CircuitState)) this.changed(upstream, false);
+    if (this.circuits[upstream]!.force(event.kind)) this.changed(upstream, false);
   }
 
   private release(lease: SlotLease): void {
@@ -340,7 +355,7 @@ export class UpstreamPool {
     RELEASE_SLOT_SCRIPT.run(
       runtime.redis,
       [lease.keyId],
-      [lease.id, this.channel(runtime), `free|${name}`],
+      [lease.id, this.channel(runtime), encodeUpstreamEvent({ kind: 'free', upstream: name })],
     ).catch((error: unknown) =>
       // The lease lapses by itself within leaseMs.
       runtime.logger.warn(`model ${this.model}: releasing a slot of ${name} failed: ${String(error)}`),

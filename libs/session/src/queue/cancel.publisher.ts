@@ -1,6 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
-import { cancelChannelFor, type CancelMessage, type ReattachMessage } from '@mgw/contracts';
+import {
+  cancelChannelFor,
+  encodeControlMessage,
+  type CancelMessage,
+  type ReattachMessage,
+} from '@mgw/contracts';
 import { RedisConnections } from '../connections/redis-connections.provider';
 
 /** Tells the worker running a request to stop, or (a resumed stream) where to send its replies now. */
@@ -25,7 +30,7 @@ export class CancelPublisher {
 
   private send(workerId: string, message: CancelMessage | ReattachMessage, what: string): void {
     this.redis.commands
-      .publish(cancelChannelFor(this.config.namespace, workerId), JSON.stringify(message))
+      .publish(cancelChannelFor(this.config.namespace, workerId), encodeControlMessage(message))
       .catch((error: unknown) =>
         this.logger.warn({
           msg: `${what} of ${message.requestId} not sent: ${String(error)}`,

@@ -83,9 +83,20 @@ export class StreamLogStore {
       '-',
       '+',
     );
+    try {
+      return this.messagesOf(requestId, entries);
+    } catch (error) {
+      this.logger.warn({ msg: `request ${requestId}: replay log: ${(error as Error).message}`, requestId });
+      throw error;
+    }
+  }
+
+  private messagesOf(requestId: string, entries: [id: string, fields: string[]][]): ReplyMessage[] {
     const messages: ReplyMessage[] = [];
     for (const [, fields] of entries) {
-      const frame = fields[0] === 'f' ? fields[1] : undefined;
+      // The frame is the entry's field `f`; fields a newer worker may add beside it are ignored.
+      const at = fields.findIndex((field, i) => i % 2 === 0 && field === 'f');
+      const frame = at === -1 ? undefined : fields[at + 1];
       if (frame === undefined) throw new ProtocolError('replay log entry without a frame');
       for (const record of parseReplyFrame(frame)) {
         const message = parseReplyRecord(record);

@@ -1,4 +1,4 @@
-import { FailFast, KEY_ID_PATTERN, RecordReader, type FieldRecord } from '@mgw/contracts';
+import { FailFast, KEY_ID_PATTERN, protocolVersionOf, RecordReader, type FieldRecord } from '@mgw/contracts';
 
 /** What the gateway that opened a resumable stream keeps about it, next to its replay log. */
 export interface StreamMeta {
@@ -26,19 +26,15 @@ export class InvalidStreamMetaError extends Error {
 const read = new RecordReader(
   new FailFast((message) => new InvalidStreamMetaError(`stream meta: ${message}`)),
 );
-const FIELDS: readonly (keyof StreamMeta)[] = [
-  'keyId',
-  'protocol',
-  'model',
-  'created',
-  'deadline',
-  'ticketId',
-];
 /** What a meta without `protocol` was written by: a gateway from before protocols were named. */
 const CHAT_PROTOCOL = 'chat.completions';
 const TICKET_ID = /^[0-9a-z]{1,64}$/;
 
-/** A stream's meta as read back from Redis: every field checked, unknown fields refused. */
+/**
+ * A stream's meta as read back from Redis, maybe written by another gateway of another release: every field
+ * this gateway reads checked, others ignored, a newer protocol version refused (see protocol-version.ts).
+ * Written without `v` while the stream meta protocol is at version 1.
+ */
 export function readStreamMeta(raw: string): StreamMeta {
   let parsed: unknown;
   try {
@@ -47,7 +43,7 @@ export function readStreamMeta(raw: string): StreamMeta {
     throw new InvalidStreamMetaError('stream meta: not JSON');
   }
   const record: FieldRecord = read.record(parsed, 'stream meta');
-  read.onlyFields(record, FIELDS, 'is not a field of a stream meta record');
+  protocolVersionOf('streamMeta', record.v);
   const keyId = read.string(record, 'keyId');
   if (!KEY_ID_PATTERN.test(keyId)) read.report('keyId is not a key id');
   const protocol = record.protocol === undefined ? CHAT_PROTOCOL : read.string(record, 'protocol');

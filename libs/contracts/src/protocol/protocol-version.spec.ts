@@ -1,0 +1,106 @@
+import { CHAT_MODEL_TYPE } from '../model-types';
+import { readModelList, readModelLookup, registryAnswer } from '../registry/registry-answers.reader';
+import { encodeControlMessage, parseControlMessage } from './cancel-message';
+import { ChatJobData, readJobData } from './job-data';
+import { encodeKeyInvalidation, readKeyInvalidation } from './key-invalidation';
+import { PROTOCOL_VERSIONS, protocolVersionOf, ProtocolVersionError } from './protocol-version';
+import { ProtocolError } from './protocol.error';
+import { parseReplyRecord } from './reply-message.parser';
+import { encodeUpstreamEvent, readUpstreamEvent } from './upstream-event';
+
+describe('protocolVersionOf', () => {
+  it('reads an absent version as 1 and accepts every version up to its own', () => {
+    expect(protocolVersionOf('reply', undefined)).toBe(1);
+    expect(protocolVersionOf('reply', PROTOCOL_VERSIONS.reply)).toBe(PROTOCOL_VERSIONS.reply);
+  });
+
+  it('refuses a newer version, naming it and the family', () => {
+    const error = new ProtocolVersionError('job', 2);
+    expect(() => protocolVersionOf('job', 2)).toThrow(error.message);
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect(error.message).toBe('job of protocol version 2 refused: this process reads versions 1 to 1');
+  });
+
+  it.each([0, -1, 1.5, '1', null, {}])('refuses %p, which is no version', (v) => {
+    expect(() => protocolVersionOf('control', v)).toThrow(
+      `control message refused: 'v' must be a protocol version from 1 to 1, got ${JSON.stringify(v)}`,
+    );
+  });
+});
+
+describe('versioned messages as this release writes and reads them', () => {
+  const requestId = 'req_0123456789abcdef';
+
+  it('reply messages: the version is checked, not kept', () => {
+    expect(parseReplyRecord({ v: 1, requestId, seq: 0, kind: 'alive', x: 1 })).toEqual({
+      requestId,
+      seq: 0,
+      kind: 'alive',
+    });
+    expect(() => parseReplyRecord({ v: 2, requestId, seq: 0, kind: 'alive' })).toThrow(ProtocolVersionError);
+  });
+
+  it('control messages carry their version', () => {
+    const encoded = encodeControlMessage({ requestId, reason: 'deadline_exceeded' });
+    expect(JSON.parse(encoded)).toEqual({ v: 1, requestId, reason: 'deadline_exceeded' });
+    expect(parseControlMessage(encoded)).toEqual({ requestId, reason: 'deadline_exceeded' });
+  });
+
+  it('key invalidations are the bare hash at version 1; a later version adds fields after a bar', () => {
+    const hash = 'f'.repeat(64);
+    expect(encodeKeyInvalidation(hash)).toBe(hash);
+    expect(readKeyInvalidation(`${hash}|1|more|fields`)).toBe(hash);
+    expect(() => readKeyInvalidation(`${hash}|2`)).toThrow(ProtocolVersionError);
+    expect(() => readKeyInvalidation('not-a-hash')).toThrow('Malformed key invalidation: not a key hash');
+  });
+
+  it('upstream events: version after the sender, which releases before read as part of the sender', () => {
+    const out = encodeUpstreamEvent({ kind: 'out', upstream: 'u1', sender: 'w-1' });
+    expect(out).toBe('out|u1|w-1|1');
+    // What a release before versions matched: the sender is all that follows the upstream.
+    expect(/^(free|up|out)\|([^|]{1,128})(?:\|(.{1,128}))?$/.exec(out)?.[3]).toBe('w-1|1');
+    expect(readUpstreamEvent(out)).toEqual({ kind: 'out', upstream: 'u1', sender: 'w-1' });
+    expect(readUpstreamEvent(encodeUpstreamEvent({ kind: 'free', upstream: 'u1' }))).toEqual({
+      kind: 'free',
+      upstream: 'u1',
+    });
+    expect(readUpstreamEvent('up|u1|w-2')).toEqual({ kind: 'up', upstream: 'u1', sender: 'w-2' });
+    expect(() => readUpstreamEvent('up|u1')).toThrow('Malformed upstream event: the sender');
+    expect(() => readUpstreamEvent('gone|u1|w-2')).toThrow('Malformed upstream event: unknown kind');
+  });
+
+  it("the registry's answers: required fields checked, a registry before readyWorkers read as all ready", () => {
+    const entry = {
+      id: 'm',
+      type: CHAT_MODEL_TYPE,
+      owned_by: 'o',
+      created: 1,
+      liveWorkers: 2,
+      concurrency: 4,
+    };
+    expect(readModelList([registryAnswer(entry)])).toEqual([{ ...entry, readyWorkers: 2 }]);
+    expect(readModelLookup(registryAnswer({ state: 'unknown' }))).toEqual({ state: 'unknown' });
+    expect(() =>
+      readModelLookup({ v: 1, state: 'live', model: { ...entry, liveWorkers: undefined } }),
+    ).toThrow("Malformed registry answer: 'liveWorkers' must be a non-negative integer");
+    expect(() => readModelLookup({ v: 1, state: 'gone' })).toThrow("'state' is not a known lookup state");
+  });
+
+  it('jobs: fields a newer gateway adds are dropped at every level, tool_choice included', () => {
+    const job = readJobData(ChatJobData, {
+      requestId,
+      model: 'm',
+      replyTo: 'mgw:reply:gw',
+      deadline: 1,
+      enqueuedAt: 1,
+      request: {
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [{ type: 'function', function: { name: 'f', future: 1 }, future: 1 }],
+        tool_choice: { type: 'function', function: { name: 'f', future: 1 }, future: 1 },
+      },
+    });
+    expect(job.v).toBe(1);
+    expect(job.request.tools).toEqual([{ type: 'function', function: { name: 'f' } }]);
+    expect(job.request.tool_choice).toEqual({ type: 'function', function: { name: 'f' } });
+  });
+});

@@ -1,0 +1,74 @@
+import { MODEL_TYPES, type ModelType } from '../model-types';
+import { protocolVersionOf, REGISTRY_PROTOCOL_VERSION } from '../protocol/protocol-version';
+import { ProtocolError } from '../protocol/protocol.error';
+import { FailFast, RecordReader, type FieldRecord } from '../validation/record.reader';
+import type { ModelEntry, ModelLookup } from './registry.messages';
+
+/** An answer of the registry as it travels: the registry protocol's version beside what it answers. */
+export type RegistryAnswer<T> = T & { v: number };
+
+/** What the registry sends: `value` with its protocol version. */
+export function registryAnswer<T extends object>(value: T): RegistryAnswer<T> {
+  return { v: REGISTRY_PROTOCOL_VERSION, ...value };
+}
+
+const read = new RecordReader(
+  new FailFast((message) => new ProtocolError(message, 'registry answer')),
+  (field) => `'${field}'`,
+);
+
+function optionalStrings(record: FieldRecord, field: string): string[] | undefined {
+  const value = record[field];
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
+    read.report(`'${field}' must be an array of strings`);
+  }
+  return value as string[];
+}
+
+/**
+ * A model as the registry describes it, read by a gateway: the fields the gateway uses are checked, others
+ * ignored (a newer registry may add some), a newer protocol version refused. `readyWorkers` is absent from
+ * registries that predate it, which counted every live worker as ready.
+ */
+export function readModelEntry(value: unknown): ModelEntry {
+  const record = read.record(value, 'a model entry');
+  protocolVersionOf('registry', record.v);
+  const liveWorkers = read.natural(record, 'liveWorkers');
+  const entry: ModelEntry = {
+    id: read.string(record, 'id'),
+    type: read.oneOf<ModelType>(record, 'type', MODEL_TYPES, MODEL_TYPES[0]!),
+    owned_by: read.string(record, 'owned_by'),
+    created: read.natural(record, 'created'),
+    liveWorkers,
+    readyWorkers: record.readyWorkers === undefined ? liveWorkers : read.natural(record, 'readyWorkers'),
+    concurrency: read.natural(record, 'concurrency'),
+  };
+  if (record.scaleToZero !== undefined) {
+    const scaleToZero = read.record(record.scaleToZero, "'scaleToZero'");
+    entry.scaleToZero = { maxWaitMs: read.natural(scaleToZero, 'maxWaitMs') };
+  }
+  if (record.maxQueueDepth !== undefined) entry.maxQueueDepth = read.natural(record, 'maxQueueDepth');
+  if (record.contextTokens !== undefined) entry.contextTokens = read.natural(record, 'contextTokens');
+  const supportedParameters = optionalStrings(record, 'supportedParameters');
+  if (supportedParameters !== undefined) entry.supportedParameters = supportedParameters;
+  const fallbacks = optionalStrings(record, 'fallbacks');
+  if (fallbacks !== undefined) entry.fallbacks = fallbacks;
+  return entry;
+}
+
+/** The registry's answer to `models.list`. */
+export function readModelList(value: unknown): ModelEntry[] {
+  if (!Array.isArray(value)) read.report('the model list must be an array');
+  return (value as unknown[]).map(readModelEntry);
+}
+
+/** The registry's answer to `models.get`. */
+export function readModelLookup(value: unknown): ModelLookup {
+  const record = read.record(value, 'a model lookup');
+  protocolVersionOf('registry', record.v);
+  const state = record.state;
+  if (state === 'unknown') return { state };
+  if (state !== 'live' && state !== 'unavailable') read.report("'state' is not a known lookup state");
+  return { state: state as 'live' | 'unavailable', model: readModelEntry(record.model) };
+}
