@@ -13,6 +13,19 @@ const swc = [
   },
 ];
 
+/**
+ * Packages published only as ES modules that the specs load through require() (NestJS 12 and what Fastify's
+ * inject pulls in). jest's module loader runs require(esm) natively only on Node 24.9+, so on the older Nodes
+ * we support they are compiled to CommonJS like our sources; everything else in node_modules is left alone.
+ */
+const esmPackages = ['@nestjs', 'cookie'];
+const swcEsm = [
+  '@swc/jest',
+  { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },
+];
+const transform = { '^.+\\.ts$': swc, [`/node_modules/(?:${esmPackages.join('|')})/.+\\.js$`]: swcEsm };
+const transformIgnorePatterns = [`/node_modules/(?!(?:${esmPackages.join('|')})/)`];
+
 const moduleNameMapper = {
   '^@mgw/(access|api|config|contracts|inference|observability|queue|registry|worker)$':
     '<rootDir>/libs/$1/src',
@@ -30,7 +43,8 @@ module.exports = {
       setupFiles: ['reflect-metadata'],
       // After the framework is up: the guard is installed per file and removed again (see the file).
       setupFilesAfterEnv: ['<rootDir>/test/support/no-redis.setup.ts'],
-      transform: { '^.+\\.ts$': swc },
+      transform,
+      transformIgnorePatterns,
       moduleNameMapper,
       testMatch: [
         '<rootDir>/libs/**/*.spec.ts',
@@ -44,7 +58,8 @@ module.exports = {
       rootDir: __dirname,
       testEnvironment: 'node',
       setupFiles: ['reflect-metadata'],
-      transform: { '^.+\\.ts$': swc },
+      transform,
+      transformIgnorePatterns,
       moduleNameMapper,
       testMatch: ['<rootDir>/libs/**/*.integration.spec.ts', '<rootDir>/apps/**/*.integration.spec.ts'],
     },
@@ -53,7 +68,8 @@ module.exports = {
       rootDir: __dirname,
       testEnvironment: 'node',
       setupFiles: ['reflect-metadata'],
-      transform: { '^.+\\.ts$': swc },
+      transform,
+      transformIgnorePatterns,
       moduleNameMapper,
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       slowTestThreshold: 30,
