@@ -13,18 +13,12 @@ const swc = [
   },
 ];
 
-/**
- * Packages published only as ES modules that the specs load through require() (NestJS 12 and what Fastify's
- * inject pulls in). jest's module loader runs require(esm) natively only on Node 24.9+, so on the older Nodes
- * we support they are compiled to CommonJS like our sources; everything else in node_modules is left alone.
- */
-const esmPackages = ['@nestjs', 'cookie'];
-const swcEsm = [
-  '@swc/jest',
-  { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } },
-];
-const transform = { '^.+\\.ts$': swc, [`/node_modules/(?:${esmPackages.join('|')})/.+\\.js$`]: swcEsm };
-const transformIgnorePatterns = [`/node_modules/(?!(?:${esmPackages.join('|')})/)`];
+// node_modules go through esm-modules.transform.mjs (ES modules compiled to CommonJS, the rest untouched).
+const transform = {
+  '^.+\\.ts$': swc,
+  '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-modules.transform.mjs',
+};
+const transformIgnorePatterns = ['\\.pnp\\.[^\\/]+$'];
 
 const moduleNameMapper = {
   '^@mgw/(access|api|config|contracts|inference|observability|queue|registry|worker)$':
