@@ -4,7 +4,7 @@
 #   node dist/apps/registry/src/main.js       (health/metrics on METRICS_PORT, default 9464)
 #   node dist/apps/chat-worker/src/main.js    (idem)
 #   node dist/apps/image-worker/src/main.js   (idem)
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---- build: full dependencies, compile TypeScript into dist/ ----
 FROM ${NODE_IMAGE} AS build
@@ -24,8 +24,11 @@ RUN npm run build
 FROM ${NODE_IMAGE} AS runtime
 # GPU builds of llama.cpp (CUDA, Vulkan) add gigabytes; the CPU build is kept unless asked for.
 ARG KEEP_GPU_BINARIES=false
+# NODE_OPTIONS: V8's young generation as Node 20 and 22 size it (scripts/start/apps.mjs says why); the memory
+# limits in deploy/ assume it. Set NODE_OPTIONS yourself to change it.
 ENV NODE_ENV=production \
-    NODE_LLAMA_CPP_SKIP_DOWNLOAD=true
+    NODE_LLAMA_CPP_SKIP_DOWNLOAD=true \
+    NODE_OPTIONS=--max-semi-space-size=16
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund \

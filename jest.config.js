@@ -13,6 +13,13 @@ const swc = [
   },
 ];
 
+// node_modules go through esm-modules.transform.mjs (ES modules compiled to CommonJS, the rest untouched).
+const transform = {
+  '^.+\\.ts$': swc,
+  '/node_modules/.+\\.m?js$': '<rootDir>/test/support/esm-modules.transform.mjs',
+};
+const transformIgnorePatterns = ['\\.pnp\\.[^\\/]+$'];
+
 const moduleNameMapper = {
   '^@mgw/(access|api|config|contracts|http|inference|observability|queue|registry|session|worker)$':
     '<rootDir>/libs/$1/src',
@@ -30,7 +37,8 @@ module.exports = {
       setupFiles: ['reflect-metadata'],
       // After the framework is up: the guard is installed per file and removed again (see the file).
       setupFilesAfterEnv: ['<rootDir>/test/support/no-redis.setup.ts'],
-      transform: { '^.+\\.ts$': swc },
+      transform,
+      transformIgnorePatterns,
       moduleNameMapper,
       testMatch: [
         '<rootDir>/libs/**/*.spec.ts',
@@ -44,7 +52,8 @@ module.exports = {
       rootDir: __dirname,
       testEnvironment: 'node',
       setupFiles: ['reflect-metadata'],
-      transform: { '^.+\\.ts$': swc },
+      transform,
+      transformIgnorePatterns,
       moduleNameMapper,
       testMatch: ['<rootDir>/libs/**/*.integration.spec.ts', '<rootDir>/apps/**/*.integration.spec.ts'],
     },
@@ -53,7 +62,8 @@ module.exports = {
       rootDir: __dirname,
       testEnvironment: 'node',
       setupFiles: ['reflect-metadata'],
-      transform: { '^.+\\.ts$': swc },
+      transform,
+      transformIgnorePatterns,
       moduleNameMapper,
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       slowTestThreshold: 30,

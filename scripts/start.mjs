@@ -3,7 +3,7 @@
 // The parts live in scripts/start/; this file only puts them in order.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { APPS, BUILD, LAUNCHER, REDIS, withMetricsPort } from './start/apps.mjs';
+import { APPS, BUILD, LAUNCHER, REDIS, withMetricsPort, withNodeOptions } from './start/apps.mjs';
 import { gatewayBaseUrl, gatewayTimeoutMessage, printBanner, waitForGateway } from './start/banner.mjs';
 import { needsBuild } from './start/build-check.mjs';
 import { developmentDefaults } from './start/dev-defaults.mjs';
@@ -71,7 +71,7 @@ async function main() {
   const preload = ['--import', new URL('./start/exit-with-launcher.mjs', import.meta.url).href];
   for (const app of APPS) {
     const entry = supervisor.start(app, process.execPath, [...preload, app.entry], {
-      childEnv: withMetricsPort(defaults.envFor(app), app),
+      childEnv: withNodeOptions(withMetricsPort(defaults.envFor(app), app)),
     });
     say(`started ${app.name} (pid ${entry.child.pid})`);
     supervisor.keepRunning(entry);

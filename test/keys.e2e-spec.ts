@@ -567,7 +567,7 @@ describe('API keys, limits and usage across two gateways', () => {
         if (type === 'string') values = [(await stack.redis.get(name)) ?? ''];
         else if (type === 'hash') values = Object.entries(await stack.redis.hgetall(name)).flat();
         else if (type === 'set') values = await stack.redis.smembers(name);
-        else if (type === 'zset') values = await stack.redis.zrange(name, 0, -1);
+        else if (type === 'zset') values = await stack.redis.zrange(name, 0, '-1');
         else if (type === 'list') values = await stack.redis.lrange(name, 0, -1);
         const text = [name, ...values].join('\n');
         for (const secret of secrets) expect(text).not.toContain(secret);

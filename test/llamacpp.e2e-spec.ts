@@ -414,6 +414,8 @@ describe('the llamacpp backend', () => {
         maxOutputTokens: 120,
         temperature: 0,
         prompt: 'What is the weather in Paris?',
+        // The second request's body is read below; the AI SDK keeps a step's request body only when asked.
+        include: { requestBody: true },
       });
       expect(result.steps).toHaveLength(2);
       const [call, answer] = result.steps as [(typeof result.steps)[0], (typeof result.steps)[0]];

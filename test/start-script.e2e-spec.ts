@@ -1,6 +1,17 @@
+import { readFileSync } from 'node:fs';
 import { freePort } from './support/free-port';
 import { isAlive, Launcher, probePort } from './support/launcher';
+import { YOUNG_GENERATION_OPTION } from './support/stack';
 import { waitFor } from './support/wait-for';
+
+/** A file of /proc/<pid>/, '' once the process is gone. */
+function readProc(pid: number, file: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/${file}`, 'utf8');
+  } catch {
+    return '';
+  }
+}
 
 /** The README's `npm start`: the whole stack from one command, with a private Redis, stopped by Ctrl-C. */
 describe('npm start', () => {
@@ -35,6 +46,15 @@ describe('npm start', () => {
       () => `\n--- output ---\n${stack.output}`,
     );
     expect(models).toEqual(expect.arrayContaining(['sim-chat', 'sim-image']));
+    // Every app runs with the young generation the image sizes (scripts/start/apps.mjs).
+    const apps = stack
+      .descendants()
+      .map((pid) => ({ pid, cmdline: readProc(pid, 'cmdline'), environ: readProc(pid, 'environ') }))
+      .filter(({ cmdline }) => cmdline.includes('dist/apps/'));
+    expect(apps).toHaveLength(4);
+    for (const { environ } of apps) {
+      expect(environ.split('\0')).toContain(`NODE_OPTIONS=${YOUNG_GENERATION_OPTION}`);
+    }
     expect(stack.output).toMatch(/\[gateway\s*\]/);
     expect(stack.output).toMatch(/\[redis\s*\]/);
     // Not on a terminal: the apps log JSON, one object per line.

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { withNodeOptions } from '../../scripts/start/apps.mjs';
 import { Child, freePort, startRedis } from './processes.mjs';
 
 const { fetch } = globalThis;
@@ -75,7 +76,7 @@ export class BenchStack {
       const entry = join(this.root, distDir(), 'apps', app, 'src', 'main.js');
       const child = new Child(app, process.execPath, [...nodeFlagsFor(app), entry], {
         cwd: this.root,
-        env: { ...env, ...this.scenario.appEnv?.[app] },
+        env: withNodeOptions({ ...env, ...this.scenario.appEnv?.[app] }),
       });
       this.children.set(app, child);
     }

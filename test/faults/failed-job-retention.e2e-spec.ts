@@ -69,7 +69,7 @@ describe('faults: failed jobs do not keep their requests in Redis', () => {
     const failedSet = `${stack.namespace}:chat.${MODEL}:failed`;
     await waitFor('every job failed', async () => (await stack.redis.zcard(failedSet)) === FAILURES, 10_000);
     // The kept jobs still say which request failed, how large it was and why.
-    const ids = await stack.redis.zrange(failedSet, 0, -1);
+    const ids = await stack.redis.zrange(failedSet, 0, '-1');
     await waitFor(
       'every failed job stripped',
       async () => {

@@ -26,6 +26,8 @@ const catalog = {
 
 interface RawAnswer {
   status: number;
+  /** The status line and headers, as sent. */
+  head: string;
   body: string;
   elapsedMs: number;
 }
@@ -59,6 +61,7 @@ function readAnswer(socket: Socket, withinMs = ANSWER_WITHIN_MS): Promise<RawAns
       clearTimeout(timer);
       resolve({
         status: Number(head.split(' ')[1]),
+        head,
         body: data.subarray(headEnd + 4, bodyEnd).toString('utf8'),
         elapsedMs: performance.now() - started,
       });
@@ -206,6 +209,58 @@ describe('faults: the HTTP edge', () => {
         messages: [{ role: 'user', content: 'hi' }],
       });
       expect(served.status).toBe(200);
+    });
+  });
+
+  describe('the connection after an error answer', () => {
+    /** Node's own keep-alive headers: the connection stays, and the client learns for how long. */
+    const expectKeptAlive = (answer: RawAnswer): void => {
+      expect(answer.head).toMatch(/\r\nconnection: keep-alive\r\n/i);
+      expect(answer.head).toMatch(/\r\nkeep-alive: timeout=\d+/i);
+    };
+    const healthzOn = async (socket: Socket): Promise<RawAnswer> => {
+      const answer = readAnswer(socket);
+      socket.write(head('GET', '/healthz', {}));
+      return answer;
+    };
+
+    it('keeps it, with keep-alive headers, after a 401 or a 404 answered before the body', async () => {
+      const json = { 'content-type': 'application/json', 'content-length': 5 };
+      for (const [method, path, headers, body, status] of [
+        ['GET', '/v1/models', {}, '', 401],
+        ['GET', '/v1/nothing-here', {}, '', 404],
+        ['POST', '/v1/chat/completions', json, '{ } \n', 401],
+      ] as const) {
+        const socket = await open();
+        const answer = readAnswer(socket);
+        socket.write(head(method, path, headers));
+        const refused = await answer;
+        expect(refused.status).toBe(status);
+        expectKeptAlive(refused);
+        // The body the headers announced comes after the answer, is discarded, and the next request is served.
+        socket.write(body);
+        expect((await healthzOn(socket)).status).toBe(200);
+      }
+    });
+
+    it('keeps it after a body error (413), saying so, and serves the next request on it', async () => {
+      const socket = await open();
+      socket.pause();
+      const tooLarge = 11 * 1024 * 1024;
+      socket.write(
+        head('POST', '/v1/chat/completions', {
+          authorization: `Bearer ${stack.apiKey}`,
+          'content-type': 'application/json',
+          'content-length': tooLarge,
+        }),
+      );
+      expect((await writeBody(socket, tooLarge))?.message ?? null).toBeNull();
+      const reading = readAnswer(socket);
+      socket.resume();
+      const answer = await reading;
+      expect(answer.status).toBe(413);
+      expect(answer.head).toMatch(/\r\nconnection: keep-alive\r\n/i);
+      expect((await healthzOn(socket)).status).toBe(200);
     });
   });
 

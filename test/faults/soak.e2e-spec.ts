@@ -171,7 +171,7 @@ describe(`faults: soak (${SECONDS} s of mixed traffic)`, () => {
     const retained = new Set<string>();
     for (const model of ['soak-chat', 'soak-slow', 'soak-broken']) {
       const queue = `${stack.namespace}:chat.${model}`;
-      for (const id of await stack.redis.zrange(`${queue}:failed`, 0, -1)) retained.add(`${queue}:${id}`);
+      for (const id of await stack.redis.zrange(`${queue}:failed`, 0, '-1')) retained.add(`${queue}:${id}`);
     }
     const persistentKeys: string[] = [];
     let cursor = '0';

@@ -78,7 +78,6 @@ describe('faults: npm start supervises its apps', () => {
     expect(res.status).toBe(200);
     const events: string[] = [];
     let killedAt = 0;
-    let endedAt = 0;
     for await (const event of readSse(res.body!)) {
       events.push(event.data);
       if (events.length === 2) {
@@ -86,7 +85,7 @@ describe('faults: npm start supervises its apps', () => {
         process.kill(workerPid, 'SIGKILL');
       }
     }
-    endedAt = Date.now();
+    const endedAt = Date.now();
 
     // The stream of the killed worker ends with the error contract, never a clean-looking end.
     expect(events.at(-1)).toBe('[DONE]');

@@ -76,14 +76,13 @@ describe('faults: a worker is killed mid-job', () => {
   it('ends a stream whose worker died after output with an error event and [DONE] within 5 s', async () => {
     const res = await openStream(stack, 'sim-slow', 'tell me a long story');
     let deltas = 0;
-    let killedAt = 0;
     const events = drain(res, (event) => {
       if (event.data.includes('"content"')) deltas++;
     });
     await waitFor('some output', () => deltas >= 3);
     // Every chat worker alive now (one of them runs the job) dies without a goodbye.
     const workers = [...stack.processes.keys()].filter((label) => label.startsWith('chat-worker'));
-    killedAt = Date.now();
+    const killedAt = Date.now();
     await Promise.all(workers.map((label) => stack.stopApp(label, 'SIGKILL')));
 
     const result = await events;

@@ -74,7 +74,7 @@ export class FakeOpenAIUpstream {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let body: Record<string, unknown> = {};
+        let body: Record<string, unknown>;
         try {
           body = JSON.parse(text) as Record<string, unknown>;
         } catch {

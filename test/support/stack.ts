@@ -8,6 +8,8 @@ import { freePort } from './free-port';
 
 const ROOT = resolve(__dirname, '..', '..');
 const APPS = ['registry', 'chat-worker', 'image-worker', 'gateway'] as const;
+/** scripts/start/apps.mjs's YOUNG_GENERATION_OPTION (test/unit/deploy/node-options.spec.ts keeps them equal). */
+export const YOUNG_GENERATION_OPTION = '--max-semi-space-size=16';
 export type AppName = (typeof APPS)[number];
 /** An app, or an extra process of one (e.g. a second chat worker) under a label of its own. */
 export type ProcessLabel = AppName | `${AppName}:${string}`;
@@ -76,6 +78,8 @@ export class Stack {
       LOG_LEVEL: 'warn',
       // Several stacks run at once: metrics ports only where a test hands out free ones (appEnv).
       METRICS_PORT: '0',
+      // The apps' young generation as the Dockerfile and `npm start` size it (scripts/start/apps.mjs).
+      NODE_OPTIONS: YOUNG_GENERATION_OPTION,
       ...this.options.env,
     };
     if (this.options.catalog !== undefined) {

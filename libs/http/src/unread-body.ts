@@ -18,11 +18,24 @@ export function discardUnreadBody(request: FastifyRequest, reply: FastifyReply):
   const incoming = request.raw;
   if (incoming.complete || incoming.destroyed) return;
   const socket = incoming.socket;
-  // Fastify asks to close after a body error; the discard below is what makes keeping it safe.
-  reply.removeHeader('connection');
+  keepConnectionAfterBodyError(reply);
   incoming.resume();
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   const stop = (): void => clearTimeout(timer);
   incoming.once('end', stop);
   socket.once('close', stop);
+}
+
+/**
+ * Fastify's body-error path puts `connection: close` on its reply (the client may still be sending); discarding
+ * the rest of the body is what makes keeping the connection safe, so the answer says keep-alive instead.
+ * Replaced, not removed: `reply.removeHeader` also removes the header from Node's response, and Node then
+ * writes neither its own `Connection: keep-alive` nor the `Keep-Alive: timeout` hint. Left alone: a `close`
+ * on Node's response itself (Fastify sets it there while the server drains), and a client that asked to close.
+ */
+function keepConnectionAfterBodyError(reply: FastifyReply): void {
+  const raw = reply.raw;
+  if (reply.getHeader('connection') !== 'close' || raw.hasHeader('connection') || !raw.shouldKeepAlive)
+    return;
+  reply.header('connection', 'keep-alive');
 }

@@ -126,6 +126,23 @@ describe('QueueStatsReader', () => {
     );
   });
 
+  it('ages the jobs of a queue paused under BullMQ 5 (its legacy paused list)', async () => {
+    await add(chat, 30_000);
+    await add(chat, 45_000);
+    // What BullMQ 5's pause did: the whole wait list renamed to `paused`. BullMQ 6 leaves it there until a
+    // resume moves it back.
+    await redis.rename(chat.toKey('wait'), chat.toKey('paused'));
+    await redis.hset(chat.toKey('meta'), 'paused', 1);
+    expect(await statsOf('sim-chat')).toEqual(
+      expect.objectContaining({ waiting: 2, oldestWaitingAgeSeconds: 30 }),
+    );
+    await chat.resume();
+    expect(await redis.llen(chat.toKey('wait'))).toBe(2);
+    expect(await statsOf('sim-chat')).toEqual(
+      expect.objectContaining({ waiting: 2, oldestWaitingAgeSeconds: 30 }),
+    );
+  });
+
   it('leaves delayed jobs out of the waiting count and the age', async () => {
     await chat.add('job', {}, { jobId: 'later', timestamp: T0, delay: 3_600_000, priority: 2 });
     await add(chat, 50_000, 2);

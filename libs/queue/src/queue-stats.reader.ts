@@ -42,9 +42,11 @@ const FIELDS = 8;
  * Reads the depth of every model queue in two pipelined round trips, straight from BullMQ's keys
  * (`<prefix>:<queue>:<list>`): waiting (wait, paused and prioritized), active and delayed counts and the
  * ids of the oldest waiting candidates, then their creation times. The candidates are the tail of `wait`
- * (BullMQ pushes new jobs on the left and takes from the right), the tail of `paused` (where a paused
- * queue keeps them) and the first job of each priority tier (every gateway job carries its key's tier,
- * so most waiting jobs are prioritized); the oldest waiting job is the one created first among them.
+ * (BullMQ pushes new jobs on the left and takes from the right; a paused queue keeps its jobs there too), the
+ * tail of `paused` (where BullMQ 5 moved a paused queue's jobs; BullMQ 6 still reads such a list and moves it
+ * back to `wait` on resume, so a queue paused before an upgrade keeps its jobs there until then) and the
+ * first job of each priority tier (every gateway job carries its key's tier, so most waiting jobs are
+ * prioritized); the oldest waiting job is the one created first among them.
  */
 export class QueueStatsReader {
   constructor(

@@ -262,7 +262,7 @@ export class JobRunner {
           GatewayError.internal(requestId),
         );
       }
-      throw new Error(`invalid job payload: ${detail}`);
+      throw new Error(`invalid job payload: ${detail}`, { cause: error });
     }
   }
 

@@ -1,6 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiBody, ApiResponse } from '@nestjs/swagger';
-import type { ContentObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { ApiBody, ApiResponse, type ContentObject } from '@nestjs/swagger';
 import type { SchemaObject } from './json-schema.types';
 
 /** A `$ref` to one of the document's schemas (request bodies and responses live under these names). */
@@ -21,13 +20,13 @@ const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
 };
 
 /**
- * Response content by media type. The schemas are JSON Schema 2020-12 (OpenAPI 3.1), which
- * `@nestjs/swagger`'s 3.0-shaped types do not describe; it copies them into the document as they are.
+ * Response content by media type. The schemas are JSON Schema 2020-12 (OpenAPI 3.1); `@nestjs/swagger`
+ * copies them into the document as they are.
  */
 export function mediaTypes(
   byType: Record<string, { schema: SchemaObject; example?: unknown }>,
 ): ContentObject {
-  return byType as ContentObject;
+  return byType;
 }
 
 const RETRY_AFTER_STATUSES: ReadonlySet<number> = new Set([429, 503]);

@@ -1,6 +1,6 @@
 /**
  * A JSON Schema (2020-12) as OpenAPI 3.1 uses it. `@nestjs/swagger`'s own `SchemaObject` is typed after
- * 3.0 (`type` one string, `nullable`), which cannot say `type: ['integer', 'null']`.
+ * 3.0 (`nullable`, a boolean `exclusiveMinimum`, no `const`), though its `type` may be a list.
  */
 export interface SchemaObject {
   [keyword: string]: unknown;

@@ -147,8 +147,8 @@ describe('StoredCompletionStore (real Redis)', () => {
     for (const gone of saved.slice(0, 2)) {
       expect(await redis.exists(names.record(gone.id), names.messages(gone.id))).toBe(0);
     }
-    expect(await redis.zrange(names.modelIndex('even'), 0, -1)).toEqual([saved[2]!.id, saved[4]!.id]);
-    expect(await redis.zrange(names.modelIndex('odd'), 0, -1)).toEqual([saved[3]!.id]);
+    expect(await redis.zrange(names.modelIndex('even'), 0, '-1')).toEqual([saved[2]!.id, saved[4]!.id]);
+    expect(await redis.zrange(names.modelIndex('odd'), 0, '-1')).toEqual([saved[3]!.id]);
     // Another key's completions are not counted against this key's bound.
     expect(await store.get(other, theirs.id)).not.toBeNull();
   });

@@ -156,9 +156,10 @@ export class StoredCompletionStore {
     while (found.length < wanted) {
       const size = query.metadata === undefined ? wanted - found.length : batch;
       const stop = start + size - 1;
+      // ioredis types ZRANGE's stop as a string (its start may be a number); ZREVRANGE takes both.
       const ids = desc
         ? await this.redis.zrevrange(index, start, stop)
-        : await this.redis.zrange(index, start, stop);
+        : await this.redis.zrange(index, start, String(stop));
       start += ids.length;
       const candidates =
         query.metadata === undefined ? ids : await this.withMetadata(names, ids, query.metadata, gone);

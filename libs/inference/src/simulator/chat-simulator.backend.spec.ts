@@ -754,9 +754,10 @@ describe('ChatSimulatorBackend', () => {
         if (running) setImmediate(tick);
       };
       setImmediate(tick);
+      // ~1M tokens, ~100 ms of counting with a warm tokenizer: many slices however fast the machine and Node.
       const request = chatRequest({
         maxTokens: 1,
-        messages: [{ role: 'user', content: 'lorem ipsum dolor sit amet '.repeat(40_000) }],
+        messages: [{ role: 'user', content: 'lorem ipsum dolor sit amet '.repeat(200_000) }],
       });
       const first = await backend().generate(request, new AbortController().signal).next();
       running = false;
