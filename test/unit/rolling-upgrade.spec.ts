@@ -389,6 +389,8 @@ const streamMeta: Family = {
     if (meta !== null) {
       expect(meta).toEqual({
         keyId: 'key_0123456789abcdef01234567',
+        // A meta that names no protocol was written for a chat stream.
+        protocol: 'chat.completions',
         model: 'sim-chat',
         created: 1,
         deadline: 2,

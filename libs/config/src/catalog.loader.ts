@@ -5,6 +5,8 @@ import {
   modelTypeOf,
   ProblemCollector,
   RecordReader,
+  STREAM_RESUME_DEFAULTS,
+  type StreamResumeDefault,
   type FieldRecord,
   type ModelKind,
   type ModelType,
@@ -53,10 +55,6 @@ export interface CatalogModel {
    */
   streamResume?: StreamResumeDefault;
 }
-
-/** A model's default for resuming its streams. */
-export type StreamResumeDefault = 'on' | 'off';
-const STREAM_RESUME_DEFAULTS: readonly StreamResumeDefault[] = ['on', 'off'];
 
 export interface Catalog {
   path: string;

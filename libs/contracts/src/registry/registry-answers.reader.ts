@@ -2,7 +2,7 @@ import { MODEL_TYPES, type ModelType } from '../model-types';
 import { protocolVersionOf, REGISTRY_PROTOCOL_VERSION } from '../protocol/protocol-version';
 import { ProtocolError } from '../protocol/protocol.error';
 import { FailFast, RecordReader, type FieldRecord } from '../validation/record.reader';
-import type { ModelEntry, ModelLookup } from './registry.messages';
+import { STREAM_RESUME_DEFAULTS, type ModelEntry, type ModelLookup } from './registry.messages';
 
 /** An answer of the registry as it travels: the registry protocol's version beside what it answers. */
 export type RegistryAnswer<T> = T & { v: number };
@@ -54,6 +54,9 @@ export function readModelEntry(value: unknown): ModelEntry {
   if (supportedParameters !== undefined) entry.supportedParameters = supportedParameters;
   const fallbacks = optionalStrings(record, 'fallbacks');
   if (fallbacks !== undefined) entry.fallbacks = fallbacks;
+  if (record.streamResume !== undefined) {
+    entry.streamResume = read.oneOf(record, 'streamResume', STREAM_RESUME_DEFAULTS, 'off');
+  }
   return entry;
 }
 

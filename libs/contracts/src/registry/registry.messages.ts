@@ -116,8 +116,12 @@ export interface ModelEntry {
    * The catalog's default for resuming this model's streams (`x-stream-resume` of a request wins): 'on'
    * keeps a stream's job running for the resume grace when its client leaves. Absent: 'off'.
    */
-  streamResume?: 'on' | 'off';
+  streamResume?: StreamResumeDefault;
 }
 
 export type ModelLookup =
   { state: 'live'; model: ModelEntry } | { state: 'unavailable'; model: ModelEntry } | { state: 'unknown' };
+
+/** A model's default for resuming its streams. */
+export type StreamResumeDefault = 'on' | 'off';
+export const STREAM_RESUME_DEFAULTS: readonly StreamResumeDefault[] = ['on', 'off'];
