@@ -221,7 +221,9 @@ describe('UpstreamPool (real Redis)', () => {
     expect(readiness).toEqual([false]);
 
     answering = true;
-    await waitUntil(() => one.ready && two.ready);
+    // Each upstream comes back with its own probe: ready (one up) can come a moment before both are.
+    const bothUp = (pool: UpstreamPool) => pool.stateOf(0) === 'up' && pool.stateOf(1) === 'up';
+    await waitUntil(() => bothUp(one) && bothUp(two));
     expect([two.stateOf(0), two.stateOf(1)]).toEqual(['up', 'up']);
     expect(readiness).toEqual([false, true]);
   });
