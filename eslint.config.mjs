@@ -139,6 +139,25 @@ export default tseslint.config(
   },
   ...libArrows(),
   {
+    // The browser console shares the admin API's types with the server, type-only (nothing of the server is
+    // bundled), from files that import nothing: libs/access/src/admin-api.types.ts and the model status's.
+    files: ['apps/console/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              ...LIBS_THROUGH_ALIAS,
+              allowTypeImports: true,
+              message: 'The console imports server code type-only, from files that import nothing.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The entry points hand process.env to the config loader once; scripts and tests set up child processes.
     files: ['apps/*/src/main.ts', 'scripts/**', 'test/**', 'bench/**', '**/*.spec.ts'],
     rules: { 'no-restricted-properties': 'off' },
