@@ -1,4 +1,4 @@
-/** Every `error.type` the gateway answers with (the API document lists them from here). */
+/** Every `error.type` the gateway answers with: the API document lists them, a reply's error must be one. */
 export const ERROR_TYPES = [
   'invalid_request_error',
   'authentication_error',
