@@ -8,7 +8,7 @@ const LIBS_THROUGH_ALIAS = {
 };
 
 /**
- * The gateway's rooms point one way: features (libs/api) → request core (libs/session) → HTTP plumbing
+ * The gateway's rooms point one way: features (libs/api, libs/responses-api) → request core (libs/session) → HTTP plumbing
  * (libs/http) → contracts, config, observability (and access, for the auth hooks' key check). A lib may not
  * import a room above it, nor the worker's side.
  */
@@ -28,12 +28,25 @@ function gatewayRooms() {
   return [
     refuse(
       ['libs/http/src/**/*.ts'],
-      ['@mgw/api', '@mgw/session', '@mgw/queue', '@mgw/registry', '@mgw/inference', '@mgw/worker'],
+      [
+        '@mgw/api',
+        '@mgw/responses-api',
+        '@mgw/session',
+        '@mgw/queue',
+        '@mgw/registry',
+        '@mgw/inference',
+        '@mgw/worker',
+      ],
       'libs/http is HTTP plumbing: the request core and the features build on it, not the other way.',
     ),
     refuse(
+      ['libs/responses-api/src/**/*.ts'],
+      ['@mgw/api', '@mgw/queue', '@mgw/registry', '@mgw/inference', '@mgw/worker'],
+      'libs/responses-api is a front-end: it builds on the request core (libs/session), the HTTP plumbing and the contracts, not on another feature or on what lies below the session.',
+    ),
+    refuse(
       ['libs/session/src/**/*.ts'],
-      ['@mgw/api', '@mgw/inference', '@mgw/worker'],
+      ['@mgw/api', '@mgw/responses-api', '@mgw/inference', '@mgw/worker'],
       'libs/session is the request core: the features (libs/api) build on it; it never reaches a worker.',
     ),
   ];
