@@ -1,4 +1,5 @@
 import {
+  applyDecorators,
   Body,
   Controller,
   Delete,
@@ -11,11 +12,26 @@ import {
   Req,
   Res,
 } from '@nestjs/common';
-import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
+import {
+  ApiBody,
+  ApiOperation,
+  ApiParam,
+  ApiQuery,
+  ApiResponse,
+  ApiTags,
+  type ContentObject,
+} from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
 import { Auth, requestIdOf, requirePrincipal } from '@mgw/http';
 import { ResponsesRequestPipe } from './responses-request.pipe';
+import {
+  CreateResponseRequestDoc,
+  INPUT_ITEM_LIST_SCHEMA,
+  RESPONSE_DELETED_SCHEMA,
+  RESPONSE_SCHEMA,
+  RESPONSES_STREAM_DESCRIPTION,
+} from './responses.openapi';
 import { ResponsesService } from './responses.service';
 import { ResponsesStreamResumer, startingAfter } from './responses-stream.resumer';
 import type { ResponseDeleted, ResponseObject, ResponsesRequest } from './responses.types';
@@ -25,6 +41,15 @@ const responseId = ApiParam({
   name: 'id',
   description: 'The response id (`resp_…`), as the create call returned it.',
 });
+const json = (description: string, schema: object) =>
+  ApiResponse({ status: 200, description, content: { 'application/json': { schema } } });
+const ERRORS = [400, 401, 404, 429, 503].map((status) =>
+  ApiResponse({
+    status,
+    description: "An error in OpenAI's shape (`param` names a bad field).",
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } },
+  }),
+);
 const ITEM_LIMITS = { min: 1, max: 100, default: 20 };
 
 function itemPageQuery(query: Record<string, unknown>): ItemPageQuery {
@@ -53,6 +78,7 @@ function itemPageQuery(query: Record<string, unknown>): ItemPageQuery {
 @Controller('v1/responses')
 @Auth('required')
 @ApiTags('Responses')
+@applyDecorators(...ERRORS)
 export class ResponsesController {
   constructor(
     @Inject(ResponsesService) private readonly responses: ResponsesService,
@@ -67,6 +93,15 @@ export class ResponsesController {
     summary: 'Create a response',
     description:
       "OpenAI's Responses API over the same queue as chat completions: one response object, or with `stream: true` the Responses stream's named events; `background: true` answers at once with a queued response that runs without its client.",
+  })
+  @ApiBody({ type: CreateResponseRequestDoc })
+  @ApiResponse({
+    status: 200,
+    description: '`stream` false: the response object. `stream` true: `text/event-stream`.',
+    content: {
+      'application/json': { schema: RESPONSE_SCHEMA },
+      'text/event-stream': { schema: { type: 'string', description: RESPONSES_STREAM_DESCRIPTION } },
+    } as ContentObject,
   })
   async create(
     @Req() request: FastifyRequest,
@@ -88,6 +123,7 @@ export class ResponsesController {
   @responseId
   @ApiQuery({ name: 'stream', required: false, schema: { type: 'boolean' } })
   @ApiQuery({ name: 'starting_after', required: false, schema: { type: 'integer', minimum: 0 } })
+  @json('The response (or, with `stream=true`, its events as `text/event-stream`).', RESPONSE_SCHEMA)
   async retrieve(
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
@@ -112,6 +148,7 @@ export class ResponsesController {
     schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
   })
   @ApiQuery({ name: 'order', required: false, schema: { enum: ['asc', 'desc'] } })
+  @json('A page of the input items.', INPUT_ITEM_LIST_SCHEMA)
   inputItems(
     @Req() request: FastifyRequest,
     @Param('id') id: string,
@@ -124,6 +161,7 @@ export class ResponsesController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'cancelResponse', summary: 'Cancel a background response' })
   @responseId
+  @json('The response, cancelled (or as it ended).', RESPONSE_SCHEMA)
   cancel(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ResponseObject> {
     return this.stored.cancel(requirePrincipal(request), id);
   }
@@ -131,6 +169,7 @@ export class ResponsesController {
   @Delete(':id')
   @ApiOperation({ operationId: 'deleteResponse', summary: 'Delete a stored response' })
   @responseId
+  @json('The response is deleted.', RESPONSE_DELETED_SCHEMA)
   delete(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ResponseDeleted> {
     return this.stored.delete(requirePrincipal(request), id);
   }
