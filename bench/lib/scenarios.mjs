@@ -15,6 +15,9 @@ const chatModel = (id, backend) => ({
 const imageModel = (id) => ({ id, type: 'image', owned_by: 'bench', backend: { kind: 'simulator' } });
 const chatBody = (model, content, extra = {}) =>
   JSON.stringify({ model, messages: [{ role: 'user', content }], user: USER, ...extra });
+/** The Responses API's body for the same request (`store: false`: chat completions store nothing either). */
+const responsesBody = (model, input, extra = {}) =>
+  JSON.stringify({ model, input, user: USER, store: false, ...extra });
 
 /** Seconds of warm-up and measurement per scenario: full runs, and `--smoke` (a few seconds each). */
 export function durations(args) {
@@ -29,6 +32,8 @@ export function durations(args) {
     S5: { streams: args.streams ?? (smoke ? 100 : 10_000), holdMs: (args.hold ?? (smoke ? 1 : 10)) * 1000 },
     S6: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
     S7: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    R1: { warmup: warm(5, 0.3), duration: pick(30, 1.5) },
+    R4: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
   };
 }
 
@@ -258,6 +263,58 @@ export function scenarios(args) {
         row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
       ],
       intact: (r) => r.errors === 0 && r.ok > 0,
+    },
+    {
+      id: 'R1',
+      unit: perRequest,
+      title: 'non-stream Responses API (S1 on /v1/responses), c=64',
+      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+      load: 'http-load.mjs',
+      options: (url, headers) => ({
+        url: `${url}/v1/responses`,
+        method: 'POST',
+        headers,
+        body: responsesBody('bench-echo', SHORT),
+        connections: 64,
+        warmupSeconds: d.R1.warmup,
+        durationSeconds: d.R1.duration,
+      }),
+      rows: (g, b) => [
+        row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond, { at: 'min', limit: 3000 }),
+        row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
+        row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99, { at: 'max', limit: 20 }),
+        row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
+      ],
+      intact: (r) => r.errors === 0 && r.ok > 0,
+    },
+    {
+      id: 'R4',
+      unit: perStream,
+      title: 'Responses API streams (S4 on /v1/responses, 251 deltas each), 64 at a time',
+      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+      load: 'stream-load.mjs',
+      options: (url, headers) => ({
+        mode: 'loop',
+        url: `${url}/v1/responses`,
+        headers,
+        body: responsesBody('bench-echo', ECHO_251, { stream: true }),
+        concurrency: 64,
+        warmupSeconds: d.R4.warmup,
+        durationSeconds: d.R4.duration,
+        expectText: ECHO_251,
+        expectDeltas: 251,
+      }),
+      rows: (g, b) => [
+        row('relayed deltas', '/s', g.deltasPerSecond, b.deltasPerSecond, { at: 'min', limit: 30_000 }),
+        row('streams', '/s', g.streams / d.R4.duration, b.streams / d.R4.duration),
+        row('lost/reordered/failed streams', '', g.corrupted + g.errors, b.corrupted + b.errors, {
+          at: 'max',
+          limit: 0,
+        }),
+      ],
+      intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete > 0,
     },
   ];
 }
