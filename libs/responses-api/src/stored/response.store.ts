@@ -52,14 +52,17 @@ function readInput(text: string | null | undefined): ConversationItem[] {
   return input as ConversationItem[];
 }
 
-function readResponse(text: string | null | undefined, status: string | null | undefined): ResponseObject {
+function readResponse(text: string | null | undefined, status?: string | null): ResponseObject {
   const response = parse(text, 'response') as Partial<ResponseObject> | null;
   if (typeof response !== 'object' || response === null || response.object !== 'response') {
     throw new StoredResponseError("'response' is not a response object");
   }
   if (!Array.isArray(response.output)) throw new StoredResponseError("'response.output' is not an array");
-  if (!STATUSES.includes(status as ResponseStatus)) throw new StoredResponseError("'status' is not a status");
-  return { ...(response as ResponseObject), status: status as ResponseStatus };
+  // The hash's own `status` is the current one (a background response's outcome lands there).
+  const current = status ?? response.status;
+  if (!STATUSES.includes(current as ResponseStatus))
+    throw new StoredResponseError("'status' is not a status");
+  return { ...(response as ResponseObject), status: current as ResponseStatus };
 }
 
 /**
@@ -157,8 +160,7 @@ export class ResponseStore {
     const turns: Array<{ input: ConversationItem[]; response: ResponseObject }> = [];
     for (let at = texts.length - 2; at >= 0; at -= 2) {
       try {
-        const response = parse(texts[at + 1], 'response') as ResponseObject;
-        turns.push({ input: readInput(texts[at]), response: readResponse(texts[at + 1], response.status) });
+        turns.push({ input: readInput(texts[at]), response: readResponse(texts[at + 1]) });
       } catch (error) {
         this.logger.warn(`a stored turn of ${id} (key ${keyId}) does not read: ${String(error)}`);
         return { missing: id };
