@@ -1,7 +1,7 @@
 // What a `previous_response_id` chain costs per turn against a real Redis (wall time, loopback round trip
 // included), beside what the same turn costs when the client sends the whole history by hand: for turn t
-// of a conversation, the gateway either follows the stored turns back (one Lua script, then the items
-// parsed) or parses a body that carries the t earlier turns. Prints both for turns 1, 10, 25 and 50, and
+// of a conversation, the gateway either follows the stored turns back (one Lua script returning each turn's
+// items, then those parsed) or parses a body that carries the t earlier turns. Prints both for turns 1, 10, 25 and 50, and
 // the bytes a turn adds to Redis. Needs Redis at REDIS_URL (default redis://127.0.0.1:6379).
 //   node bench/responses-chain.micro.mjs [dist] [turns=50]
 import { randomBytes } from 'node:crypto';
@@ -15,7 +15,6 @@ require('reflect-metadata');
 const { Redis } = require('ioredis');
 const { Logger } = require('@nestjs/common');
 const { ResponseStore } = require(join(distDir, 'libs/responses-api/src/stored/response.store.js'));
-const { historyOf } = require(join(distDir, 'libs/responses-api/src/conversation.js'));
 const { validateResponsesRequest, UNSTORED_ECHO } = require(join(distDir, 'libs/responses-api/src/index.js'));
 
 Logger.overrideLogger(false);
@@ -81,12 +80,9 @@ const after = Number((await redis.info('memory')).match(/used_memory:(\d+)/)[1])
 console.log(`turn | previous_response_id (ms) | history by hand (ms) | by-hand body (KiB)`);
 for (const t of [1, 10, 25, turns]) {
   const last = ids[t - 1];
-  const chained = await timed(200, async () => {
-    const chain = await store.chain(keyId, last);
-    historyOf(chain.turns);
-  });
+  const chained = await timed(200, () => store.chain(keyId, last));
   const chain = await store.chain(keyId, last);
-  const items = [...historyOf(chain.turns), { type: 'message', role: 'user', content: QUESTION }];
+  const items = [...chain.items, { type: 'message', role: 'user', content: QUESTION }];
   const body = JSON.stringify({ model: 'sim-chat', input: items });
   byHand.push(body.length);
   const handMs = await timed(200, async () => validateResponsesRequest(JSON.parse(body)));

@@ -103,7 +103,7 @@ export class ResponsesService {
               sse,
               { ...base(context), createdMs: queued.created_at * 1000 },
               -1,
-              (response) => this.stored.finish(principal, response),
+              (response) => this.stored.finish(principal, response, input),
             ),
         },
         reply,
@@ -143,7 +143,7 @@ export class ResponsesService {
         format: RESPONSES_STREAM_FORMAT,
         renderer: (context) =>
           new ResponseRecorder({ ...base(context), createdMs }, (response) =>
-            this.stored.finish(principal, response),
+            this.stored.finish(principal, response, input),
           ),
       },
       null,
@@ -194,8 +194,7 @@ export class ResponsesService {
   /** The stored conversation `previous_response_id` continues, oldest item first. */
   private async history(principal: Principal, previousId: string | null): Promise<ConversationItem[]> {
     if (previousId === null) return [];
-    const turns = await this.stored.chain(principal, previousId);
-    return historyOf(turns);
+    return this.stored.chain(principal, previousId);
   }
 
   /** The stored turns `item_reference`s outside the conversation point into, by item id. */

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { GatewayConfig } from '@mgw/config';
 import { storedResponseNamesFor, type StoredResponseNames } from '@mgw/contracts';
 import { RedisConnections } from '@mgw/session';
+import { historyOf } from '../conversation';
 import type { ConversationItem, ResponseObject, ResponseStatus } from '../responses.types';
 import {
   CHAIN_SCRIPT,
@@ -40,8 +41,8 @@ function parse(text: string | null | undefined, what: string): unknown {
   }
 }
 
-function readInput(text: string | null | undefined): ConversationItem[] {
-  const input = parse(text, 'input');
+function readInput(text: string | null | undefined, what = 'input'): ConversationItem[] {
+  const input = parse(text, what);
   if (!Array.isArray(input)) throw new StoredResponseError("'input' is not an array");
   for (const item of input as Array<{ type?: unknown }>) {
     const type = item?.type;
@@ -104,17 +105,23 @@ export class ResponseStore {
         JSON.stringify(entry.response),
         entry.response.status,
         names.recordPrefix,
+        JSON.stringify(historyOf([entry])),
       ],
     );
     return Number(result);
   }
 
   /** Records the outcome of a response still running; false when it is gone or has one already. */
-  async finish(keyId: string, response: ResponseObject): Promise<boolean> {
+  async finish(keyId: string, response: ResponseObject, input: ConversationItem[]): Promise<boolean> {
     const result = await FINISH_RESPONSE_SCRIPT.run(
       this.redis,
       [this.namesFor(keyId).record(response.id)],
-      [JSON.stringify(response), response.status, FINAL_STATUSES.join(' ')],
+      [
+        JSON.stringify(response),
+        response.status,
+        FINAL_STATUSES.join(' '),
+        JSON.stringify(historyOf([{ input, response }])),
+      ],
     );
     return Number(result) === 1;
   }
@@ -140,15 +147,10 @@ export class ResponseStore {
   }
 
   /**
-   * The turns of the conversation that ends with response `id`, oldest first; or the id of the first turn
-   * that is not stored (deleted, expired, another key's).
+   * The conversation that ends with response `id`, oldest item first; or the id of the first turn that is
+   * not stored (deleted, expired, another key's).
    */
-  async chain(
-    keyId: string,
-    id: string,
-  ): Promise<
-    { turns: Array<{ input: ConversationItem[]; response: ResponseObject }> } | { missing: string }
-  > {
+  async chain(keyId: string, id: string): Promise<{ items: ConversationItem[] } | { missing: string }> {
     const names = this.namesFor(keyId);
     const result = (await CHAIN_SCRIPT.run(
       this.redis,
@@ -156,17 +158,16 @@ export class ResponseStore {
       [names.recordPrefix, id, MAX_CHAIN_TURNS],
     )) as unknown[];
     if (result[0] !== 1) return { missing: String(result[1]) };
-    const texts = result.slice(1) as string[];
-    const turns: Array<{ input: ConversationItem[]; response: ResponseObject }> = [];
-    for (let at = texts.length - 2; at >= 0; at -= 2) {
+    const items: ConversationItem[] = [];
+    for (let at = result.length - 1; at >= 1; at--) {
       try {
-        turns.push({ input: readInput(texts[at]), response: readResponse(texts[at + 1]) });
+        items.push(...readInput(result[at] as string));
       } catch (error) {
         this.logger.warn(`a stored turn of ${id} (key ${keyId}) does not read: ${String(error)}`);
         return { missing: id };
       }
     }
-    return { turns };
+    return { items };
   }
 
   async delete(keyId: string, id: string): Promise<boolean> {

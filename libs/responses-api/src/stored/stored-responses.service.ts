@@ -115,9 +115,9 @@ export class StoredResponses {
   }
 
   /** Records a background response's outcome (unless it was cancelled meanwhile). */
-  async finish(principal: Principal, response: ResponseObject): Promise<void> {
+  async finish(principal: Principal, response: ResponseObject, input: ConversationItem[]): Promise<void> {
     try {
-      await this.store.finish(principal.keyId, response);
+      await this.store.finish(principal.keyId, response, input);
     } catch (error) {
       this.logger.warn(`the outcome of response ${response.id} could not be stored: ${String(error)}`);
     }
@@ -128,15 +128,12 @@ export class StoredResponses {
     await this.store.delete(principal.keyId, id).catch(() => false);
   }
 
-  /** The stored turns `previous_response_id` continues, oldest first. */
-  async chain(
-    principal: Principal,
-    id: string,
-  ): Promise<Array<{ input: ConversationItem[]; response: ResponseObject }>> {
+  /** The stored conversation `previous_response_id` continues, oldest item first. */
+  async chain(principal: Principal, id: string): Promise<ConversationItem[]> {
     if (requestIdOfResponse(id) === null) throw previousResponseNotFound(id);
     const chain = await reachable(this.store.chain(principal.keyId, id));
     if ('missing' in chain) throw previousResponseNotFound(id);
-    return chain.turns;
+    return chain.items;
   }
 
   async find(principal: Principal, id: string): Promise<StoredResponse | null> {
@@ -190,7 +187,7 @@ export class StoredResponses {
     }
     if (FINAL_STATUSES.includes(response.status)) return response;
     const cancelled: ResponseObject = { ...response, status: 'cancelled' };
-    if (!(await reachable(this.store.finish(principal.keyId, cancelled))))
+    if (!(await reachable(this.store.finish(principal.keyId, cancelled, stored.input))))
       return (await this.current(principal, id)).response;
     const requestId = requestIdOfResponse(id)!;
     await this.sessions
@@ -214,7 +211,7 @@ export class StoredResponses {
     if (FINAL_STATUSES.includes(stored.response.status)) return stored;
     const log = await reachable(this.streams.read(requestIdOfResponse(id)!));
     const response = replayed(stored, log);
-    if (FINAL_STATUSES.includes(response.status)) await this.finish(principal, response);
+    if (FINAL_STATUSES.includes(response.status)) await this.finish(principal, response, stored.input);
     return { ...stored, response };
   }
 }
