@@ -1,14 +1,13 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ApiModule } from '@mgw/api';
 import type { GatewayConfig } from '@mgw/config';
-import { ResponsesApiModule } from '@mgw/responses-api';
 
 @Module({})
 export class GatewayModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [ApiModule.forRoot(config), ResponsesApiModule.forRoot(config)],
+      imports: [ApiModule.forRoot(config)],
     };
   }
 }

@@ -35,3 +35,4 @@ export * from './dto/json-schema.bounds';
 export * from './dto/chat-parameter-support';
 export * from './openai/stored-completion.types';
 export * from './dto/stored-completion-query.dto';
+export * from './admin/model-status.types';

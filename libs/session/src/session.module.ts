@@ -26,19 +26,7 @@ import { StreamResumer } from './resume/stream-resumer.service';
  */
 @Module({})
 export class SessionModule {
-  /** One module per config: every feature that imports it shares the one request core. */
-  private static readonly built = new WeakMap<GatewayConfig, DynamicModule>();
-
   static forRoot(config: GatewayConfig): DynamicModule {
-    let module = SessionModule.built.get(config);
-    if (module === undefined) {
-      module = SessionModule.build(config);
-      SessionModule.built.set(config, module);
-    }
-    return module;
-  }
-
-  private static build(config: GatewayConfig): DynamicModule {
     return {
       module: SessionModule,
       imports: [ConnectionsModule.forRoot(config)],
