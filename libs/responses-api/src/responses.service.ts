@@ -89,26 +89,7 @@ export class ResponsesService {
         input,
         response,
       });
-    if (request.background && !request.stream) return this.background(session, request, input, base);
-    if (request.background) {
-      const queued = await this.enqueued(session, request, input, base);
-      return this.runOrForget(
-        session,
-        queued.id,
-        {
-          mode: 'stream',
-          format: RESPONSES_STREAM_FORMAT,
-          renderer: (sse, context) =>
-            new ResponseEventsRenderer(
-              sse,
-              { ...base(context), createdMs: queued.created_at * 1000 },
-              -1,
-              (response) => this.stored.finish(principal, response, input),
-            ),
-        },
-        reply,
-      ).then(() => undefined);
-    }
+    if (request.background) return this.background(session, request, input, base, reply);
     const delivery: Delivery = request.stream
       ? {
           mode: 'stream',
@@ -125,30 +106,43 @@ export class ResponsesService {
     return undefined;
   }
 
-  /** `background: true`: answered at once with the queued response; its job runs without its client. */
+  /**
+   * `background: true`: answered at once with the queued response (or, with `stream`, its stream, which the
+   * client may leave and resume); its job runs without its client, and its outcome lands in its record.
+   */
   private async background(
     session: SessionRequest<'chat'>,
     request: ResponsesRequest,
     input: ConversationItem[],
     base: (context: RenderContext) => ResponseBase,
-  ): Promise<ResponseObject> {
+    reply: FastifyReply,
+  ): Promise<ResponseObject | undefined> {
     const queued = await this.enqueued(session, request, input, base);
     const { principal } = session;
-    const createdMs = queued.created_at * 1000;
-    await this.runOrForget(
-      session,
-      queued.id,
-      {
-        mode: 'background',
-        format: RESPONSES_STREAM_FORMAT,
-        renderer: (context) =>
-          new ResponseRecorder({ ...base(context), createdMs }, (response) =>
-            this.stored.finish(principal, response, input),
-          ),
-      },
-      null,
-    );
-    return queued;
+    const recorded = (context: RenderContext): ResponseBase => ({
+      ...base(context),
+      createdMs: queued.created_at * 1000,
+    });
+    const finish = (response: ResponseObject) => this.stored.finish(principal, response, input);
+    const delivery: Delivery = request.stream
+      ? {
+          mode: 'stream',
+          format: RESPONSES_STREAM_FORMAT,
+          renderer: (sse, context) => new ResponseEventsRenderer(sse, recorded(context), -1, finish),
+        }
+      : {
+          mode: 'background',
+          format: RESPONSES_STREAM_FORMAT,
+          renderer: (context) => new ResponseRecorder(recorded(context), finish),
+        };
+    try {
+      await this.sessions.run(session, delivery, request.stream ? reply : null);
+    } catch (error) {
+      // A request refused before its job was queued leaves nothing stored.
+      await this.stored.forget(principal, queued.id);
+      throw error;
+    }
+    return request.stream ? undefined : queued;
   }
 
   /**
@@ -174,21 +168,6 @@ export class ResponsesService {
       response: queued,
     });
     return queued;
-  }
-
-  /** A request refused before its job was queued leaves nothing stored. */
-  private async runOrForget(
-    session: SessionRequest<'chat'>,
-    responseId: string,
-    delivery: Delivery,
-    reply: FastifyReply | null,
-  ): Promise<void> {
-    try {
-      await this.sessions.run(session, delivery, reply);
-    } catch (error) {
-      await this.stored.forget(session.principal, responseId);
-      throw error;
-    }
   }
 
   /** The stored conversation `previous_response_id` continues, oldest item first. */
