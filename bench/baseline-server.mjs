@@ -106,6 +106,66 @@ app.post('/v1/chat/completions', async (request, reply) => {
   }
 });
 
+// The Responses API front-end's own validation, translation and renderers; an older build has none.
+const responsesApi = (() => {
+  try {
+    return dist('responses-api/src/index.js');
+  } catch {
+    return null;
+  }
+})();
+const { REQUEST_SIZE_CEILINGS } = dist('contracts/src/index.js');
+
+if (responsesApi !== null) {
+  app.post('/v1/responses', async (request, reply) => {
+    const parsed = responsesApi.validateResponsesRequest(request.body);
+    const body = responsesApi.toChatRequest(parsed, parsed.input, REQUEST_SIZE_CEILINGS);
+    const backend = chat.get(body.model);
+    if (!backend) return reply.status(404).send({ error: { message: 'no such model' } });
+    const controller = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) controller.abort(new Error('client closed'));
+    });
+    const base = {
+      requestId: String(request.id),
+      model: body.model,
+      createdMs: Date.now(),
+      echo: parsed.echo,
+    };
+    const finishReasons = [];
+    let usage = null;
+    const done = () => ({ requestId: String(request.id), seq: 0, kind: 'chat-done', finishReasons, usage });
+    const generate = async (renderer) => {
+      for await (const event of backend.generate(toChatInferenceRequest(body), controller.signal)) {
+        if (event.type === 'delta') {
+          if (event.text.length > 0) renderer.delta(event.choice, event.text);
+        } else if (event.type === 'finish') finishReasons[event.choice] = event.reason;
+        else usage = { prompt_tokens: event.promptTokens, completion_tokens: event.completionTokens };
+      }
+    };
+    if (!parsed.stream) {
+      const renderer = new responsesApi.ResponseJsonRenderer(base, () => controller.abort());
+      await generate(renderer);
+      return reply.status(200).send(await renderer.done(done()));
+    }
+    const sse = new SseWriter(reply.raw, {
+      bufferLimitBytes: 1024 * 1024,
+      keepAliveMs: 0,
+      endLine: null,
+      onOverflow: () => controller.abort(new Error('overflow')),
+    });
+    reply.hijack();
+    sse.open({ 'x-request-id': String(request.id) });
+    const renderer = new responsesApi.ResponseEventsRenderer(sse, base);
+    try {
+      await generate(renderer);
+      renderer.done(done());
+    } catch {
+      sse.close();
+    }
+  });
+}
+
 app.post('/v1/images/generations', async (request, reply) => {
   const body = request.body;
   const backend = images.get(body.model);

@@ -1,4 +1,4 @@
-// `npm run bench`: runs scenarios S1–S7 of issue #5 against the real stack and an in-process baseline, prints a
+// `npm run bench`: runs scenarios S1–S7 of issue #5 (and R1, R4: S1 and S4 on the Responses API) against the real stack and an in-process baseline, prints a
 // markdown table and writes bench/results/<timestamp>.json. See bench/README.md.
 //   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>]
 //                    [--out <file>]
@@ -199,7 +199,7 @@ async function runScenario(scenario) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const chosen = scenarios(args).filter((s) => !args.only || args.only.includes(s.id));
-  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7)`);
+  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7, R1, R4)`);
   const meta = { date: new Date().toISOString(), args, ...versions() };
   process.stderr.write(
     `bench: Node ${meta.node}, Redis ${meta.redis}, ${meta.cores} cores, load ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n`,

@@ -15,6 +15,9 @@ const chatModel = (id, backend) => ({
 const imageModel = (id) => ({ id, type: 'image', owned_by: 'bench', backend: { kind: 'simulator' } });
 const chatBody = (model, content, extra = {}) =>
   JSON.stringify({ model, messages: [{ role: 'user', content }], user: USER, ...extra });
+/** The Responses API's body for the same request (`store: false`: chat completions store nothing either). */
+const responsesBody = (model, input, extra = {}) =>
+  JSON.stringify({ model, input, user: USER, store: false, ...extra });
 
 /** Seconds of warm-up and measurement per scenario: full runs, and `--smoke` (a few seconds each). */
 export function durations(args) {
@@ -29,6 +32,8 @@ export function durations(args) {
     S5: { streams: args.streams ?? (smoke ? 100 : 10_000), holdMs: (args.hold ?? (smoke ? 1 : 10)) * 1000 },
     S6: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
     S7: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    R1: { warmup: warm(5, 0.3), duration: pick(30, 1.5) },
+    R4: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
   };
 }
 
@@ -64,33 +69,73 @@ function row(figure, unit, gateway, baseline, target, options = {}) {
 const perRequest = { name: 'request', count: (r) => r.ok };
 const perStream = { name: 'stream', count: (r) => r.complete };
 
+/**
+ * S1's load — non-stream requests at c=64 on one echo model — on `path` with `body` (chat completions, or
+ * the same request on the Responses API).
+ */
+function nonStreamAt64(id, title, path, body, duration) {
+  return {
+    id,
+    unit: perRequest,
+    title,
+    catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+    appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+    load: 'http-load.mjs',
+    options: (url, headers) => ({
+      url: `${url}${path}`,
+      method: 'POST',
+      headers,
+      body,
+      connections: 64,
+      warmupSeconds: duration.warmup,
+      durationSeconds: duration.duration,
+    }),
+    rows: (g, b) => [
+      row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond, { at: 'min', limit: 3000 }),
+      row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
+      row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99, { at: 'max', limit: 20 }),
+      row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
+    ],
+    intact: (r) => r.errors === 0 && r.ok > 0,
+  };
+}
+
+/** S4's load — fast streams of 251 deltas, `concurrency` at a time — on `path` with `body`. */
+function fastStreams(id, title, path, body, concurrency, duration) {
+  return {
+    id,
+    unit: perStream,
+    title,
+    catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+    appEnv: { 'chat-worker': { WORKER_CONCURRENCY: String(concurrency) } },
+    load: 'stream-load.mjs',
+    options: (url, headers) => ({
+      mode: 'loop',
+      url: `${url}${path}`,
+      headers,
+      body,
+      concurrency,
+      warmupSeconds: duration.warmup,
+      durationSeconds: duration.duration,
+      expectText: ECHO_251,
+      expectDeltas: 251,
+    }),
+    rows: (g, b) => [
+      row('relayed chunks', '/s', g.deltasPerSecond, b.deltasPerSecond, { at: 'min', limit: 30_000 }),
+      row('streams', '/s', g.streams / duration.duration, b.streams / duration.duration),
+      row('lost/reordered/failed streams', '', g.corrupted + g.errors, b.corrupted + b.errors, {
+        at: 'max',
+        limit: 0,
+      }),
+    ],
+    intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete > 0,
+  };
+}
+
 export function scenarios(args) {
   const d = durations(args);
   return [
-    {
-      id: 'S1',
-      unit: perRequest,
-      title: 'non-stream chat, c=64',
-      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
-      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
-      load: 'http-load.mjs',
-      options: (url, headers) => ({
-        url: `${url}/v1/chat/completions`,
-        method: 'POST',
-        headers,
-        body: chatBody('bench-echo', SHORT),
-        connections: 64,
-        warmupSeconds: d.S1.warmup,
-        durationSeconds: d.S1.duration,
-      }),
-      rows: (g, b) => [
-        row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond, { at: 'min', limit: 3000 }),
-        row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
-        row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99, { at: 'max', limit: 20 }),
-        row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
-      ],
-      intact: (r) => r.errors === 0 && r.ok > 0,
-    },
+    nonStreamAt64('S1', 'non-stream chat, c=64', '/v1/chat/completions', chatBody('bench-echo', SHORT), d.S1),
     {
       id: 'S2',
       unit: perRequest,
@@ -143,34 +188,14 @@ export function scenarios(args) {
       ],
       intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete === r.streams && r.streams > 0,
     },
-    {
-      id: 'S4',
-      unit: perStream,
-      title: 'many fast streams (251 chunks each), 32 at a time',
-      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
-      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '32' } },
-      load: 'stream-load.mjs',
-      options: (url, headers) => ({
-        mode: 'loop',
-        url: `${url}/v1/chat/completions`,
-        headers,
-        body: chatBody('bench-echo', ECHO_251, { stream: true }),
-        concurrency: 32,
-        warmupSeconds: d.S4.warmup,
-        durationSeconds: d.S4.duration,
-        expectText: ECHO_251,
-        expectDeltas: 251,
-      }),
-      rows: (g, b) => [
-        row('relayed chunks', '/s', g.deltasPerSecond, b.deltasPerSecond, { at: 'min', limit: 30_000 }),
-        row('streams', '/s', g.streams / d.S4.duration, b.streams / d.S4.duration),
-        row('lost/reordered/failed streams', '', g.corrupted + g.errors, b.corrupted + b.errors, {
-          at: 'max',
-          limit: 0,
-        }),
-      ],
-      intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete > 0,
-    },
+    fastStreams(
+      'S4',
+      'many fast streams (251 chunks each), 32 at a time',
+      '/v1/chat/completions',
+      chatBody('bench-echo', ECHO_251, { stream: true }),
+      32,
+      d.S4,
+    ),
     {
       id: 'S5',
       title: `${d.S5.streams} slow streams (1 chunk/s) held open`,
@@ -259,5 +284,20 @@ export function scenarios(args) {
       ],
       intact: (r) => r.errors === 0 && r.ok > 0,
     },
+    nonStreamAt64(
+      'R1',
+      'non-stream Responses API (S1 on /v1/responses), c=64',
+      '/v1/responses',
+      responsesBody('bench-echo', SHORT),
+      d.R1,
+    ),
+    fastStreams(
+      'R4',
+      'Responses API streams (S4 on /v1/responses, 251 deltas each), 64 at a time',
+      '/v1/responses',
+      responsesBody('bench-echo', ECHO_251, { stream: true }),
+      64,
+      d.R4,
+    ),
   ];
 }

@@ -80,16 +80,23 @@ async function stream(signal, onFirstDelta) {
       while ((end = buffer.indexOf('\n\n')) >= 0) {
         let event = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        // A chat stream's events carry their id first (`id: n`, for a resume).
-        if (event.startsWith('id: ')) event = event.slice(event.indexOf('\n') + 1);
+        // A chat stream's events carry their id first (`id: n`, for a resume); a Responses stream's, their
+        // name (`event: response.output_text.delta`) and id.
+        let name = null;
+        while (event.startsWith('id: ') || event.startsWith('event: ')) {
+          if (event.startsWith('event: ')) name = event.slice(7, event.indexOf('\n'));
+          event = event.slice(event.indexOf('\n') + 1);
+        }
         if (!event.startsWith('data: ')) continue; // keep-alive comments
         const data = event.slice(6);
-        if (data === '[DONE]') {
+        if (data === '[DONE]' || name === 'response.completed') {
           done = true;
           s.total.recordValue(us(now - started));
           continue;
         }
-        const content = JSON.parse(data).choices?.[0]?.delta?.content;
+        if (name !== null && name !== 'response.output_text.delta') continue;
+        const content =
+          name === null ? JSON.parse(data).choices?.[0]?.delta?.content : JSON.parse(data).delta;
         if (typeof content !== 'string') continue; // the final chunk, or an error
         text += content;
         deltas++;
@@ -111,7 +118,7 @@ async function stream(signal, onFirstDelta) {
     if (!options.expectText.startsWith(text)) s.corrupt(text);
     return;
   }
-  if (!done) s.fail('stream ended without [DONE]');
+  if (!done) s.fail('stream ended without [DONE] (or response.completed)');
   else if (text !== options.expectText || deltas !== options.expectDeltas) s.corrupt(text);
   else s.complete++;
 }

@@ -29,6 +29,8 @@ const UNDOCUMENTED_ROUTES: ReadonlySet<string> = new Set([
   'GET /console/*',
 ]);
 
+/** Operations that take no body, as OpenAI's own (cancelling a background response). */
+const BODYLESS_OPERATIONS: ReadonlySet<string> = new Set(['post /v1/responses/{id}/cancel']);
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
 /** `/v1/models/:id` → `/v1/models/{id}`, as OpenAPI writes path parameters. */
@@ -149,7 +151,7 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
         if (typeof operation.operationId !== 'string' || typeof operation.summary !== 'string') {
           lacking.push(`${method.toUpperCase()} ${path}: no operationId or summary (@ApiOperation)`);
         }
-        if (['post', 'put', 'patch'].includes(method)) {
+        if (['post', 'put', 'patch'].includes(method) && !BODYLESS_OPERATIONS.has(`${method} ${path}`)) {
           const body = operation.requestBody as
             { content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
           const ref = body?.content?.['application/json']?.schema?.$ref;

@@ -7,11 +7,12 @@ import { ConsoleAssetsModule } from '@mgw/console-assets';
 import { OpenAiExceptionFilter, RequestAuthenticator } from '@mgw/http';
 import { ImagesApiModule } from '@mgw/images-api';
 import { ModelsApiModule } from '@mgw/models-api';
+import { ResponsesApiModule } from '@mgw/responses-api';
 import { SessionModule } from '@mgw/session';
 
 /**
  * The gateway assembled: the request core (`SessionModule`, global, so every room below sees it) and the
- * rooms built on it — the front-ends (chat completions, images, models), the operator's routes (admin,
+ * rooms built on it — the front-ends (chat completions, the Responses API, images, models), the operator's routes (admin,
  * probes, metrics) and the console. This module only wires; each room is a lib of its own. OpenAI's error
  * shape is the default; a front-end of another protocol binds its own filter to its routes.
  */
@@ -25,6 +26,7 @@ export class ApiModule {
         ChatApiModule,
         ImagesApiModule,
         ModelsApiModule,
+        ResponsesApiModule,
         AdminModule,
         ConsoleAssetsModule,
       ],

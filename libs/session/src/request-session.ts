@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
+  MAX_RESUME_GRACE_MS,
   type CancelMessage,
   type ChatDoneMessage,
   type ImageDoneMessage,
@@ -10,6 +11,7 @@ import {
   type ProtocolError,
   type ReattachMessage,
   type ReplyMessage,
+  type ResumeOptions,
 } from '@mgw/contracts';
 import { SseWriter, whenClientGone } from '@mgw/http';
 import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
@@ -194,6 +196,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
 
   get ended(): boolean {
     return this.state.name === 'ended';
+  }
+
+  /** A request without a client (a background response): its job runs on without this gateway. */
+  get background(): boolean {
+    return this.delivery.mode === 'background';
   }
 
   /**
@@ -489,7 +496,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    * or its model's catalog says so and the client did not decline; never when replay logs are off.
    */
   private resumes(catalogDefault: 'on' | 'off' | undefined): boolean {
-    if (this.delivery.mode !== 'stream' || !this.deps.streams.enabled) return false;
+    if (!this.deps.streams.enabled) return false;
+    if (this.delivery.mode === 'background') return true;
+    if (this.delivery.mode !== 'stream') return false;
     const choice = this.input.resume ?? catalogDefault ?? 'off';
     return choice === 'on';
   }
@@ -555,7 +564,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       delete job.hasFallback;
     }
     if (hasFallback) job.hasFallback = true;
-    if (resumable) job.resume = this.deps.streams.resumeOptions();
+    if (resumable) job.resume = this.resumeOptions();
     this.model = model;
     this.renderer = this.rendererFor(model);
     this.timing = this.deps.metrics.timingFor(this.requestId, model, this.input.kind);
@@ -575,9 +584,19 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     );
   }
 
+  /**
+   * A background job runs on without its gateway (one that restarts, or dies) for as long as it may run:
+   * nobody is there to resume it, and its outcome is read back from its replay log.
+   */
+  private resumeOptions(): ResumeOptions {
+    const options = this.deps.streams.resumeOptions();
+    if (this.delivery.mode !== 'background') return options;
+    return { ...options, graceMs: Math.min(MAX_RESUME_GRACE_MS, this.deadlineMs) };
+  }
+
   /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */
   private async openResumable(job: JobDataOf<K>): Promise<void> {
-    if (this.delivery.mode !== 'stream') return;
+    if (this.delivery.mode === 'json') return;
     try {
       await this.deps.streams.open(job.requestId, {
         keyId: this.ticketKeyId,

@@ -18,6 +18,7 @@ describe('RequestSessions', () => {
   let metrics: GatewayMetrics;
   let world: SessionWorld;
   let sessions: RequestSessions;
+  let logged: ReplyMessage[];
 
   const reply = (requestId: string, seq: number, message: Record<string, unknown>) =>
     handlers.get(requestId)!.onMessage({ requestId, seq, ...message } as unknown as ReplyMessage);
@@ -29,6 +30,7 @@ describe('RequestSessions', () => {
 
   beforeEach(() => {
     cancels = [];
+    logged = [];
     removeResult = true;
     metrics = new GatewayMetrics({ defaultMetrics: false });
     world = new SessionWorld(() => undefined);
@@ -52,7 +54,7 @@ describe('RequestSessions', () => {
       runtime.producer as unknown as JobProducer,
       { cancel: runtime.cancel, reattach: () => undefined } as unknown as CancelPublisher,
       metrics,
-      deps.streams as unknown as StreamLogStore,
+      { ...deps.streams, read: () => Promise.resolve(logged) } as unknown as StreamLogStore,
     );
   });
 
@@ -161,5 +163,44 @@ describe('RequestSessions', () => {
     });
     await settled;
     expect([drained, sessions.size]).toEqual([true, 0]);
+  });
+
+  it('runs a background request without holding the drain, and lets go of its job at shutdown', async () => {
+    const recorded: string[] = [];
+    const renderer: StreamRenderer = {
+      delta: () => undefined,
+      toolCall: () => undefined,
+      image: () => undefined,
+      done: () => void recorded.push('done'),
+      error: () => void recorded.push('error'),
+      moved: () => void recorded.push('moved'),
+    };
+    await sessions.run(
+      {
+        kind: 'chat',
+        requestId: 'req-background-1',
+        principal,
+        model: 'sim-chat',
+        request: { model: 'sim-chat', messages: [] },
+        tokenEstimate: 0,
+      },
+      { mode: 'background', format: { protocol: 'test' }, renderer: () => renderer },
+      null,
+    );
+    reply('req-background-1', 0, { kind: 'started', workerId: 'w1' });
+    expect(sessions.size).toBe(0);
+    expect(await sessions.settled(10)).toBe(true);
+    expect(sessions.failAll(GatewayError.serviceUnavailable('stopping'))).toBe(0);
+    sessions.onApplicationShutdown();
+    expect([recorded, cancels, sessions.find('req-background-1')]).toEqual([['moved'], [], undefined]);
+  });
+
+  it('stops a request that runs elsewhere: off its queue, or its worker (from its replay log) told', async () => {
+    await sessions.stop('req-elsewhere-1', 'chat', 'sim-chat', GatewayError.clientClosed());
+    expect(cancels).toEqual([]);
+    removeResult = false;
+    logged = [{ requestId: 'req-elsewhere-2', seq: 0, kind: 'started', workerId: 'w9' }];
+    await sessions.stop('req-elsewhere-2', 'chat', 'sim-chat', GatewayError.clientClosed());
+    expect(cancels).toEqual([['w9', { requestId: 'req-elsewhere-2', reason: 'client_disconnected' }]]);
   });
 });

@@ -29,6 +29,8 @@ export interface ResumedStream {
   format: StreamFormat;
   renderer: (sse: SseWriter, context: RenderContext) => StreamRenderer;
   reply: FastifyReply;
+  /** Its job runs to its end even when this client leaves. */
+  outlivesClient?: boolean;
 }
 
 /**
@@ -43,6 +45,8 @@ export class RequestSessions implements OnApplicationShutdown {
   /** The open session of each request id: a resume here takes it over. */
   private readonly byId = new Map<string, RequestSession>();
   private onIdle: (() => void) | null = null;
+  /** Open background sessions: the drain does not wait for them. */
+  private backgroundCount = 0;
   private readonly leaseTimer: NodeJS.Timeout;
   private readonly deps: SessionDeps;
 
@@ -80,6 +84,8 @@ export class RequestSessions implements OnApplicationShutdown {
    */
   onApplicationShutdown(): void {
     clearInterval(this.leaseTimer);
+    // Background requests let go of their jobs, which run on without this gateway (see `size`).
+    for (const session of [...this.live]) if (session.background) session.takeOver();
   }
 
   /** Serves one request (see `RequestSession.run`). */
@@ -107,6 +113,7 @@ export class RequestSessions implements OnApplicationShutdown {
         model: meta.model,
         request: { model: meta.model, messages: [] },
         tokenEstimate: 0,
+        ...(stream.outlivesClient === true && { outlivesClient: true }),
       },
       { mode: 'stream', format, renderer: stream.renderer },
       reply,
@@ -123,9 +130,29 @@ export class RequestSessions implements OnApplicationShutdown {
     return this.byId.get(requestId);
   }
 
-  /** Open sessions, those between two attempts included: a drain waits for them. */
+  /**
+   * Stops request `requestId` wherever it is: its session here stops its job; else its job is taken off
+   * its queue, or its worker (named in the job's replay log) told to stop. Best effort, as every cancel.
+   */
+  async stop(requestId: string, kind: ModelKind, model: string, error: GatewayError): Promise<void> {
+    const session = this.byId.get(requestId);
+    if (session !== undefined) {
+      session.shutdown(error);
+      return;
+    }
+    if (await this.deps.producer.removeWaiting(kind, model, requestId)) return;
+    const started = (await this.streams.read(requestId)).find((message) => message.kind === 'started');
+    if (started !== undefined) {
+      this.deps.control.cancel(started.workerId, { requestId, reason: 'client_disconnected' });
+    }
+  }
+
+  /**
+   * Open sessions, those between two attempts included: a drain waits for them. A background request's is
+   * not one: its job runs on without this gateway.
+   */
   get size(): number {
-    return this.live.size;
+    return this.live.size - this.backgroundCount;
   }
 
   /** Resolves true once no session is open, or false after `timeoutMs`. */
@@ -148,7 +175,7 @@ export class RequestSessions implements OnApplicationShutdown {
    * answer) and stops its job: taken off the queue, or cancelled on its worker. Returns how many.
    */
   failAll(error: GatewayError): number {
-    const open = [...this.live];
+    const open = [...this.live].filter((session) => !session.background);
     for (const session of open) session.shutdown(error);
     return open.length;
   }
@@ -167,12 +194,13 @@ export class RequestSessions implements OnApplicationShutdown {
 
   private open(session: RequestSession): RequestSession {
     this.live.add(session);
+    if (session.background) this.backgroundCount++;
     this.byId.set(session.requestId, session);
     return session;
   }
 
   private forget(session: RequestSession): void {
-    this.live.delete(session);
+    if (this.live.delete(session) && session.background) this.backgroundCount--;
     if (this.byId.get(session.requestId) === session) this.byId.delete(session.requestId);
     if (this.size === 0) this.onIdle?.();
   }

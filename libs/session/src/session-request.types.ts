@@ -89,9 +89,11 @@ export type Delivery<T = unknown> =
   | { mode: 'stream'; format: StreamFormat; renderer(sse: SseWriter, context: RenderContext): StreamRenderer }
   /**
    * No client ever (a background response): the job runs to its end and the renderer records the outcome;
-   * `run` returns once the job is queued. The Responses API front-end fills this in.
+   * `run` returns once the job is queued. Its job keeps a replay log whatever the model's default (when
+   * replay logs are on) and runs on without its gateway, so its stream can be followed through `format`'s
+   * protocol and its outcome read back after this gateway is gone.
    */
-  | { mode: 'background'; renderer(context: RenderContext): StreamRenderer };
+  | { mode: 'background'; format: StreamFormat; renderer(context: RenderContext): StreamRenderer };
 
 /** The response header that names the model whose answer the client gets (a fallback's, when one served). */
 export const SERVED_MODEL_HEADER = 'x-served-model';

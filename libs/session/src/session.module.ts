@@ -60,6 +60,7 @@ export class SessionModule {
         Limiter,
         ModelResolver,
         RequestSessions,
+        StreamLogStore,
         StreamResumer,
         GatewayShutdown,
         ServingPhase,

@@ -23,6 +23,9 @@ import { readVersionedDto } from './versioned-dto.reader';
  * also goes to the request's replay log, and a job whose gateway stopped listening waits `graceMs` for a
  * gateway to take the stream over before it stops.
  */
+/** The longest a job runs on unheard (its gateway gone): a background response's whole deadline, at most. */
+export const MAX_RESUME_GRACE_MS = 600_000;
+
 export class ResumeOptions {
   /** How long the replay log is kept after its last frame. */
   @Max(24 * 3_600_000)
@@ -36,7 +39,7 @@ export class ResumeOptions {
   @IsInt()
   maxEntries!: number;
 
-  @Max(600_000)
+  @Max(MAX_RESUME_GRACE_MS)
   @Min(0)
   @IsInt()
   graceMs!: number;

@@ -74,3 +74,20 @@ export function storedCompletionNamesFor(namespace: string, keyId: string) {
 }
 
 export type StoredCompletionNames = ReturnType<typeof storedCompletionNamesFor>;
+
+/**
+ * The Redis names of one API key's stored responses (the Responses API): per response a hash, and an index
+ * by creation time that bounds how many a key keeps. Every name carries the key id, so a key can only ever
+ * address its own; the `{…}` hash tag keeps one key's data in one cluster slot for its scripts.
+ */
+export function storedResponseNamesFor(namespace: string, keyId: string) {
+  const base = `${namespace}:responses:{${keyId}}`;
+  return {
+    record: (responseId: string) => `${base}:r:${responseId}`,
+    index: `${base}:index`,
+    /** What `record(id)` puts before the id, for scripts. */
+    recordPrefix: `${base}:r:`,
+  };
+}
+
+export type StoredResponseNames = ReturnType<typeof storedResponseNamesFor>;

@@ -99,6 +99,7 @@ export class GatewayMetrics {
   readonly rejectedRequests: Counter<'reason'>;
   readonly overhead: Histogram<'model'>;
   readonly fallbacks: Counter<'from' | 'to' | 'reason'>;
+  readonly hostedToolsDropped: Counter<'type'>;
   private readonly models = BoundedLabel.capped(MAX_MODEL_LABELS);
   /** Requests whose response has not finished yet, by request id. */
   private readonly open = new Map<string, HttpRecord>();
@@ -171,6 +172,12 @@ export class GatewayMetrics {
       buckets,
       registers,
     });
+    this.hostedToolsDropped = new Counter({
+      name: GATEWAY_METRICS.hostedToolsDropped,
+      help: 'Hosted tools (web search, file search, …) left out of what the model sees, by tool type.',
+      labelNames: ['type'],
+      registers,
+    });
     this.fallbacks = new Counter({
       name: GATEWAY_METRICS.fallbacks,
       help: 'Requests passed from a model that could not serve them (reason: unavailable, overloaded, failed) to its next fallback.',
@@ -236,6 +243,11 @@ export class GatewayMetrics {
   /** A request's model could not serve it (`reason`), and the next fallback is tried. */
   fellBack(from: string, to: string, reason: 'unavailable' | 'overloaded' | 'failed'): void {
     this.fallbacks.inc({ from: this.modelLabel(from), to: this.modelLabel(to), reason });
+  }
+
+  /** A Responses request named a hosted tool no backend here runs: the model does not see it. */
+  hostedToolDropped(type: string): void {
+    this.hostedToolsDropped.inc({ type });
   }
 
   rejected(reason: RejectionReason): void {

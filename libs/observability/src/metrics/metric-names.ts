@@ -14,6 +14,7 @@ export const GATEWAY_METRICS = {
   rejectedRequests: 'gateway_rejected_requests_total',
   overhead: 'gateway_overhead_seconds',
   fallbacks: 'gateway_fallbacks_total',
+  hostedToolsDropped: 'gateway_hosted_tools_dropped_total',
 } as const;
 
 export const WORKER_METRICS = {

@@ -471,6 +471,13 @@ describe('the session machine', () => {
     expect(step(queued.next!, SAMPLE_EVENTS.open_timer)).toBe('queued [open] | open a');
   });
 
+  it('lets a detached stream that outlives its client run on when the resume grace ends (a background response)', () => {
+    const detached = SAMPLE_STATES['running (detached)'];
+    const outliving: SessionState = { ...detached, plan: { ...detached.plan, outlivesClient: true } };
+    expect(step(outliving, SAMPLE_EVENTS.grace_expired)).toBe('running [gone]');
+    expect(step(detached, SAMPLE_EVENTS.grace_expired)).not.toBe('running [gone]');
+  });
+
   it('falls back only before output, for a failure of the model, and answers the requested model’s refusal when none is left', () => {
     const refusal = GatewayError.modelUnavailable('a');
     const lastChance: SessionState = {

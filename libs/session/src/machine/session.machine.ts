@@ -706,6 +706,8 @@ function onGraceExpired(state: SessionState): Step {
     case 'queued':
     case 'running': {
       if (state.client !== 'detached') return IGNORED;
+      // A job that outlives its client (a background response's) runs on: only the resume window closes.
+      if (state.plan.outlivesClient) return go({ ...state, client: 'gone' });
       const step = stop(state, 'client_disconnected', null, { client: 'gone' });
       return { next: step.next, effects: [{ type: 'count', what: 'grace_expired' }, ...step.effects] };
     }

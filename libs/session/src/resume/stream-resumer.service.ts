@@ -15,6 +15,8 @@ export interface ResumeRequest {
   format: StreamFormat;
   /** A renderer of the stream from its first message (events before the resume position unwritten). */
   renderer: (sse: SseWriter, context: RenderContext) => StreamRenderer;
+  /** The stream's job runs to its end even when this client leaves (a background response's). */
+  outlivesClient?: boolean;
   /** The protocol's 404 for a stream that does not exist, or that this key may not see. */
   notFound(): GatewayError;
   /** The protocol's 404 for a stream past its retention. */
@@ -53,7 +55,15 @@ export class StreamResumer {
     if (expired) throw request.expired();
     if (reply.raw.destroyed) throw GatewayError.clientClosed();
     // From here on nothing awaits until the stream is routed here, so no other resume interleaves.
-    await this.sessions.resume({ requestId, principal, meta, format, renderer: request.renderer, reply });
+    await this.sessions.resume({
+      requestId,
+      principal,
+      meta,
+      format,
+      renderer: request.renderer,
+      reply,
+      outlivesClient: request.outlivesClient === true,
+    });
   }
 
   /** Redis data as this request needs it: unreachable is a 503, unreadable (tampered) a 502. */

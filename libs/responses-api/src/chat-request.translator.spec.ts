@@ -1,0 +1,111 @@
+import { GatewayError, REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
+import { toChatRequest } from './chat-request.translator';
+import { validateResponsesRequest } from './responses-request.validator';
+import type { ConversationItem } from './responses.types';
+
+const translate = (body: Record<string, unknown>, items?: ConversationItem[]) => {
+  const request = validateResponsesRequest({ model: 'm', input: 'x', ...body });
+  return toChatRequest(request, items ?? (request.input as ConversationItem[]), REQUEST_SIZE_CEILINGS);
+};
+
+function refusal(run: () => unknown): GatewayError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof GatewayError) return error;
+    throw error;
+  }
+  throw new Error('accepted');
+}
+
+describe('toChatRequest', () => {
+  it('maps instructions, developer, function calls and their outputs to chat messages', () => {
+    const chat = translate({
+      instructions: 'sys',
+      input: [
+        { role: 'developer', content: 'dev' },
+        { role: 'user', content: [{ type: 'input_text', text: 'weather?' }] },
+        { type: 'function_call', call_id: 'c1', name: 'weather', arguments: '{"city":"Oslo"}' },
+        { type: 'function_call', call_id: 'c2', name: 'weather', arguments: '{"city":"Rome"}' },
+        { type: 'function_call_output', call_id: 'c1', output: 'cold' },
+        { type: 'function_call_output', call_id: 'c2', output: [{ type: 'input_text', text: 'warm' }] },
+      ],
+    });
+    expect(JSON.parse(JSON.stringify(chat.messages))).toEqual([
+      { role: 'system', content: 'sys' },
+      { role: 'system', content: 'dev' },
+      { role: 'user', content: 'weather?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
+          { id: 'c2', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'cold' },
+      { role: 'tool', tool_call_id: 'c2', content: 'warm' },
+    ]);
+  });
+
+  it('refuses a call without its output and an output for an unknown call, as OpenAI', () => {
+    expect(
+      refusal(() =>
+        translate({ input: [{ type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' }] }),
+      ).message,
+    ).toBe('No tool output found for function call c1.');
+    expect(
+      refusal(() => translate({ input: [{ type: 'function_call_output', call_id: 'zz', output: 'x' }] }))
+        .message,
+    ).toBe('No tool call found for function call output with call_id zz.');
+  });
+
+  it('passes function tools (namespaces flattened, $schema dropped), tool_choice and text.format', () => {
+    const chat = translate({
+      tools: [
+        {
+          type: 'function',
+          name: 'f',
+          strict: true,
+          parameters: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: {} },
+        },
+        { type: 'namespace', name: 'ns', tools: [{ type: 'function', name: 'g' }] },
+        { type: 'web_search' },
+      ],
+      tool_choice: { type: 'function', name: 'f' },
+      text: {
+        format: {
+          type: 'json_schema',
+          name: 'out',
+          strict: true,
+          schema: {
+            type: 'object',
+            properties: { a: { type: 'string' } },
+            required: ['a'],
+            additionalProperties: false,
+          },
+        },
+      },
+      max_output_tokens: 100,
+    });
+    expect(chat.tools?.map((tool) => tool.function.name)).toEqual(['f', 'g']);
+    expect(chat.tools?.[0]?.function.parameters).toEqual({ type: 'object', properties: {} });
+    expect(chat.tool_choice).toEqual({ type: 'function', function: { name: 'f' } });
+    expect(chat.response_format).toMatchObject({
+      type: 'json_schema',
+      json_schema: { name: 'out', strict: true },
+    });
+    expect(chat.max_completion_tokens).toBe(100);
+  });
+
+  it("names the Responses field in the chat request's refusals", () => {
+    const error = refusal(() =>
+      translate({ tools: [{ type: 'web_search' }, { type: 'function', name: 'bad name!' }] }),
+    );
+    expect(error.param).toMatch(/^tools\[1\]/);
+    const schema = refusal(() =>
+      translate({ text: { format: { type: 'json_schema', name: 'x', schema: { type: 'nonsense' } } } }),
+    );
+    expect(schema.param).toMatch(/^text\.format/);
+  });
+});

@@ -1,0 +1,7 @@
+export * from './responses-api.module';
+export * from './responses-request.validator';
+export * from './chat-request.translator';
+export * from './response-output';
+export * from './response-events.renderer';
+export * from './response-json.renderer';
+export * from './responses.types';

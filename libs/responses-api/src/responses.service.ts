@@ -1,0 +1,201 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { estimateChatTokens, type Principal } from '@mgw/access';
+import { GatewayConfig } from '@mgw/config';
+import { assertChatParametersSupported, type RequestSizeLimits } from '@mgw/contracts';
+import { GatewayMetrics } from '@mgw/observability';
+import { RequestSessions, type Delivery, type RenderContext, type SessionRequest } from '@mgw/session';
+import { toChatRequest } from './chat-request.translator';
+import { historyOf, itemNotFound, requestIdOfItem, resolveInput } from './conversation';
+import { RESPONSES_STREAM_FORMAT, ResponseEventsRenderer } from './response-events.renderer';
+import { ResponseJsonRenderer, ResponseRecorder } from './response-json.renderer';
+import { responseIdFor, responseObject, type ResponseBase } from './response-output';
+import type { ConversationItem, ResponseObject, ResponsesRequest } from './responses.types';
+import { StoredResponses } from './stored/stored-responses.service';
+
+/** A client's choice about resuming its stream (`x-stream-resume`, as for chat completions). */
+function streamResumeChoice(reply: FastifyReply): 'on' | 'off' | undefined {
+  const value = reply.request.headers['x-stream-resume'];
+  if (typeof value !== 'string') return undefined;
+  const choice = value.trim().toLowerCase();
+  return choice === 'on' || choice === 'off' ? choice : undefined;
+}
+
+/**
+ * `POST /v1/responses`, the Responses API front-end: the body (validated on the plain object) becomes the
+ * chat job request — its stored conversation first when it continues one (`previous_response_id`) —, and
+ * the session's output is rendered as a response object, as the Responses stream's events, or recorded for
+ * a background response. Stored with `store` (the default), as OpenAI does.
+ */
+@Injectable()
+export class ResponsesService {
+  private readonly logger = new Logger('Responses');
+  private readonly limits: Readonly<RequestSizeLimits>;
+
+  constructor(
+    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    @Inject(RequestSessions) private readonly sessions: RequestSessions,
+    @Inject(StoredResponses) private readonly stored: StoredResponses,
+    @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
+  ) {
+    this.limits = { contentParts: config.chatMaxContentParts, textChars: config.chatMaxTextChars };
+  }
+
+  /**
+   * Serves the request on `reply`; a background response is returned instead (the route sends it: the
+   * session answers nobody).
+   */
+  async create(
+    requestId: string,
+    request: ResponsesRequest,
+    reply: FastifyReply,
+    principal: Principal,
+  ): Promise<ResponseObject | undefined> {
+    const history = await this.history(principal, request.previousResponseId);
+    const byId = new Map<string, ConversationItem>();
+    for (const item of history) if (item.id !== undefined) byId.set(item.id, item);
+    const references = await this.referencedTurns(principal, request, byId);
+    const input = resolveInput(requestId, request.input, (id, param) => {
+      const item = byId.get(id) ?? references.get(id);
+      if (item === undefined) throw itemNotFound(id, param);
+      return item;
+    });
+    const chat = toChatRequest(request, [...history, ...input], this.limits);
+    for (const type of request.hostedTools) this.metrics.hostedToolDropped(type);
+    const session: SessionRequest<'chat'> = {
+      kind: 'chat',
+      requestId,
+      principal,
+      model: request.model,
+      request: chat,
+      tokenEstimate: estimateChatTokens(chat, this.config.tpmDefaultMaxTokens),
+      checkModel: (model) => assertChatParametersSupported(chat, model),
+      ...(request.stream && { resume: request.background ? 'on' : streamResumeChoice(reply) }),
+      // A response to store (or one in the background) is finished and kept even when its client leaves.
+      ...((request.store && !request.stream) || request.background ? { outlivesClient: true } : {}),
+    };
+    const base = (context: RenderContext): ResponseBase => ({
+      requestId,
+      model: context.model,
+      createdMs: context.createdMs,
+      echo: request.echo,
+    });
+    const keep = (context: RenderContext) => (response: ResponseObject) =>
+      this.stored.save(principal, {
+        id: response.id,
+        createdMs: context.createdMs,
+        model: context.model,
+        previousId: request.previousResponseId,
+        input,
+        response,
+      });
+    if (request.background) return this.background(session, request, input, base, reply);
+    const delivery: Delivery = request.stream
+      ? {
+          mode: 'stream',
+          format: RESPONSES_STREAM_FORMAT,
+          renderer: (sse, context) =>
+            new ResponseEventsRenderer(sse, base(context), -1, request.store ? keep(context) : null),
+        }
+      : {
+          mode: 'json',
+          renderer: (context, refuse) =>
+            new ResponseJsonRenderer(base(context), refuse, request.store ? keep(context) : null),
+        };
+    await this.sessions.run(session, delivery, reply);
+    return undefined;
+  }
+
+  /**
+   * `background: true`: answered at once with the queued response (or, with `stream`, its stream, which the
+   * client may leave and resume); its job runs without its client, and its outcome lands in its record.
+   */
+  private async background(
+    session: SessionRequest<'chat'>,
+    request: ResponsesRequest,
+    input: ConversationItem[],
+    base: (context: RenderContext) => ResponseBase,
+    reply: FastifyReply,
+  ): Promise<ResponseObject | undefined> {
+    const queued = await this.enqueued(session, request, input, base);
+    const { principal } = session;
+    const recorded = (context: RenderContext): ResponseBase => ({
+      ...base(context),
+      createdMs: queued.created_at * 1000,
+    });
+    const finish = (response: ResponseObject) => this.stored.finish(principal, response, input);
+    const delivery: Delivery = request.stream
+      ? {
+          mode: 'stream',
+          format: RESPONSES_STREAM_FORMAT,
+          renderer: (sse, context) => new ResponseEventsRenderer(sse, recorded(context), -1, finish),
+        }
+      : {
+          mode: 'background',
+          format: RESPONSES_STREAM_FORMAT,
+          renderer: (context) => new ResponseRecorder(recorded(context), finish),
+        };
+    try {
+      await this.sessions.run(session, delivery, request.stream ? reply : null);
+    } catch (error) {
+      // A request refused before its job was queued leaves nothing stored.
+      await this.stored.forget(principal, queued.id);
+      throw error;
+    }
+    return request.stream ? undefined : queued;
+  }
+
+  /**
+   * A background response is stored as `queued` before its job exists, so its outcome always has a record
+   * to land in.
+   */
+  private async enqueued(
+    session: SessionRequest<'chat'>,
+    request: ResponsesRequest,
+    input: ConversationItem[],
+    base: (context: RenderContext) => ResponseBase,
+  ): Promise<ResponseObject> {
+    const { principal, requestId } = session;
+    const createdMs = Date.now();
+    const model = request.model ?? this.config.defaultChatModel;
+    const queued = responseObject(base({ requestId, model, createdMs }), 'queued', []);
+    await this.stored.saveOrFail(principal, {
+      id: queued.id,
+      createdMs,
+      model,
+      previousId: request.previousResponseId,
+      input,
+      response: queued,
+    });
+    return queued;
+  }
+
+  /** The stored conversation `previous_response_id` continues, oldest item first. */
+  private async history(principal: Principal, previousId: string | null): Promise<ConversationItem[]> {
+    if (previousId === null) return [];
+    return this.stored.chain(principal, previousId);
+  }
+
+  /** The stored turns `item_reference`s outside the conversation point into, by item id. */
+  private async referencedTurns(
+    principal: Principal,
+    request: ResponsesRequest,
+    known: ReadonlyMap<string, ConversationItem>,
+  ): Promise<Map<string, ConversationItem>> {
+    const found = new Map<string, ConversationItem>();
+    const wanted = new Set<string>();
+    request.input.forEach((item) => {
+      if (item.type !== 'item_reference' || known.has(item.id)) return;
+      const owner = requestIdOfItem(item.id);
+      if (owner !== null) wanted.add(responseIdFor(owner));
+    });
+    for (const id of wanted) {
+      const turn = await this.stored.find(principal, id);
+      if (turn === null) continue;
+      for (const item of historyOf([turn])) if (item.id !== undefined) found.set(item.id, item);
+    }
+    if (found.size === 0 && wanted.size > 0)
+      this.logger.debug(`references into ${[...wanted].join(', ')} found nothing`);
+    return found;
+  }
+}

@@ -1,0 +1,308 @@
+import { randomBytes } from 'node:crypto';
+import OpenAI from 'openai';
+import { zodTextFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
+import { freePort } from './support/free-port';
+import { Stack } from './support/stack';
+import { waitFor } from './support/wait-for';
+
+const ADMIN_TOKEN = `adm-${randomBytes(16).toString('hex')}`;
+const CATALOG = {
+  models: [
+    { id: 'sim-chat', type: 'chat', owned_by: 'model-gateway', backend: { kind: 'simulator', mode: 'echo' } },
+    {
+      id: 'slow-chat',
+      type: 'chat',
+      owned_by: 'model-gateway',
+      backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 40 },
+    },
+  ],
+};
+/** Enough words for slow-chat to echo for about a second and a half. */
+const LONG_TEXT = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+const WEATHER_TOOL = {
+  type: 'function' as const,
+  name: 'get_weather',
+  description: 'The weather in a city.',
+  strict: true,
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' } },
+    required: ['city'],
+    additionalProperties: false,
+  },
+};
+
+async function errorOf(work: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
+  const error = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  if (!(error instanceof OpenAI.APIError)) throw new Error(`expected an API error, got ${String(error)}`);
+  return error;
+}
+
+/** The Responses API through the official SDK against the real stack (gateway, registry, chat worker). */
+describe('the Responses API with the openai SDK', () => {
+  let stack: Stack;
+  let client: OpenAI;
+
+  async function newClient(): Promise<OpenAI> {
+    const res = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `responses-${randomBytes(3).toString('hex')}` }),
+    });
+    expect(res.status).toBe(201);
+    const { key } = (await res.json()) as { key: string };
+    return new OpenAI({ apiKey: key, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
+  }
+
+  beforeAll(async () => {
+    stack = await Stack.start({
+      catalog: CATALOG,
+      env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
+      without: ['image-worker'],
+      waitForModels: ['sim-chat', 'slow-chat'],
+    });
+    client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('creates, retrieves, lists input items and deletes a stored response', async () => {
+    const response = await client.responses.create({
+      model: 'sim-chat',
+      instructions: 'You are a mirror.',
+      input: 'Reflect this sentence back.',
+      metadata: { run: '1' },
+    });
+    expect(response).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      model: 'sim-chat',
+      instructions: 'You are a mirror.',
+      metadata: { run: '1' },
+      store: true,
+      error: null,
+      incomplete_details: null,
+    });
+    expect(response.id).toMatch(/^resp_/);
+    expect(response.output_text).toBe('Reflect this sentence back.');
+    expect(response.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed' });
+    expect(response.usage).toMatchObject({
+      input_tokens: expect.any(Number),
+      output_tokens: expect.any(Number),
+    });
+    expect(response.usage!.total_tokens).toBe(response.usage!.input_tokens + response.usage!.output_tokens);
+
+    const fetched = await client.responses.retrieve(response.id);
+    expect(fetched).toEqual(response);
+    const items = await client.responses.inputItems.list(response.id);
+    expect(items.data).toEqual([
+      expect.objectContaining({ type: 'message', role: 'user', content: 'Reflect this sentence back.' }),
+    ]);
+    // Another key learns nothing of it.
+    const other = await newClient();
+    expect((await errorOf(other.responses.retrieve(response.id))).status).toBe(404);
+    expect((await errorOf(other.responses.delete(response.id))).status).toBe(404);
+
+    await client.responses.delete(response.id);
+    expect((await errorOf(client.responses.retrieve(response.id))).status).toBe(404);
+  });
+
+  it('streams the events in order with sequence numbers from 0, then the final response', async () => {
+    const stream = client.responses.stream({ model: 'sim-chat', input: 'Stream a few words back please.' });
+    const events: Array<{ type: string; sequence_number: number }> = [];
+    for await (const event of stream) events.push(event);
+    const final = await stream.finalResponse();
+    expect(final.output_text).toBe('Stream a few words back please.');
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const types = events.map((e) => e.type);
+    expect(types.slice(0, 4)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
+    expect(types).toContain('response.output_text.delta');
+    expect(types.slice(-4)).toEqual([
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect((await client.responses.retrieve(final.id)).status).toBe('completed');
+  });
+
+  it('parses a zod text format', async () => {
+    const Answer = z.object({ city: z.string(), days: z.number().int() });
+    const parsed = await client.responses.parse({
+      model: 'sim-chat',
+      input: 'A forecast, please.',
+      text: { format: zodTextFormat(Answer, 'forecast') },
+      store: false,
+    });
+    expect(Answer.parse(parsed.output_parsed)).toEqual(parsed.output_parsed);
+    // Not stored.
+    expect((await errorOf(client.responses.retrieve(parsed.id))).status).toBe(404);
+  });
+
+  it('runs a function tool round trip, then continues the chain by previous_response_id', async () => {
+    const first = await client.responses.create({
+      model: 'sim-chat',
+      input: 'Use get_weather for Oslo.',
+      tools: [WEATHER_TOOL, { type: 'web_search' }],
+    });
+    const call = first.output.find((item) => item.type === 'function_call');
+    expect(call).toMatchObject({ type: 'function_call', name: 'get_weather', status: 'completed' });
+    if (call?.type !== 'function_call') throw new Error('no call');
+    expect(JSON.parse(call.arguments)).toEqual({ city: expect.any(String) });
+
+    const second = await client.responses.create({
+      model: 'sim-chat',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 21 C' }],
+      tools: [WEATHER_TOOL],
+    });
+    expect(second.output_text).toContain('sunny, 21 C');
+
+    const third = await client.responses.create({
+      model: 'sim-chat',
+      previous_response_id: second.id,
+      input: 'Thanks, repeat this.',
+    });
+    expect(third.output_text).toBe('Thanks, repeat this.');
+    expect(third.previous_response_id).toBe(second.id);
+
+    // An item of a stored response, referenced by id (as the AI SDK's tool loop does).
+    const referenced = await client.responses.create({
+      model: 'sim-chat',
+      input: [
+        { type: 'item_reference', id: call.id! },
+        { type: 'function_call_output', call_id: call.call_id, output: 'rainy, 9 C' },
+      ],
+      tools: [WEATHER_TOOL],
+    });
+    expect(referenced.output_text).toContain('rainy, 9 C');
+
+    // A foreign or unknown previous response is OpenAI's 400, and nothing is stored for it.
+    const other = await newClient();
+    const foreign = await errorOf(
+      other.responses.create({ model: 'sim-chat', previous_response_id: third.id, input: 'x' }),
+    );
+    expect(foreign.status).toBe(400);
+    expect(foreign.error).toMatchObject({
+      param: 'previous_response_id',
+      code: 'previous_response_not_found',
+    });
+  });
+
+  it('refuses bad input with 400s naming the param, stores nothing, never 500s', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ input: [{ type: 'mystery_item' }] }, 'input[0].type'],
+      [
+        { input: [{ role: 'user', content: [{ type: 'input_text', text: 'x' }, { type: 'input_audio' }] }] },
+        'input[0].content[1].type',
+      ],
+      [{ input: [{ type: 'function_call_output', call_id: 'call_nope', output: 'x' }] }, 'input'],
+      [
+        { input: 'x', text: { format: { type: 'json_schema', name: 'x', schema: { type: 'nonsense' } } } },
+        'text.format.schema',
+      ],
+      [{ input: 'x'.repeat(1024), max_output_tokens: -1 }, 'max_output_tokens'],
+      [{ input: Array.from({ length: 5000 }, () => ({ role: 'user', content: 'x' })) }, 'input'],
+    ];
+    const keysBefore = await stack.redis.keys(`${stack.namespace}:responses:*:r:*`);
+    for (const [body, param] of cases) {
+      const res = await stack.post('/v1/responses', { model: 'sim-chat', ...body });
+      const answer = (await res.json()) as { error: { param: string; type: string } };
+      expect([res.status, answer.error.param]).toEqual([400, param]);
+      expect(answer.error.type).toBe('invalid_request_error');
+    }
+    expect(await stack.redis.keys(`${stack.namespace}:responses:*:r:*`)).toEqual(keysBefore);
+  });
+
+  it('runs a background response to completion while polled, and cancels another', async () => {
+    const queued = await client.responses.create({ model: 'slow-chat', input: LONG_TEXT, background: true });
+    expect(queued).toMatchObject({ status: 'queued', background: true });
+    const seen = new Set<string>();
+    const done = await waitFor('the background response to end', async () => {
+      const current = await client.responses.retrieve(queued.id);
+      seen.add(current.status!);
+      return current.status === 'completed' ? current : null;
+    });
+    expect(done.output_text).toBe(LONG_TEXT);
+    expect(seen.has('in_progress')).toBe(true);
+
+    const doomed = await client.responses.create({ model: 'slow-chat', input: LONG_TEXT, background: true });
+    await waitFor(
+      'it to run',
+      async () => (await client.responses.retrieve(doomed.id)).status === 'in_progress',
+    );
+    const cancelled = await client.responses.cancel(doomed.id);
+    expect(cancelled.status).toBe('cancelled');
+    // Its job stopped: its replay log stops growing, without an end.
+    const log = `${stack.namespace}:stream:${doomed.id.slice('resp_'.length)}:log`;
+    const lengths: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      lengths.push(await stack.redis.xlen(log));
+    }
+    expect(lengths[2]).toBe(lengths[1]);
+    expect(JSON.stringify(await stack.redis.xrange(log, '-', '+'))).not.toContain('chat-done');
+    expect((await client.responses.retrieve(doomed.id)).status).toBe('cancelled');
+
+    const foreground = await client.responses.create({ model: 'sim-chat', input: 'x' });
+    expect((await errorOf(client.responses.cancel(foreground.id))).status).toBe(400);
+  });
+
+  it('resumes a background stream after starting_after with the same sequence numbers', async () => {
+    const stream = await client.responses.create({
+      model: 'slow-chat',
+      input: LONG_TEXT,
+      background: true,
+      stream: true,
+    });
+    const first: Array<{ sequence_number: number; type: string }> = [];
+    let id = '';
+    for await (const event of stream) {
+      first.push(event);
+      if (event.type === 'response.created') id = event.response.id;
+      if (first.length === 6) break;
+    }
+    const resumed = await fetch(`${stack.baseUrl}/v1/responses/${id}?stream=true&starting_after=5`, {
+      headers: stack.headers(),
+    });
+    expect(resumed.status).toBe(200);
+    const text = await resumed.text();
+    const numbers = [...text.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]));
+    expect(numbers[0]).toBe(6);
+    expect(numbers).toEqual(numbers.map((_, i) => i + 6));
+    expect(text).toContain('event: response.completed');
+    expect((await client.responses.retrieve(id)).output_text).toBe(LONG_TEXT);
+  });
+
+  it('keeps a background response going through the restart of the gateway that accepted it', async () => {
+    const port = await freePort();
+    stack.spawnExtra('gateway:b', { PORT: String(port) });
+    const other = new OpenAI({ apiKey: stack.apiKey, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+    await waitFor('gateway b', async () => (await other.models.list()).data.length > 0);
+    const queued = await other.responses.create({ model: 'slow-chat', input: LONG_TEXT, background: true });
+    await waitFor(
+      'it to run',
+      async () => (await other.responses.retrieve(queued.id)).status === 'in_progress',
+    );
+    await stack.stopApp('gateway:b');
+    stack.spawnExtra('gateway:b2', { PORT: String(port) });
+    await waitFor('gateway b again', async () => (await other.models.list()).data.length > 0);
+    const done = await waitFor('the response to complete', async () => {
+      const current = await other.responses.retrieve(queued.id);
+      return current.status === 'completed' ? current : null;
+    });
+    expect(done.output_text).toBe(LONG_TEXT);
+    await stack.stopApp('gateway:b2');
+  });
+});
