@@ -32,6 +32,12 @@ function gatewayRooms() {
       'libs/http is HTTP plumbing: the request core and the features build on it, not the other way.',
     ),
     refuse(
+      ['libs/anthropic-api/src/**/*.ts'],
+      ['@mgw/api', '@mgw/responses-api', '@mgw/queue', '@mgw/registry', '@mgw/worker'],
+      // It counts tokens with @mgw/inference's counter, the one the workers count chat prompts with.
+      'libs/anthropic-api is a front-end on the request core (libs/session): it builds on session, http and contracts, not on another feature.',
+    ),
+    refuse(
       ['libs/session/src/**/*.ts'],
       ['@mgw/api', '@mgw/inference', '@mgw/worker'],
       'libs/session is the request core: the features (libs/api) build on it; it never reaches a worker.',

@@ -1,4 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
+import { AnthropicApiModule } from '@mgw/anthropic-api';
 import { ApiModule } from '@mgw/api';
 import type { GatewayConfig } from '@mgw/config';
 
@@ -7,7 +8,7 @@ export class GatewayModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [ApiModule.forRoot(config)],
+      imports: [ApiModule.forRoot(config), AnthropicApiModule.forRoot(config)],
     };
   }
 }

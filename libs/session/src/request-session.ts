@@ -176,6 +176,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
             flushTimeoutMs: config.streamFlushTimeoutMs,
             onOverflow: () => this.dispatch(CLIENT_GONE),
             ...(delivery.format.endLine !== undefined && { endLine: delivery.format.endLine }),
+            ...(delivery.format.keepAlive !== undefined && { keepAlive: delivery.format.keepAlive }),
           })
         : null;
     this.outcome = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
