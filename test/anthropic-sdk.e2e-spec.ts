@@ -10,6 +10,7 @@ const CATALOG = {
       type: 'chat',
       owned_by: 'model-gateway',
       backend: { kind: 'simulator', mode: 'echo' },
+      aliases: ['claude-sonnet-4-5'],
     },
     {
       id: 'sim-chat-words',
@@ -76,6 +77,26 @@ describe('the Anthropic SDK against the gateway', () => {
       },
     });
     expect(message.usage.input_tokens).toBeGreaterThan(0);
+  });
+
+  it('serves a model by its alias on every route, naming the model that served, and lists the alias', async () => {
+    const message = await client.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'Who answers?' }],
+    });
+    expect(message.model).toBe('sim-chat');
+    const chat = await stack.post('/v1/chat/completions', {
+      model: 'claude-sonnet-4-5',
+      messages: [{ role: 'user', content: 'And here?' }],
+    });
+    expect(chat.headers.get('x-served-model')).toBe('sim-chat');
+    expect(((await chat.json()) as { model: string }).model).toBe('sim-chat');
+    const models = await fetch(`${stack.baseUrl}/v1/models`, { headers: stack.headers() });
+    const listed = ((await models.json()) as { data: Array<{ id: string; type: string }> }).data;
+    expect(listed).toContainEqual(
+      expect.objectContaining({ id: 'claude-sonnet-4-5', type: 'chat/compilations' }),
+    );
   });
 
   it('streams a message: text deltas, then finalMessage() with the stop reason and usage', async () => {

@@ -478,6 +478,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
     return {
       type: 'admitted',
+      ...(entry.id !== model && { model: entry.id }),
       fallbacks,
       startWithinMs,
       resumable:
