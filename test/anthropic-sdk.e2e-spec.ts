@@ -266,6 +266,10 @@ describe('the Anthropic SDK against the gateway', () => {
       },
     );
     expect(byApiKey.status).toBe(200);
+    // Metrics count the route as its own.
+    const metrics = await (await fetch(`${stack.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/gateway_http_requests_total\{[^}]*route="\/v1\/messages"[^}]*status="400"/);
+    expect(metrics).toMatch(/route="\/v1\/messages\/count_tokens"/);
     // The OpenAI routes keep OpenAI's shape.
     const openAi = await fetch(`${stack.baseUrl}/v1/chat/completions`, {
       method: 'POST',
