@@ -77,6 +77,17 @@ describe('the Anthropic SDK against the gateway', () => {
       },
     });
     expect(message.usage.input_tokens).toBeGreaterThan(0);
+    const stopped = await client.messages.create({
+      model: 'sim-chat',
+      max_tokens: 64,
+      stop_sequences: ['STOP'],
+      messages: [{ role: 'user', content: 'Say this and STOP there.' }],
+    });
+    expect(stopped).toMatchObject({
+      content: [{ type: 'text', text: 'Say this and ' }],
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'STOP',
+    });
   });
 
   it('serves a model by its alias on every route, naming the model that served, and lists the alias', async () => {

@@ -1,4 +1,4 @@
-// The scenarios of issue #5. Each says which catalog the stack runs, which load to put on the gateway and on
+// The scenarios of issue #5 (S8, S9: the Messages API of issue #23 against chat completions). Each says which catalog the stack runs, which load to put on the gateway and on
 // the baseline, and how to turn the two results into table rows (figure, target, gateway, baseline).
 
 const USER = 'bench-user';
@@ -15,6 +15,15 @@ const chatModel = (id, backend) => ({
 const imageModel = (id) => ({ id, type: 'image', owned_by: 'bench', backend: { kind: 'simulator' } });
 const chatBody = (model, content, extra = {}) =>
   JSON.stringify({ model, messages: [{ role: 'user', content }], user: USER, ...extra });
+/** The same request in the Messages API: `max_tokens` is required there, the answer is the same echo. */
+const messagesBody = (model, content, extra = {}) =>
+  JSON.stringify({
+    model,
+    max_tokens: 1024,
+    messages: [{ role: 'user', content }],
+    metadata: { user_id: USER },
+    ...extra,
+  });
 
 /** Seconds of warm-up and measurement per scenario: full runs, and `--smoke` (a few seconds each). */
 export function durations(args) {
@@ -29,6 +38,8 @@ export function durations(args) {
     S5: { streams: args.streams ?? (smoke ? 100 : 10_000), holdMs: (args.hold ?? (smoke ? 1 : 10)) * 1000 },
     S6: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
     S7: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    S8: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    S9: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
   };
 }
 
@@ -258,6 +269,87 @@ export function scenarios(args) {
         row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
       ],
       intact: (r) => r.errors === 0 && r.ok > 0,
+    },
+    {
+      id: 'S8',
+      unit: perRequest,
+      title: 'Messages API non-stream, c=64 (baseline: chat completions, same stack)',
+      // Both columns are the gateway: the Messages front-end against chat completions, same requests.
+      versus: 'chat',
+      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+      load: 'http-load.mjs',
+      options: (url, headers) => ({
+        url: `${url}/v1/messages`,
+        method: 'POST',
+        headers,
+        body: messagesBody('bench-echo', SHORT),
+        connections: 64,
+        warmupSeconds: d.S8.warmup,
+        durationSeconds: d.S8.duration,
+      }),
+      baselineOptions: (url, headers) => ({
+        url: `${url}/v1/chat/completions`,
+        method: 'POST',
+        headers,
+        body: chatBody('bench-echo', SHORT),
+        connections: 64,
+        warmupSeconds: d.S8.warmup,
+        durationSeconds: d.S8.duration,
+      }),
+      rows: (g, b) => [
+        row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond),
+        row('throughput ÷ chat', '×', g.requestsPerSecond / b.requestsPerSecond, 1, {
+          at: 'min',
+          limit: 0.9,
+        }),
+        row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
+        row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99),
+        row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
+      ],
+      intact: (r) => r.errors === 0 && r.ok > 0,
+    },
+    {
+      id: 'S9',
+      unit: perStream,
+      title: 'Messages API streams (251 chunks each), 64 at a time (baseline: chat completions, same stack)',
+      versus: 'chat',
+      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+      load: 'stream-load.mjs',
+      options: (url, headers) => ({
+        mode: 'loop',
+        protocol: 'messages',
+        url: `${url}/v1/messages`,
+        headers,
+        body: messagesBody('bench-echo', ECHO_251, { stream: true }),
+        concurrency: 64,
+        warmupSeconds: d.S9.warmup,
+        durationSeconds: d.S9.duration,
+        expectText: ECHO_251,
+        expectDeltas: 251,
+      }),
+      baselineOptions: (url, headers) => ({
+        mode: 'loop',
+        url: `${url}/v1/chat/completions`,
+        headers,
+        body: chatBody('bench-echo', ECHO_251, { stream: true }),
+        concurrency: 64,
+        warmupSeconds: d.S9.warmup,
+        durationSeconds: d.S9.duration,
+        expectText: ECHO_251,
+        expectDeltas: 251,
+      }),
+      rows: (g, b) => [
+        row('relayed chunks', '/s', g.deltasPerSecond, b.deltasPerSecond),
+        row('chunks ÷ chat', '×', g.deltasPerSecond / b.deltasPerSecond, 1, { at: 'min', limit: 0.9 }),
+        row('TTFT p50', 'ms', g.ttftMs.p50, b.ttftMs.p50),
+        row('lost/reordered/failed streams', '', g.corrupted + g.errors, b.corrupted + b.errors, {
+          at: 'max',
+          limit: 0,
+        }),
+      ],
+      intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete > 0,
     },
   ];
 }

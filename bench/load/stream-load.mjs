@@ -1,5 +1,5 @@
-// Streaming load (S3, S4, S5): an undici client that timestamps the first delta, every delta and `[DONE]` of
-// each SSE stream, and checks that every stream carried exactly the expected text, in order.
+// Streaming load (S3, S4, S5, S9): an undici client that timestamps the first delta, every delta and the end
+// (`[DONE]`, or a Messages stream's `message_stop`) of each SSE stream, and checks that every stream carried exactly the expected text, in order.
 // Modes: `once` opens `streams` streams together and waits for them (optionally holding them open for
 // `holdMs` once all are flowing, then cutting them: S5); `loop` keeps `concurrency` streams going for a
 // duration (S4). Input: one JSON argument; output: progress events and a result, as JSON lines.
@@ -50,6 +50,16 @@ class Stats {
 
 let stats = new Stats();
 
+/** The end of a Messages stream (`message_stop`), which has no `[DONE]`. */
+const STOP = Symbol('stop');
+
+/** A delta's text: a chat chunk's `delta.content`, or a Messages `text_delta` (`protocol: 'messages'`). */
+function contentOf(event) {
+  if (options.protocol !== 'messages') return event.choices?.[0]?.delta?.content;
+  if (event.type === 'message_stop') return STOP;
+  return event.type === 'content_block_delta' ? event.delta?.text : undefined;
+}
+
 /** One stream. `abort` cuts it (S5); a cut stream only has to have been a correct prefix so far. */
 async function stream(signal, onFirstDelta) {
   const s = stats;
@@ -80,8 +90,9 @@ async function stream(signal, onFirstDelta) {
       while ((end = buffer.indexOf('\n\n')) >= 0) {
         let event = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        // A chat stream's events carry their id first (`id: n`, for a resume).
+        // A chat stream's events carry their id first (`id: n`, for a resume); a Messages stream's its name.
         if (event.startsWith('id: ')) event = event.slice(event.indexOf('\n') + 1);
+        if (event.startsWith('event: ')) event = event.slice(event.indexOf('\n') + 1);
         if (!event.startsWith('data: ')) continue; // keep-alive comments
         const data = event.slice(6);
         if (data === '[DONE]') {
@@ -89,7 +100,12 @@ async function stream(signal, onFirstDelta) {
           s.total.recordValue(us(now - started));
           continue;
         }
-        const content = JSON.parse(data).choices?.[0]?.delta?.content;
+        const content = contentOf(JSON.parse(data));
+        if (content === STOP) {
+          done = true;
+          s.total.recordValue(us(now - started));
+          continue;
+        }
         if (typeof content !== 'string') continue; // the final chunk, or an error
         text += content;
         deltas++;

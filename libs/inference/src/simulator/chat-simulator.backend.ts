@@ -536,6 +536,9 @@ export class ChatSimulatorBackend implements ChatBackend {
     // The held tail can no longer grow into a stop sequence, so it belongs to the answer.
     const rest = run.matcher.flush();
     if (rest.length > 0) yield this.delta(run, rest);
-    yield { type: 'finish', choice: run.index, reason };
+    const stopSequence = run.matcher.matched;
+    yield stopSequence === null
+      ? { type: 'finish', choice: run.index, reason }
+      : { type: 'finish', choice: run.index, reason, stopSequence };
   }
 }
