@@ -43,7 +43,9 @@ const ARROWS = {
   // The next front-ends (issue 21: the Responses and Anthropic Messages APIs) sit beside chat-api, reusing
   // the request core and the store, never another front-end.
   'responses-api': [...FRONT_END, 'stored-completions'],
-  'anthropic-api': [...FRONT_END, 'stored-completions'],
+  // Kept: count_tokens counts a prompt with the tokenizer table the chat backends count with (inference's
+  // prompt-token counter), so the two counts never disagree; nothing else of inference.
+  'anthropic-api': [...FRONT_END, 'stored-completions', 'inference'],
   admin: [...FRONT_END, 'queue'],
   'console-assets': [...BASE, 'http'],
   api: [

@@ -1,4 +1,4 @@
-// `npm run bench`: runs scenarios S1–S7 of issue #5 (and R1, R4: S1 and S4 on the Responses API) against the real stack and an in-process baseline, prints a
+// `npm run bench`: runs scenarios S1–S7 of issue #5 (and S1, S4 on the Responses API: R1, R4; on the Messages API: M1, M4) against the real stack and an in-process baseline, prints a
 // markdown table and writes bench/results/<timestamp>.json. See bench/README.md.
 //   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>]
 //                    [--out <file>]
@@ -85,18 +85,22 @@ function cpuWindow(pids) {
 }
 
 async function measure(stack, scenario, target) {
-  const url = target === 'gateway' ? stack.gatewayUrl : stack.baselineUrl;
-  const serverPid = stack.children.get(target).pid;
+  // A scenario `versus: 'chat'` compares two routes of the gateway: its baseline is chat completions.
+  const onGateway = target === 'gateway' || scenario.versus === 'chat';
+  const url = onGateway ? stack.gatewayUrl : stack.baselineUrl;
+  const serverPid = stack.children.get(onGateway ? 'gateway' : 'baseline').pid;
   const pids = Object.fromEntries(
     Object.entries(stack.pids()).filter(([label]) =>
-      target === 'gateway' ? label !== 'baseline' : label === 'baseline',
+      onGateway ? label !== 'baseline' : label === 'baseline',
     ),
   );
+  const options =
+    target === 'baseline' && scenario.baselineOptions ? scenario.baselineOptions : scenario.options;
   const rss = { idle: rssBytes(serverPid) };
   let stopCpu = null;
   let cpu = null;
   let windowSeconds = null;
-  const result = await runLoad(scenario.load, scenario.options(url, stack.headers()), (event, loadPid) => {
+  const result = await runLoad(scenario.load, options(url, stack.headers()), (event, loadPid) => {
     if (event.event === 'measuring') stopCpu = cpuWindow({ ...pids, load: loadPid });
     else if (event.event === 'measured' && stopCpu) ({ cores: cpu, seconds: windowSeconds } = stopCpu());
     else if (event.event === 'all-open') rss.open = rssBytes(serverPid);
@@ -199,7 +203,7 @@ async function runScenario(scenario) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const chosen = scenarios(args).filter((s) => !args.only || args.only.includes(s.id));
-  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7, R1, R4)`);
+  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7, R1, R4, M1, M4)`);
   const meta = { date: new Date().toISOString(), args, ...versions() };
   process.stderr.write(
     `bench: Node ${meta.node}, Redis ${meta.redis}, ${meta.cores} cores, load ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n`,

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '..');
-const SCENARIOS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'R1', 'R4'];
+const SCENARIOS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'R1', 'R4', 'M1', 'M4'];
 
 interface Result {
   ok?: number;
@@ -47,7 +47,7 @@ describe('npm run bench -- --smoke', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('runs S1–S7 end to end and every request and stream arrives intact', async () => {
+  it('runs every scenario end to end and every request and stream arrives intact', async () => {
     const out = join(dir, 'smoke.json');
     const child = spawn(process.execPath, ['bench/run.mjs', '--smoke', '--out', out], {
       cwd: ROOT,
@@ -81,8 +81,8 @@ describe('npm run bench -- --smoke', () => {
       );
     }
     const byId = new Map(report.scenarios.map((s) => [s.id, s]));
-    // Streams: every one complete with exactly its text (S3, S4), or all open at once and flowing (S5).
-    for (const id of ['S3', 'S4', 'R4']) {
+    // Streams: every one complete with exactly its text (S3, S4, R4, M4), or all open at once and flowing (S5).
+    for (const id of ['S3', 'S4', 'R4', 'M4']) {
       for (const side of [byId.get(id)!.gateway, byId.get(id)!.baseline]) {
         expect(side.result.complete).toBe(side.result.streams);
         expect(side.result.deltas).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-// The scenarios of issue #5. Each says which catalog the stack runs, which load to put on the gateway and on
+// The scenarios of issue #5 (R1, R4: the Responses API; M1, M4: the Messages API, against chat completions). Each says which catalog the stack runs, which load to put on the gateway and on
 // the baseline, and how to turn the two results into table rows (figure, target, gateway, baseline).
 
 const USER = 'bench-user';
@@ -18,6 +18,15 @@ const chatBody = (model, content, extra = {}) =>
 /** The Responses API's body for the same request (`store: false`: chat completions store nothing either). */
 const responsesBody = (model, input, extra = {}) =>
   JSON.stringify({ model, input, user: USER, store: false, ...extra });
+/** The same request in the Messages API: `max_tokens` is required there, the answer is the same echo. */
+const messagesBody = (model, content, extra = {}) =>
+  JSON.stringify({
+    model,
+    max_tokens: 1024,
+    messages: [{ role: 'user', content }],
+    metadata: { user_id: USER },
+    ...extra,
+  });
 
 /** Seconds of warm-up and measurement per scenario: full runs, and `--smoke` (a few seconds each). */
 export function durations(args) {
@@ -34,6 +43,8 @@ export function durations(args) {
     S7: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
     R1: { warmup: warm(5, 0.3), duration: pick(30, 1.5) },
     R4: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    M1: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    M4: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
   };
 }
 
@@ -299,5 +310,87 @@ export function scenarios(args) {
       64,
       d.R4,
     ),
+    {
+      id: 'M1',
+      unit: perRequest,
+      title: 'non-stream Messages API (S1 on /v1/messages), c=64 (baseline: chat completions, same stack)',
+      // Both columns are the gateway: the Messages front-end against chat completions, same requests.
+      versus: 'chat',
+      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+      load: 'http-load.mjs',
+      options: (url, headers) => ({
+        url: `${url}/v1/messages`,
+        method: 'POST',
+        headers,
+        body: messagesBody('bench-echo', SHORT),
+        connections: 64,
+        warmupSeconds: d.M1.warmup,
+        durationSeconds: d.M1.duration,
+      }),
+      baselineOptions: (url, headers) => ({
+        url: `${url}/v1/chat/completions`,
+        method: 'POST',
+        headers,
+        body: chatBody('bench-echo', SHORT),
+        connections: 64,
+        warmupSeconds: d.M1.warmup,
+        durationSeconds: d.M1.duration,
+      }),
+      rows: (g, b) => [
+        row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond),
+        row('throughput ÷ chat', '×', g.requestsPerSecond / b.requestsPerSecond, 1, {
+          at: 'min',
+          limit: 0.9,
+        }),
+        row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
+        row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99),
+        row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
+      ],
+      intact: (r) => r.errors === 0 && r.ok > 0,
+    },
+    {
+      id: 'M4',
+      unit: perStream,
+      title:
+        'Messages API streams (S4 on /v1/messages, 251 chunks each), 64 at a time (baseline: chat completions, same stack)',
+      versus: 'chat',
+      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+      load: 'stream-load.mjs',
+      options: (url, headers) => ({
+        mode: 'loop',
+        protocol: 'messages',
+        url: `${url}/v1/messages`,
+        headers,
+        body: messagesBody('bench-echo', ECHO_251, { stream: true }),
+        concurrency: 64,
+        warmupSeconds: d.M4.warmup,
+        durationSeconds: d.M4.duration,
+        expectText: ECHO_251,
+        expectDeltas: 251,
+      }),
+      baselineOptions: (url, headers) => ({
+        mode: 'loop',
+        url: `${url}/v1/chat/completions`,
+        headers,
+        body: chatBody('bench-echo', ECHO_251, { stream: true }),
+        concurrency: 64,
+        warmupSeconds: d.M4.warmup,
+        durationSeconds: d.M4.duration,
+        expectText: ECHO_251,
+        expectDeltas: 251,
+      }),
+      rows: (g, b) => [
+        row('relayed chunks', '/s', g.deltasPerSecond, b.deltasPerSecond),
+        row('chunks ÷ chat', '×', g.deltasPerSecond / b.deltasPerSecond, 1, { at: 'min', limit: 0.9 }),
+        row('TTFT p50', 'ms', g.ttftMs.p50, b.ttftMs.p50),
+        row('lost/reordered/failed streams', '', g.corrupted + g.errors, b.corrupted + b.errors, {
+          at: 'max',
+          limit: 0,
+        }),
+      ],
+      intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete > 0,
+    },
   ];
 }

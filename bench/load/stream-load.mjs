@@ -1,5 +1,5 @@
-// Streaming load (S3, S4, S5): an undici client that timestamps the first delta, every delta and `[DONE]` of
-// each SSE stream, and checks that every stream carried exactly the expected text, in order.
+// Streaming load (S3, S4, S5, R4, M4): an undici client that timestamps the first delta, every delta and the
+// end (`[DONE]`, `response.completed` or `message_stop`) of each SSE stream, and checks that every stream carried exactly the expected text, in order.
 // Modes: `once` opens `streams` streams together and waits for them (optionally holding them open for
 // `holdMs` once all are flowing, then cutting them: S5); `loop` keeps `concurrency` streams going for a
 // duration (S4). Input: one JSON argument; output: progress events and a result, as JSON lines.
@@ -50,6 +50,26 @@ class Stats {
 
 let stats = new Stats();
 
+/** The end of a stream: chat's `[DONE]`, a Responses `response.completed`, a Messages `message_stop`. */
+const STOP = Symbol('stop');
+
+/** A delta's text: a chat chunk's `delta.content`, a Responses `output_text` delta, a Messages `text_delta`. */
+function contentOf(name, event) {
+  switch (name) {
+    case null:
+      return event.choices?.[0]?.delta?.content;
+    case 'response.completed':
+    case 'message_stop':
+      return STOP;
+    case 'response.output_text.delta':
+      return event.delta;
+    case 'content_block_delta':
+      return event.delta?.text;
+    default:
+      return undefined;
+  }
+}
+
 /** One stream. `abort` cuts it (S5); a cut stream only has to have been a correct prefix so far. */
 async function stream(signal, onFirstDelta) {
   const s = stats;
@@ -80,8 +100,8 @@ async function stream(signal, onFirstDelta) {
       while ((end = buffer.indexOf('\n\n')) >= 0) {
         let event = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        // A chat stream's events carry their id first (`id: n`, for a resume); a Responses stream's, their
-        // name (`event: response.output_text.delta`) and id.
+        // A chat stream's events carry their id first (`id: n`, for a resume); a Responses or Messages
+        // stream's, their name (`event: response.output_text.delta`, `event: content_block_delta`) too.
         let name = null;
         while (event.startsWith('id: ') || event.startsWith('event: ')) {
           if (event.startsWith('event: ')) name = event.slice(7, event.indexOf('\n'));
@@ -89,14 +109,12 @@ async function stream(signal, onFirstDelta) {
         }
         if (!event.startsWith('data: ')) continue; // keep-alive comments
         const data = event.slice(6);
-        if (data === '[DONE]' || name === 'response.completed') {
+        const content = data === '[DONE]' ? STOP : contentOf(name, JSON.parse(data));
+        if (content === STOP) {
           done = true;
           s.total.recordValue(us(now - started));
           continue;
         }
-        if (name !== null && name !== 'response.output_text.delta') continue;
-        const content =
-          name === null ? JSON.parse(data).choices?.[0]?.delta?.content : JSON.parse(data).delta;
         if (typeof content !== 'string') continue; // the final chunk, or an error
         text += content;
         deltas++;

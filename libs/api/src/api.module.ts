@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AdminModule } from '@mgw/admin';
+import { AnthropicApiModule } from '@mgw/anthropic-api';
 import { ChatApiModule } from '@mgw/chat-api';
 import { GatewayConfig } from '@mgw/config';
 import { ConsoleAssetsModule } from '@mgw/console-assets';
@@ -22,11 +23,12 @@ export class ApiModule {
     return {
       module: ApiModule,
       imports: [
-        { ...SessionModule.forRoot(config), global: true },
+        SessionModule.forRoot(config),
         ChatApiModule,
         ImagesApiModule,
         ModelsApiModule,
         ResponsesApiModule,
+        AnthropicApiModule,
         AdminModule,
         ConsoleAssetsModule,
       ],

@@ -315,3 +315,36 @@ describe('loadCatalog', () => {
     );
   });
 });
+
+describe('aliases', () => {
+  const small = { ...chat, id: 'small-chat' };
+
+  it('are carried through when set, and absent otherwise', () => {
+    const models = parseCatalog(
+      catalog({ ...chat, aliases: ['claude-sonnet-4-5', 'gpt-4o'] }, small),
+      PATH,
+    ).models;
+    expect(models[0]!.aliases).toEqual(['claude-sonnet-4-5', 'gpt-4o']);
+    expect(models[1]).not.toHaveProperty('aliases');
+  });
+
+  it('refuses an alias that shadows a model or another model’s alias, or repeats, naming the model and the field', () => {
+    expect(
+      problemsOf(
+        catalog(
+          { ...chat, aliases: ['small-chat', 'gpt-4o', 'gpt-4o'] },
+          { ...small, aliases: ['gpt-4o', 'sim-chat'] },
+        ),
+      ).problems,
+    ).toEqual([
+      `catalog ${PATH}: models[0] (model "sim-chat"): aliases[2] names "gpt-4o" a second time`,
+      `catalog ${PATH}: models[0] (model "sim-chat"): aliases[0] names "small-chat", which is the id of a model of the catalog`,
+      `catalog ${PATH}: models[1] (model "small-chat"): aliases[0] names "gpt-4o", already an alias of model "sim-chat"`,
+      `catalog ${PATH}: models[1] (model "small-chat"): aliases[1] names "sim-chat", which is the id of a model of the catalog`,
+    ]);
+  });
+
+  it.each([['gpt-4o'], [null], [['']], [[3]], [['has space']]])('refuses the shape %p', (value) => {
+    expect(problemsOf(catalog({ ...chat, aliases: value })).message).toContain('(model "sim-chat"): aliases');
+  });
+});

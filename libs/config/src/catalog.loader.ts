@@ -54,6 +54,12 @@ export interface CatalogModel {
    * 'on' keeps its job running for the resume grace when its client leaves. Absent: 'off'.
    */
   streamResume?: StreamResumeDefault;
+  /**
+   * Other names the model answers to (`claude-sonnet-4-5`, `gpt-4o`), so a client that asks for a
+   * well-known model reaches the one the platform team chose. Resolved once at admission; answers name
+   * the model itself. No alias names a model or another model's alias. Absent: none.
+   */
+  aliases?: string[];
 }
 
 export interface Catalog {
@@ -73,7 +79,10 @@ const MODEL_FIELDS = [
   'contextTokens',
   'fallbacks',
   'streamResume',
+  'aliases',
 ];
+/** Room for every well-known name of a model and its dated versions. */
+export const MAX_ALIASES = 32;
 /** More than any sensible chain; each one may cost a registry lookup and an attempt. */
 export const MAX_FALLBACKS = 8;
 /** Larger than any model's context today, small enough that every count stays exact. */
@@ -119,7 +128,45 @@ function readModel(
   if (entry.streamResume !== undefined) {
     model.streamResume = read.oneOf(entry, 'streamResume', STREAM_RESUME_DEFAULTS, 'off');
   }
+  if (entry.aliases !== undefined) model.aliases = readAliases(entry.aliases, name, read);
   return model;
+}
+
+/** The list's shape and each alias's form; clashes between models are checked once all are read. */
+function readAliases(value: unknown, name: string, read: RecordReader): string[] {
+  if (!Array.isArray(value) || value.length > MAX_ALIASES) {
+    read.report(`${name}: aliases must be an array of at most ${MAX_ALIASES} names`);
+    return [];
+  }
+  const aliases: string[] = [];
+  value.forEach((alias: unknown, index) => {
+    if (typeof alias !== 'string' || alias.length > 256 || !ID_PATTERN.test(alias)) {
+      read.report(
+        `${name}: aliases[${index}] must be a name like a model id (A-Z a-z 0-9 . _ : / @ + -, at most 256 characters)`,
+      );
+    } else if (aliases.includes(alias)) {
+      read.report(`${name}: aliases[${index}] names "${alias}" a second time`);
+    } else {
+      aliases.push(alias);
+    }
+  });
+  return aliases;
+}
+
+/** No alias shadows a model (its own id included) or another model's alias: every name means one model. */
+function checkAliases(models: readonly CatalogModel[], names: readonly string[], read: RecordReader): void {
+  const ids = new Set(models.map((model) => model.id));
+  const owners = new Map<string, string>();
+  models.forEach((model, index) => {
+    model.aliases?.forEach((alias, position) => {
+      const field = `${names[index]}: aliases[${position}]`;
+      const owner = owners.get(alias);
+      if (ids.has(alias)) read.report(`${field} names "${alias}", which is the id of a model of the catalog`);
+      else if (owner !== undefined)
+        read.report(`${field} names "${alias}", already an alias of model "${owner}"`);
+      else owners.set(alias, model.id);
+    });
+  });
 }
 
 /** The list's shape; what its ids name is checked once every model is read (`checkFallbacks`). */
@@ -217,6 +264,7 @@ export function parseCatalog(text: string, path: string): Catalog {
     names.push(`models[${index}]${named}`);
   });
   checkFallbacks(models, names, read);
+  checkAliases(models, names, read);
   problems.throwIfAny((all) => new ConfigError(all));
   return { path, models };
 }

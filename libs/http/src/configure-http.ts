@@ -8,6 +8,9 @@ import { authenticateRoutes } from './auth/route-authentication';
 import { endBodyDeadline, registerBodyDeadline } from './body-deadline';
 import { ServingPhase } from './serving.phase';
 
+const apiKeyAsBearer = (key: string | string[] | undefined): string | undefined =>
+  typeof key === 'string' ? `Bearer ${key}` : undefined;
+
 /** Methods whose requests carry a body by their meaning; on the others an empty JSON body is no body. */
 const BODY_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH']);
 
@@ -72,7 +75,8 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
         url: request.url,
         status,
         durationMs: performance.now() - receivedAt,
-        authorization: request.headers.authorization,
+        // A key sent in `x-api-key` (Anthropic's clients) is fingerprinted as its Bearer form would be.
+        authorization: request.headers.authorization ?? apiKeyAsBearer(request.headers['x-api-key']),
       });
     });
     done();

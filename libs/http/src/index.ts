@@ -5,6 +5,7 @@ export * from './body-deadline';
 export * from './client-gone.watcher';
 export * from './configure-http';
 export * from './dto-validation.pipe';
+export * from './errors/error-shape';
 export * from './errors/gateway-exception.filter';
 export * from './fastify.options';
 export * from './json-body.inspector';

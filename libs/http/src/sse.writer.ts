@@ -17,6 +17,8 @@ export interface SseWriterOptions {
    * `data: [DONE]` (the default); null for protocols whose final event is named and ends the stream itself.
    */
   endLine?: string | null;
+  /** The event written after `keepAliveMs` of silence, with its blank line (default `: keep-alive`). */
+  keepAlive?: string;
 }
 
 /** The end of an OpenAI chat completions stream. */
@@ -63,8 +65,9 @@ export class SseWriter {
       return;
     }
     if (this.options.keepAliveMs > 0) {
+      const keepAlive = this.options.keepAlive ?? ': keep-alive\n\n';
       this.keepAlive = setInterval(() => {
-        if (Date.now() - this.lastWrite >= this.options.keepAliveMs) this.write(': keep-alive\n\n');
+        if (Date.now() - this.lastWrite >= this.options.keepAliveMs) this.write(keepAlive);
       }, this.options.keepAliveMs);
       this.keepAlive.unref();
     }

@@ -73,8 +73,11 @@ export type ChatInferenceEvent =
   | { type: 'tool-call-start'; choice: number; index: number; id: string; name: string }
   /** A fragment of the JSON arguments of tool call `index` of choice `choice`. */
   | { type: 'tool-call-arguments'; choice: number; index: number; fragment: string }
-  /** Choice `choice` is complete; exactly once per choice. */
-  | { type: 'finish'; choice: number; reason: FinishReason }
+  /**
+   * Choice `choice` is complete; exactly once per choice. `stopSequence`: the request's stop sequence that
+   * ended it, when the backend knows which (reason `stop`).
+   */
+  | { type: 'finish'; choice: number; reason: FinishReason; stopSequence?: string }
   /** Exactly once, last. */
   | { type: 'usage'; promptTokens: number; completionTokens: number };
 

@@ -20,9 +20,10 @@ function isServable(entry: ModelEntry): boolean {
   return entry.liveWorkers > 0 || entry.scaleToZero !== undefined;
 }
 
-function toModelObject(entry: ModelEntry): ModelObject {
+/** The model as OpenAI's `model` object, under `id` (its own, or one of its aliases). */
+function toModelObject(entry: ModelEntry, id = entry.id): ModelObject {
   return {
-    id: entry.id,
+    id,
     object: 'model',
     created: entry.created,
     owned_by: entry.owned_by,
@@ -62,11 +63,12 @@ export class ModelsController {
         const fallback = byId.get(id);
         return fallback !== undefined && isServable(fallback);
       });
+    // A model's aliases are listed as models of their own, as OpenAI lists its models' other names.
     return {
       object: 'list',
       data: models
         .filter((m) => allowsModel(principal, m.id) && (isServable(m) || servedByFallback(m)))
-        .map(toModelObject),
+        .flatMap((m) => [toModelObject(m), ...(m.aliases ?? []).map((alias) => toModelObject(m, alias))]),
     };
   }
 
@@ -77,13 +79,18 @@ export class ModelsController {
   @ApiErrors(401, 404, 503)
   async retrieve(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ModelObject> {
     const principal = principalOf(request);
-    if (!allowsModel(principal, id)) throw GatewayError.modelNotFound(id);
     const lookup = await this.models.lookup(id);
-    if (lookup.state === 'unknown') throw GatewayError.modelNotFound(id);
+    // An alias is the model it names: a key scoped to the model sees it under either name.
+    if (
+      lookup.state === 'unknown' ||
+      !(allowsModel(principal, id) || allowsModel(principal, lookup.model.id))
+    ) {
+      throw GatewayError.modelNotFound(id);
+    }
     if (!isServable(lookup.model) && !(await this.servedByFallback(lookup.model, principal))) {
       throw GatewayError.modelNotFound(id);
     }
-    return toModelObject(lookup.model);
+    return toModelObject(lookup.model, id);
   }
 
   /** Whether a fallback the key may use takes the model's requests now (see Fallbacks in the README). */

@@ -162,6 +162,30 @@ describe('WorkerDirectory', () => {
     ).toThrow('models must not list a model twice');
   });
 
+  it('answers a lookup by alias with the model it names', () => {
+    const models = [
+      {
+        id: 'sim-chat',
+        type: 'chat',
+        owned_by: 'o',
+        backend: { kind: 'simulator' },
+        aliases: ['claude-sonnet-4-5'],
+      },
+    ];
+    directory = new WorkerDirectory(
+      parseCatalog(JSON.stringify({ models }), 'aliases.json'),
+      TTL_MS,
+      () => clock,
+    );
+    expect(directory.lookup('claude-sonnet-4-5')).toMatchObject({
+      state: 'unavailable',
+      model: { id: 'sim-chat', aliases: ['claude-sonnet-4-5'] },
+    });
+    directory.heartbeat(beat('w1', [simChat]));
+    expect(directory.lookup('claude-sonnet-4-5')).toMatchObject({ state: 'live', model: { id: 'sim-chat' } });
+    expect(directory.lookup('claude-opus')).toEqual({ state: 'unknown' });
+  });
+
   describe('lookup', () => {
     it("answers 'live' with the entry for a declared model that has a worker", () => {
       directory.heartbeat(beat('chat-1', [simChat], 8));

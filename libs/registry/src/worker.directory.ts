@@ -21,6 +21,8 @@ interface LiveWorker {
 export class WorkerDirectory {
   private readonly workers = new Map<string, LiveWorker>();
   private readonly declared: Map<string, Omit<ModelEntry, 'liveWorkers' | 'readyWorkers' | 'concurrency'>>;
+  /** The catalog's aliases, each to the id of its model (the catalog guarantees no alias is a model id). */
+  private readonly aliases = new Map<string, string>();
 
   constructor(
     catalog: Catalog,
@@ -41,9 +43,13 @@ export class WorkerDirectory {
           ...(m.contextTokens === undefined ? {} : { contextTokens: m.contextTokens }),
           ...(m.fallbacks === undefined || m.fallbacks.length === 0 ? {} : { fallbacks: [...m.fallbacks] }),
           ...(m.streamResume === undefined ? {} : { streamResume: m.streamResume }),
+          ...(m.aliases === undefined || m.aliases.length === 0 ? {} : { aliases: [...m.aliases] }),
         },
       ]),
     );
+    for (const model of catalog.models) {
+      for (const alias of model.aliases ?? []) this.aliases.set(alias, model.id);
+    }
   }
 
   heartbeat(beat: WorkerHeartbeatDto): { isNew: boolean } {
@@ -101,8 +107,10 @@ export class WorkerDirectory {
     return [...entries.values()].sort((a, b) => a.id.localeCompare(b.id));
   }
 
+  /** The model `id` names: a model id, or a catalog alias of one. */
   lookup(id: string): ModelLookup {
-    const model = this.list().find((entry) => entry.id === id);
+    const target = this.aliases.get(id) ?? id;
+    const model = this.list().find((entry) => entry.id === target);
     if (!model) return { state: 'unknown' };
     // Workers that are all not ready (no healthy upstream) serve the model no better than no worker at all.
     return model.readyWorkers > 0 ? { state: 'live', model } : { state: 'unavailable', model };

@@ -178,6 +178,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
             flushTimeoutMs: config.streamFlushTimeoutMs,
             onOverflow: () => this.dispatch(CLIENT_GONE),
             ...(delivery.format.endLine !== undefined && { endLine: delivery.format.endLine }),
+            ...(delivery.format.keepAlive !== undefined && { keepAlive: delivery.format.keepAlive }),
           })
         : null;
     this.outcome = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
@@ -484,6 +485,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
     return {
       type: 'admitted',
+      ...(entry.id !== model && { model: entry.id }),
       fallbacks,
       startWithinMs,
       resumable:

@@ -76,6 +76,8 @@ export interface StreamFormat {
   protocol: string;
   /** The protocol's last line (`data: [DONE]` for chat completions), or null when it has none. */
   endLine?: string | null;
+  /** The event written after a silence (`: keep-alive` by default; the Messages API's `event: ping`). */
+  keepAlive?: string;
 }
 
 /** How the response is delivered, as the front-end chose it. */

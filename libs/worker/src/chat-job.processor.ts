@@ -28,6 +28,8 @@ export class ChatJobProcessor {
     return this.runner.run(job, ChatJobData, this.model, async ({ data, signal, writer }) => {
       const request = toChatInferenceRequest(data.request);
       const finishReasons: (FinishReason | undefined)[] = new Array<FinishReason | undefined>(request.n);
+      /** The stop sequence that ended choice 0, when the backend says (the Messages API answers it). */
+      let stopSequence: string | null = null;
       let usage: TokenUsage | null = null;
       // Tokens sent so far, for the usage of a job that stops early: a delta with logprobs knows its token
       // count; otherwise a delta, a tool call's name and each fragment of its arguments count as one.
@@ -77,6 +79,7 @@ export class ChatJobProcessor {
               break;
             case 'finish':
               finishReasons[event.choice] = event.reason;
+              if (event.choice === 0 && event.stopSequence !== undefined) stopSequence = event.stopSequence;
               break;
             case 'usage':
               usage = { prompt_tokens: event.promptTokens, completion_tokens: event.completionTokens };
@@ -109,7 +112,12 @@ export class ChatJobProcessor {
         completionTokens: usage.completion_tokens,
         images: 0,
       });
-      await writer.send({ kind: 'chat-done', finishReasons: reasons as FinishReason[], usage });
+      await writer.send({
+        kind: 'chat-done',
+        finishReasons: reasons as FinishReason[],
+        usage,
+        ...(stopSequence !== null && { stopSequence }),
+      });
       await recorded;
     });
   }

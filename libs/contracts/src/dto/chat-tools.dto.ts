@@ -26,7 +26,8 @@ export const TOOL_LIMITS = {
   /** Calls in one assistant message. */
   toolCalls: { max: 128 },
   toolCallId: { maxLength: 256 },
-  description: { maxLength: 8192 },
+  /** Coding agents describe their tools at length: Claude Code's longest is about 60 KB. */
+  description: { maxLength: 64 * 1024 },
 } as const;
 
 const NAME_MESSAGE = expected('a name of 1 to 64 characters from a-z, A-Z, 0-9, _ and -');

@@ -10,7 +10,13 @@ import { protocolVersionOf, REPLY_PROTOCOL_VERSION } from './protocol-version';
 import { ProtocolError } from './protocol.error';
 import { protocolReader as read } from './protocol.reader';
 import { parseReplyFrame } from './reply-frame.codec';
-import type { DeltaMessage, ReplyMessage, ToolCallMessage, WireError } from './reply-message.types';
+import type {
+  ChatDoneMessage,
+  DeltaMessage,
+  ReplyMessage,
+  ToolCallMessage,
+  WireError,
+} from './reply-message.types';
 
 type MessageOf<K extends ReplyMessage['kind']> = Extract<ReplyMessage, { kind: K }>;
 
@@ -62,7 +68,7 @@ const KIND_READERS: {
       read.report("'finishReasons' must be an array of finish reasons");
     }
     const usage = read.record(record.usage, "'usage'");
-    return {
+    const done: ChatDoneMessage = {
       requestId,
       seq,
       kind: 'chat-done',
@@ -72,6 +78,9 @@ const KIND_READERS: {
         completion_tokens: read.natural(usage, 'completion_tokens'),
       },
     };
+    // Optional within the version: a writer that does not know it leaves it out.
+    if (record.stopSequence !== undefined) done.stopSequence = read.string(record, 'stopSequence');
+    return done;
   },
   image: (record, requestId, seq) => ({
     requestId,

@@ -65,6 +65,11 @@ export interface ChatDoneMessage extends ReplyBase {
   /** One per choice, by choice index. */
   finishReasons: FinishReason[];
   usage: TokenUsage;
+  /**
+   * The stop sequence that ended choice 0, when one did (finish reason `stop`): the Messages API answers it
+   * as `stop_sequence`. Optional within the reply protocol's version: older workers leave it out.
+   */
+  stopSequence?: string;
 }
 
 export interface ImageMessage extends ReplyBase {

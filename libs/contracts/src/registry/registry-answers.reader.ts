@@ -57,6 +57,9 @@ export function readModelEntry(value: unknown): ModelEntry {
   if (record.streamResume !== undefined) {
     entry.streamResume = read.oneOf(record, 'streamResume', STREAM_RESUME_DEFAULTS, 'off');
   }
+  // Optional within the version: a registry that does not know aliases leaves it out.
+  const aliases = optionalStrings(record, 'aliases');
+  if (aliases !== undefined) entry.aliases = aliases;
   return entry;
 }
 

@@ -117,6 +117,11 @@ export interface ModelEntry {
    * keeps a stream's job running for the resume grace when its client leaves. Absent: 'off'.
    */
   streamResume?: StreamResumeDefault;
+  /**
+   * The catalog's other names for the model: a lookup by one of them answers this entry, and the models
+   * list shows each as a model of its own. Absent when the catalog declares none.
+   */
+  aliases?: string[];
 }
 
 export type ModelLookup =

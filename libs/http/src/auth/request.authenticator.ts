@@ -57,9 +57,20 @@ export class RequestAuthenticator {
     });
   }
 
+  /**
+   * The key: a Bearer token, or the `x-api-key` header Anthropic's clients send (Claude Code with
+   * `ANTHROPIC_API_KEY`), on every route, so one key works with every SDK.
+   */
   private bearer(request: FastifyRequest): string {
     const header = request.headers.authorization;
-    if (header === undefined || header.trim() === '') throw GatewayError.missingApiKey();
+    if (header === undefined || header.trim() === '') {
+      const apiKey = request.headers['x-api-key'];
+      if (typeof apiKey === 'string' && apiKey.trim() !== '') {
+        if (apiKey.length > MAX_KEY_LENGTH) throw GatewayError.invalidApiKey();
+        return apiKey.trim();
+      }
+      throw GatewayError.missingApiKey();
+    }
     const match = BEARER.exec(header);
     if (!match || match[1]!.length > MAX_KEY_LENGTH) throw GatewayError.invalidApiKey();
     return match[1]!;

@@ -10,6 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
 import { GatewayMetrics, rejectionReasonOf } from '@mgw/observability';
 import { discardUnreadBody } from '../unread-body';
+import { errorShapeOf, type ErrorShape } from './error-shape';
 
 /** Framework errors (routing, body parsing, size limits) in the OpenAI vocabulary. */
 function fromHttpException(exception: HttpException, request: FastifyRequest): GatewayError {
@@ -62,17 +63,22 @@ function fromHttpException(exception: HttpException, request: FastifyRequest): G
 /**
  * The exit for errors: every failure leaves in its protocol's error shape with the right status. Unknown
  * errors become an opaque 500 whose request id is also in the log line with the stack. The gateway-wide
- * filter is `OpenAiExceptionFilter`; a front-end whose protocol has another shape binds its own subclass to
- * its routes with `@UseFilters(...)` (a route's filter comes before the global one), so the request core
- * raises `GatewayError`s and never formats an error body.
+ * filter is `OpenAiExceptionFilter`; a front-end whose protocol has another shape declares it on its routes
+ * with `@ErrorsShapedAs(shape)`, which this filter follows for every error of those routes — also those
+ * raised before the handler (authentication, the body), which no route-bound filter sees. So the request
+ * core raises `GatewayError`s and never formats an error body.
  */
-export abstract class GatewayExceptionFilter implements ExceptionFilter {
+export abstract class GatewayExceptionFilter implements ExceptionFilter, ErrorShape {
   private readonly logger = new Logger('Errors');
 
   constructor(@Inject(GatewayMetrics) private readonly metrics: GatewayMetrics) {}
 
   /** The response body of `error` in this protocol's shape. */
-  protected abstract bodyOf(error: GatewayError): unknown;
+  abstract bodyOf(error: GatewayError): unknown;
+
+  statusOf(error: GatewayError): number {
+    return error.status;
+  }
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const http = host.switchToHttp();
@@ -93,18 +99,19 @@ export abstract class GatewayExceptionFilter implements ExceptionFilter {
     const rejection = rejectionReasonOf(error.status, error.code);
     if (rejection) this.metrics.rejected(rejection);
     discardUnreadBody(request, reply);
+    const shape: ErrorShape = errorShapeOf(request.routeOptions?.config) ?? this;
     // Fastify's reply is thenable; send() completes the response itself and has nothing to await.
     void reply
-      .status(error.status)
-      .headers({ ...error.headers, 'x-request-id': requestId })
-      .send(this.bodyOf(error));
+      .status(shape.statusOf(error))
+      .headers({ ...error.headers, ...shape.headersOf?.(requestId), 'x-request-id': requestId })
+      .send(shape.bodyOf(error));
   }
 }
 
 /** The OpenAI error shape, `{"error":{message,type,param,code}}`: the gateway's default. */
 @Catch()
 export class OpenAiExceptionFilter extends GatewayExceptionFilter {
-  protected bodyOf(error: GatewayError): unknown {
+  bodyOf(error: GatewayError): unknown {
     return error.toBody();
   }
 }

@@ -47,6 +47,18 @@ describe('ChatStreamReader', () => {
     ]);
   });
 
+  it("passes on the stop string vLLM names in `stop_reason`, not a stop token's number", async () => {
+    const events = await read(2, [
+      data([{ index: 0, delta: {}, finish_reason: 'stop', stop_reason: 'END' }]),
+      data([{ index: 1, delta: {}, finish_reason: 'stop', stop_reason: 128001 }]),
+      '[DONE]',
+    ]);
+    expect(events.slice(0, 2)).toEqual([
+      { type: 'finish', choice: 0, reason: 'stop', stopSequence: 'END' },
+      { type: 'finish', choice: 1, reason: 'stop' },
+    ]);
+  });
+
   it('keeps choices apart, maps finish reasons, and counts usage the upstream did not send', async () => {
     const events = await read(2, [
       data([content(1, 'Blue sea')]),

@@ -152,7 +152,15 @@ export class ChatStreamReader {
       }
       if (typeof choice.finish_reason === 'string') {
         this.finished[index] = true;
-        events.push({ type: 'finish', choice: index, reason: finishReasonOf(choice.finish_reason) });
+        const reason = finishReasonOf(choice.finish_reason);
+        // vLLM names the stop string that ended the choice in `stop_reason` (a number is a stop token).
+        const stopSequence =
+          reason === 'stop' && typeof choice.stop_reason === 'string' ? choice.stop_reason : null;
+        events.push(
+          stopSequence === null
+            ? { type: 'finish', choice: index, reason }
+            : { type: 'finish', choice: index, reason, stopSequence },
+        );
       }
     }
     if (

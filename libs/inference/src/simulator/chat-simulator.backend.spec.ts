@@ -567,6 +567,21 @@ describe('ChatSimulatorBackend', () => {
         expect(summary.texts[0]).toContain('The tool returned: {"temperature":21}');
         expect(reasonOf(summary, 0)).toBe('stop');
       }
+      // A user turn's text beside its results (the Messages API's tool_result and text blocks) is still
+      // that turn: the answer quotes the result instead of calling a tool again.
+      const summary = summarise(
+        await collect(
+          backend({ mode: 'echo' }),
+          chatRequest({
+            messages: [...messages, { role: 'user', content: 'Thanks, go on.' }],
+            tools: [weather],
+            toolChoice: { type: 'auto' },
+          }),
+        ),
+        1,
+      );
+      expect(summary.texts[0]).toContain('The tool returned: {"temperature":21}');
+      expect(reasonOf(summary, 0)).toBe('stop');
     });
   });
 

@@ -183,10 +183,16 @@ function lastUserText(messages: ChatMessages): string {
 
 const wordsOf = (text: string): string[] => text.split(/[^\p{L}\p{N}]+/u).filter((word) => word.length > 0);
 
-/** The results of the tool calls the conversation ends with, in order; empty unless it ends with one. */
+/**
+ * The results of the tool calls the conversation ends with, in order; empty unless it ends with one. A
+ * user message right after the results still counts as their turn: the Messages API sends a user turn's
+ * text beside its `tool_result` blocks, which reach the backend as tool messages and then that text.
+ */
 function trailingToolResults(messages: ChatMessages): string[] {
   const results: string[] = [];
-  for (let i = messages.length - 1; i >= 0; i--) {
+  let last = messages.length - 1;
+  if (messages[last]?.role === 'user' && messages[last - 1]?.role === 'tool') last--;
+  for (let i = last; i >= 0; i--) {
     const message = messages[i];
     if (message?.role !== 'tool') break;
     results.unshift(textOf(message.content));
@@ -530,6 +536,9 @@ export class ChatSimulatorBackend implements ChatBackend {
     // The held tail can no longer grow into a stop sequence, so it belongs to the answer.
     const rest = run.matcher.flush();
     if (rest.length > 0) yield this.delta(run, rest);
-    yield { type: 'finish', choice: run.index, reason };
+    const stopSequence = run.matcher.matched;
+    yield stopSequence === null
+      ? { type: 'finish', choice: run.index, reason }
+      : { type: 'finish', choice: run.index, reason, stopSequence };
   }
 }

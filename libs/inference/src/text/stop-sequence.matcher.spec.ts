@@ -29,6 +29,13 @@ describe('StopSequenceMatcher', () => {
     });
   });
 
+  it('names the stop sequence that cut the text: the earliest in it', () => {
+    const matcher = new StopSequenceMatcher(['END', 'STOP']);
+    expect(matcher.matched).toBeNull();
+    matcher.push('one STOP two END');
+    expect(matcher.matched).toBe('STOP');
+  });
+
   it('detects a stop sequence split over several fragments', () => {
     const result = run(['<|stop|>'], ['Hello <', '|st', 'op', '|> ignored']);
     expect(result.text).toBe('Hello ');

@@ -15,6 +15,7 @@ export class StopSequenceMatcher {
   private readonly longestStop: number;
   private held = '';
   private stopped = false;
+  private matchedStop: string | null = null;
 
   constructor(stops: readonly string[]) {
     // An empty stop sequence would match before the first character and silence the whole output.
@@ -26,6 +27,11 @@ export class StopSequenceMatcher {
     return this.stopped;
   }
 
+  /** The stop sequence that ended the text (the earliest in it), or null. */
+  get matched(): string | null {
+    return this.matchedStop;
+  }
+
   push(text: string): StopMatchResult {
     if (this.stopped) return { emit: '', stopped: true };
     if (this.stops.length === 0) return { emit: text, stopped: false };
@@ -34,7 +40,10 @@ export class StopSequenceMatcher {
     let cut = -1;
     for (const stop of this.stops) {
       const at = buffer.indexOf(stop);
-      if (at !== -1 && (cut === -1 || at < cut)) cut = at;
+      if (at !== -1 && (cut === -1 || at < cut)) {
+        cut = at;
+        this.matchedStop = stop;
+      }
     }
     if (cut !== -1) {
       this.stopped = true;

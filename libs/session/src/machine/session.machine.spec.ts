@@ -478,6 +478,12 @@ describe('the session machine', () => {
     expect(step(detached, SAMPLE_EVENTS.grace_expired)).not.toBe('running [gone]');
   });
 
+  it('takes the model an alias names at admission: the job, the opened stream and the answer name it', () => {
+    const admitted = transition(SAMPLE_STATES.resolving, { ...SAMPLE_EVENTS.admitted, model: 'm' });
+    expect(stepText(SAMPLE_STATES.resolving, admitted)).toBe('enqueueing [opening] (m) | enqueue m');
+    expect(step(admitted.next!, SAMPLE_EVENTS.enqueued)).toContain('open m');
+  });
+
   it('falls back only before output, for a failure of the model, and answers the requested model’s refusal when none is left', () => {
     const refusal = GatewayError.modelUnavailable('a');
     const lastChance: SessionState = {

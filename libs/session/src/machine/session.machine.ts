@@ -299,7 +299,8 @@ function onAdmitted(state: SessionState, event: Extract<SessionEvent, { type: 'a
         event.startWithinMs === undefined || bound === undefined
           ? event.startWithinMs
           : Math.min(event.startWithinMs, bound);
-      const next: Attempt = { ...attempt, remaining, startWithinMs, resumable: event.resumable };
+      const model = event.model ?? attempt.model;
+      const next: Attempt = { ...attempt, model, remaining, startWithinMs, resumable: event.resumable };
       // A stream without fallbacks is committed to its model: it opens once its job is queued.
       const client =
         state.client === 'waiting' &&
@@ -312,7 +313,7 @@ function onAdmitted(state: SessionState, event: Extract<SessionEvent, { type: 'a
         { name: 'enqueueing', plan, client, attempt: next },
         {
           type: 'enqueue',
-          model: attempt.model,
+          model,
           hasFallback: remaining.length > 0,
           resumable: event.resumable,
         },

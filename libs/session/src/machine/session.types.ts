@@ -128,6 +128,11 @@ export type SessionEvent =
   /** The attempt's model takes the request. `fallbacks`: the requested model's list (first attempt only). */
   | {
       readonly type: 'admitted';
+      /**
+       * The model's own id when the attempt asked for it by an alias: the job, the answer and the usage
+       * name it from here on. Absent: the attempt's model as asked.
+       */
+      readonly model?: string;
       readonly fallbacks: readonly string[] | null;
       readonly startWithinMs: number | undefined;
       readonly resumable: boolean;

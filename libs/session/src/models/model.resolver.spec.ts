@@ -1,4 +1,5 @@
 import { GatewayError, type ModelEntry, type ModelLookup } from '@mgw/contracts';
+import type { Principal } from '@mgw/access';
 import type { ModelDirectory } from '@mgw/registry';
 import { ModelResolver } from './model.resolver';
 
@@ -53,5 +54,19 @@ describe('ModelResolver', () => {
     expect([wrong.status, wrong.code]).toEqual([400, 'model_type_mismatch']);
     const unknown = await errorOf(resolverFor({ state: 'unknown' }).resolve('nope', 'chat'));
     expect([unknown.status, unknown.code]).toEqual([404, 'model_not_found']);
+  });
+
+  it('resolves an alias to the model it names, for a key scoped to the model by either name', async () => {
+    const model = entry({ liveWorkers: 1, aliases: ['claude-sonnet-4-5'] });
+    const resolver = resolverFor({ state: 'live', model });
+    const scoped = (models: string[]) => ({ models: new Set(models) }) as unknown as Principal;
+    await expect(resolver.resolve('claude-sonnet-4-5', 'chat', scoped(['m']))).resolves.toEqual({ model });
+    await expect(
+      resolver.resolve('claude-sonnet-4-5', 'chat', scoped(['claude-sonnet-4-5'])),
+    ).resolves.toEqual({
+      model,
+    });
+    const refused = await errorOf(resolver.resolve('claude-sonnet-4-5', 'chat', scoped(['other'])));
+    expect([refused.status, refused.code]).toEqual([404, 'model_not_found']);
   });
 });

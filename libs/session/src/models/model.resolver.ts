@@ -40,10 +40,13 @@ export class ModelResolver {
     kind: ModelKind,
     principal: Principal | null = null,
   ): Promise<ResolvedModel | Unresolved> {
-    // A key scoped away from a model is told the same as for a model that does not exist.
-    if (!allowsModel(principal, id)) return { error: GatewayError.modelNotFound(id), declared: null };
+    // A key scoped away from a model is told the same as for a model that does not exist. An alias is the
+    // model it names (the registry answers the model for it): a key may use a model by either name.
+    const allowed = allowsModel(principal, id);
     const lookup = await this.models.lookup(id);
-    if (lookup.state === 'unknown') return { error: GatewayError.modelNotFound(id), declared: null };
+    if (lookup.state === 'unknown' || (!allowed && !allowsModel(principal, lookup.model.id))) {
+      return { error: GatewayError.modelNotFound(id), declared: null };
+    }
     const expected = modelTypeOf(kind);
     if (lookup.model.type !== expected) {
       return { error: GatewayError.wrongModelType(id, expected, lookup.model.type), declared: null };

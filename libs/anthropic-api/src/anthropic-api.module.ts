@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { MessagesController } from './messages.controller';
+import { MessagesService } from './messages.service';
+
+/**
+ * The Anthropic Messages API, a front-end on the request core like chat completions (the core's module is
+ * global: the assembly, `ApiModule`, imports it once).
+ */
+@Module({
+  controllers: [MessagesController],
+  providers: [MessagesService],
+})
+export class AnthropicApiModule {}
