@@ -32,6 +32,11 @@ function gatewayRooms() {
       'libs/http is HTTP plumbing: the request core and the features build on it, not the other way.',
     ),
     refuse(
+      ['libs/embeddings-api/src/**/*.ts'],
+      ['@mgw/api', '@mgw/inference', '@mgw/worker', '@mgw/queue', '@mgw/registry'],
+      'libs/embeddings-api is a front-end: it builds on the request core (libs/session) and the HTTP plumbing, never on another feature lib or the worker side.',
+    ),
+    refuse(
       ['libs/session/src/**/*.ts'],
       ['@mgw/api', '@mgw/inference', '@mgw/worker'],
       'libs/session is the request core: the features (libs/api) build on it; it never reaches a worker.',

@@ -21,7 +21,7 @@ const transform = {
 const transformIgnorePatterns = ['\\.pnp\\.[^\\/]+$'];
 
 const moduleNameMapper = {
-  '^@mgw/(access|api|config|contracts|http|inference|observability|queue|registry|session|worker)$':
+  '^@mgw/(access|api|config|contracts|embeddings-api|http|inference|observability|queue|registry|session|worker)$':
     '<rootDir>/libs/$1/src',
   '^@mgw/testing$': '<rootDir>/test/fixtures',
 };

@@ -1,13 +1,14 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ApiModule } from '@mgw/api';
 import type { GatewayConfig } from '@mgw/config';
+import { EmbeddingsApiModule } from '@mgw/embeddings-api';
 
 @Module({})
 export class GatewayModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [ApiModule.forRoot(config)],
+      imports: [ApiModule.forRoot(config), EmbeddingsApiModule.forRoot(config)],
     };
   }
 }

@@ -1,6 +1,7 @@
 export * from './backend-settings';
 export * from './chat-backend.interface';
 export * from './image-backend.interface';
+export * from './embedding-backend.interface';
 export * from './inference-request.mapper';
 export * from './backend.factory';
 export * from './backend-options.reader';
@@ -10,6 +11,8 @@ export * from './simulator/seeded-random';
 export * from './simulator/simulator.options';
 export * from './simulator/chat-simulator.backend';
 export * from './simulator/image-simulator.backend';
+export * from './simulator/embedding-simulator.backend';
+export * from './embedding.vectors';
 export * from './pool/upstream-circuit';
 export * from './pool/upstream-pool';
 export * from './openai/openai.options';
