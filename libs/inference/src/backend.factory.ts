@@ -5,9 +5,11 @@ import type { ChatBackend } from './chat-backend.interface';
 import type { EmbeddingBackend } from './embedding-backend.interface';
 import type { ImageBackend } from './image-backend.interface';
 import { OpenAIChatBackend } from './openai/openai-chat.backend';
+import { OpenAIEmbeddingBackend } from './openai/openai-embedding.backend';
 import { OpenAIImageBackend } from './openai/openai-image.backend';
 import { OPENAI_BACKEND_KIND } from './openai/openai.options';
 import { LlamaCppChatBackend } from './llamacpp/llamacpp-chat.backend';
+import { LlamaCppEmbeddingBackend } from './llamacpp/llamacpp-embedding.backend';
 import { LLAMACPP_BACKEND_KIND } from './llamacpp/llamacpp.options';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
 import { EmbeddingSimulatorBackend } from './simulator/embedding-simulator.backend';
@@ -32,6 +34,8 @@ const IMAGE_BACKENDS = new Map<string, BackendFactory<ImageBackend>>([
 
 const EMBEDDING_BACKENDS = new Map<string, BackendFactory<EmbeddingBackend>>([
   [SIMULATOR_BACKEND_KIND, EmbeddingSimulatorBackend.fromCatalog],
+  [OPENAI_BACKEND_KIND, OpenAIEmbeddingBackend.fromCatalog],
+  [LLAMACPP_BACKEND_KIND, LlamaCppEmbeddingBackend.fromCatalog],
 ]);
 
 export const KNOWN_CHAT_BACKENDS: readonly string[] = [...CHAT_BACKENDS.keys()];

@@ -18,6 +18,8 @@ export * from './pool/upstream-pool';
 export * from './openai/openai.options';
 export * from './openai/openai-chat.backend';
 export * from './openai/openai-image.backend';
+export * from './openai/openai-embedding.backend';
+export * from './llamacpp/llamacpp-embedding.backend';
 export * from './llamacpp/llamacpp.options';
 export * from './llamacpp/llamacpp-chat.backend';
 export * from './backend-capabilities';
