@@ -85,7 +85,8 @@ function cpuWindow(pids) {
 }
 
 async function measure(stack, scenario, target) {
-  const url = target === 'gateway' ? stack.gatewayUrl : stack.baselineUrl;
+  // A scenario that compares two settings of the gateway (S9: batching on and off) runs both on it.
+  const url = target === 'gateway' || scenario.bothOnGateway ? stack.gatewayUrl : stack.baselineUrl;
   const serverPid = stack.children.get(target).pid;
   const pids = Object.fromEntries(
     Object.entries(stack.pids()).filter(([label]) =>
@@ -96,7 +97,8 @@ async function measure(stack, scenario, target) {
   let stopCpu = null;
   let cpu = null;
   let windowSeconds = null;
-  const result = await runLoad(scenario.load, scenario.options(url, stack.headers()), (event, loadPid) => {
+  const options = scenario.options(url, stack.headers(), target);
+  const result = await runLoad(scenario.load, options, (event, loadPid) => {
     if (event.event === 'measuring') stopCpu = cpuWindow({ ...pids, load: loadPid });
     else if (event.event === 'measured' && stopCpu) ({ cores: cpu, seconds: windowSeconds } = stopCpu());
     else if (event.event === 'all-open') rss.open = rssBytes(serverPid);
@@ -199,7 +201,7 @@ async function runScenario(scenario) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const chosen = scenarios(args).filter((s) => !args.only || args.only.includes(s.id));
-  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7)`);
+  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7, S9)`);
   const meta = { date: new Date().toISOString(), args, ...versions() };
   process.stderr.write(
     `bench: Node ${meta.node}, Redis ${meta.redis}, ${meta.cores} cores, load ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n`,

@@ -13,6 +13,20 @@ const chatModel = (id, backend) => ({
   backend: { kind: 'simulator', ...backend },
 });
 const imageModel = (id) => ({ id, type: 'image', owned_by: 'bench', backend: { kind: 'simulator' } });
+/**
+ * An embedding model of the simulator that costs what an accelerator does: a fixed 50 ms per call plus
+ * 0.2 ms per input, one call at a time. `maxBatchInputs` 1 is batching off.
+ */
+const embeddingModel = (id, maxBatchInputs) => ({
+  id,
+  type: 'embedding',
+  owned_by: 'bench',
+  dimensions: 256,
+  maxBatchInputs,
+  // Jobs reach a worker a few ms apart on a busy machine: a batch waits a little for its neighbours.
+  maxBatchDelayMs: 25,
+  backend: { kind: 'simulator', callLatencyMs: 50, inputLatencyUs: 200, parallelCalls: 1 },
+});
 const chatBody = (model, content, extra = {}) =>
   JSON.stringify({ model, messages: [{ role: 'user', content }], user: USER, ...extra });
 
@@ -29,6 +43,7 @@ export function durations(args) {
     S5: { streams: args.streams ?? (smoke ? 100 : 10_000), holdMs: (args.hold ?? (smoke ? 1 : 10)) * 1000 },
     S6: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
     S7: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    S9: { warmup: warm(3, 0.3), duration: pick(10, 1.5) },
   };
 }
 
@@ -253,6 +268,41 @@ export function scenarios(args) {
       }),
       rows: (g, b) => [
         row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond, { at: 'min', limit: 10_000 }),
+        row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
+        row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99),
+        row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
+      ],
+      intact: (r) => r.errors === 0 && r.ok > 0,
+    },
+    {
+      id: 'S9',
+      unit: perRequest,
+      title: 'embeddings, one input per request, c=64: gateway = batching on, baseline = batching off',
+      // Both columns are the gateway: the same simulator model with and without batching.
+      bothOnGateway: true,
+      catalog: {
+        models: [embeddingModel('bench-embed-batched', 64), embeddingModel('bench-embed-single', 1)],
+      },
+      load: 'http-load.mjs',
+      options: (url, headers, target) => ({
+        url: `${url}/v1/embeddings`,
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          model: target === 'gateway' ? 'bench-embed-batched' : 'bench-embed-single',
+          input: 'The quick brown fox jumps over the lazy dog.',
+          user: USER,
+        }),
+        connections: 64,
+        warmupSeconds: d.S9.warmup,
+        durationSeconds: d.S9.duration,
+      }),
+      rows: (g, b) => [
+        row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond),
+        row('batching speed-up', '×', g.requestsPerSecond / b.requestsPerSecond, undefined, {
+          at: 'min',
+          limit: 5,
+        }),
         row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
         row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99),
         row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
