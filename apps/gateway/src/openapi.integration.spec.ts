@@ -6,6 +6,7 @@ import { createGatewayApp, danglingRefs, DOCS_PREFIX, OPENAPI_URL, type OpenApiD
 import { loadGatewayConfig } from '@mgw/config';
 import {
   ChatCompletionRequestDto,
+  EmbeddingRequestDto,
   ImageGenerationRequestDto,
   StoredCompletionUpdateDto,
   validateDto,
@@ -202,6 +203,7 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
     const bodies: Record<string, new () => object> = {
       CreateChatCompletionRequest: ChatCompletionRequestDto,
       CreateImageRequest: ImageGenerationRequestDto,
+      CreateEmbeddingRequest: EmbeddingRequestDto,
       CreateKeyRequest: CreateKeyDto,
       UpdateKeyRequest: UpdateKeyDto,
       StoredCompletionUpdateRequest: StoredCompletionUpdateDto,

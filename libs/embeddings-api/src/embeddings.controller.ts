@@ -3,11 +3,7 @@ import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EmbeddingRequestDto } from '@mgw/contracts';
 import { Auth, DtoValidationPipe, requestIdOf, requirePrincipal } from '@mgw/http';
-import {
-  EMBEDDINGS_EXAMPLE,
-  EMBEDDINGS_REQUEST_SCHEMA,
-  EMBEDDINGS_RESPONSE_SCHEMA,
-} from './embeddings.openapi';
+import { EMBEDDINGS_EXAMPLE, EMBEDDINGS_RESPONSE_SCHEMA } from './embeddings.openapi';
 import { EmbeddingsService } from './embeddings.service';
 
 @Controller('v1')
@@ -25,8 +21,9 @@ export class EmbeddingsController {
       "Takes one input or up to 2048 (texts or token ids) and returns one vector each. Requests of many clients are batched into one call to the model's backend.",
   })
   @ApiBody({
-    // @nestjs/swagger types schemas after OpenAPI 3.0; the document is 3.1 (see libs/api's openapi-31.ts).
-    schema: EMBEDDINGS_REQUEST_SCHEMA as never,
+    // Documented from the DTO's validators with the other request bodies (CreateEmbeddingRequest).
+    schema: { $ref: '#/components/schemas/CreateEmbeddingRequest' },
+    required: true,
     examples: {
       one: { summary: 'One text', value: { model: 'sim-embed', input: 'The food was delicious.' } },
       many: {

@@ -95,6 +95,19 @@ export function embeddingInputProblem(input: unknown, param = 'input'): FieldPro
   return null;
 }
 
+const TOKEN_IDS = { type: 'array', items: { type: 'integer', minimum: 0, maximum: maxTokenId }, minItems: 1 };
+
+/** `input` as a JSON Schema (2020-12), for the API document: what `embeddingInputProblem` checks. */
+export const EMBEDDING_INPUT_SCHEMA = {
+  description: `A text, up to ${maxInputs} texts, token ids, or up to ${maxInputs} arrays of token ids; none empty.`,
+  oneOf: [
+    { type: 'string', minLength: 1 },
+    { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: maxInputs },
+    TOKEN_IDS,
+    { type: 'array', items: TOKEN_IDS, minItems: 1, maxItems: maxInputs },
+  ],
+};
+
 /** The inputs of a valid `input`, one per embedding to answer, in order. */
 export function embeddingInputsOf(input: EmbeddingInput | EmbeddingInput[]): EmbeddingInput[] {
   if (typeof input === 'string') return [input];
