@@ -46,6 +46,7 @@ const ARROWS = {
   // Kept: count_tokens counts a prompt with the tokenizer table the chat backends count with (inference's
   // prompt-token counter), so the two counts never disagree; nothing else of inference.
   'anthropic-api': [...FRONT_END, 'stored-completions', 'inference'],
+  'embeddings-api': FRONT_END,
   admin: [...FRONT_END, 'queue'],
   'console-assets': [...BASE, 'http'],
   api: [
@@ -58,6 +59,7 @@ const ARROWS = {
     'models-api',
     'responses-api',
     'anthropic-api',
+    'embeddings-api',
     'admin',
     'console-assets',
   ],

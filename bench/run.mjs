@@ -85,8 +85,9 @@ function cpuWindow(pids) {
 }
 
 async function measure(stack, scenario, target) {
-  // A scenario `versus: 'chat'` compares two routes of the gateway: its baseline is chat completions.
-  const onGateway = target === 'gateway' || scenario.versus === 'chat';
+  // A scenario with `versus` compares the gateway with itself (M1: the Messages API against chat completions;
+  // S9: batching on against off): its baseline column runs on the gateway too, with `baselineOptions`.
+  const onGateway = target === 'gateway' || scenario.versus !== undefined;
   const url = onGateway ? stack.gatewayUrl : stack.baselineUrl;
   const serverPid = stack.children.get(onGateway ? 'gateway' : 'baseline').pid;
   const pids = Object.fromEntries(
@@ -203,7 +204,7 @@ async function runScenario(scenario) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const chosen = scenarios(args).filter((s) => !args.only || args.only.includes(s.id));
-  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7, R1, R4, M1, M4)`);
+  if (chosen.length === 0) throw new Error(`--only matched no scenario (S1–S7, S9, R1, R4, M1, M4)`);
   const meta = { date: new Date().toISOString(), args, ...versions() };
   process.stderr.write(
     `bench: Node ${meta.node}, Redis ${meta.redis}, ${meta.cores} cores, load ${meta.loadAverage.map((l) => l.toFixed(2)).join(' ')}\n`,

@@ -1,4 +1,4 @@
-// The scenarios of issue #5 (R1, R4: the Responses API; M1, M4: the Messages API, against chat completions). Each says which catalog the stack runs, which load to put on the gateway and on
+// The scenarios of issue #5 (R1, R4: the Responses API; M1, M4: the Messages API, against chat completions; S9: embeddings, batching on against off). Each says which catalog the stack runs, which load to put on the gateway and on
 // the baseline, and how to turn the two results into table rows (figure, target, gateway, baseline).
 
 const USER = 'bench-user';
@@ -13,6 +13,30 @@ const chatModel = (id, backend) => ({
   backend: { kind: 'simulator', ...backend },
 });
 const imageModel = (id) => ({ id, type: 'image', owned_by: 'bench', backend: { kind: 'simulator' } });
+/**
+ * An embedding model of the simulator that costs what an accelerator does: a fixed 50 ms per call plus
+ * 0.2 ms per input, one call at a time. `maxBatchInputs` 1 is batching off.
+ */
+const embeddingModel = (id, maxBatchInputs) => ({
+  id,
+  type: 'embedding',
+  owned_by: 'bench',
+  dimensions: 256,
+  maxBatchInputs,
+  // Jobs reach a worker a few ms apart on a busy machine: a batch waits a little for its neighbours.
+  maxBatchDelayMs: 25,
+  backend: { kind: 'simulator', callLatencyMs: 50, inputLatencyUs: 200, parallelCalls: 1 },
+});
+/** S9's load: one input per request at c=64, on the batched or the unbatched model. */
+const embeddingsLoad = (url, headers, model, duration) => ({
+  url: `${url}/v1/embeddings`,
+  method: 'POST',
+  headers,
+  body: JSON.stringify({ model, input: 'The quick brown fox jumps over the lazy dog.', user: USER }),
+  connections: 64,
+  warmupSeconds: duration.warmup,
+  durationSeconds: duration.duration,
+});
 const chatBody = (model, content, extra = {}) =>
   JSON.stringify({ model, messages: [{ role: 'user', content }], user: USER, ...extra });
 /** The Responses API's body for the same request (`store: false`: chat completions store nothing either). */
@@ -45,6 +69,7 @@ export function durations(args) {
     R4: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
     M1: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
     M4: { warmup: warm(3, 0.3), duration: pick(15, 1.5) },
+    S9: { warmup: warm(3, 0.3), duration: pick(10, 1.5) },
   };
 }
 
@@ -391,6 +416,30 @@ export function scenarios(args) {
         }),
       ],
       intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete > 0,
+    },
+    {
+      id: 'S9',
+      unit: perRequest,
+      title: 'embeddings, one input per request, c=64: gateway = batching on, baseline = batching off',
+      // Both columns are the gateway: the same simulator model with and without batching.
+      versus: 'batching off',
+      catalog: {
+        models: [embeddingModel('bench-embed-batched', 64), embeddingModel('bench-embed-single', 1)],
+      },
+      load: 'http-load.mjs',
+      options: (url, headers) => embeddingsLoad(url, headers, 'bench-embed-batched', d.S9),
+      baselineOptions: (url, headers) => embeddingsLoad(url, headers, 'bench-embed-single', d.S9),
+      rows: (g, b) => [
+        row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond),
+        row('batching speed-up', '×', g.requestsPerSecond / b.requestsPerSecond, undefined, {
+          at: 'min',
+          limit: 5,
+        }),
+        row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
+        row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99),
+        row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
+      ],
+      intact: (r) => r.errors === 0 && r.ok > 0,
     },
   ];
 }

@@ -10,7 +10,7 @@ import { withNodeOptions } from '../../scripts/start/apps.mjs';
 import { Child, freePort, startRedis } from './processes.mjs';
 
 const { fetch } = globalThis;
-const APPS = ['registry', 'chat-worker', 'image-worker', 'gateway'];
+const APPS = ['registry', 'chat-worker', 'image-worker', 'embedding-worker', 'gateway'];
 const READY_TIMEOUT_MS = 60_000;
 
 /**

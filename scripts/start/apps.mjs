@@ -1,4 +1,4 @@
-// What `npm start` runs: the four apps in start order, and the metrics port each one gets.
+// What `npm start` runs: the five apps in start order, and the metrics port each one gets.
 
 /**
  * `stage` orders the shutdown: highest stage first, one stage at a time, so the gateway stops taking
@@ -19,6 +19,13 @@ export const APPS = [
     stage: 2,
     color: 35,
     metricsPortOffset: 2,
+  },
+  {
+    name: 'embedding-worker',
+    entry: 'dist/apps/embedding-worker/src/main.js',
+    stage: 2,
+    color: 34,
+    metricsPortOffset: 3,
   },
   { name: 'gateway', entry: 'dist/apps/gateway/src/main.js', stage: 3, color: 33 },
 ];

@@ -8,9 +8,11 @@ import { freePort } from './free-port';
 
 const ROOT = resolve(__dirname, '..', '..');
 const APPS = ['registry', 'chat-worker', 'image-worker', 'gateway'] as const;
+/** Apps a suite starts only when it asks (`with`): the others need not pay for them. */
+type OptionalApp = 'embedding-worker';
 /** scripts/start/apps.mjs's YOUNG_GENERATION_OPTION (test/unit/deploy/node-options.spec.ts keeps them equal). */
 export const YOUNG_GENERATION_OPTION = '--max-semi-space-size=16';
-export type AppName = (typeof APPS)[number];
+export type AppName = (typeof APPS)[number] | OptionalApp;
 /** An app, or an extra process of one (e.g. a second chat worker) under a label of its own. */
 export type ProcessLabel = AppName | `${AppName}:${string}`;
 
@@ -25,6 +27,8 @@ export interface StackOptions {
   waitForModels?: string[];
   /** Apps not to start. */
   without?: AppName[];
+  /** Optional apps to start as well (the embedding worker). */
+  with?: OptionalApp[];
   /** Redis to use instead of E2E_REDIS_URL / the local default (e.g. a private one a test stops). */
   redisUrl?: string;
 }
@@ -88,7 +92,7 @@ export class Stack {
       await writeFile(env.CATALOG_PATH, JSON.stringify(this.options.catalog));
     }
     this.env = env;
-    for (const app of APPS) {
+    for (const app of [...APPS, ...(this.options.with ?? [])]) {
       if (this.options.without?.includes(app)) continue;
       this.spawn(app, { ...env, ...this.options.appEnv?.[app] });
     }

@@ -7,6 +7,7 @@ import { danglingRefs, DOCS_PREFIX, OPENAPI_URL, type OpenApiDocument } from '@m
 import { loadGatewayConfig } from '@mgw/config';
 import {
   ChatCompletionRequestDto,
+  EmbeddingRequestDto,
   ImageGenerationRequestDto,
   StoredCompletionUpdateDto,
   validateDto,
@@ -205,6 +206,7 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
     const bodies: Record<string, new () => object> = {
       CreateChatCompletionRequest: ChatCompletionRequestDto,
       CreateImageRequest: ImageGenerationRequestDto,
+      CreateEmbeddingRequest: EmbeddingRequestDto,
       CreateKeyRequest: CreateKeyDto,
       UpdateKeyRequest: UpdateKeyDto,
       StoredCompletionUpdateRequest: StoredCompletionUpdateDto,

@@ -25,6 +25,8 @@ import {
   ToolDto,
   ToolLoopMessageDto,
   StoredCompletionUpdateDto,
+  EMBEDDING_INPUT_SCHEMA,
+  EmbeddingRequestDto,
 } from '@mgw/contracts';
 import { DtoSchemaBuilder } from './dto-schema.builder';
 import type { SchemaObject } from './json-schema.types';
@@ -270,6 +272,27 @@ export function requestBodySchemas(): DtoSchemaBuilder {
         n: { default: IMAGE_LIMITS.n.default, description: 'Number of images.' },
         size: { default: IMAGE_LIMITS.size.default },
         response_format: { default: 'b64_json', description: 'Images are returned inline as base64.' },
+        user: { description: 'A string that identifies the end user.' },
+      },
+    })
+    .document(EmbeddingRequestDto, {
+      name: 'CreateEmbeddingRequest',
+      description: 'Unknown fields are refused (400).',
+      fields: {
+        model: {
+          description: 'An embedding model (type `embeddings` in the model list).',
+          example: 'sim-embed',
+        },
+        // `input` is a union its DTO checks by hand on the plain body: its schema is given here.
+        input: { schema: EMBEDDING_INPUT_SCHEMA },
+        dimensions: {
+          description:
+            "Fewer dimensions than the model's (its `dimensions`): the vector is cut and rescaled.",
+        },
+        encoding_format: {
+          default: 'float',
+          description: '`base64`: each vector as its little-endian float32 bytes.',
+        },
         user: { description: 'A string that identifies the end user.' },
       },
     })

@@ -245,7 +245,7 @@ const model = objectSchema(
     type: {
       enum: [...MODEL_TYPES],
       description:
-        "`chat/compilations` (text generation models; the literal is the contract's) or `images/generations` (image generation models).",
+        "`chat/compilations` (text generation models; the literal is the contract's), `images/generations` (image generation models) or `embeddings` (embedding models).",
     },
     capabilities: ref('ModelCapabilities'),
     supported_parameters: {
@@ -253,8 +253,12 @@ const model = objectSchema(
       items: { type: 'string' },
       description: 'Chat models only: the request parameters the model honours.',
     },
+    dimensions: {
+      type: 'integer',
+      description: 'Embedding models only: the length of their vectors (`dimensions` may ask for fewer).',
+    },
   },
-  ['supported_parameters'],
+  ['supported_parameters', 'dimensions'],
 );
 
 const modelList = objectSchema('The models available to the caller.', {

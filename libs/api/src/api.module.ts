@@ -5,6 +5,7 @@ import { AnthropicApiModule } from '@mgw/anthropic-api';
 import { ChatApiModule } from '@mgw/chat-api';
 import { GatewayConfig } from '@mgw/config';
 import { ConsoleAssetsModule } from '@mgw/console-assets';
+import { EmbeddingsApiModule } from '@mgw/embeddings-api';
 import { OpenAiExceptionFilter, RequestAuthenticator } from '@mgw/http';
 import { ImagesApiModule } from '@mgw/images-api';
 import { ModelsApiModule } from '@mgw/models-api';
@@ -29,6 +30,7 @@ export class ApiModule {
         ModelsApiModule,
         ResponsesApiModule,
         AnthropicApiModule,
+        EmbeddingsApiModule,
         AdminModule,
         ConsoleAssetsModule,
       ],

@@ -2,6 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import {
   isFieldRecord,
+  EMBEDDING_LIMITS,
+  MODEL_KINDS,
   modelTypeOf,
   ProblemCollector,
   RecordReader,
@@ -60,15 +62,34 @@ export interface CatalogModel {
    * the model itself. No alias names a model or another model's alias. Absent: none.
    */
   aliases?: string[];
+  /** Embedding models only: how their worker batches their inputs (see `EmbeddingSpec`). */
+  embedding?: EmbeddingSpec;
 }
+
+/** What an embedding model declares beside its backend. */
+export interface EmbeddingSpec {
+  /** The length of the model's vectors; a request may ask for fewer (`dimensions`), never more. */
+  dimensions: number;
+  /** Inputs the worker sends to the backend in one call at most, from the jobs waiting in the queue. */
+  maxBatchInputs: number;
+  /** How long the worker waits to fill a batch while more jobs wait in the queue; never when it is empty. */
+  maxBatchDelayMs: number;
+}
+
+export const DEFAULT_MAX_BATCH_INPUTS = 64;
+export const DEFAULT_MAX_BATCH_DELAY_MS = 5;
+/** Up to a few seconds: longer would be latency no client expects of an embedding. */
+export const MAX_BATCH_DELAY_MS = 5_000;
 
 export interface Catalog {
   path: string;
   models: CatalogModel[];
 }
 
-const MODEL_KINDS: readonly ModelKind[] = ['chat', 'image'];
+/** Fields only an embedding model has. */
+const EMBEDDING_FIELDS = ['dimensions', 'maxBatchInputs', 'maxBatchDelayMs'];
 const MODEL_FIELDS = [
+  ...EMBEDDING_FIELDS,
   'id',
   'type',
   'owned_by',
@@ -128,8 +149,33 @@ function readModel(
   if (entry.streamResume !== undefined) {
     model.streamResume = read.oneOf(entry, 'streamResume', STREAM_RESUME_DEFAULTS, 'off');
   }
+  if (kind === 'embedding') model.embedding = readEmbeddingSpec(entry, name, read);
+  else {
+    for (const field of EMBEDDING_FIELDS) {
+      if (entry[field] !== undefined) read.report(`${name}: ${field} is a field of embedding models only`);
+    }
+  }
   if (entry.aliases !== undefined) model.aliases = readAliases(entry.aliases, name, read);
   return model;
+}
+
+function readEmbeddingSpec(entry: FieldRecord, name: string, read: RecordReader): EmbeddingSpec {
+  if (entry.dimensions === undefined) read.report(`${name}: dimensions is required for an embedding model`);
+  return {
+    dimensions: read.optionalInt(entry, 'dimensions', { min: 1, max: EMBEDDING_LIMITS.maxDimensions }, 1),
+    maxBatchInputs: read.optionalInt(
+      entry,
+      'maxBatchInputs',
+      { min: 1, max: EMBEDDING_LIMITS.maxInputs },
+      DEFAULT_MAX_BATCH_INPUTS,
+    ),
+    maxBatchDelayMs: read.optionalInt(
+      entry,
+      'maxBatchDelayMs',
+      { min: 0, max: MAX_BATCH_DELAY_MS },
+      DEFAULT_MAX_BATCH_DELAY_MS,
+    ),
+  };
 }
 
 /** The list's shape and each alias's form; clashes between models are checked once all are read. */

@@ -73,6 +73,9 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('IMAGE_DEADLINE_MS', 100)
   imageDeadlineMs = 5 * 60_000;
 
+  @EnvInt('EMBEDDING_DEADLINE_MS', 100)
+  embeddingDeadlineMs = 60_000;
+
   /** `GET /v1/models` requires the Bearer key unless this is false. */
   @EnvBool('MODELS_REQUIRE_AUTH')
   modelsRequireAuth = true;

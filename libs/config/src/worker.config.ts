@@ -85,7 +85,7 @@ export class WorkerConfig extends CatalogAwareConfig {
   environment: ReadonlyMap<string, string> = new Map();
 }
 
-export function loadWorkerConfig(env: NodeJS.ProcessEnv, kind: 'chat' | 'image'): WorkerConfig {
+export function loadWorkerConfig(env: NodeJS.ProcessEnv, kind: 'chat' | 'image' | 'embedding'): WorkerConfig {
   const config = loadConfig(WorkerConfig, env);
   config.environment = new Map(
     Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined),

@@ -8,6 +8,8 @@ export * from './dto/chat-completion-request.dto';
 export * from './dto/message-content';
 export * from './dto/unknown-fields';
 export * from './dto/image-generation-request.dto';
+export * from './dto/embedding-request.dto';
+export * from './openai/embedding.types';
 export * from './dto/validate-dto';
 export * from './dto/request-size.limits';
 export * from './dto/validation-message';

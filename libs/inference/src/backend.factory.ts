@@ -2,13 +2,17 @@ import { ConfigError, type CatalogModel } from '@mgw/config';
 import type { ModelKind } from '@mgw/contracts';
 import type { BackendSettings } from './backend-settings';
 import type { ChatBackend } from './chat-backend.interface';
+import type { EmbeddingBackend } from './embedding-backend.interface';
 import type { ImageBackend } from './image-backend.interface';
 import { OpenAIChatBackend } from './openai/openai-chat.backend';
+import { OpenAIEmbeddingBackend } from './openai/openai-embedding.backend';
 import { OpenAIImageBackend } from './openai/openai-image.backend';
 import { OPENAI_BACKEND_KIND } from './openai/openai.options';
 import { LlamaCppChatBackend } from './llamacpp/llamacpp-chat.backend';
+import { LlamaCppEmbeddingBackend } from './llamacpp/llamacpp-embedding.backend';
 import { LLAMACPP_BACKEND_KIND } from './llamacpp/llamacpp.options';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
+import { EmbeddingSimulatorBackend } from './simulator/embedding-simulator.backend';
 import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
 import { SIMULATOR_BACKEND_KIND } from './simulator/simulator.options';
 
@@ -28,8 +32,15 @@ const IMAGE_BACKENDS = new Map<string, BackendFactory<ImageBackend>>([
   [OPENAI_BACKEND_KIND, OpenAIImageBackend.fromCatalog],
 ]);
 
+const EMBEDDING_BACKENDS = new Map<string, BackendFactory<EmbeddingBackend>>([
+  [SIMULATOR_BACKEND_KIND, EmbeddingSimulatorBackend.fromCatalog],
+  [OPENAI_BACKEND_KIND, OpenAIEmbeddingBackend.fromCatalog],
+  [LLAMACPP_BACKEND_KIND, LlamaCppEmbeddingBackend.fromCatalog],
+]);
+
 export const KNOWN_CHAT_BACKENDS: readonly string[] = [...CHAT_BACKENDS.keys()];
 export const KNOWN_IMAGE_BACKENDS: readonly string[] = [...IMAGE_BACKENDS.keys()];
+export const KNOWN_EMBEDDING_BACKENDS: readonly string[] = [...EMBEDDING_BACKENDS.keys()];
 
 function create<T>(
   registry: ReadonlyMap<string, BackendFactory<T>>,
@@ -38,7 +49,7 @@ function create<T>(
   settings: BackendSettings,
 ): T {
   if (model.kind !== wanted) {
-    const article = (kind: ModelKind) => (kind === 'image' ? `an ${kind}` : `a ${kind}`);
+    const article = (kind: ModelKind) => (kind === 'chat' ? `a ${kind}` : `an ${kind}`);
     throw new ConfigError([
       `catalog model "${model.id}": is ${article(model.kind)} model, not ${article(wanted)} model`,
     ]);
@@ -60,4 +71,8 @@ export function createChatBackend(model: CatalogModel, settings: BackendSettings
 
 export function createImageBackend(model: CatalogModel, settings: BackendSettings): ImageBackend {
   return create(IMAGE_BACKENDS, 'image', model, settings);
+}
+
+export function createEmbeddingBackend(model: CatalogModel, settings: BackendSettings): EmbeddingBackend {
+  return create(EMBEDDING_BACKENDS, 'embedding', model, settings);
 }

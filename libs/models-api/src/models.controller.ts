@@ -6,6 +6,7 @@ import {
   capabilitiesOf,
   CHAT_MODEL_TYPE,
   COMMON_CHAT_PARAMETERS,
+  EMBEDDING_MODEL_TYPE,
   GatewayError,
   type ModelEntry,
   type ModelList,
@@ -32,6 +33,8 @@ function toModelObject(entry: ModelEntry, id = entry.id): ModelObject {
     ...(entry.type === CHAT_MODEL_TYPE && {
       supported_parameters: entry.supportedParameters ?? [...COMMON_CHAT_PARAMETERS],
     }),
+    ...(entry.type === EMBEDDING_MODEL_TYPE &&
+      entry.dimensions !== undefined && { dimensions: entry.dimensions }),
   };
 }
 

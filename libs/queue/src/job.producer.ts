@@ -1,9 +1,19 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { queueNameFor, type ChatJobData, type ImageJobData, type ModelKind } from '@mgw/contracts';
+import {
+  queueNameFor,
+  type ChatJobData,
+  type EmbeddingJobData,
+  type ImageJobData,
+  type ModelKind,
+} from '@mgw/contracts';
 import { jobOptionsFor } from './job-options';
 
-export type JobDataOf<K extends ModelKind> = K extends 'chat' ? ChatJobData : ImageJobData;
+export type JobDataOf<K extends ModelKind> = K extends 'chat'
+  ? ChatJobData
+  : K extends 'image'
+    ? ImageJobData
+    : EmbeddingJobData;
 
 /**
  * The gateway's only contact with BullMQ: add a job to a model's queue, or take a waiting one back.

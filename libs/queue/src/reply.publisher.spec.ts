@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
-import { MAX_REPLY_FRAME_MESSAGES, parseReplyFrame, REPLY_PROTOCOL_VERSION } from '@mgw/contracts';
+import { MAX_REPLY_FRAME_MESSAGES, parseReplyFrame, replyProtocolVersionOf } from '@mgw/contracts';
 import { ReplyBatcher } from './reply.batcher';
 import { ReplyStreamWriter, type OutgoingReply } from './reply.publisher';
 
 const CHANNEL = 'mgw:reply:gw-1';
 const REQUEST_ID = 'req_abc123';
 /** Every message carries the reply protocol's version. */
-const v = REPLY_PROTOCOL_VERSION;
+const v = replyProtocolVersionOf('delta');
 
 interface Deferred<T> {
   promise: Promise<T>;

@@ -1,4 +1,4 @@
-import { REPLY_PROTOCOL_VERSION, type ReplyMessage } from '@mgw/contracts';
+import { replyProtocolVersionOf, type ReplyMessage } from '@mgw/contracts';
 import type { ReplyBatcher, ReplyLog } from './reply.batcher';
 
 type Outgoing<M> = M extends ReplyMessage ? Omit<M, 'requestId' | 'seq'> : never;
@@ -109,7 +109,7 @@ export class ReplyStreamWriter {
     this.lastSend = Date.now();
     this.observer?.onSend(message);
     return JSON.stringify({
-      v: REPLY_PROTOCOL_VERSION,
+      v: replyProtocolVersionOf(message.kind),
       requestId: this.requestId,
       seq: this.seq++,
       ...message,

@@ -4,6 +4,7 @@ import { firstValueFrom, lastValueFrom, timeout } from 'rxjs';
 import {
   readModelList,
   readModelLookup,
+  registryProtocolVersionOf,
   registryPatterns,
   type ModelEntry,
   type ModelLookup,
@@ -56,7 +57,10 @@ export class RegistryClient {
   }
 
   async heartbeat(beat: WorkerHeartbeatDto): Promise<void> {
-    await lastValueFrom(this.proxy.emit(this.patterns.heartbeat, beat), { defaultValue: undefined });
+    // Written without `v` while it describes a version 1 heartbeat (see protocol-version.ts).
+    const v = registryProtocolVersionOf(beat.models.map((model) => model.type));
+    const message = v === 1 ? beat : { v, ...beat };
+    await lastValueFrom(this.proxy.emit(this.patterns.heartbeat, message), { defaultValue: undefined });
   }
 
   async deregister(message: WorkerDeregistrationDto): Promise<void> {

@@ -41,6 +41,7 @@ export class WorkerDirectory {
           ...(m.maxQueueDepth === undefined ? {} : { maxQueueDepth: m.maxQueueDepth }),
           ...(m.kind === 'chat' ? { supportedParameters: supportedChatParametersOf(m.backend.kind) } : {}),
           ...(m.contextTokens === undefined ? {} : { contextTokens: m.contextTokens }),
+          ...(m.embedding === undefined ? {} : { dimensions: m.embedding.dimensions }),
           ...(m.fallbacks === undefined || m.fallbacks.length === 0 ? {} : { fallbacks: [...m.fallbacks] }),
           ...(m.streamResume === undefined ? {} : { streamResume: m.streamResume }),
           ...(m.aliases === undefined || m.aliases.length === 0 ? {} : { aliases: [...m.aliases] }),

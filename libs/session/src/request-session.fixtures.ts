@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import {
   GatewayError,
-  JOB_PROTOCOL_VERSION,
+  jobProtocolVersionOf,
   type CancelMessage,
   type JobEnvelopeFields,
   type ModelEntry,
@@ -165,6 +165,7 @@ export class SessionWorld {
     defaultChatModel: 'a',
     defaultImageModel: 'sim-image',
     chatDeadlineMs: 60_000,
+    embeddingDeadlineMs: 60_000,
     imageDeadlineMs: 60_000,
     sseKeepAliveMs: 0,
     resumeGraceMs: 0,
@@ -255,7 +256,7 @@ export class SessionWorld {
         read: () => Promise.resolve([]),
       },
       envelope: (requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields => ({
-        v: JOB_PROTOCOL_VERSION,
+        v: jobProtocolVersionOf('chat'),
         requestId,
         model,
         replyTo: 'mgw:reply:gw-1',

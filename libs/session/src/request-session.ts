@@ -4,8 +4,8 @@ import {
   GatewayError,
   MAX_RESUME_GRACE_MS,
   type CancelMessage,
-  type ChatDoneMessage,
-  type ImageDoneMessage,
+  jobProtocolVersionOf,
+  type DoneMessage,
   type JobEnvelopeFields,
   type ModelKind,
   type ProtocolError,
@@ -50,6 +50,7 @@ export interface SessionDeps {
     | 'defaultImageModel'
     | 'chatDeadlineMs'
     | 'imageDeadlineMs'
+    | 'embeddingDeadlineMs'
     | 'sseKeepAliveMs'
     | 'resumeGraceMs'
     | 'workerLeaseMs'
@@ -99,6 +100,18 @@ const START_EVENTS = {
   replay: { type: 'replay_check' },
 } as const satisfies Record<TimerName, SessionEvent>;
 const ENQUEUED: SessionEvent = { type: 'enqueued' };
+/** How long a request of `kind` may take in all. */
+function deadlineMsOf(kind: ModelKind, config: SessionDeps['config']): number {
+  if (kind === 'chat') return config.chatDeadlineMs;
+  return kind === 'image' ? config.imageDeadlineMs : config.embeddingDeadlineMs;
+}
+
+/** The model a request of `kind` that names none goes to (an embedding request always names one). */
+function defaultModelOf(kind: ModelKind, config: SessionDeps['config']): string {
+  if (kind === 'chat') return config.defaultChatModel;
+  return kind === 'image' ? config.defaultImageModel : '';
+}
+
 const CLIENT_GONE: SessionEvent = { type: 'client_gone' };
 const CONNECTION_LOST: SessionEvent = { type: 'connection_lost' };
 const LEASE_EXPIRED: SessionEvent = { type: 'lease_expired' };
@@ -160,7 +173,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const { config } = deps;
     const stream = delivery.mode === 'stream';
     const keepAliveMs = config.sseKeepAliveMs;
-    this.deadlineMs = input.kind === 'chat' ? config.chatDeadlineMs : config.imageDeadlineMs;
+    this.deadlineMs = deadlineMsOf(input.kind, config);
     this.state = idle({
       delivery: delivery.mode,
       outlivesClient: input.outlivesClient === true || delivery.mode === 'background',
@@ -215,7 +228,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const { config } = this.deps;
     this.dispatch({
       type: 'start',
-      model: model ?? (kind === 'chat' ? config.defaultChatModel : config.defaultImageModel),
+      model: model ?? defaultModelOf(kind, config),
     });
     this.watchClient();
     const outcome = await this.outcome;
@@ -555,6 +568,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       job = {
         ...this.deps.envelope(this.requestId, model, this.deadlineMs, now),
         ...this.fields!,
+        // The lowest job version that describes it (an embedding job is version 2, see protocol-version.ts).
+        v: jobProtocolVersionOf(this.input.kind),
         request: this.input.request,
       } as JobDataOf<K>;
       this.job = job;
@@ -743,6 +758,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         return;
       case 'chat-done':
       case 'image-done':
+      case 'embedding-done':
         this.renderDone(message);
         return;
       case 'started':
@@ -757,7 +773,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private renderDone(message: ChatDoneMessage | ImageDoneMessage): void {
+  private renderDone(message: DoneMessage): void {
     if (this.delivery.mode !== 'json') {
       (this.renderer as StreamRenderer).done(message);
       return;

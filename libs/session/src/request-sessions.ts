@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { GatewayError, JOB_PROTOCOL_VERSION, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
+import { GatewayError, jobProtocolVersionOf, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { AdmissionService } from './admission/admission.service';
@@ -183,7 +183,7 @@ export class RequestSessions implements OnApplicationShutdown {
   /** The part of a job that says who asked, by when, and where the answer goes. */
   envelope(requestId: string, model: string, deadlineMs: number, now = Date.now()): JobEnvelopeFields {
     return {
-      v: JOB_PROTOCOL_VERSION,
+      v: jobProtocolVersionOf('chat'),
       requestId,
       model,
       replyTo: this.router.channel,

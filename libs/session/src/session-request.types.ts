@@ -1,8 +1,7 @@
 import type { Principal } from '@mgw/access';
 import type {
-  ChatDoneMessage,
+  DoneMessage,
   GatewayError,
-  ImageDoneMessage,
   ImageMessage,
   ModelEntry,
   ModelKind,
@@ -55,7 +54,7 @@ export interface OutputRenderer {
 /** A streamed answer's renderer: it writes events as output arrives and ends the stream. */
 export interface StreamRenderer extends OutputRenderer {
   /** The job's end: the final events and the protocol's end. */
-  done(message: ChatDoneMessage | ImageDoneMessage): void;
+  done(message: DoneMessage): void;
   /** A failure after the stream opened: the protocol's error event, then its end. */
   error(error: GatewayError): void;
   /** The stream went on elsewhere (resumed on another gateway, or by another client): the connection closes. */
@@ -64,7 +63,7 @@ export interface StreamRenderer extends OutputRenderer {
 
 /** A JSON answer's renderer: it collects output and gives the whole body at the end. */
 export interface JsonRenderer<T> extends OutputRenderer {
-  done(message: ChatDoneMessage | ImageDoneMessage): T | Promise<T>;
+  done(message: DoneMessage): T | Promise<T>;
 }
 
 /** How a stream's events look on the wire. */

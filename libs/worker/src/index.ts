@@ -9,3 +9,5 @@ export * from './worker.capacity';
 export * from './worker.tokens';
 export * from './worker.module';
 export * from './worker.bootstrap';
+export * from './embedding/embedding.batcher';
+export * from './embedding/embedding-job.processor';

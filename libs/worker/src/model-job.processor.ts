@@ -1,7 +1,10 @@
 import type { Job } from 'bullmq';
 import type { WorkerConfig } from '@mgw/config';
 import type { SlotLease } from '@mgw/inference';
+import type { WorkerMetrics } from '@mgw/observability';
 import { ChatJobProcessor } from './chat-job.processor';
+import type { EmbeddingBatchers } from './embedding/embedding-batchers';
+import { EmbeddingJobProcessor } from './embedding/embedding-job.processor';
 import { ImageJobProcessor } from './image-job.processor';
 import type { JobOutcome, JobRunner } from './job-runner';
 import type { ServedBackend } from './served-backends';
@@ -20,19 +23,47 @@ export function createModelJobProcessors(
   runner: JobRunner,
   usage: UsageReporter,
   config: WorkerConfig,
+  embeddings?: { batchers: EmbeddingBatchers; metrics: WorkerMetrics },
 ): ModelJobProcessor[] {
-  return backends.map((served) => ({
-    model: served.model.id,
-    processor:
-      served.kind === 'chat'
-        ? new ChatJobProcessor(served.model.id, served.backend, runner, usage)
-        : new ImageJobProcessor(
-            served.model.id,
-            served.backend,
-            runner,
-            config.namespace,
-            config.imageResultTtlMs,
-            usage,
-          ),
-  }));
+  return backends.map((served) => ({ model: served.model.id, processor: processorFor(served) }));
+
+  function processorFor(served: ServedBackend): ModelJobProcessor['processor'] {
+    const id = served.model.id;
+    switch (served.kind) {
+      case 'chat':
+        return new ChatJobProcessor(id, served.backend, runner, usage);
+      case 'image':
+        return new ImageJobProcessor(
+          id,
+          served.backend,
+          runner,
+          config.namespace,
+          config.imageResultTtlMs,
+          usage,
+        );
+      case 'embedding': {
+        const batcher = embeddings?.batchers.byModel.get(id);
+        const spec = served.model.embedding;
+        if (batcher === undefined || spec === undefined)
+          throw new Error(`embedding model ${id} has no batcher`);
+        const limits = {
+          dimensions: spec.dimensions,
+          ...(served.model.contextTokens !== undefined && { contextTokens: served.model.contextTokens }),
+        };
+        const metrics = embeddings!.metrics;
+        return new EmbeddingJobProcessor(
+          id,
+          limits,
+          batcher,
+          runner,
+          usage,
+          config.namespace,
+          config.imageResultTtlMs,
+          {
+            onJob: (queueWaitMs) => metrics.embeddingJobTaken(id, queueWaitMs),
+          },
+        );
+      }
+    }
+  }
 }

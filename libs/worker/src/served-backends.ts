@@ -3,16 +3,19 @@ import type { CatalogModel } from '@mgw/config';
 import type { ModelKind } from '@mgw/contracts';
 import {
   createChatBackend,
+  createEmbeddingBackend,
   createImageBackend,
   type BackendSettings,
   type ChatBackend,
+  type EmbeddingBackend,
   type ImageBackend,
 } from '@mgw/inference';
 
 /** A served model with its backend, typed by kind so a chat processor never gets an image backend. */
 export type ServedBackend =
   | { kind: 'chat'; model: CatalogModel; backend: ChatBackend }
-  | { kind: 'image'; model: CatalogModel; backend: ImageBackend };
+  | { kind: 'image'; model: CatalogModel; backend: ImageBackend }
+  | { kind: 'embedding'; model: CatalogModel; backend: EmbeddingBackend };
 
 /**
  * The owner of the served models' backends: built from their catalog entries (a bad entry fails the start
@@ -30,11 +33,16 @@ export class ServedBackends {
     settings: BackendSettings,
     logger: LoggerService,
   ): ServedBackends {
-    const all = served.map((model): ServedBackend =>
-      kind === 'chat'
-        ? { kind, model, backend: createChatBackend(model, settings) }
-        : { kind, model, backend: createImageBackend(model, settings) },
-    );
+    const all = served.map((model): ServedBackend => {
+      switch (kind) {
+        case 'chat':
+          return { kind, model, backend: createChatBackend(model, settings) };
+        case 'image':
+          return { kind, model, backend: createImageBackend(model, settings) };
+        case 'embedding':
+          return { kind, model, backend: createEmbeddingBackend(model, settings) };
+      }
+    });
     return new ServedBackends(all, logger);
   }
 

@@ -2,7 +2,11 @@ import type { WorkerConfig } from '@mgw/config';
 import type { ModelKind } from '@mgw/contracts';
 import { ModelQueueConsumer } from '@mgw/queue';
 
-const DEFAULT_CONCURRENCY: Record<ModelKind, number> = { chat: 8, image: 2 };
+/**
+ * Embedding jobs are tiny and batched: many run at once so that the batcher can gather their inputs into
+ * one backend call (the backend, not the job count, bounds the work).
+ */
+const DEFAULT_CONCURRENCY: Record<ModelKind, number> = { chat: 8, image: 2, embedding: 256 };
 /** Parallel job fetch loops per model (WORKER_FETCHERS), never more than the concurrency. */
 const DEFAULT_FETCHERS = 4;
 

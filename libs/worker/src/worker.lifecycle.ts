@@ -10,6 +10,7 @@ import { GatewayError, type ModelKind } from '@mgw/contracts';
 import type { MetricsServer } from '@mgw/observability';
 import { CancelListener, JobStopped, ModelQueueConsumer } from '@mgw/queue';
 import { WorkerAnnouncer, RegistryClient } from '@mgw/registry';
+import { EmbeddingBatchers } from './embedding/embedding-batchers';
 import { JobInstrumentation } from './job.instrumentation';
 import { JobRunner } from './job-runner';
 import type { ModelJobProcessor } from './model-job.processor';
@@ -50,6 +51,7 @@ export class WorkerLifecycle implements OnApplicationBootstrap, OnApplicationShu
     @Inject(WorkerAnnouncer) private readonly announcer: WorkerAnnouncer,
     @Inject(WorkerReadiness) private readonly readiness: WorkerReadiness,
     @Inject(UpstreamPools) private readonly pools: UpstreamPools,
+    @Inject(EmbeddingBatchers) private readonly batchers: EmbeddingBatchers,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -60,7 +62,8 @@ export class WorkerLifecycle implements OnApplicationBootstrap, OnApplicationShu
     await this.pools.start();
     const { concurrency, fetchers } = this.capacity;
     for (const { model, processor } of this.processors) {
-      const pool = this.pools.byModel.get(model);
+      // An embedding model's backend takes an upstream slot per batched call, not per job.
+      const pool = this.kind === 'embedding' ? undefined : this.pools.byModel.get(model);
       if (pool === undefined) {
         this.consumer.consume(this.kind, model, concurrency, fetchers, (job) =>
           this.instrumentation.run(job, model, () => processor.process(job)),
@@ -84,6 +87,7 @@ export class WorkerLifecycle implements OnApplicationBootstrap, OnApplicationShu
     this.readiness.stop();
     await this.announcer.stop();
     await this.drain();
+    await this.batchers.close();
     this.pools.stop();
     this.runner.close();
     await this.registry.close();

@@ -14,6 +14,7 @@ import {
   SubscriberBacklogMonitor,
 } from '@mgw/queue';
 import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
+import { EmbeddingBatchers } from './embedding/embedding-batchers';
 import { JobInstrumentation } from './job.instrumentation';
 import { JobRunner } from './job-runner';
 import { createModelJobProcessors } from './model-job.processor';
@@ -48,9 +49,22 @@ export interface WorkerModuleOptions {
 const modelProviders: Provider[] = [
   {
     provide: MODEL_PROCESSORS,
-    useFactory: (backends: ServedBackends, runner: JobRunner, usage: UsageReporter, config: WorkerConfig) =>
-      createModelJobProcessors(backends.all, runner, usage, config),
-    inject: [ServedBackends, JobRunner, UsageReporter, WorkerConfig],
+    useFactory: (
+      backends: ServedBackends,
+      runner: JobRunner,
+      usage: UsageReporter,
+      config: WorkerConfig,
+      batchers: EmbeddingBatchers,
+      metrics: WorkerMetrics,
+    ) => createModelJobProcessors(backends.all, runner, usage, config, { batchers, metrics }),
+    inject: [ServedBackends, JobRunner, UsageReporter, WorkerConfig, EmbeddingBatchers, WorkerMetrics],
+  },
+  {
+    // Embedding models' inputs gathered into batched backend calls (none for other kinds).
+    provide: EmbeddingBatchers,
+    useFactory: (backends: ServedBackends, publisher: Redis, config: WorkerConfig, metrics: WorkerMetrics) =>
+      new EmbeddingBatchers(backends, publisher, config, metrics),
+    inject: [ServedBackends, PUBLISHER_CONNECTION, WorkerConfig, WorkerMetrics],
   },
 ];
 

@@ -40,6 +40,7 @@ const CONFIG_OF: Record<string, new () => object> = {
   registry: RegistryConfig,
   'chat-worker': WorkerConfig,
   'image-worker': WorkerConfig,
+  'embedding-worker': WorkerConfig,
 };
 
 const APP_SERVICES = Object.keys(CONFIG_OF);
@@ -64,7 +65,16 @@ describe('docker-compose.yml', () => {
 
   it('runs every part of the stack', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['chat-worker', 'gateway', 'grafana', 'image-worker', 'prometheus', 'redis', 'registry'].sort(),
+      [
+        'chat-worker',
+        'embedding-worker',
+        'gateway',
+        'grafana',
+        'image-worker',
+        'prometheus',
+        'redis',
+        'registry',
+      ].sort(),
     );
   });
 
@@ -181,7 +191,7 @@ describe('docker-compose.yml', () => {
   it('health-checks each app on its real endpoint and port', () => {
     const probeOf = (name: string) => JSON.stringify(services[name]!.healthcheck!.test);
     expect(probeOf('gateway')).toContain('http://127.0.0.1:8080/readyz');
-    for (const name of ['registry', 'chat-worker', 'image-worker']) {
+    for (const name of ['registry', 'chat-worker', 'image-worker', 'embedding-worker']) {
       expect(probeOf(name)).toContain('http://127.0.0.1:9464/readyz');
     }
     expect(probeOf('redis')).toContain('ping');

@@ -185,7 +185,14 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
       all('Deployment')
         .map((d) => d.metadata.name)
         .sort(),
-    ).toEqual(['gateway', 'registry', 'worker-sim-chat', 'worker-sim-chat-words', 'worker-sim-image']);
+    ).toEqual([
+      'gateway',
+      'registry',
+      'worker-sim-chat',
+      'worker-sim-chat-words',
+      'worker-sim-embed',
+      'worker-sim-image',
+    ]);
   });
 
   it('validates every rendered object against its Kubernetes or CRD schema', () => {
@@ -436,7 +443,9 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
           .map((m) => m.id)
           .sort(),
       );
-      expect(served).toEqual(expect.arrayContaining(['sim-chat', 'sim-chat-words', 'sim-image']));
+      expect(served).toEqual(
+        expect.arrayContaining(['sim-chat', 'sim-chat-words', 'sim-image', 'sim-embed']),
+      );
     });
 
     const scaledObjectOf = (worker: K8sObject) => {

@@ -41,6 +41,7 @@ const METRICS_PORT_OF: Record<string, number> = {
   registry: 9464,
   'chat-worker': 9464,
   'image-worker': 9464,
+  'embedding-worker': 9464,
 };
 
 // Histograms are exported as <name>_bucket/_sum/_count; the only *_seconds gauge is the queue age.

@@ -69,3 +69,13 @@ export function estimateChatTokens(request: ChatCompletionRequestDto, defaultMax
     completion * (request.n ?? 1)
   );
 }
+
+/**
+ * The same guess for an embedding request: its inputs' tokens (token arrays count exactly), nothing
+ * generated. The worker records the real count.
+ */
+export function estimateEmbeddingTokens(inputs: readonly (string | number[])[]): number {
+  let tokens = 0;
+  for (const input of inputs) tokens += typeof input === 'string' ? textTokens(input) : input.length;
+  return tokens;
+}

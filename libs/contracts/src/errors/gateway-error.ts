@@ -93,6 +93,28 @@ export class GatewayError extends Error {
     );
   }
 
+  /** OpenAI's answer to embeddings asked of a model that does not embed (a chat or image model). */
+  static notAnEmbeddingModel(): GatewayError {
+    return new GatewayError(
+      403,
+      'invalid_request_error',
+      null,
+      'You are not allowed to generate embeddings from this model',
+      'model',
+    );
+  }
+
+  /** OpenAI's answer to a chat completion asked of a model that is not a chat model (an embedding model). */
+  static notAChatModel(): GatewayError {
+    return new GatewayError(
+      404,
+      'invalid_request_error',
+      null,
+      'This is not a chat model and thus not supported in the v1/chat/completions endpoint. Did you mean to use v1/completions?',
+      'model',
+    );
+  }
+
   /** `waitedMs`: a scale-to-zero model whose queued request saw no worker start within its bounded wait. */
   static modelUnavailable(model: string, waitedMs?: number): GatewayError {
     const message =

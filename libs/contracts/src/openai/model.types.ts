@@ -12,6 +12,8 @@ export interface ModelObject {
    * OpenRouter lists them); a request using any other gated parameter is refused with a 400.
    */
   supported_parameters?: string[];
+  /** Embedding models only: the length of the vectors the model gives (`dimensions` may ask for fewer). */
+  dimensions?: number;
 }
 
 export interface ModelList {

@@ -11,6 +11,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { ChatCompletionRequestDto } from '../dto/chat-completion-request.dto';
+import { EmbeddingRequestDto } from '../dto/embedding-request.dto';
 import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
 import type { RequestSizeLimits } from '../dto/request-size.limits';
 import type { FieldProblem } from '../dto/validate-dto';
@@ -140,6 +141,20 @@ export class ImageJobData extends JobEnvelope {
   @ValidateNested()
   @Type(() => ImageGenerationRequestDto)
   request!: ImageGenerationRequestDto;
+}
+
+export class EmbeddingJobData extends JobEnvelope {
+  @ValidateNested()
+  @Type(() => EmbeddingRequestDto)
+  request!: EmbeddingRequestDto;
+
+  /** The request's `input` holds for a job read back from Redis too, checked before it is transformed. */
+  static sizeProblem(plain: object): FieldProblem | null {
+    const { request } = plain as { request?: unknown };
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) return null;
+    const problem = EmbeddingRequestDto.sizeProblem(request);
+    return problem && { param: `request.${problem.param}`, message: problem.message };
+  }
 }
 
 /**

@@ -26,6 +26,11 @@ export function imageResultKeyFor(namespace: string, requestId: string, index: n
   return `${namespace}:image:${requestId}:${index}`;
 }
 
+/** An embedding job's vectors travel by reference too: one short-lived key per request. */
+export function embeddingResultKeyFor(namespace: string, requestId: string): string {
+  return `${namespace}:embedding:${requestId}`;
+}
+
 /**
  * A resumable stream's replay log: a Redis Stream of the reply frames its worker published, in order, kept
  * for STREAM_RETENTION_MS (see README "Resumable streams").

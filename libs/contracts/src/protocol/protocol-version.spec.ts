@@ -15,10 +15,13 @@ describe('protocolVersionOf', () => {
   });
 
   it('refuses a newer version, naming it and the family', () => {
-    const error = new ProtocolVersionError('job', 2);
-    expect(() => protocolVersionOf('job', 2)).toThrow(error.message);
+    const newer = PROTOCOL_VERSIONS.job + 1;
+    const error = new ProtocolVersionError('job', newer);
+    expect(() => protocolVersionOf('job', newer)).toThrow(error.message);
     expect(error).toBeInstanceOf(ProtocolError);
-    expect(error.message).toBe('job of protocol version 2 refused: this process reads versions 1 to 1');
+    expect(error.message).toBe(
+      `job of protocol version ${newer} refused: this process reads versions 1 to ${PROTOCOL_VERSIONS.job}`,
+    );
   });
 
   it.each([0, -1, 1.5, '1', null, {}])('refuses %p, which is no version', (v) => {
@@ -37,7 +40,9 @@ describe('versioned messages as this release writes and reads them', () => {
       seq: 0,
       kind: 'alive',
     });
-    expect(() => parseReplyRecord({ v: 2, requestId, seq: 0, kind: 'alive' })).toThrow(ProtocolVersionError);
+    expect(() =>
+      parseReplyRecord({ v: PROTOCOL_VERSIONS.reply + 1, requestId, seq: 0, kind: 'alive' }),
+    ).toThrow(ProtocolVersionError);
   });
 
   it('control messages carry their version', () => {

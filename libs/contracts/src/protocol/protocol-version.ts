@@ -27,14 +27,27 @@ import { ProtocolError } from './protocol.error';
  * Changing one of those means a new key name.
  */
 export const PROTOCOL_VERSIONS = {
-  /** BullMQ job data, gateway → worker (`ChatJobData`, `ImageJobData`). */
-  job: 1,
-  /** Reply messages, worker → gateway, one by one in a frame and in a stream's replay log. */
-  reply: 1,
+  /**
+   * BullMQ job data, gateway → worker (`ChatJobData`, `ImageJobData`, `EmbeddingJobData`). Version 2: the
+   * embedding job. Its queues are new, so only embedding workers, which read version 2, ever see one; chat
+   * and image jobs are still written as version 1 (`jobProtocolVersionOf`).
+   */
+  job: 2,
+  /**
+   * Reply messages, worker → gateway, one by one in a frame and in a stream's replay log. Version 2: the
+   * `embedding-done` kind, written as version 2 and sent only to gateways that queued an embedding job;
+   * every other kind is still written as version 1 (`replyProtocolVersionOf`).
+   */
+  reply: 2,
   /** Cancel and reattach, gateway → the worker running a job (`cancel-message.ts`). */
   control: 1,
-  /** Heartbeats, deregistrations and lookups to the registry, and its answers. */
-  registry: 1,
+  /**
+   * Heartbeats, deregistrations and lookups to the registry, and its answers. Version 2: the model type
+   * `embeddings`. A heartbeat serving an embedding model and a model entry of that type are written as
+   * version 2 (an older reader refuses them by their version, naming it, instead of by an unknown type);
+   * everything else is still written as version 1 (`registryProtocolVersionOf`).
+   */
+  registry: 2,
   /** A resumable stream's meta record, gateway → the gateway that resumes it. */
   streamMeta: 1,
   /** A changed API key, admin API or CLI → every gateway (`key-invalidation.ts`). */
@@ -49,6 +62,24 @@ export const JOB_PROTOCOL_VERSION = PROTOCOL_VERSIONS.job;
 export const REPLY_PROTOCOL_VERSION = PROTOCOL_VERSIONS.reply;
 export const CONTROL_PROTOCOL_VERSION = PROTOCOL_VERSIONS.control;
 export const REGISTRY_PROTOCOL_VERSION = PROTOCOL_VERSIONS.registry;
+
+/**
+ * The version a writer stamps: the lowest that describes the message, so readers of an older release keep
+ * reading every message they can serve while a family grows (version 2 of jobs, replies and registry
+ * messages only adds the embedding model type).
+ */
+export function jobProtocolVersionOf(kind: string): number {
+  return kind === 'embedding' ? 2 : 1;
+}
+
+export function replyProtocolVersionOf(kind: string): number {
+  return kind === 'embedding-done' ? 2 : 1;
+}
+
+/** `types`: the model types the message names (a heartbeat's served models, an entry's type). */
+export function registryProtocolVersionOf(types: readonly string[]): number {
+  return types.includes('embeddings') ? 2 : 1;
+}
 
 const FAMILY_NAMES: { readonly [F in ProtocolFamily]: string } = {
   job: 'job',

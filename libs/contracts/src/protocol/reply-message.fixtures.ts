@@ -34,6 +34,15 @@ export const valid: Record<ReplyMessage['kind'], ReplyMessage> = {
     revisedPrompt: 'a cat',
   },
   'image-done': { requestId, seq: 2, kind: 'image-done', count: 1 },
+  'embedding-done': {
+    requestId,
+    seq: 1,
+    kind: 'embedding-done',
+    key: 'mgw:embedding:req_0123456789',
+    count: 2,
+    dimensions: 8,
+    usage: { prompt_tokens: 5, completion_tokens: 0 },
+  },
   error: {
     requestId,
     seq: 1,

@@ -6,7 +6,7 @@ import {
   type TopLogprob,
 } from '../openai/chat-completion.types';
 import type { FieldRecord } from '../validation/record.reader';
-import { protocolVersionOf, REPLY_PROTOCOL_VERSION } from './protocol-version';
+import { protocolVersionOf } from './protocol-version';
 import { ProtocolError } from './protocol.error';
 import { protocolReader as read } from './protocol.reader';
 import { parseReplyFrame } from './reply-frame.codec';
@@ -96,6 +96,18 @@ const KIND_READERS: {
     kind: 'image-done',
     count: read.natural(record, 'count'),
   }),
+  'embedding-done': (record, requestId, seq) => {
+    const usage = read.record(record.usage, "'usage'");
+    return {
+      requestId,
+      seq,
+      kind: 'embedding-done',
+      key: read.string(record, 'key'),
+      count: read.natural(record, 'count'),
+      dimensions: read.natural(record, 'dimensions'),
+      usage: { prompt_tokens: read.natural(usage, 'prompt_tokens'), completion_tokens: 0 },
+    };
+  },
   error: (record, requestId, seq) => ({ requestId, seq, kind: 'error', error: readWireError(record.error) }),
 };
 
@@ -191,7 +203,7 @@ export function parseReplyMessage(raw: string): ReplyMessage {
 export function parseReplyRecord(value: unknown): ReplyMessage {
   const record = read.record(value, 'message');
   const v = record.v;
-  if (v !== REPLY_PROTOCOL_VERSION && v !== undefined) protocolVersionOf('reply', v);
+  if (v !== 1 && v !== undefined) protocolVersionOf('reply', v);
   const requestId = read.string(record, 'requestId');
   const seq = read.natural(record, 'seq');
   const kind = record.kind;

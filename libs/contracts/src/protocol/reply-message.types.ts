@@ -85,6 +85,20 @@ export interface ImageDoneMessage extends ReplyBase {
   count: number;
 }
 
+/**
+ * The end of an embedding job: its `count` vectors of `dimensions` float32 values each, little-endian, one
+ * after the other, base64-encoded under the short-lived `key` (see `embeddingResultKeyFor`), so an answer
+ * of 2048 vectors of thousands of dimensions never goes through pub/sub and its flow control.
+ */
+export interface EmbeddingDoneMessage extends ReplyBase {
+  kind: 'embedding-done';
+  key: string;
+  count: number;
+  dimensions: number;
+  /** The input tokens; an embedding generates none (`completion_tokens` is always 0). */
+  usage: TokenUsage;
+}
+
 export interface WireError extends ErrorObject {
   status: number;
   /** Seconds the client should wait before retrying (an upstream's `Retry-After`), passed on as a header. */
@@ -105,4 +119,8 @@ export type ReplyMessage =
   | ChatDoneMessage
   | ImageMessage
   | ImageDoneMessage
+  | EmbeddingDoneMessage
   | ErrorMessage;
+
+/** The message that ends a job that succeeded, of any kind. */
+export type DoneMessage = ChatDoneMessage | ImageDoneMessage | EmbeddingDoneMessage;

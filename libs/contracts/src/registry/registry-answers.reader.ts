@@ -1,5 +1,5 @@
 import { MODEL_TYPES, type ModelType } from '../model-types';
-import { protocolVersionOf, REGISTRY_PROTOCOL_VERSION } from '../protocol/protocol-version';
+import { protocolVersionOf, registryProtocolVersionOf } from '../protocol/protocol-version';
 import { ProtocolError } from '../protocol/protocol.error';
 import { FailFast, RecordReader, type FieldRecord } from '../validation/record.reader';
 import { STREAM_RESUME_DEFAULTS, type ModelEntry, type ModelLookup } from './registry.messages';
@@ -7,9 +7,17 @@ import { STREAM_RESUME_DEFAULTS, type ModelEntry, type ModelLookup } from './reg
 /** An answer of the registry as it travels: the registry protocol's version beside what it answers. */
 export type RegistryAnswer<T> = T & { v: number };
 
-/** What the registry sends: `value` with its protocol version. */
+/** The model type an answer names, if any: a model entry's, or a lookup's model's. */
+function typeNamedBy(value: object): string | null {
+  const { type, model } = value as { type?: unknown; model?: { type?: unknown } };
+  if (typeof type === 'string') return type;
+  return typeof model?.type === 'string' ? model.type : null;
+}
+
+/** What the registry sends: `value` with the lowest protocol version that describes it. */
 export function registryAnswer<T extends object>(value: T): RegistryAnswer<T> {
-  return { v: REGISTRY_PROTOCOL_VERSION, ...value };
+  const type = typeNamedBy(value);
+  return { v: registryProtocolVersionOf(type === null ? [] : [type]), ...value };
 }
 
 const read = new RecordReader(
@@ -50,6 +58,7 @@ export function readModelEntry(value: unknown): ModelEntry {
   }
   if (record.maxQueueDepth !== undefined) entry.maxQueueDepth = read.natural(record, 'maxQueueDepth');
   if (record.contextTokens !== undefined) entry.contextTokens = read.natural(record, 'contextTokens');
+  if (record.dimensions !== undefined) entry.dimensions = read.natural(record, 'dimensions');
   const supportedParameters = optionalStrings(record, 'supportedParameters');
   if (supportedParameters !== undefined) entry.supportedParameters = supportedParameters;
   const fallbacks = optionalStrings(record, 'fallbacks');

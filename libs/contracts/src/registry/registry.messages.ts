@@ -107,6 +107,8 @@ export interface ModelEntry {
   supportedParameters?: string[];
   /** The catalog's context window in tokens; absent when the catalog sets none. */
   contextTokens?: number;
+  /** Embedding models: the length of the vectors the model gives (a request may ask for fewer). */
+  dimensions?: number;
   /**
    * The catalog's fallbacks: models of the same type that serve this model's requests, in order, when it
    * cannot. Absent when the catalog declares none. Never part of the wire `Model` object.

@@ -30,12 +30,23 @@ export interface ImageSimulatorOptions {
   latencyMs: number;
 }
 
+export interface EmbeddingSimulatorOptions {
+  /** The fixed cost of one call, whatever its batch holds. */
+  callLatencyMs: number;
+  /** The cost of each input of a call, in microseconds. */
+  inputLatencyUs: number;
+  /** Calls that run at once; more wait their turn (one accelerator runs one batch at a time). */
+  parallelCalls: number;
+}
+
 export const SIMULATOR_LIMITS = {
   // Node timers overflow above 2^31-1 ms and would then fire after 1 ms; ten minutes is plenty for a demo.
   delayMs: { min: 0, max: 600_000 },
   tokensPerSecond: { min: 0, max: 1_000_000 },
   maxWords: { min: 1, max: 4096, default: 48 },
   failAfterTokens: { min: 0, max: 1_000_000 },
+  inputLatencyUs: { min: 0, max: 60_000_000 },
+  parallelCalls: { min: 1, max: 1024, default: 1 },
 } as const;
 
 const CHAT_OPTION_KEYS = [
@@ -47,6 +58,7 @@ const CHAT_OPTION_KEYS = [
   'failAfterTokens',
 ] as const;
 const IMAGE_OPTION_KEYS = ['kind', 'latencyMs'] as const;
+const EMBEDDING_OPTION_KEYS = ['kind', 'callLatencyMs', 'inputLatencyUs', 'parallelCalls'] as const;
 
 /** Catalog options win over the process-wide settings, so one worker can host a fast and a slow simulator. */
 export function parseChatSimulatorOptions(
@@ -77,6 +89,21 @@ export function parseImageSimulatorOptions(
   const reader = new BackendOptionReader(model, IMAGE_OPTION_KEYS, 'the image simulator');
   const options: ImageSimulatorOptions = {
     latencyMs: reader.int('latencyMs', SIMULATOR_LIMITS.delayMs, settings.simImageLatencyMs),
+  };
+  reader.finish();
+  return options;
+}
+
+export function parseEmbeddingSimulatorOptions(
+  model: CatalogModel,
+  _settings: BackendSettings,
+): EmbeddingSimulatorOptions {
+  const reader = new BackendOptionReader(model, EMBEDDING_OPTION_KEYS, 'the embedding simulator');
+  const { delayMs, inputLatencyUs, parallelCalls } = SIMULATOR_LIMITS;
+  const options: EmbeddingSimulatorOptions = {
+    callLatencyMs: reader.int('callLatencyMs', delayMs, 0),
+    inputLatencyUs: reader.int('inputLatencyUs', inputLatencyUs, 0),
+    parallelCalls: reader.int('parallelCalls', parallelCalls, parallelCalls.default),
   };
   reader.finish();
   return options;

@@ -208,7 +208,7 @@ export class GatewayMetrics {
   }
 
   /** The timeline of a model request that is about to be enqueued. */
-  timingFor(requestId: string, model: string, kind: 'chat' | 'image'): RequestTiming {
+  timingFor(requestId: string, model: string, kind: 'chat' | 'image' | 'embedding'): RequestTiming {
     const now = performance.now();
     const record = this.open.get(requestId);
     const timing = new RequestTiming(

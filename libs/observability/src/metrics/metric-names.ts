@@ -30,6 +30,9 @@ export const WORKER_METRICS = {
   upstreamMaxConcurrency: 'worker_upstream_max_concurrency',
   upstreamTimeToFirstOutput: 'worker_upstream_time_to_first_output_seconds',
   upstreamDuration: 'worker_upstream_duration_seconds',
+  embeddingBatchInputs: 'worker_embedding_batch_inputs',
+  embeddingInputs: 'worker_embedding_inputs_total',
+  embeddingQueueWait: 'worker_embedding_queue_wait_seconds',
 } as const;
 
 export const QUEUE_METRICS = {

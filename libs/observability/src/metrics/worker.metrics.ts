@@ -13,6 +13,8 @@ export type JobOutcomeLabel = (typeof JOB_OUTCOMES)[number];
 export interface SentReply {
   kind: string;
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /** Embedding answers: the vectors sent. */
+  count?: number;
 }
 
 /** Watches one job's replies: tokens, images and the gaps between deltas. */
@@ -31,9 +33,17 @@ export class WorkerMetrics {
   readonly activeJobs: Gauge<'model'>;
   /** Per upstream of the models served through a pool (the openai backend). */
   readonly upstreams: UpstreamMetrics;
+  /** Batch sizes, inputs and queue waits of the embedding models served. */
+  readonly embeddingBatchInputs: Histogram<'model'>;
+  readonly embeddingInputs: Counter<'model'>;
+  readonly embeddingQueueWait: Histogram<'model'>;
   private readonly models: BoundedLabel;
 
-  constructor(app: string, served: { id: string; kind: 'chat' | 'image' }[], options: MetricsOptions = {}) {
+  constructor(
+    app: string,
+    served: { id: string; kind: 'chat' | 'image' | 'embedding' }[],
+    options: MetricsOptions = {},
+  ) {
     this.registry = createMetricsRegistry(app, options);
     this.models = BoundedLabel.fixed(served.map((m) => m.id));
     const registers = [this.registry];
@@ -76,12 +86,35 @@ export class WorkerMetrics {
       registers,
     });
     this.upstreams = new UpstreamMetrics(this.registry);
+    this.embeddingBatchInputs = new Histogram({
+      name: WORKER_METRICS.embeddingBatchInputs,
+      help: 'Inputs per embedding backend call (the batches gathered from the jobs waiting at once).',
+      labelNames: ['model'],
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
+      registers,
+    });
+    this.embeddingInputs = new Counter({
+      name: WORKER_METRICS.embeddingInputs,
+      help: 'Inputs embedded (its rate: inputs per second), by model.',
+      labelNames: ['model'],
+      registers,
+    });
+    this.embeddingQueueWait = new Histogram({
+      name: WORKER_METRICS.embeddingQueueWait,
+      help: 'Time an embedding job waited in its queue before a worker took it.',
+      labelNames: ['model'],
+      buckets: LATENCY_BUCKETS_SECONDS,
+      registers,
+    });
     // Every served model's series exist from the start, so rates and dashboards work before traffic.
     for (const { id, kind } of served) {
       for (const outcome of JOB_OUTCOMES) this.jobs.inc({ model: id, outcome }, 0);
       if (kind === 'chat') {
         this.tokens.inc({ model: id, kind: 'prompt' }, 0);
         this.tokens.inc({ model: id, kind: 'completion' }, 0);
+      } else if (kind === 'embedding') {
+        this.tokens.inc({ model: id, kind: 'prompt' }, 0);
+        this.embeddingInputs.inc({ model: id }, 0);
       } else {
         this.images.inc({ model: id }, 0);
       }
@@ -104,6 +137,16 @@ export class WorkerMetrics {
     };
   }
 
+  /** A backend call of `inputs` inputs of embedding model `model`. */
+  embeddingBatch(model: string, inputs: number): void {
+    this.embeddingBatchInputs.observe({ model: this.models.of(model) }, inputs);
+  }
+
+  /** An embedding job taken after waiting `ms` in its queue. */
+  embeddingJobTaken(model: string, ms: number): void {
+    this.embeddingQueueWait.observe({ model: this.models.of(model) }, Math.max(0, ms) / 1000);
+  }
+
   observerFor(model: string): JobReplyObserver {
     const label = this.models.of(model);
     let lastDeltaAt: number | null = null;
@@ -124,6 +167,10 @@ export class WorkerMetrics {
             return;
           case 'image':
             this.images.inc({ model: label });
+            return;
+          case 'embedding-done':
+            this.tokens.inc({ model: label, kind: 'prompt' }, message.usage?.prompt_tokens ?? 0);
+            this.embeddingInputs.inc({ model: label }, message.count ?? 0);
             return;
         }
       },

@@ -526,7 +526,8 @@ function onJobMessage(state: JobState, message: ReplyMessage): Step {
       return go({ ...state, client, attempt }, ...effects);
     }
     case 'chat-done':
-    case 'image-done': {
+    case 'image-done':
+    case 'embedding-done': {
       const open: Effect[] = opensAtOutput(state)
         ? [{ type: 'open_stream', servedModel: state.attempt.model }]
         : [];
@@ -551,6 +552,7 @@ function onStoppingMessage(state: Named<'stopping'>, message: ReplyMessage): Ste
       return finish(state, 'moved', false, []);
     case 'chat-done':
     case 'image-done':
+    case 'embedding-done':
       return finish(state, 'job_finished', true, []);
     case 'error':
       return finish(state, 'job_finished', false, []);

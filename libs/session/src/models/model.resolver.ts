@@ -1,6 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { allowsModel, type Principal } from '@mgw/access';
-import { GatewayError, modelTypeOf, type ModelEntry, type ModelKind } from '@mgw/contracts';
+import {
+  EMBEDDING_MODEL_TYPE,
+  GatewayError,
+  modelTypeOf,
+  type ModelEntry,
+  type ModelKind,
+  type ModelType,
+} from '@mgw/contracts';
 import { ModelDirectory } from '@mgw/registry';
 
 /** A model a request may be queued for; `startWithinMs` is set when no worker runs it yet. */
@@ -49,11 +56,18 @@ export class ModelResolver {
     }
     const expected = modelTypeOf(kind);
     if (lookup.model.type !== expected) {
-      return { error: GatewayError.wrongModelType(id, expected, lookup.model.type), declared: null };
+      return { error: wrongModelType(id, kind, expected, lookup.model.type), declared: null };
     }
     if (lookup.state === 'live') return { model: lookup.model };
     const scaleToZero = lookup.model.scaleToZero;
     if (!scaleToZero) return { error: GatewayError.modelUnavailable(id), declared: lookup.model };
     return { model: lookup.model, startWithinMs: scaleToZero.maxWaitMs };
   }
+}
+
+/** OpenAI's own words where OpenAI has some (embeddings of a chat model, chat of an embedding model). */
+function wrongModelType(id: string, kind: ModelKind, expected: ModelType, actual: ModelType): GatewayError {
+  if (kind === 'embedding') return GatewayError.notAnEmbeddingModel();
+  if (kind === 'chat' && actual === EMBEDDING_MODEL_TYPE) return GatewayError.notAChatModel();
+  return GatewayError.wrongModelType(id, expected, actual);
 }

@@ -1,0 +1,4 @@
+import 'reflect-metadata';
+import { bootstrapWorker } from '@mgw/worker';
+
+bootstrapWorker('embedding', process.env);

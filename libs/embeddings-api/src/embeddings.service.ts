@@ -1,0 +1,90 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { estimateEmbeddingTokens, type Principal } from '@mgw/access';
+import {
+  embeddingInputsOf,
+  GatewayError,
+  type EmbeddingInput,
+  type EmbeddingRequestDto,
+  type ModelEntry,
+} from '@mgw/contracts';
+import { RedisConnections, RequestSessions } from '@mgw/session';
+import { EmbeddingListRenderer } from './embedding-list.renderer';
+
+/**
+ * Longer than any token of the vocabularies in use (o200k_base's longest is 128 characters): a text of C
+ * characters is at least C / 256 tokens, so the gateway refuses only inputs that cannot fit (the worker
+ * counts exactly and refuses the rest).
+ */
+const MAX_CHARS_PER_TOKEN = 256;
+
+/** The inputs of a request against what the model serving it can do: its vector length and its context. */
+export function checkEmbeddingModel(
+  inputs: readonly EmbeddingInput[],
+  dimensions: number | undefined,
+  model: ModelEntry,
+): void {
+  if (dimensions !== undefined && model.dimensions !== undefined && dimensions > model.dimensions) {
+    throw GatewayError.invalidRequest(
+      `Invalid value for 'dimensions' = ${dimensions}. Must be less than or equal to ${model.dimensions}.`,
+      'dimensions',
+    );
+  }
+  const contextTokens = model.contextTokens;
+  if (contextTokens === undefined) return;
+  inputs.forEach((input, index) => {
+    const atLeast = typeof input === 'string' ? Math.ceil(input.length / MAX_CHARS_PER_TOKEN) : input.length;
+    if (atLeast > contextTokens) {
+      throw GatewayError.invalidRequest(
+        `This model's maximum context length is ${contextTokens} tokens, however you requested ${typeof input === 'string' ? 'at least ' : ''}${atLeast} tokens in input ${index}. Please reduce your input.`,
+        'input',
+        'context_length_exceeded',
+      );
+    }
+  });
+}
+
+/**
+ * `POST /v1/embeddings`, the embeddings front-end: the body (validated by the route's pipe) is the job's
+ * request as it is; the session's one `embedding-done` is rendered as OpenAI's list of embeddings, its
+ * vectors read from the short-lived key the worker stored them under.
+ */
+@Injectable()
+export class EmbeddingsService {
+  constructor(
+    @Inject(RequestSessions) private readonly sessions: RequestSessions,
+    @Inject(RedisConnections) private readonly redis: RedisConnections,
+  ) {}
+
+  async handle(
+    requestId: string,
+    body: EmbeddingRequestDto,
+    reply: FastifyReply,
+    principal: Principal,
+  ): Promise<void> {
+    const inputs = embeddingInputsOf(body.input);
+    await this.sessions.run(
+      {
+        kind: 'embedding',
+        requestId,
+        principal,
+        model: body.model,
+        request: body,
+        // A key's token budget counts the inputs: an embedding generates nothing.
+        tokenEstimate: estimateEmbeddingTokens(inputs),
+        checkModel: (model) => checkEmbeddingModel(inputs, body.dimensions, model),
+      },
+      {
+        mode: 'json',
+        renderer: (context) =>
+          new EmbeddingListRenderer(context, body.encoding_format ?? 'float', (key) => this.fetch(key)),
+      },
+      reply,
+    );
+  }
+
+  private async fetch(key: string): Promise<Buffer | null> {
+    const packed = await this.redis.commands.getdel(key);
+    return packed === null ? null : Buffer.from(packed, 'base64');
+  }
+}

@@ -1,0 +1,3 @@
+export * from './embeddings-api.module';
+export * from './embeddings.service';
+export * from './embedding-list.renderer';

@@ -1,0 +1,20 @@
+import type { BackendLifecycle } from './chat-backend.interface';
+
+/** One batch of inputs to embed: texts, or the token ids of texts (as a client sent them). */
+export interface EmbeddingBatchRequest {
+  inputs: (string | number[])[];
+  /** The vector length wanted: the model's own, or fewer when every request of the batch asked so. */
+  dimensions: number;
+}
+
+/**
+ * The one interface every embedding backend implements: one call embeds a whole batch (the worker gathers
+ * the inputs of several waiting jobs into it). It must stop promptly once `signal` aborts.
+ */
+export interface EmbeddingBackend extends BackendLifecycle {
+  /** Calls it serves at once (the batcher gathers the next batch meanwhile); absent: one. */
+  readonly parallelCalls?: number;
+  /** One unit vector per input, in order, each of `request.dimensions` values. */
+  embed(request: EmbeddingBatchRequest, signal: AbortSignal): Promise<Float32Array[]>;
+  close(): Promise<void>;
+}
