@@ -20,13 +20,13 @@ export class RedisConnections implements OnModuleInit, OnApplicationShutdown {
 
   constructor(@Inject(GatewayConfig) private readonly config: GatewayConfig) {
     this.commands = createRedisConnection(
-      config.redisUrl,
+      config.redis,
       'command',
       `${this.instanceId}:commands`,
       this.logger,
     );
     this.subscriber = createRedisConnection(
-      config.redisUrl,
+      config.redis,
       'subscriber',
       // Workers find this connection's output backlog in CLIENT LIST by this name (flow control).
       replySubscriberNameFor(this.instanceId),
@@ -36,8 +36,8 @@ export class RedisConnections implements OnModuleInit, OnApplicationShutdown {
 
   async onModuleInit(): Promise<void> {
     await Promise.all([
-      waitUntilReady(this.commands, REDIS_READY_TIMEOUT_MS, this.config.redisUrl),
-      waitUntilReady(this.subscriber, REDIS_READY_TIMEOUT_MS, this.config.redisUrl),
+      waitUntilReady(this.commands, REDIS_READY_TIMEOUT_MS, this.config.redis.description),
+      waitUntilReady(this.subscriber, REDIS_READY_TIMEOUT_MS, this.config.redis.description),
     ]);
   }
 
