@@ -1,6 +1,12 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { queueNameFor, type ChatJobData, type ImageJobData, type ModelKind } from '@mgw/contracts';
+import {
+  keyLayoutOf,
+  queueNameFor,
+  type ChatJobData,
+  type ImageJobData,
+  type ModelKind,
+} from '@mgw/contracts';
 import { jobOptionsFor } from './job-options';
 
 export type JobDataOf<K extends ModelKind> = K extends 'chat' ? ChatJobData : ImageJobData;
@@ -19,7 +25,7 @@ export class JobProducer {
   ) {}
 
   queueFor(kind: ModelKind, model: string): Queue {
-    const name = queueNameFor(kind, model);
+    const name = queueNameFor(kind, model, keyLayoutOf(this.connection));
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue(name, { connection: this.connection, prefix: this.namespace });
