@@ -64,6 +64,8 @@ export class ReplyBatcher {
   private readonly cluster: boolean;
   /** On a Cluster: per channel, the last frame that waits for its logs; later frames go out after it. */
   private readonly tails = new Map<string, Promise<unknown>>();
+  /** On a Cluster: payloads being stored, which the frames sent meanwhile wait for (see `store`). */
+  private readonly storing = new Set<Promise<unknown>>();
 
   constructor(
     private readonly redis: Redis,
@@ -119,9 +121,18 @@ export class ReplyBatcher {
     this.send(channel, frame);
   }
 
-  /** Stores a payload that a message will refer to; sent at once, so it is in Redis before that message. */
+  /**
+   * Stores a payload that a message will refer to; sent at once, so it is in Redis before that message: on
+   * one connection to one node by order alone; on a Cluster, where the key and the channel may live on
+   * different masters, because every frame sent meanwhile waits for the store to be written.
+   */
   store(key: string, payload: string, ttlMs: number): Promise<unknown> {
-    return this.redis.set(key, payload, 'PX', ttlMs);
+    const stored = this.redis.set(key, payload, 'PX', ttlMs);
+    if (!this.cluster) return stored;
+    this.storing.add(stored);
+    const settled = () => this.storing.delete(stored);
+    stored.then(settled, settled);
+    return stored;
   }
 
   private flush(): void {
@@ -182,7 +193,8 @@ export class ReplyBatcher {
   private sendSharded(channel: string, frame: Frame, encoded: string): void {
     const logs = frame.logs ? [...frame.logs] : [];
     const before = this.tails.get(channel);
-    if (logs.length === 0 && !before) {
+    const stores = [...this.storing];
+    if (logs.length === 0 && !before && stores.length === 0) {
       this.spublish(channel, encoded).then(frame.resolve, frame.reject);
       return;
     }
@@ -192,9 +204,8 @@ export class ReplyBatcher {
         this.redis.pexpire(log.key, log.retentionMs),
       ]),
     );
-    const published = Promise.all([before?.catch(() => undefined), ...appended]).then(() =>
-      this.spublish(channel, encoded),
-    );
+    const waits = [before, ...stores].map((earlier) => earlier?.catch(() => undefined));
+    const published = Promise.all([...waits, ...appended]).then(() => this.spublish(channel, encoded));
     this.tails.set(channel, published);
     published
       .finally(() => {
