@@ -135,7 +135,9 @@ export class RedisClusterHarness implements TestRedis {
       .filter((node) => node.running)
       .map((node) => ({ host: '127.0.0.1', port: node.port }));
     // Typed as Redis like the apps' connections (see createRedisConnection).
-    return new Cluster(seeds, { redisOptions: { maxRetriesPerRequest: 3 } }) as unknown as Redis;
+    const client = new Cluster(seeds, { redisOptions: { maxRetriesPerRequest: 3 } });
+    client.on('error', () => undefined);
+    return client as unknown as Redis;
   }
 
   async masters(): Promise<Redis[]> {
@@ -245,11 +247,14 @@ export class RedisSentinelHarness implements TestRedis {
   }
 
   client(): Redis {
-    return new Redis({
+    const client = new Redis({
       sentinels: this.sentinels.map((s) => ({ host: '127.0.0.1', port: s.port })),
       name: RedisSentinelHarness.MASTER_NAME,
       maxRetriesPerRequest: 3,
     });
+    // Reconnects during a failover are expected; the commands that fail say so themselves.
+    client.on('error', () => undefined);
+    return client;
   }
 
   async masters(): Promise<Redis[]> {

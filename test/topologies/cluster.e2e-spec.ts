@@ -1,7 +1,12 @@
 import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
 import { RedisClusterHarness } from '../support/redis-topologies';
 import type { Stack } from '../support/stack';
-import { describeCoreContract, startTopologyStack, TOPOLOGY_CATALOG } from './topology-suite';
+import {
+  describeCoreContract,
+  describeFailover,
+  startTopologyStack,
+  TOPOLOGY_CATALOG,
+} from './topology-suite';
 
 /** The gateway on a real 3-master / 3-replica Redis Cluster (test/support/redis-topologies.ts). */
 describe('on a Redis Cluster', () => {
@@ -35,4 +40,17 @@ describe('on a Redis Cluster', () => {
     }
     expect(masters.size).toBeGreaterThanOrEqual(2);
   });
+
+  describeFailover(
+    'cluster',
+    () => stack,
+    () => ({
+      killMaster: async () => {
+        const queue = `${stack.namespace}:${queueNameFor('chat', 'slow-chat', keyLayoutOf(stack.redis))}:active`;
+        await (await cluster.masterOf(queue)).kill();
+      },
+      promoted: () => cluster.waitUntilHealthy(20_000),
+      notReadyWhileDown: false,
+    }),
+  );
 });

@@ -1,6 +1,7 @@
 import { RedisSentinelHarness } from '../support/redis-topologies';
 import type { Stack } from '../support/stack';
-import { describeCoreContract, startTopologyStack } from './topology-suite';
+import { waitFor } from '../support/wait-for';
+import { describeCoreContract, describeFailover, startTopologyStack } from './topology-suite';
 
 /** The gateway on a real Sentinel set: one master, one replica, three sentinels. */
 describe('on a Sentinel set', () => {
@@ -18,4 +19,23 @@ describe('on a Sentinel set', () => {
   });
 
   describeCoreContract('sentinel', () => stack);
+
+  describeFailover(
+    'sentinel',
+    () => stack,
+    () => ({
+      killMaster: async () => {
+        await sentinel.killMaster();
+      },
+      notReadyWhileDown: true,
+      promoted: async () => {
+        const dead = sentinel.data.find((node) => !node.running)!.port;
+        await waitFor(
+          'the sentinels to promote the replica',
+          async () => (await sentinel.masterPort()) !== dead,
+          20_000,
+        );
+      },
+    }),
+  );
 });

@@ -1,3 +1,4 @@
+import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
 import { readSse, type SseEvent } from '../support/sse';
 import type { TestRedis } from '../support/redis-topologies';
 import { Stack } from '../support/stack';
@@ -169,4 +170,115 @@ export function describeCoreContract(name: string, stackOf: () => Stack): void {
       for (const label of stack.processes.keys()) expect(stack.logs(label)).not.toMatch(REDIS_ROUTING_ERRORS);
     });
   });
+}
+
+export interface Failover {
+  /** Kills the master that holds the model `slow-chat`'s queue. */
+  killMaster(): Promise<void>;
+  /** Resolves once a replica was promoted and the topology serves every key again. */
+  promoted(): Promise<void>;
+  /**
+   * Whether /readyz must go not ready: with the one master gone (Sentinel) nothing can be served; on a
+   * Cluster the other masters go on serving their models, and the gateway answers the dead master's slots
+   * with quick errors until its replica takes over, the gateway staying ready.
+   */
+  notReadyWhileDown: boolean;
+}
+
+/**
+ * A master dies under mixed load (streams and answers on a key with max_concurrent, an image): requests get
+ * a quick answer (an error or, once promoted, a result — never a hang nor a 500), /readyz goes not ready,
+ * service is back within 10 s of the promotion without restarting anything, every open stream ends with
+ * [DONE], usage counts no request twice, and no job stays active. Runs last in its file: it changes the
+ * topology.
+ */
+export function describeFailover(name: string, stackOf: () => Stack, failover: () => Failover): void {
+  it(`${name}: fails over under mixed load without hangs, double counts or stuck jobs`, async () => {
+    const stack = stackOf();
+    const created = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `failover-${name}`, max_concurrent: 6 }),
+    });
+    const { id: keyId, key } = (await created.json()) as { id: string; key: string };
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const chat = (body: Record<string, unknown>) =>
+      fetch(`${stack.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          messages: [{ role: 'user', content: 'one two three four five six seven' }],
+          ...body,
+        }),
+      });
+    const streams = await Promise.all(
+      Array.from({ length: 3 }, () => chat({ model: 'slow-chat', stream: true })),
+    );
+    expect(streams.map((r) => r.status)).toEqual([200, 200, 200]);
+    const ended = streams.map((r) => collect(r));
+    const image = stack.post('/v1/images/generations', { model: 'sim-image', prompt: 'x', size: '256x256' });
+
+    const { notReadyWhileDown } = failover();
+    await failover().killMaster();
+    const killedAt = Date.now();
+    let sawNotReady = false;
+    const answers: { status: number; ms: number }[] = [];
+    const probing = (async () => {
+      while (Date.now() - killedAt < 4_000) {
+        const ready = await fetch(`${stack.baseUrl}/readyz`);
+        if (ready.status === 503) sawNotReady = true;
+        const started = Date.now();
+        // The model whose queue was on the dead master, and another one.
+        const res = await chat({ model: answers.length % 2 === 0 ? 'slow-chat' : 'sim-chat' });
+        await res.text();
+        answers.push({ status: res.status, ms: Date.now() - started });
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    await failover().promoted();
+    const promotedAt = Date.now();
+    await probing;
+    const back = await waitFor(
+      'a 200 after the promotion',
+      async () => {
+        const res = await chat({ model: 'sim-chat' });
+        await res.text();
+        return res.status === 200 ? Date.now() : undefined;
+      },
+      10_000,
+    );
+    expect(back - promotedAt).toBeLessThan(10_000);
+    if (notReadyWhileDown) expect(sawNotReady).toBe(true);
+    for (const answer of answers) {
+      // On a surprise, the gateway's last lines say why.
+      const surprise = ![200, 429, 503].includes(answer.status);
+      expect({ status: answer.status, logs: surprise ? stack.logs('gateway').slice(-3000) : '' }).toEqual({
+        status: answer.status,
+        logs: '',
+      });
+      expect(answer.ms).toBeLessThan(5_000);
+    }
+    await waitFor(
+      '/readyz to be ready again',
+      async () => (await fetch(`${stack.baseUrl}/readyz`)).ok,
+      10_000,
+    );
+
+    const endings = await Promise.all(ended);
+    for (const events of endings) expect(events.at(-1)!.data).toBe('[DONE]');
+    expect([200, 502, 503]).toContain((await image).status);
+    const completed = endings.filter((events) => !events.some((e) => e.data.includes('"error"'))).length;
+
+    const active = `${stack.namespace}:${queueNameFor('chat', 'slow-chat', keyLayoutOf(stack.redis))}:active`;
+    await waitFor('no job left active', async () => (await stack.redis.llen(active)) === 0, 30_000);
+    const usage = await waitFor('the failover key usage', async () => {
+      const res = await fetch(`${stack.baseUrl}/admin/usage?key=${keyId}`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      const report = (await res.json()) as { totals: { requests: number } };
+      return report.totals.requests >= completed ? report : undefined;
+    });
+    const accepted = 3 + answers.filter((a) => a.status === 200).length + 1;
+    expect(usage.totals.requests).toBeLessThanOrEqual(accepted);
+  }, 90_000);
 }
