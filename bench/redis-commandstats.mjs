@@ -18,19 +18,27 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '1,64' },
     warmup: { type: 'string', default: '200' },
     top: { type: 'string', default: '12' },
+    models: { type: 'string', default: '1' },
   },
 });
+const models = Math.max(1, Number(values.models));
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const top = Number(values.top);
 const levels = values.concurrency.split(',').map(Number);
 
+// --models N: S1's model N times under other names, the requests spread over them (several busy models).
 const s1 = scenarios({}).find((s) => s.id === 'S1');
-const stack = await BenchStack.start(process.cwd(), s1);
-const redisUrl = stack.children.get('redis').url;
-const redisPid = stack.children.get('redis').pid;
-const redis = (...args) => execFileSync('redis-cli', ['-u', redisUrl, ...args], { encoding: 'utf8' });
-const { url, body, headers } = s1.options(stack.gatewayUrl, stack.headers());
+const [template] = s1.catalog.models;
+const modelIds = Array.from({ length: models }, (_, i) => (i === 0 ? template.id : `${template.id}-${i}`));
+const scenario = { ...s1, catalog: { models: modelIds.map((id) => ({ ...template, id })) } };
+const stack = await BenchStack.start(process.cwd(), scenario);
+// Every Redis node: one, or a Cluster's masters (BENCH_REDIS=cluster).
+const nodes = [...stack.children.values()].filter((child) => child.label.startsWith('redis'));
+const redisOn = (node, ...args) => execFileSync('redis-cli', ['-u', node.url, ...args], { encoding: 'utf8' });
+const { url, body: s1Body, headers } = s1.options(stack.gatewayUrl, stack.headers());
+let sent = 0;
+const nextBody = () => JSON.stringify({ ...JSON.parse(s1Body), model: modelIds[sent++ % modelIds.length] });
 
 /** One non-streaming chat request; rejects unless it answers 200. */
 function request(agent) {
@@ -42,7 +50,7 @@ function request(agent) {
       );
     });
     req.on('error', reject);
-    req.end(body);
+    req.end(nextBody());
   });
 }
 
@@ -61,14 +69,29 @@ async function send(count, concurrency) {
   agent.destroy();
 }
 
-/** `INFO commandstats` as { command: { calls, usec } }. */
-function commandstats() {
+/** `INFO commandstats` of `node` as { command: { calls, usec } }. */
+function commandstats(node) {
   const stats = {};
-  for (const line of redis('INFO', 'commandstats').split('\n')) {
+  for (const line of redisOn(node, 'INFO', 'commandstats').split('\n')) {
     const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
     if (match) stats[match[1]] = { calls: Number(match[2]), usec: Number(match[3]) };
   }
   return stats;
+}
+
+/** The commandstats of every node added up, and each node's own totals. */
+function allStats() {
+  const total = {};
+  const perNode = nodes.map((node) => {
+    const stats = commandstats(node);
+    let calls = 0;
+    for (const [name, s] of Object.entries(stats)) {
+      total[name] = { calls: (total[name]?.calls ?? 0) + s.calls, usec: (total[name]?.usec ?? 0) + s.usec };
+      calls += s.calls;
+    }
+    return { label: node.label, calls };
+  });
+  return { total, perNode };
 }
 
 const results = [];
@@ -77,24 +100,34 @@ try {
     await send(warmup, concurrency);
     // The apps' background traffic (heartbeats, stalled checks, gauges) is counted too: it is what a request
     // shares Redis with, and it is the same in both builds.
-    redis('CONFIG', 'RESETSTAT');
-    const cpuBefore = cpuSeconds(redisPid);
+    for (const node of nodes) redisOn(node, 'CONFIG', 'RESETSTAT');
+    const cpuBefore = nodes.map((node) => cpuSeconds(node.pid));
     const started = performance.now();
     await send(requests, concurrency);
     const seconds = (performance.now() - started) / 1000;
-    const stats = commandstats();
-    const cpu = cpuSeconds(redisPid) - cpuBefore;
+    const { total: stats, perNode } = allStats();
+    const cpus = nodes.map((node, i) => cpuSeconds(node.pid) - cpuBefore[i]);
+    const cpu = cpus.reduce((sum, c) => sum + c, 0);
     const rows = Object.entries(stats).sort((a, b) => b[1].usec - a[1].usec);
     const usec = rows.reduce((sum, [, s]) => sum + s.usec, 0);
     const calls = rows.reduce((sum, [, s]) => sum + s.calls, 0);
-    results.push({ concurrency, seconds, usec, calls, cpu, rows });
+    const nodeRows = perNode.map((n, i) => ({
+      ...n,
+      opsPerSecond: n.calls / seconds,
+      cpuPerRequest: cpus[i] / requests,
+    }));
+    results.push({ concurrency, seconds, usec, calls, cpu, rows, nodeRows });
   }
 } finally {
   await stack.stop();
 }
 
-console.log(`build ${distDir()} · ${requests} non-stream chat requests per level (S1's body and catalog)\n`);
-for (const { concurrency, seconds, usec, calls, cpu, rows } of results) {
+const topology =
+  process.env.BENCH_REDIS === 'cluster' ? `a ${nodes.length}-master Redis Cluster` : 'one Redis node';
+console.log(
+  `build ${distDir()} · ${topology} · ${requests} non-stream chat requests per level over ${models} model(s) (S1's body)\n`,
+);
+for (const { concurrency, seconds, usec, calls, cpu, rows, nodeRows } of results) {
   // The sum counts a command a script runs twice: in the EVALSHA's time and in its own line. The process's
   // CPU (/proc, 10 ms ticks) is the whole cost: parsing, networking and its own background cron.
   console.log(
@@ -102,6 +135,14 @@ for (const { concurrency, seconds, usec, calls, cpu, rows } of results) {
       `usec and ${(calls / requests).toFixed(1)} calls per request · redis-server CPU ` +
       `${((cpu * 1e6) / requests).toFixed(0)} usec per request\n`,
   );
+  if (nodeRows.length > 1) {
+    console.log('| node | ops/s | CPU usec/request |');
+    console.log('| ---- | ----: | ---------------: |');
+    for (const n of nodeRows) {
+      console.log(`| ${n.label} | ${n.opsPerSecond.toFixed(0)} | ${(n.cpuPerRequest * 1e6).toFixed(0)} |`);
+    }
+    console.log('');
+  }
   console.log('| command | calls/request | usec/request | usec/call |');
   console.log('| ------- | ------------: | -----------: | --------: |');
   for (const [name, s] of rows.slice(0, top)) {

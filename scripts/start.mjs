@@ -8,7 +8,7 @@ import { gatewayBaseUrl, gatewayTimeoutMessage, printBanner, waitForGateway } fr
 import { needsBuild } from './start/build-check.mjs';
 import { developmentDefaults } from './start/dev-defaults.mjs';
 import { launcherVoice, registerTags } from './start/output.mjs';
-import { ensureRedis, parseRedisUrl } from './start/redis-fallback.mjs';
+import { ensureRedis, parseRedisUrl, redisTopologyOf } from './start/redis-fallback.mjs';
 import { describeExit, Supervisor } from './start/supervisor.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,8 +39,14 @@ const supervisor = new Supervisor({ root, env, say, complain, ...restartPolicy(e
 supervisor.installHandlers();
 
 async function main() {
-  const redis = parseRedisUrl(env.REDIS_URL || 'redis://127.0.0.1:6379');
-  if (!redis) {
+  const topology = redisTopologyOf(env);
+  if (topology.problem) {
+    complain(topology.problem);
+    process.exit(78);
+  }
+  // A Sentinel set or a Cluster is the operator's: the launcher starts none and the apps connect to it.
+  const redis = topology.kind === 'single' ? parseRedisUrl(topology.url) : null;
+  if (topology.kind === 'single' && !redis) {
     complain(`REDIS_URL must look like redis://host:port, got ${JSON.stringify(env.REDIS_URL)}`);
     process.exit(78);
   }
@@ -58,7 +64,9 @@ async function main() {
     }
   }
 
-  const redisUrl = await ensureRedis(redis, supervisor, env);
+  if (redis === null)
+    say(`Redis: ${topology.kind === 'sentinel' ? 'Sentinel set' : 'Redis Cluster'} (none started)`);
+  const redisUrl = redis === null ? null : await ensureRedis(redis, supervisor, env);
   if (supervisor.stopping) return;
   if (redisUrl === undefined) {
     // Nothing was started unless a private redis-server failed to come up; stop that one if so.

@@ -1,8 +1,9 @@
 // Child processes of a benchmark run: spawning with captured output, stopping by pid, and what the kernel
 // says about them (/proc/<pid>/stat for CPU, /proc/<pid>/status for RSS).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
 import { clearTimeout, setTimeout } from 'node:timers';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -104,6 +105,55 @@ export async function startRedis() {
   }
   child.url = `redis://127.0.0.1:${port}`;
   return child;
+}
+
+/**
+ * A Redis Cluster of `masters` masters (no replicas: the bench measures the masters' work) from
+ * redis-server and `redis-cli --cluster create`; the nodes are children `redis-1`…, `seeds` their addresses.
+ */
+export async function startRedisCluster(masters = 3, dir = tmpdir()) {
+  const nodes = [];
+  while (nodes.length < masters) {
+    const port = await freePort();
+    if (port + 10000 > 65535 || (await accepts(port + 10000))) continue;
+    const child = new Child(`redis-${nodes.length + 1}`, 'redis-server', [
+      ...['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      ...['--maxclients', '20000', '--cluster-enabled', 'yes', '--dir', dir],
+      ...['--cluster-config-file', `bench-nodes-${port}.conf`],
+    ]);
+    child.port = port;
+    nodes.push(child);
+  }
+  for (const node of nodes) {
+    const deadline = Date.now() + 10_000;
+    while (!(await accepts(node.port))) {
+      if (!node.running || Date.now() > deadline)
+        throw new Error(`redis-server did not start:\n${node.output}`);
+      await sleep(50);
+    }
+  }
+  const addresses = nodes.map((node) => `127.0.0.1:${node.port}`);
+  execFileSync('redis-cli', [
+    '--cluster',
+    'create',
+    ...addresses,
+    '--cluster-replicas',
+    '0',
+    '--cluster-yes',
+  ]);
+  const deadline = Date.now() + 20_000;
+  for (const node of nodes) {
+    while (
+      !execFileSync('redis-cli', ['-p', String(node.port), 'cluster', 'info'], { encoding: 'utf8' }).includes(
+        'cluster_state:ok',
+      )
+    ) {
+      if (Date.now() > deadline) throw new Error('the bench cluster did not become healthy');
+      await sleep(100);
+    }
+    node.url = `redis://127.0.0.1:${node.port}`;
+  }
+  return { nodes, seeds: addresses.join(',') };
 }
 
 function accepts(port) {

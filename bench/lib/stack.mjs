@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withNodeOptions } from '../../scripts/start/apps.mjs';
-import { Child, freePort, startRedis } from './processes.mjs';
+import { Child, freePort, startRedis, startRedisCluster } from './processes.mjs';
 
 const { fetch } = globalThis;
 const APPS = ['registry', 'chat-worker', 'image-worker', 'embedding-worker', 'gateway'];
@@ -54,13 +54,22 @@ export class BenchStack {
     this.tempDir = await mkdtemp(join(tmpdir(), 'mgw-bench-'));
     const catalogPath = join(this.tempDir, 'catalog.json');
     await writeFile(catalogPath, JSON.stringify(this.scenario.catalog));
-    const redis = await startRedis();
-    this.children.set('redis', redis);
+    // BENCH_REDIS=cluster: a 3-master Redis Cluster (children redis-1…3) instead of one node (`redis`).
+    let redisEnv;
+    if (process.env.BENCH_REDIS === 'cluster') {
+      const cluster = await startRedisCluster(3, this.tempDir);
+      for (const node of cluster.nodes) this.children.set(node.label, node);
+      redisEnv = { REDIS_CLUSTER_NODES: cluster.seeds };
+    } else {
+      const redis = await startRedis();
+      this.children.set('redis', redis);
+      redisEnv = { REDIS_URL: redis.url };
+    }
     this.gatewayUrl = `http://127.0.0.1:${await freePort()}`;
     const env = {
       PATH: process.env.PATH ?? '',
       NODE_ENV: 'production',
-      REDIS_URL: redis.url,
+      ...redisEnv,
       KEY_PREFIX: 'bench',
       CATALOG_PATH: catalogPath,
       GATEWAY_API_KEYS: this.apiKey,
@@ -165,7 +174,7 @@ export class BenchStack {
     await stop(['gateway', 'baseline']);
     await stop(['chat-worker', 'image-worker']);
     await stop(['registry']);
-    await stop(['redis']);
+    await stop([...this.children.keys()].filter((label) => label.startsWith('redis')));
     if (this.tempDir) await rm(this.tempDir, { recursive: true, force: true });
   }
 }

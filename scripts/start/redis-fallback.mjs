@@ -16,6 +16,24 @@ const REDIS_PING_TIMEOUT_MS = 1_000;
 const REDIS_START_TIMEOUT_MS = 5_000;
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 
+const TOPOLOGY_VARIABLES = ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'];
+
+/**
+ * Which of the three Redis topologies the environment names (the apps validate the details): `single` with
+ * the URL (REDIS_URL unset: the local default), `sentinel`, `cluster`, or a `problem` when two are set.
+ */
+export function redisTopologyOf(env) {
+  const given = TOPOLOGY_VARIABLES.filter((name) => (env[name] ?? '').trim() !== '');
+  if (given.length > 1) {
+    return {
+      problem: `${given.join(' and ')} are both set; set exactly one of ${TOPOLOGY_VARIABLES.join(', ')}`,
+    };
+  }
+  if (given[0] === 'REDIS_SENTINELS') return { kind: 'sentinel' };
+  if (given[0] === 'REDIS_CLUSTER_NODES') return { kind: 'cluster' };
+  return { kind: 'single', url: (env.REDIS_URL ?? '').trim() || 'redis://127.0.0.1:6379' };
+}
+
 export function parseRedisUrl(raw) {
   let url;
   try {
@@ -92,13 +110,19 @@ async function onPath(command, env) {
 }
 
 /** Starts redis-server on `port` and waits for it to answer. Returns its URL for the apps, or null. */
-async function startPrivateRedis(redis, supervisor) {
+async function startPrivateRedis(redis, supervisor, env) {
   supervisor.say(
     `no Redis at ${redacted(redis.url)}; starting a private redis-server on 127.0.0.1:${redis.port}`,
   );
   // No snapshots and no append-only file: this Redis lives and dies with `npm start`.
   const options = { port: String(redis.port), bind: '127.0.0.1', save: '', appendonly: 'no', dir: tmpdir() };
   const args = Object.entries(options).flatMap(([option, value]) => [`--${option}`, value]);
+  // The apps will log in with the password they were given (the URL's own, or REDIS_PASSWORD), so the
+  // private server asks for it; it travels on the command line of a loopback-only, throwaway server.
+  const password = redis.url.password
+    ? decodeURIComponent(redis.url.password)
+    : (env.REDIS_PASSWORD ?? '').trim();
+  if (password) args.push('--requirepass', password);
   // Through the tether, so that redis-server ends with the launcher even if the launcher is killed.
   const tether = fileURLToPath(new URL('./tether.mjs', import.meta.url));
   const entry = supervisor.start(REDIS, process.execPath, [tether, 'redis-server', ...args]);
@@ -147,5 +171,5 @@ export async function ensureRedis(redis, supervisor, env) {
     supervisor.complain(redisHelp(redis, ping.reason));
     return undefined;
   }
-  return (await startPrivateRedis(redis, supervisor)) ?? undefined;
+  return (await startPrivateRedis(redis, supervisor, env)) ?? undefined;
 }

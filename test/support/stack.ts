@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './free-port';
+import type { TestRedis } from './redis-topologies';
 
 const ROOT = resolve(__dirname, '..', '..');
 const APPS = ['registry', 'chat-worker', 'image-worker', 'gateway'] as const;
@@ -31,6 +32,8 @@ export interface StackOptions {
   with?: OptionalApp[];
   /** Redis to use instead of E2E_REDIS_URL / the local default (e.g. a private one a test stops). */
   redisUrl?: string;
+  /** A Sentinel set or a Redis Cluster of the test's own (test/support/redis-topologies.ts) instead. */
+  topology?: TestRedis;
 }
 
 /**
@@ -64,14 +67,18 @@ export class Stack {
   }
 
   private async boot(): Promise<void> {
-    this.redis = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    await this.redis.connect();
+    const topology = this.options.topology;
+    if (topology) this.redis = topology.client();
+    else {
+      this.redis = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      await this.redis.connect();
+    }
     const port = await freePort();
     this.baseUrl = `http://127.0.0.1:${port}`;
     const env: Record<string, string> = {
       PATH: process.env.PATH ?? '',
       NODE_ENV: 'test',
-      REDIS_URL: this.redisUrl,
+      ...(topology ? topology.env : { REDIS_URL: this.redisUrl }),
       KEY_PREFIX: this.namespace,
       GATEWAY_API_KEYS: this.apiKey,
       PORT: String(port),
@@ -191,12 +198,18 @@ export class Stack {
     await Promise.all(workers.map((label) => this.stopApp(label)));
     await this.stopApp('registry');
     if (this.redis?.status === 'ready') {
-      let cursor = '0';
-      do {
-        const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.namespace}:*`, 'COUNT', 1000);
-        if (keys.length > 0) await this.redis.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
+      // A Cluster's keys are spread over its masters: each is scanned on its own.
+      const nodes = this.options.topology ? await this.options.topology.masters() : [this.redis];
+      for (const node of nodes) {
+        let cursor = '0';
+        do {
+          const [next, keys] = await node.scan(cursor, 'MATCH', `${this.namespace}:*`, 'COUNT', 1000);
+          // One key per DEL (a Cluster node refuses a DEL across slots), pipelined.
+          if (keys.length > 0) await keys.reduce((batch, key) => batch.del(key), node.pipeline()).exec();
+          cursor = next;
+        } while (cursor !== '0');
+        if (node !== this.redis) await node.quit();
+      }
       await this.redis.quit();
     } else {
       this.redis?.disconnect();

@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { of } from 'rxjs';
 import type { KeyAuthenticator, KeyStore } from '@mgw/access';
 import { KeyInvalidationListener, StreamLogStore, type RedisConnections } from '@mgw/session';
-import type { GatewayConfig } from '@mgw/config';
+import { loadConfig, RedisOnlyConfig, type GatewayConfig } from '@mgw/config';
 import {
   ChatJobData,
   CHAT_MODEL_TYPE,
@@ -346,7 +346,10 @@ const answers: Family = {
       send: (pattern: string) => of(pattern.endsWith('models.list') ? list : fields(message)),
     } as unknown as ClientProxy;
     jest.spyOn(ClientProxyFactory, 'create').mockReturnValue(proxy);
-    const client = new RegistryClient('redis://127.0.0.1:1', 'mgw');
+    const client = new RegistryClient(
+      loadConfig(RedisOnlyConfig, { REDIS_URL: 'redis://127.0.0.1:1' }).redis,
+      'mgw',
+    );
     try {
       const [found, listed] = [await client.getModel('sim-chat', 1000), await client.listModels(1000)];
       const expected = {

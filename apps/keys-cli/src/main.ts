@@ -11,11 +11,11 @@ runApp('keys', async () => {
     return;
   }
   const config = loadConfig(RedisOnlyConfig, process.env);
-  const redis = createRedisConnection(config.redisUrl, 'command', 'keys-cli', {
+  const redis = createRedisConnection(config.redis, 'command', 'keys-cli', {
     warn: (message) => process.stderr.write(`${message}\n`),
   });
   try {
-    await waitUntilReady(redis, 5000, config.redisUrl);
+    await waitUntilReady(redis, 5000, config.redis.description);
     const result = await runKeysCommand(argv, redis, config.namespace);
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
   } catch (error) {

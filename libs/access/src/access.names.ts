@@ -1,30 +1,45 @@
-import { queueNameFor, type ModelKind } from '@mgw/contracts';
+import { queueNameFor, slotTagged, type KeyLayout, type ModelKind } from '@mgw/contracts';
 
 /**
  * Every Redis name of keys, limits and usage, in the deployment's namespace. Key ids and request ids are
  * restricted to [A-Za-z0-9_-], and model ids go through the queue-name encoding, so no name can collide.
+ *
+ * On a Cluster (`layout`): the key store's names share one slot (`{keys}`: a key is created, changed and
+ * revoked in one MULTI, and found by its hash); an API key's limits, reservations and usage share its id's
+ * slot (its admission step and its usage are one script each); a model's admission keys share its queue's.
+ * A reservation and a usage marker then need the key id besides the request id (`keyId` below).
  */
-export function accessNames(namespace: string) {
+export function accessNames(namespace: string, layout: KeyLayout = 'node') {
+  const cluster = layout === 'cluster';
+  const keys = `${namespace}:${slotTagged('keys', layout)}`;
+  // Unattributed usage (no key id) still needs a tag: an empty `{}` would hash the whole name.
+  const keyTag = (keyId: string) => (cluster ? `{${keyId || 'unattributed'}}` : keyId);
+  const limits = (keyId: string) => `${namespace}:limits:${keyTag(keyId)}`;
   return {
-    keyRecord: (id: string) => `${namespace}:keys:record:${id}`,
-    keyByHash: (hash: string) => `${namespace}:keys:hash:${hash}`,
-    keyIds: `${namespace}:keys:ids`,
+    keyRecord: (id: string) => `${keys}:record:${id}`,
+    keyByHash: (hash: string) => `${keys}:hash:${hash}`,
+    keyIds: `${keys}:ids`,
     /** pub/sub: the hash of a key whose record changed; every gateway drops it from its cache. */
     keysChanged: `${namespace}:keys:changed`,
-    rpm: (keyId: string) => `${namespace}:limits:${keyId}:rpm`,
-    tpm: (keyId: string) => `${namespace}:limits:${keyId}:tpm`,
-    concurrency: (keyId: string) => `${namespace}:limits:${keyId}:concurrency`,
+    rpm: (keyId: string) => `${limits(keyId)}:rpm`,
+    tpm: (keyId: string) => `${limits(keyId)}:tpm`,
+    concurrency: (keyId: string) => `${limits(keyId)}:concurrency`,
     /** What a request reserved against its key's TPM window, until the worker reconciles it. */
-    reservation: (requestId: string) => `${namespace}:limits:reservation:${requestId}`,
+    reservation: (requestId: string, keyId: string) =>
+      cluster ? `${limits(keyId)}:reservation:${requestId}` : `${namespace}:limits:reservation:${requestId}`,
     /** Admissions between the depth check and the job landing in the queue. */
     admitting: (kind: ModelKind, model: string) =>
-      `${namespace}:admission:${queueNameFor(kind, model)}:pending`,
+      `${namespace}:admission:${queueNameFor(kind, model, layout)}:pending`,
     /** Jobs finished per second, for the model's measured service rate. */
-    served: (kind: ModelKind, model: string) => `${namespace}:admission:${queueNameFor(kind, model)}:served`,
-    usage: (keyId: string, day: string) => `${namespace}:usage:${keyId}:${day}`,
+    served: (kind: ModelKind, model: string) =>
+      `${namespace}:admission:${queueNameFor(kind, model, layout)}:served`,
+    usage: (keyId: string, day: string) => `${namespace}:usage:${keyTag(keyId)}:${day}`,
     usageKeyIds: `${namespace}:usage:keys`,
     /** Marks a request whose usage was recorded, so a re-run job cannot count twice. */
-    usageRecorded: (requestId: string) => `${namespace}:usage:recorded:${requestId}`,
+    usageRecorded: (requestId: string, keyId: string) =>
+      cluster
+        ? `${namespace}:usage:${keyTag(keyId)}:recorded:${requestId}`
+        : `${namespace}:usage:recorded:${requestId}`,
   };
 }
 

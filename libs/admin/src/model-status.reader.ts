@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { accessNames, type AccessNames } from '@mgw/access';
 import {
   CHAT_MODEL_TYPE,
+  keyLayoutOf,
   queueNameFor,
   type ModelEntry,
   type ModelKind,
@@ -36,7 +37,7 @@ export class ModelStatusReader {
     private readonly directory: ModelDirectory,
     private readonly now: () => number = Date.now,
   ) {
-    this.names = accessNames(namespace);
+    this.names = accessNames(namespace, keyLayoutOf(redis));
   }
 
   read(): Promise<ModelStatusList> {
@@ -51,20 +52,18 @@ export class ModelStatusReader {
   private async readNow(now: number): Promise<ModelStatusList> {
     const entries = [...(await this.directory.listModels())].sort((a, b) => a.id.localeCompare(b.id));
     const models = entries.map((entry) => ({ id: entry.id, kind: kindOf(entry) }));
-    const recent = this.redis.pipeline();
-    for (const model of models) {
-      recent
-        .hgetall(this.names.served(model.kind, model.id))
-        .zcount(`${this.namespace}:${queueNameFor(model.kind, model.id)}:failed`, now - RECENT_MS, '+inf');
-    }
-    const [queues, replies] = await Promise.all([
-      new QueueStatsReader(this.redis, this.namespace, models, () => now).read(),
-      models.length > 0 ? recent.exec() : Promise.resolve([]),
+    const layout = keyLayoutOf(this.redis);
+    const failedKey = (model: { id: string; kind: ModelKind }) =>
+      `${this.namespace}:${queueNameFor(model.kind, model.id, layout)}:failed`;
+    // Sent together (the gateway's command connection pipelines them), each to its model's slot on a Cluster.
+    const recent: Promise<unknown>[] = models.flatMap((model) => [
+      this.redis.hgetall(this.names.served(model.kind, model.id)),
+      this.redis.zcount(failedKey(model), now - RECENT_MS, '+inf'),
     ]);
-    const values = (replies ?? []).map(([error, value]) => {
-      if (error) throw error;
-      return value;
-    });
+    const [queues, values] = await Promise.all([
+      new QueueStatsReader(this.redis, this.namespace, models, () => now).read(),
+      Promise.all(recent),
+    ]);
     const fromSecond = Math.floor(now / 1000) - Math.floor(RECENT_MS / 1000) + 1;
     const data = entries.map((entry, i): ModelStatus => {
       const queue = queues[i]!;

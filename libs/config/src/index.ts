@@ -1,5 +1,6 @@
 export * from './load-config';
 export * from './shared.config';
+export * from './redis.settings';
 export * from './gateway.config';
 export * from './worker.config';
 export * from './registry.config';

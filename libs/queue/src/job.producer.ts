@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
+  keyLayoutOf,
   queueNameFor,
   type ChatJobData,
   type EmbeddingJobData,
@@ -29,7 +30,7 @@ export class JobProducer {
   ) {}
 
   queueFor(kind: ModelKind, model: string): Queue {
-    const name = queueNameFor(kind, model);
+    const name = queueNameFor(kind, model, keyLayoutOf(this.connection));
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue(name, { connection: this.connection, prefix: this.namespace });

@@ -1,6 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { queueNameFor, type ModelKind, type ComponentLogger } from '@mgw/contracts';
+import { keyLayoutOf, queueNameFor, type ModelKind, type ComponentLogger } from '@mgw/contracts';
 import { boundedFailure, stripFailedJob } from './failed-job.retention';
 
 export type JobHandler = (job: Job<unknown>) => Promise<void>;
@@ -69,7 +69,7 @@ export class ModelQueueConsumer {
     for (let i = 0; i < count; i++) {
       // Shares that add up to `concurrency` exactly: the worker never runs more jobs than it announced.
       const share = Math.floor(concurrency / count) + (i < concurrency % count ? 1 : 0);
-      this.start(queueNameFor(kind, model), share, handler);
+      this.start(queueNameFor(kind, model, keyLayoutOf(this.connection)), share, handler);
     }
   }
 
@@ -100,7 +100,7 @@ export class ModelQueueConsumer {
       const share = Math.floor(concurrency / count) + (i < concurrency % count ? 1 : 0);
       const reservations = new Map<string, R | null>();
       const worker = this.createWorker(
-        queueNameFor(kind, model),
+        queueNameFor(kind, model, keyLayoutOf(this.connection)),
         share,
         (job, token) => handler(job, reservations.get(token ?? '') ?? null),
         { autorun: false },

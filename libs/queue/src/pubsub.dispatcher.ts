@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { keyLayoutOf } from '@mgw/contracts';
 
 /** What listens on one channel of the shared subscriber connection. */
 export interface ChannelListener {
@@ -19,7 +20,9 @@ export class PubSubDispatcher {
   private readonly subscribed = new Set<string>();
 
   constructor(private readonly subscriber: Redis) {
-    subscriber.on('message', (channel: string, raw: string) => this.listeners.get(channel)?.message(raw));
+    const deliver = (channel: string, raw: string) => this.listeners.get(channel)?.message(raw);
+    subscriber.on('message', deliver);
+    subscriber.on('smessage', deliver);
     subscriber.on('ready', () => {
       for (const listener of this.listeners.values()) listener.connected?.();
     });
@@ -28,11 +31,20 @@ export class PubSubDispatcher {
     });
   }
 
-  /** Subscribes `channel` for `listener`, its only listener. */
-  async listen(channel: string, listener: ChannelListener): Promise<void> {
+  /**
+   * Subscribes `channel` for `listener`, its only listener. `sharded`: on a Cluster the channel is a shard
+   * channel (SSUBSCRIBE, heard from the master of its slot only) rather than one every node relays.
+   */
+  async listen(
+    channel: string,
+    listener: ChannelListener,
+    options: { sharded?: boolean } = {},
+  ): Promise<void> {
     if (this.listeners.has(channel)) throw new Error(`channel ${channel} already has a listener`);
     this.listeners.set(channel, listener);
-    await this.subscriber.subscribe(channel);
+    if (options.sharded && keyLayoutOf(this.subscriber) === 'cluster')
+      await this.subscriber.ssubscribe(channel);
+    else await this.subscriber.subscribe(channel);
     this.subscribed.add(channel);
   }
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { queueNameFor, type ModelKind } from '@mgw/contracts';
+import { keyLayoutOf, queueNameFor, type ModelKind } from '@mgw/contracts';
 
 export interface QueueStats {
   model: string;
@@ -39,7 +39,8 @@ return heads
 const FIELDS = 8;
 
 /**
- * Reads the depth of every model queue in two pipelined round trips, straight from BullMQ's keys
+ * Reads the depth of every model queue in two rounds of commands (sent together: the connections that read
+ * it pipeline automatically, and on a Cluster each goes to the master of its queue's slot), straight from BullMQ's keys
  * (`<prefix>:<queue>:<list>`): waiting (wait, paused and prioritized), active and delayed counts and the
  * ids of the oldest waiting candidates, then their creation times. The candidates are the tail of `wait`
  * (BullMQ pushes new jobs on the left and takes from the right; a paused queue keeps its jobs there too), the
@@ -57,26 +58,22 @@ export class QueueStatsReader {
   ) {}
 
   async read(): Promise<QueueStats[]> {
+    const layout = keyLayoutOf(this.redis);
     const keyOf = (model: { id: string; kind: ModelKind }, type: string) =>
-      `${this.namespace}:${queueNameFor(model.kind, model.id)}:${type}`;
-    const counts = this.redis.pipeline();
-    for (const model of this.models) {
-      counts
-        .llen(keyOf(model, 'wait'))
-        .llen(keyOf(model, 'paused'))
-        .zcard(keyOf(model, 'prioritized'))
-        .llen(keyOf(model, 'active'))
-        .zcard(keyOf(model, 'delayed'))
-        .lindex(keyOf(model, 'wait'), -1)
-        .lindex(keyOf(model, 'paused'), -1)
-        .eval(TIER_HEADS_LUA, 1, keyOf(model, 'prioritized'), OLDEST_PRIORITIZED_TIERS);
-    }
-    const replies = await counts.exec();
-    const values = (replies ?? []).map(([error, value]) => {
-      if (error) throw error;
-      return value;
-    });
-    const oldest = this.redis.pipeline();
+      `${this.namespace}:${queueNameFor(model.kind, model.id, layout)}:${type}`;
+    const values: unknown[] = await Promise.all(
+      this.models.flatMap((model) => [
+        this.redis.llen(keyOf(model, 'wait')),
+        this.redis.llen(keyOf(model, 'paused')),
+        this.redis.zcard(keyOf(model, 'prioritized')),
+        this.redis.llen(keyOf(model, 'active')),
+        this.redis.zcard(keyOf(model, 'delayed')),
+        this.redis.lindex(keyOf(model, 'wait'), -1),
+        this.redis.lindex(keyOf(model, 'paused'), -1),
+        this.redis.eval(TIER_HEADS_LUA, 1, keyOf(model, 'prioritized'), OLDEST_PRIORITIZED_TIERS),
+      ]),
+    );
+    const oldest: Promise<string | null>[] = [];
     const stats = this.models.map((model, i) => {
       const [wait, paused, prioritized, active, delayed, oldestWaiting, oldestPaused, tierHeads] =
         values.slice(i * FIELDS, (i + 1) * FIELDS);
@@ -84,7 +81,7 @@ export class QueueStatsReader {
       const candidates = [oldestWaiting, oldestPaused, ...heads].filter(
         (id): id is string => typeof id === 'string',
       );
-      for (const id of candidates) oldest.hget(keyOf(model, id), 'timestamp');
+      for (const id of candidates) oldest.push(this.redis.hget(keyOf(model, id), 'timestamp'));
       return {
         model: model.id,
         waiting: Number(wait) + Number(paused) + Number(prioritized),
@@ -94,13 +91,13 @@ export class QueueStatsReader {
         candidates: candidates.length,
       };
     });
-    const timestamps = oldest.length > 0 ? ((await oldest.exec()) ?? []) : [];
+    const timestamps = await Promise.all(oldest);
     let next = 0;
     const now = this.now();
     return stats.map(({ candidates, ...stat }) => {
       const createdAt = timestamps
         .slice(next, (next += candidates))
-        .map(([, value]) => Number(value))
+        .map((value) => Number(value))
         // A job may have been taken between the two round trips: no timestamp, no age.
         .filter((value) => Number.isFinite(value) && value > 0);
       return createdAt.length > 0

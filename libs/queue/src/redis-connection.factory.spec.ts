@@ -1,5 +1,12 @@
-import { Redis } from 'ioredis';
-import { redactRedisUrl, redisOptionsFromUrl, waitUntilReady } from './redis-connection.factory';
+import { Redis, type Cluster } from 'ioredis';
+import { loadConfig, RedisOnlyConfig } from '@mgw/config';
+import {
+  createRedisConnection,
+  isClusterConnection,
+  redactRedisUrl,
+  redisOptionsFromUrl,
+  waitUntilReady,
+} from './redis-connection.factory';
 
 describe('Redis URLs', () => {
   it.each([
@@ -33,6 +40,61 @@ describe('Redis URLs', () => {
     await expect(waitUntilReady(redis, 10, 'redis://:s3cret@redis:6379')).rejects.toThrow(
       'redis://:***@redis:6379: Redis not reachable within 10 ms',
     );
+    redis.disconnect();
+  });
+});
+
+describe('createRedisConnection', () => {
+  const quiet = { warn: () => undefined };
+  const settings = (env: NodeJS.ProcessEnv) => loadConfig(RedisOnlyConfig, env).redis;
+
+  it('connects to a Cluster through its seed nodes, with the credentials on every node', () => {
+    const redis = createRedisConnection(
+      settings({ REDIS_CLUSTER_NODES: '10.0.0.1:7000,10.0.0.2:7000', REDIS_PASSWORD: 'pw' }),
+      'command',
+      'test',
+      quiet,
+      { lazyConnect: true },
+    );
+    expect(isClusterConnection(redis)).toBe(true);
+    const cluster = redis as unknown as Cluster;
+    expect(cluster.options.redisOptions).toMatchObject({ password: 'pw', connectionName: 'test' });
+    expect(cluster.options.enableOfflineQueue).toBe(false);
+    redis.disconnect();
+  });
+
+  it('asks a Sentinel set for the master it names', () => {
+    const redis = createRedisConnection(
+      settings({
+        REDIS_SENTINELS: 's1:26379',
+        REDIS_SENTINEL_MASTER: 'main',
+        REDIS_SENTINEL_PASSWORD: 'spw',
+      }),
+      'subscriber',
+      'test',
+      quiet,
+      { lazyConnect: true },
+    );
+    expect(isClusterConnection(redis)).toBe(false);
+    expect(redis.options).toMatchObject({
+      sentinels: [{ host: 's1', port: 26379 }],
+      name: 'main',
+      role: 'master',
+      sentinelPassword: 'spw',
+      maxRetriesPerRequest: null,
+    });
+    redis.disconnect();
+  });
+
+  it('takes REDIS_PASSWORD and REDIS_TLS for a URL without its own', () => {
+    const redis = createRedisConnection(
+      settings({ REDIS_URL: 'redis://cache:6380/1', REDIS_PASSWORD: 'pw', REDIS_TLS: '1' }),
+      'command',
+      'test',
+      quiet,
+      { lazyConnect: true },
+    );
+    expect(redis.options).toMatchObject({ host: 'cache', port: 6380, db: 1, password: 'pw', tls: {} });
     redis.disconnect();
   });
 });

@@ -1,5 +1,6 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { redactRedisUrl, type RedisNode, type RedisSettings } from '@mgw/config';
 import type { ComponentLogger } from '@mgw/contracts';
-import { Redis, type RedisOptions } from 'ioredis';
 
 export interface RedisEndpoint {
   host: string;
@@ -24,18 +25,7 @@ export function redisOptionsFromUrl(url: string): RedisEndpoint {
   };
 }
 
-/** A Redis URL as it may appear in a log or an error: its password replaced, everything else kept. */
-export function redactRedisUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, '//***@');
-  }
-  if (parsed.password === '') return url;
-  parsed.password = '***';
-  return parsed.href;
-}
+export { redactRedisUrl };
 
 /**
  * The roles a connection plays. They differ in how they behave while Redis is away:
@@ -46,37 +36,125 @@ export function redactRedisUrl(url: string): string {
  */
 export type RedisRole = 'command' | 'subscriber' | 'blocking';
 
+export interface RedisConnectionOptions {
+  /** Connect on the first command or `connect()` instead of at once (the registry transport's clients). */
+  lazyConnect?: boolean;
+}
+
 /**
- * A connection for `role`, named `name` in CLIENT LIST. Its errors go to `logger`: ioredis reports every
- * failed reconnect as an 'error' event, and an unlistened one would crash the process.
+ * The one way any process connects to Redis: a connection for `role`, named `name` in CLIENT LIST, to the
+ * deployment's one topology — a single node, the master a Sentinel set names, or a Redis Cluster. Its
+ * errors go to `logger`: ioredis reports every failed reconnect as an 'error' event, and an unlistened one
+ * would crash the process.
+ *
+ * A Cluster is handed out typed as `Redis`: ioredis gives both the same command interface (and
+ * `isCluster` to tell them apart), so every consumer stays topology-blind except the few key layouts and
+ * scripts that must know (see `isClusterConnection`).
  */
 export function createRedisConnection(
-  url: string,
+  settings: RedisSettings,
   role: RedisRole,
   name: string,
   logger: Pick<ComponentLogger, 'warn'>,
+  options: RedisConnectionOptions = {},
 ): Redis {
-  const redis = connectionFor(url, role, name);
+  const redis = connectionFor(settings, role, name, options.lazyConnect ?? false);
   redis.on('error', (error: Error) => logger.warn(`redis (${name}): ${error.message}`));
   return redis;
 }
 
-function connectionFor(url: string, role: RedisRole, name: string): Redis {
-  const base: RedisOptions = {
-    ...redisOptionsFromUrl(url),
-    connectionName: name,
-    // Capped exponential back-off: recover quickly after a Redis restart without hammering it.
-    retryStrategy: (attempt) => Math.min(50 * 2 ** attempt, 1000),
-    enableAutoPipelining: role === 'command',
+/** True for a Redis Cluster connection: keys that one command or script touches must share a slot. */
+export function isClusterConnection(redis: Redis): boolean {
+  return (redis as { isCluster?: boolean }).isCluster === true;
+}
+
+/** Capped exponential back-off: recover quickly after a restart or a failover without hammering Redis. */
+const backOff = (attempt: number) => Math.min(50 * 2 ** attempt, 1000);
+
+/** How each role treats commands issued while Redis is away (see `RedisRole`). */
+function roleOptions(role: RedisRole): Pick<RedisOptions, 'enableOfflineQueue' | 'maxRetriesPerRequest'> {
+  return role === 'command'
+    ? { enableOfflineQueue: false, maxRetriesPerRequest: 1 }
+    : { maxRetriesPerRequest: null };
+}
+
+function connectionFor(settings: RedisSettings, role: RedisRole, name: string, lazyConnect: boolean): Redis {
+  const { topology } = settings;
+  const credentials: RedisOptions = {
+    ...(settings.username === undefined ? {} : { username: settings.username }),
+    ...(settings.password === undefined ? {} : { password: settings.password }),
+    ...(settings.tls ? { tls: {} } : {}),
   };
-  switch (role) {
-    case 'command':
-      return new Redis({ ...base, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-    case 'subscriber':
-      return new Redis({ ...base, maxRetriesPerRequest: null });
-    case 'blocking':
-      return new Redis({ ...base, maxRetriesPerRequest: null });
+  const common: RedisOptions = {
+    connectionName: name,
+    enableAutoPipelining: role === 'command',
+    lazyConnect,
+  };
+  switch (topology.kind) {
+    case 'single': {
+      const fromUrl = redisOptionsFromUrl(topology.url);
+      return new Redis({
+        ...fromUrl,
+        ...credentials,
+        ...common,
+        retryStrategy: backOff,
+        ...roleOptions(role),
+      });
+    }
+    case 'sentinel':
+      return new Redis({
+        sentinels: topology.sentinels,
+        name: topology.masterName,
+        role: 'master',
+        ...(topology.sentinelPassword === undefined ? {} : { sentinelPassword: topology.sentinelPassword }),
+        ...(settings.tls ? { enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
+        // Sentinel tells every client of a promotion at once rather than leaving each to find out by a
+        // failed command; a `-READONLY` demoted master is left for a fresh master lookup.
+        failoverDetector: true,
+        reconnectOnError: (error) => error.message.startsWith('READONLY'),
+        sentinelRetryStrategy: backOff,
+        ...credentials,
+        ...common,
+        retryStrategy: backOff,
+        ...roleOptions(role),
+      });
+    case 'cluster':
+      return clusterConnection(topology.nodes, credentials, common, role, settings.tls) as unknown as Redis;
   }
+}
+
+function clusterConnection(
+  nodes: RedisNode[],
+  credentials: RedisOptions,
+  common: RedisOptions,
+  role: RedisRole,
+  tls: boolean,
+): Cluster {
+  const { enableOfflineQueue, maxRetriesPerRequest } = roleOptions(role);
+  return new Cluster(nodes, {
+    redisOptions: { ...credentials, connectionName: common.connectionName, maxRetriesPerRequest },
+    enableOfflineQueue: enableOfflineQueue ?? true,
+    enableAutoPipelining: common.enableAutoPipelining,
+    lazyConnect: common.lazyConnect,
+    clusterRetryStrategy: backOff,
+    // A failover or a reshard moves slots: follow MOVED/ASK and retry a TRYAGAIN/CLUSTERDOWN a few times
+    // within about a second, then fail the command rather than hang a request on it.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    maxRedirections: 16,
+    slotsRefreshInterval: 5000,
+    // Sharded pub/sub (SSUBSCRIBE) goes to the node that owns the channel's slot, and follows it there.
+    shardedSubscribers: role === 'subscriber',
+    // Managed clusters (ElastiCache, Memorystore) announce IPs whose certificates name the configuration
+    // endpoint: keep the hostname for TLS rather than resolving it.
+    ...(tls
+      ? {
+          dnsLookup: (address: string, callback: (error: null, address: string) => void) =>
+            callback(null, address),
+        }
+      : {}),
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers';
 import type { Redis } from 'ioredis';
-import { encodeReplyFrame, MAX_REPLY_FRAME_MESSAGES } from '@mgw/contracts';
+import { encodeReplyFrame, keyLayoutOf, MAX_REPLY_FRAME_MESSAGES, replyLivenessKeyFor } from '@mgw/contracts';
 import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
@@ -61,12 +61,19 @@ export class ReplyBatcher {
   private pending = new Map<string, Frame>();
   private scheduled = false;
   private scriptLoaded = false;
+  private readonly cluster: boolean;
+  /** On a Cluster: per channel, the last frame that waits for its logs; later frames go out after it. */
+  private readonly tails = new Map<string, Promise<unknown>>();
+  /** On a Cluster: payloads being stored, which the frames sent meanwhile wait for (see `store`). */
+  private readonly storing = new Set<Promise<unknown>>();
 
   constructor(
     private readonly redis: Redis,
     /** Flow control: holds back the streams of a gateway that fell behind (see SubscriberBacklogMonitor). */
     private readonly backlog?: SubscriberBacklogMonitor,
-  ) {}
+  ) {
+    this.cluster = keyLayoutOf(redis) === 'cluster';
+  }
 
   /** Null while `channel`'s gateway keeps up; else a promise that settles when its streams may go on. */
   gateOf(channel: string): Promise<void> | null {
@@ -114,9 +121,18 @@ export class ReplyBatcher {
     this.send(channel, frame);
   }
 
-  /** Stores a payload that a message will refer to; sent at once, so it is in Redis before that message. */
+  /**
+   * Stores a payload that a message will refer to; sent at once, so it is in Redis before that message: on
+   * one connection to one node by order alone; on a Cluster, where the key and the channel may live on
+   * different masters, because every frame sent meanwhile waits for the store to be written.
+   */
   store(key: string, payload: string, ttlMs: number): Promise<unknown> {
-    return this.redis.set(key, payload, 'PX', ttlMs);
+    const stored = this.redis.set(key, payload, 'PX', ttlMs);
+    if (!this.cluster) return stored;
+    this.storing.add(stored);
+    const settled = () => this.storing.delete(stored);
+    stored.then(settled, settled);
+    return stored;
   }
 
   private flush(): void {
@@ -138,6 +154,10 @@ export class ReplyBatcher {
    */
   private send(channel: string, frame: Frame): void {
     const encoded = encodeReplyFrame(frame.messages);
+    if (this.cluster) {
+      this.sendSharded(channel, frame, encoded);
+      return;
+    }
     if (!frame.logs) {
       this.redis.publish(channel, encoded).then(frame.resolve, frame.reject);
       return;
@@ -162,5 +182,45 @@ export class ReplyBatcher {
         frame.reject(error);
       },
     );
+  }
+
+  /**
+   * A Cluster's way: the frame goes over sharded pub/sub (SPUBLISH, to the master of the channel's slot only,
+   * where the gateway's SSUBSCRIBE is) and each replay log is appended in its own slot first. A frame with
+   * logs is published once they are all written, so whoever hears a message still finds every earlier one
+   * in its log; a later frame of the channel waits for it, so the channel keeps its order.
+   */
+  private sendSharded(channel: string, frame: Frame, encoded: string): void {
+    const logs = frame.logs ? [...frame.logs] : [];
+    const before = this.tails.get(channel);
+    const stores = [...this.storing];
+    if (logs.length === 0 && !before && stores.length === 0) {
+      this.spublish(channel, encoded).then(frame.resolve, frame.reject);
+      return;
+    }
+    const appended = logs.map(([log, messages]) =>
+      Promise.all([
+        this.redis.xadd(log.key, 'MAXLEN', '~', log.maxEntries, '*', 'f', encodeReplyFrame(messages)),
+        this.redis.pexpire(log.key, log.retentionMs),
+      ]),
+    );
+    const waits = [before, ...stores].map((earlier) => earlier?.catch(() => undefined));
+    const published = Promise.all([...waits, ...appended]).then(() => this.spublish(channel, encoded));
+    this.tails.set(channel, published);
+    published
+      .finally(() => {
+        if (this.tails.get(channel) === published) this.tails.delete(channel);
+      })
+      .then(frame.resolve, frame.reject);
+  }
+
+  /**
+   * SPUBLISH counts the subscribers of one node, which may be none for a moment while a failover or a
+   * reshard moves the channel's slot: a gateway is only taken for gone when its liveness key is gone too.
+   */
+  private async spublish(channel: string, encoded: string): Promise<number> {
+    const receivers = (await this.redis.spublish(channel, encoded)) as number;
+    if (receivers > 0) return receivers;
+    return this.redis.exists(replyLivenessKeyFor(channel));
   }
 }

@@ -42,10 +42,12 @@ export class ReplyRouter {
   ) {}
 
   async start(): Promise<void> {
-    await this.pubsub.listen(this.channel, {
-      message: (raw) => this.dispatch(raw),
-      disconnected: () => this.failAll(),
-    });
+    // Sharded on a Cluster: a reply frame then travels to one node, not to every node of the cluster.
+    await this.pubsub.listen(
+      this.channel,
+      { message: (raw) => this.dispatch(raw), disconnected: () => this.failAll() },
+      { sharded: true },
+    );
   }
 
   get isSubscribed(): boolean {

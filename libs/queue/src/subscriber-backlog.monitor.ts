@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
-import type { ComponentLogger } from '@mgw/contracts';
+import type { Cluster, Redis } from 'ioredis';
+import { keyLayoutOf, type ComponentLogger } from '@mgw/contracts';
 
 /** How often the backlog is read while replies flow fast, or while a gateway is behind. */
 const POLL_INTERVAL_MS = 100;
@@ -57,6 +57,8 @@ export class SubscriberBacklogMonitor {
    * gateway's buffer within one interval.
    */
   private readonly readNowChars: number;
+  /** On a Cluster: each reply channel's slot, whose master holds its subscriber's output buffer. */
+  private readonly slots: Map<string, number> | null;
 
   constructor(
     private readonly redis: Redis,
@@ -65,6 +67,7 @@ export class SubscriberBacklogMonitor {
   ) {
     this.disabled = options.pauseBytes <= 0;
     this.readNowChars = Math.max(POLL_AFTER_CHARS, options.pauseBytes / 4);
+    this.slots = keyLayoutOf(redis) === 'cluster' ? new Map() : null;
   }
 
   /** Counts a published reply; starts reading the backlog once replies flow fast. */
@@ -111,7 +114,7 @@ export class SubscriberBacklogMonitor {
   private async read(): Promise<void> {
     let listing: string;
     try {
-      listing = (await this.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
+      listing = await this.listSubscribers();
     } catch (error) {
       this.timer = null;
       if (this.redis.status !== 'ready') {
@@ -142,9 +145,37 @@ export class SubscriberBacklogMonitor {
     }
     const busy = this.charsSincePoll >= POLL_AFTER_CHARS;
     this.charsSincePoll = 0;
-    for (const channel of this.channels.keys()) if (!this.gates.has(channel)) this.channels.delete(channel);
+    for (const channel of this.channels.keys()) {
+      if (this.gates.has(channel)) continue;
+      this.channels.delete(channel);
+      this.slots?.delete(channel);
+    }
     this.timer = null;
     if (!this.disabled && (busy || this.gates.size > 0)) this.schedule();
+  }
+
+  /**
+   * `CLIENT LIST TYPE pubsub` of the node that holds the subscribers: the one node, or on a Cluster the
+   * master of each reply channel's slot (where the gateway's SSUBSCRIBE is), one command per such master.
+   */
+  private async listSubscribers(): Promise<string> {
+    if (this.slots === null) return (await this.redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
+    const cluster = this.redis as unknown as Cluster;
+    const owners = new Set<Redis>();
+    for (const channel of this.channels.keys()) {
+      let slot = this.slots.get(channel);
+      if (slot === undefined) {
+        slot = (await this.redis.call('CLUSTER', 'KEYSLOT', channel)) as number;
+        this.slots.set(channel, slot);
+      }
+      const owner = cluster.slots[slot]?.[0];
+      const node = cluster.nodes('master').find(({ options }) => `${options.host}:${options.port}` === owner);
+      if (node) owners.add(node);
+    }
+    const listings = await Promise.all(
+      [...owners].map((node) => node.call('CLIENT', 'LIST', 'TYPE', 'pubsub') as Promise<string>),
+    );
+    return listings.join('\n');
   }
 
   private openAll(): void {
@@ -157,7 +188,8 @@ export class SubscriberBacklogMonitor {
 export function outputBufferBytesByName(listing: string): Map<string, number> {
   const result = new Map<string, number>();
   for (const line of listing.split('\n')) {
-    const name = / name=(\S*)/.exec(line)?.[1];
+    // A Cluster's sharded subscriber carries its own prefix before the name the gateway gave it.
+    const name = / name=(?:ioredis-cluster\([a-z]+\):)?(\S*)/.exec(line)?.[1];
     const omem = / omem=(\d+)/.exec(line)?.[1];
     if (name && omem !== undefined) result.set(name, Number(omem));
   }

@@ -5,3 +5,4 @@ export * from './registry.client';
 export * from './model.directory';
 export * from './worker.announcer';
 export * from './registry-metrics.exporter';
+export * from './registry.transport';

@@ -22,7 +22,7 @@ export class RegistryMetricsExporter implements OnApplicationBootstrap, OnApplic
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.metricsPort === 0) return;
-    const redis = createRedisConnection(this.config.redisUrl, 'command', 'registry:metrics', this.logger);
+    const redis = createRedisConnection(this.config.redis, 'command', 'registry:metrics', this.logger);
     this.redis = redis;
     const reader = new QueueStatsReader(
       redis,

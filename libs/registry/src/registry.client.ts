@@ -1,6 +1,7 @@
-import { Logger } from '@nestjs/common';
-import { ClientProxyFactory, Transport, type ClientProxy } from '@nestjs/microservices';
+import { Logger, type Type } from '@nestjs/common';
+import { ClientProxyFactory, type ClientProxy } from '@nestjs/microservices';
 import { firstValueFrom, lastValueFrom, timeout } from 'rxjs';
+import type { RedisSettings } from '@mgw/config';
 import {
   readModelList,
   readModelLookup,
@@ -12,7 +13,7 @@ import {
   type WorkerDeregistrationDto,
   type WorkerHeartbeatDto,
 } from '@mgw/contracts';
-import { redisOptionsFromUrl } from '@mgw/queue';
+import { RegistryTransportClient, type RegistryTransportClientOptions } from './registry.transport';
 
 /** Typed calls to the registry microservice over the Redis transport. */
 export class RegistryClient {
@@ -20,12 +21,12 @@ export class RegistryClient {
   private readonly patterns: RegistryPatterns;
   private readonly logger = new Logger('Registry');
 
-  constructor(redisUrl: string, namespace: string) {
+  constructor(redis: RedisSettings, namespace: string) {
     this.patterns = registryPatterns(namespace);
-    this.proxy = ClientProxyFactory.create({
-      transport: Transport.REDIS,
-      options: { ...redisOptionsFromUrl(redisUrl), retryAttempts: Number.MAX_SAFE_INTEGER, retryDelay: 500 },
-    });
+    const options: RegistryTransportClientOptions = { redis, name: `${namespace}:registry-client` };
+    // Nest types ClientRedis's status stream narrower than a custom client's; the class is a ClientProxy.
+    const customClass = RegistryTransportClient as unknown as Type<ClientProxy>;
+    this.proxy = ClientProxyFactory.create({ customClass, options });
   }
 
   async connect(): Promise<void> {

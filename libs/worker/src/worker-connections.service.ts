@@ -20,19 +20,20 @@ export class WorkerConnections {
     @Inject(WorkerConfig) private readonly config: WorkerConfig,
     @Inject(WORKER_LOGGER) logger: LoggerService,
   ) {
-    const { redisUrl, instanceId } = config;
-    this.publisher = createRedisConnection(redisUrl, 'command', `${instanceId}:publish`, logger);
-    this.cancelSubscriber = createRedisConnection(redisUrl, 'subscriber', `${instanceId}:cancel`, logger);
-    this.blocking = createRedisConnection(redisUrl, 'blocking', `${instanceId}:queue`, logger);
+    const { redis, instanceId } = config;
+    this.publisher = createRedisConnection(redis, 'command', `${instanceId}:publish`, logger);
+    this.cancelSubscriber = createRedisConnection(redis, 'subscriber', `${instanceId}:cancel`, logger);
+    this.blocking = createRedisConnection(redis, 'blocking', `${instanceId}:queue`, logger);
   }
 
   private get all(): Redis[] {
     return [this.publisher, this.cancelSubscriber, this.blocking];
   }
 
-  /** Resolves once every connection is ready; rejects after a timeout naming REDIS_URL. */
+  /** Resolves once every connection is ready; rejects after a timeout naming the Redis (no password). */
   async ready(): Promise<void> {
-    await Promise.all(this.all.map((c) => waitUntilReady(c, REDIS_READY_TIMEOUT_MS, this.config.redisUrl)));
+    const what = this.config.redis.description;
+    await Promise.all(this.all.map((c) => waitUntilReady(c, REDIS_READY_TIMEOUT_MS, what)));
   }
 
   get allReady(): boolean {

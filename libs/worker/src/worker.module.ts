@@ -202,7 +202,7 @@ const observabilityProviders: Provider[] = [
 const registryProviders: Provider[] = [
   {
     provide: RegistryClient,
-    useFactory: (config: WorkerConfig) => new RegistryClient(config.redisUrl, config.namespace),
+    useFactory: (config: WorkerConfig) => new RegistryClient(config.redis, config.namespace),
     inject: [WorkerConfig],
   },
   {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { encodeKeyInvalidation, GatewayError } from '@mgw/contracts';
+import { encodeKeyInvalidation, GatewayError, keyLayoutOf } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
 import { readApiKeyRecord } from './api-key-record.reader';
 import type { ApiKeyView, CreatedKey } from '../admin-api.types';
@@ -20,7 +20,7 @@ export class KeyStore {
     private readonly redis: Redis,
     namespace: string,
   ) {
-    this.names = accessNames(namespace);
+    this.names = accessNames(namespace, keyLayoutOf(redis));
   }
 
   get invalidationChannel(): string {

@@ -8,6 +8,135 @@ import { LUA_NOW, LuaScript } from './lua-script';
  */
 
 /**
+ * The admission's parts, as Lua functions over the keys they touch, so that one node runs them as one script
+ * and a Cluster as two (an API key's limits and a model's queue live in different slots). Every function
+ * reads the shared `now`, `sec`, the ticket and the limits from ARGV (see ADMIT_SCRIPT).
+ */
+const LUA_ADMIT_ARGS = `
+local now = clock(ARGV[1])
+local ticket = ARGV[2]
+local rpm, tpm, maxc = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local est, lease, maxq, admitMs = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local WINDOW = 60000
+local sec = math.floor(now / 1000)
+`;
+
+/** The key's limits: checks, and `recordKey` to count an admission against them. */
+const LUA_KEY_LIMITS = `
+local function checkKey(rpmKey, tpmKey, concKey)
+  local c = { reqUsed = 0, reqRetry = 0, tokUsed = 0, tokRetry = 0, tokNewest = -1, tooLarge = false, concUsed = 0 }
+  if rpm > 0 then
+    redis.call('ZREMRANGEBYSCORE', rpmKey, '-inf', now - WINDOW)
+    c.reqUsed = redis.call('ZCARD', rpmKey)
+    if c.reqUsed >= rpm then
+      -- the admission whose expiry brings the count below the limit
+      local nth = redis.call('ZRANGE', rpmKey, c.reqUsed - rpm, c.reqUsed - rpm, 'WITHSCORES')
+      c.reqRetry = tonumber(nth[2]) + WINDOW - now
+    end
+  end
+  if tpm > 0 then
+    local first = sec - 59
+    local flat = redis.call('HGETALL', tpmKey)
+    local buckets = {}
+    for i = 1, #flat, 2 do
+      local b = tonumber(flat[i])
+      if b < first then
+        redis.call('HDEL', tpmKey, flat[i])
+      else
+        local v = tonumber(flat[i + 1])
+        c.tokUsed = c.tokUsed + v
+        table.insert(buckets, { b, v })
+        if b > c.tokNewest then c.tokNewest = b end
+      end
+    end
+    if est > tpm then
+      c.tooLarge = true
+    elseif c.tokUsed + est > tpm then
+      table.sort(buckets, function(x, y) return x[1] < y[1] end)
+      local freed = 0
+      for _, bucket in ipairs(buckets) do
+        freed = freed + bucket[2]
+        if c.tokUsed - freed + est <= tpm then
+          c.tokRetry = (bucket[1] + 60) * 1000 - now
+          break
+        end
+      end
+    end
+  end
+  if maxc > 0 then
+    redis.call('ZREMRANGEBYSCORE', concKey, '-inf', now)
+    c.concUsed = redis.call('ZCARD', concKey)
+  end
+  c.status, c.retry = 'ok', 0
+  if maxc > 0 and c.concUsed >= maxc then
+    c.status, c.retry = 'concurrency', 1000
+  elseif rpm > 0 and c.reqUsed >= rpm then
+    c.status, c.retry = 'requests', c.reqRetry
+  elseif c.tooLarge then
+    c.status = 'too_large'
+  elseif tpm > 0 and c.tokUsed + est > tpm then
+    c.status, c.retry = 'tokens', c.tokRetry
+  end
+  return c
+end
+
+local function recordKey(c, rpmKey, tpmKey, concKey, reservationKey)
+  if rpm > 0 then
+    redis.call('ZADD', rpmKey, now, ticket)
+    redis.call('PEXPIRE', rpmKey, WINDOW + 1000)
+    c.reqUsed = c.reqUsed + 1
+  end
+  if tpm > 0 and est > 0 then
+    redis.call('HINCRBY', tpmKey, sec, est)
+    redis.call('PEXPIRE', tpmKey, WINDOW + 2000)
+    redis.call('SET', reservationKey, sec .. ':' .. est, 'PX', 2 * WINDOW)
+    c.tokUsed = c.tokUsed + est
+    c.tokNewest = sec
+  end
+  if maxc > 0 then
+    redis.call('ZADD', concKey, now + lease, ticket)
+    redis.call('PEXPIRE', concKey, 2 * lease)
+  end
+end
+
+local function resetsOf(c, rpmKey)
+  local reqReset = 0
+  if rpm > 0 and c.reqUsed > 0 then
+    local newest = redis.call('ZRANGE', rpmKey, -1, -1, 'WITHSCORES')
+    if newest[2] then reqReset = tonumber(newest[2]) + WINDOW - now end
+  end
+  local tokReset = 0
+  if c.tokNewest >= 0 then tokReset = (c.tokNewest + 60) * 1000 - now end
+  return reqReset, tokReset
+end
+`;
+
+/** The model's queue depth: check, and `recordModel` to count an admission until its job is queued. */
+const LUA_MODEL_DEPTH = `
+local function checkModel(waitKey, prioritizedKey, admittingKey, servedKey)
+  local depth, served = 0, 0
+  if maxq > 0 then
+    redis.call('ZREMRANGEBYSCORE', admittingKey, '-inf', now)
+    depth = redis.call('LLEN', waitKey) + redis.call('ZCARD', prioritizedKey) + redis.call('ZCARD', admittingKey)
+    if depth >= maxq then
+      local flat = redis.call('HGETALL', servedKey)
+      for i = 1, #flat, 2 do
+        if tonumber(flat[i]) >= sec - 59 then served = served + tonumber(flat[i + 1]) end
+      end
+    end
+  end
+  return depth, served
+end
+
+local function recordModel(admittingKey)
+  if maxq > 0 then
+    redis.call('ZADD', admittingKey, now + admitMs, ticket)
+    redis.call('PEXPIRE', admittingKey, 2 * admitMs)
+  end
+end
+`;
+
+/**
  * Checks every limit, and only if all pass records the request against all of them, in one atomic step:
  * a refused request consumes nothing.
  * KEYS: 1 rpm zset, 2 tpm hash, 3 concurrency zset, 4 reservation, 5 queue wait list,
@@ -17,118 +146,38 @@ import { LUA_NOW, LuaScript } from './lua-script';
  * Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms, queue depth,
  *          jobs served in the last minute
  */
-export const ADMIT_SCRIPT = new LuaScript(`${LUA_NOW}
-local now = clock(ARGV[1])
-local ticket = ARGV[2]
-local rpm, tpm, maxc = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local est, lease, maxq, admitMs = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local WINDOW = 60000
-local sec = math.floor(now / 1000)
-
-local reqUsed, reqRetry = 0, 0
-if rpm > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - WINDOW)
-  reqUsed = redis.call('ZCARD', KEYS[1])
-  if reqUsed >= rpm then
-    -- the admission whose expiry brings the count below the limit
-    local nth = redis.call('ZRANGE', KEYS[1], reqUsed - rpm, reqUsed - rpm, 'WITHSCORES')
-    reqRetry = tonumber(nth[2]) + WINDOW - now
-  end
+export const ADMIT_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}${LUA_MODEL_DEPTH}
+local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
+local depth, served = checkModel(KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+if c.status == 'ok' and maxq > 0 and depth >= maxq then c.status = 'overloaded' end
+if c.status == 'ok' then
+  recordKey(c, KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+  recordModel(KEYS[7])
 end
+local reqReset, tokReset = resetsOf(c, KEYS[1])
+return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset, depth, served }
+`);
 
-local tokUsed, tokRetry, tokNewest, tooLarge = 0, 0, -1, false
-if tpm > 0 then
-  local first = sec - 59
-  local flat = redis.call('HGETALL', KEYS[2])
-  local buckets = {}
-  for i = 1, #flat, 2 do
-    local b = tonumber(flat[i])
-    if b < first then
-      redis.call('HDEL', KEYS[2], flat[i])
-    else
-      local v = tonumber(flat[i + 1])
-      tokUsed = tokUsed + v
-      table.insert(buckets, { b, v })
-      if b > tokNewest then tokNewest = b end
-    end
-  end
-  if est > tpm then
-    tooLarge = true
-  elseif tokUsed + est > tpm then
-    table.sort(buckets, function(x, y) return x[1] < y[1] end)
-    local freed = 0
-    for _, bucket in ipairs(buckets) do
-      freed = freed + bucket[2]
-      if tokUsed - freed + est <= tpm then
-        tokRetry = (bucket[1] + 60) * 1000 - now
-        break
-      end
-    end
-  end
-end
+/**
+ * A Cluster's first admission step, in the API key's slot: ADMIT_SCRIPT's key half (KEYS 1-4, same ARGV).
+ * Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms.
+ */
+export const ADMIT_KEY_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}
+local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
+if c.status == 'ok' then recordKey(c, KEYS[1], KEYS[2], KEYS[3], KEYS[4]) end
+local reqReset, tokReset = resetsOf(c, KEYS[1])
+return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
+`);
 
-local concUsed = 0
-if maxc > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  concUsed = redis.call('ZCARD', KEYS[3])
-end
-
-local depth, served = 0, 0
-if maxq > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', now)
-  depth = redis.call('LLEN', KEYS[5]) + redis.call('ZCARD', KEYS[6]) + redis.call('ZCARD', KEYS[7])
-  if depth >= maxq then
-    local flat = redis.call('HGETALL', KEYS[8])
-    for i = 1, #flat, 2 do
-      if tonumber(flat[i]) >= sec - 59 then served = served + tonumber(flat[i + 1]) end
-    end
-  end
-end
-
-local status, retry = 'ok', 0
-if maxc > 0 and concUsed >= maxc then
-  status, retry = 'concurrency', 1000
-elseif rpm > 0 and reqUsed >= rpm then
-  status, retry = 'requests', reqRetry
-elseif tooLarge then
-  status = 'too_large'
-elseif tpm > 0 and tokUsed + est > tpm then
-  status, retry = 'tokens', tokRetry
-elseif maxq > 0 and depth >= maxq then
-  status = 'overloaded'
-end
-
-if status == 'ok' then
-  if rpm > 0 then
-    redis.call('ZADD', KEYS[1], now, ticket)
-    redis.call('PEXPIRE', KEYS[1], WINDOW + 1000)
-    reqUsed = reqUsed + 1
-  end
-  if tpm > 0 and est > 0 then
-    redis.call('HINCRBY', KEYS[2], sec, est)
-    redis.call('PEXPIRE', KEYS[2], WINDOW + 2000)
-    redis.call('SET', KEYS[4], sec .. ':' .. est, 'PX', 2 * WINDOW)
-    tokUsed = tokUsed + est
-    tokNewest = sec
-  end
-  if maxc > 0 then
-    redis.call('ZADD', KEYS[3], now + lease, ticket)
-    redis.call('PEXPIRE', KEYS[3], 2 * lease)
-  end
-  if maxq > 0 then
-    redis.call('ZADD', KEYS[7], now + admitMs, ticket)
-    redis.call('PEXPIRE', KEYS[7], 2 * admitMs)
-  end
-end
-
-local reqReset = 0
-if rpm > 0 and reqUsed > 0 then
-  local newest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  if newest[2] then reqReset = tonumber(newest[2]) + WINDOW - now end
-end
-local tokReset = 0
-if tokNewest >= 0 then tokReset = (tokNewest + 60) * 1000 - now end
-return { status, retry, reqUsed, reqReset, tokUsed, tokReset, depth, served }
+/**
+ * A Cluster's second admission step, in the model's slot: ADMIT_SCRIPT's queue half (KEYS 5-8 as 1-4, same
+ * ARGV). Returns: status ('ok' or 'overloaded'), queue depth, jobs served in the last minute.
+ */
+export const ADMIT_MODEL_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_MODEL_DEPTH}
+local depth, served = checkModel(KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+if maxq > 0 and depth >= maxq then return { 'overloaded', depth, served } end
+recordModel(KEYS[3])
+return { 'ok', depth, served }
 `);
 
 /**
@@ -160,15 +209,47 @@ end
 
 /**
  * Takes back an admission whose job never reached the queue: nothing of it is counted.
- * KEYS: 1 rpm zset, 2 tpm hash, 3 concurrency zset, 4 reservation, 5 admitting zset. ARGV: 1 ticket
+ * KEYS: 1 rpm zset, 2 tpm hash, 3 concurrency zset, 4 reservation, 5 admitting zset (absent on a Cluster,
+ * where the model's slot is another: the caller removes the ticket from it on its own). ARGV: 1 ticket
  */
 export const ROLLBACK_SCRIPT = new LuaScript(`${LUA_RECONCILE}
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('ZREM', KEYS[5], ARGV[1])
+if KEYS[5] then redis.call('ZREM', KEYS[5], ARGV[1]) end
 reconcile(KEYS[4], KEYS[2], 0)
 return 1
 `);
+
+/** A key's usage, once per request (false when already recorded), and the model's served count. */
+const LUA_USAGE = `
+local now = clock(ARGV[6])
+local sec = math.floor(now / 1000)
+
+local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpmKey)
+  if not redis.call('SET', recordedKey, '1', 'NX', 'PX', 86400000) then return false end
+  local prompt, completion, images = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  if ARGV[1] ~= '' then
+    local m = ARGV[2] .. '|'
+    redis.call('HINCRBY', usageKey, m .. 'requests', 1)
+    redis.call('HINCRBY', usageKey, m .. 'prompt_tokens', prompt)
+    redis.call('HINCRBY', usageKey, m .. 'completion_tokens', completion)
+    redis.call('HINCRBY', usageKey, m .. 'images', images)
+    redis.call('PEXPIRE', usageKey, tonumber(ARGV[7]))
+    if keyIdsKey then redis.call('SADD', keyIdsKey, ARGV[1]) end
+    reconcile(reservationKey, tpmKey, prompt + completion)
+  end
+  return true
+end
+
+local function countServed(servedKey)
+  local flat = redis.call('HGETALL', servedKey)
+  for i = 1, #flat, 2 do
+    if tonumber(flat[i]) < sec - 59 then redis.call('HDEL', servedKey, flat[i]) end
+  end
+  redis.call('HINCRBY', servedKey, sec, 1)
+  redis.call('PEXPIRE', servedKey, 120000)
+end
+`;
 
 /**
  * A finished job's usage, recorded once per request however often it is reported (a re-run job, a retry
@@ -177,26 +258,24 @@ return 1
  * ARGV: 1 key id ('' = unattributed), 2 model, 3 prompt tokens, 4 completion tokens, 5 images,
  *       6 now ms (0 = Redis time), 7 usage retention ms
  */
-export const RECORD_USAGE_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_RECONCILE}
-if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', 86400000) then return 0 end
-local now = clock(ARGV[6])
-local sec = math.floor(now / 1000)
-local prompt, completion, images = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-if ARGV[1] ~= '' then
-  local m = ARGV[2] .. '|'
-  redis.call('HINCRBY', KEYS[2], m .. 'requests', 1)
-  redis.call('HINCRBY', KEYS[2], m .. 'prompt_tokens', prompt)
-  redis.call('HINCRBY', KEYS[2], m .. 'completion_tokens', completion)
-  redis.call('HINCRBY', KEYS[2], m .. 'images', images)
-  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[7]))
-  redis.call('SADD', KEYS[3], ARGV[1])
-  reconcile(KEYS[4], KEYS[5], prompt + completion)
-end
-local flat = redis.call('HGETALL', KEYS[6])
-for i = 1, #flat, 2 do
-  if tonumber(flat[i]) < sec - 59 then redis.call('HDEL', KEYS[6], flat[i]) end
-end
-redis.call('HINCRBY', KEYS[6], sec, 1)
-redis.call('PEXPIRE', KEYS[6], 120000)
+export const RECORD_USAGE_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_RECONCILE}${LUA_USAGE}
+if not recordUsage(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]) then return 0 end
+countServed(KEYS[6])
+return 1
+`);
+
+/**
+ * A Cluster's usage step in the API key's slot: RECORD_USAGE_SCRIPT without the key ids set and the served
+ * count, which live in other slots (the caller adds them after a 1).
+ * KEYS: 1 recorded marker, 2 usage day hash, 3 reservation, 4 tpm hash. ARGV: as RECORD_USAGE_SCRIPT.
+ */
+export const RECORD_KEY_USAGE_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_RECONCILE}${LUA_USAGE}
+if not recordUsage(KEYS[1], KEYS[2], nil, KEYS[3], KEYS[4]) then return 0 end
+return 1
+`);
+
+/** A Cluster's served count, in the model's slot. KEYS: 1 served hash. ARGV: 6 now ms (others unused). */
+export const COUNT_SERVED_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_USAGE}
+countServed(KEYS[1])
 return 1
 `);

@@ -1,9 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { ModelKind } from '@mgw/contracts';
+import { keyLayoutOf, type ModelKind } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
 import type { Principal } from '../principal';
-import { ADMIT_SCRIPT, REFRESH_SCRIPT, ROLLBACK_SCRIPT } from './limit.scripts';
+import {
+  ADMIT_KEY_SCRIPT,
+  ADMIT_MODEL_SCRIPT,
+  ADMIT_SCRIPT,
+  REFRESH_SCRIPT,
+  ROLLBACK_SCRIPT,
+} from './limit.scripts';
 
 /** Where BullMQ keeps a queue's waiting jobs (taken from the Queue object, not spelled out here). */
 export interface QueueKeys {
@@ -61,12 +67,22 @@ export interface Ticket {
 /** How long an admission counts towards the queue depth before its job must be in the queue. */
 const ADMITTING_MS = 10_000;
 
+type Reply = [string, number, number, number, number, number, number, number];
+
 /**
  * Per-key limits and per-model admission, decided atomically in Redis (see limit.scripts.ts) so that every
  * gateway replica enforces one shared limit.
+ *
+ * On one node both are one script. On a Cluster the key's limits and the model's queue are in different
+ * slots, so admission is two steps, each atomic in its slot: the key's (count the request against rpm, tpm
+ * and max_concurrent, or refuse), then the model's (count it against the queue depth, or refuse), and a
+ * refusal by the model takes the key's step back. The key's step alone decides its limits, so no number of
+ * gateways can admit more than a limit allows; between the two steps a request holds its key's slot for a
+ * moment, which can only refuse another request early, never admit one too many.
  */
 export class Limiter {
   private readonly names: AccessNames;
+  private readonly cluster: boolean;
   /**
    * Ticket ids: this process's random prefix and a counter — unique across replicas without a
    * `randomBytes` call (a synchronous syscall) per request.
@@ -79,7 +95,8 @@ export class Limiter {
     namespace: string,
     private readonly leaseMs: number,
   ) {
-    this.names = accessNames(namespace);
+    this.cluster = keyLayoutOf(redis) === 'cluster';
+    this.names = accessNames(namespace, keyLayoutOf(redis));
   }
 
   async admit(request: AdmissionRequest, now = 0): Promise<AdmissionDecision> {
@@ -92,30 +109,32 @@ export class Limiter {
       model,
       leased: principal.maxConcurrent !== null,
     };
-    const reply = (await ADMIT_SCRIPT.run(
-      this.redis,
-      [
-        this.names.rpm(principal.keyId),
-        this.names.tpm(principal.keyId),
-        this.names.concurrency(principal.keyId),
-        this.names.reservation(request.requestId),
-        request.queue.wait,
-        request.queue.prioritized,
-        this.names.admitting(kind, model),
-        this.names.served(kind, model),
-      ],
-      [
-        now,
-        ticket.id,
-        principal.rpm ?? 0,
-        principal.tpm ?? 0,
-        principal.maxConcurrent ?? 0,
-        Math.max(0, Math.ceil(request.tokenEstimate)),
-        this.leaseMs,
-        request.maxQueueDepth,
-        ADMITTING_MS,
-      ],
-    )) as [string, number, number, number, number, number, number, number];
+    const keyKeys = [
+      this.names.rpm(principal.keyId),
+      this.names.tpm(principal.keyId),
+      this.names.concurrency(principal.keyId),
+      this.names.reservation(request.requestId, principal.keyId),
+    ];
+    const modelKeys = [
+      request.queue.wait,
+      request.queue.prioritized,
+      this.names.admitting(kind, model),
+      this.names.served(kind, model),
+    ];
+    const args = [
+      now,
+      ticket.id,
+      principal.rpm ?? 0,
+      principal.tpm ?? 0,
+      principal.maxConcurrent ?? 0,
+      Math.max(0, Math.ceil(request.tokenEstimate)),
+      this.leaseMs,
+      request.maxQueueDepth,
+      ADMITTING_MS,
+    ];
+    const reply = this.cluster
+      ? await this.admitInSteps(ticket, keyKeys, modelKeys, args)
+      : ((await ADMIT_SCRIPT.run(this.redis, [...keyKeys, ...modelKeys], args)) as Reply);
     const [status, retryAfterMs, requestsUsed, requestsResetMs, tokensUsed, tokensResetMs, depth, served] =
       reply;
     const state: LimitState = {
@@ -137,6 +156,27 @@ export class Limiter {
     };
   }
 
+  /** A Cluster's admission: the key's step, then the model's, taking the first back if the second refuses. */
+  private async admitInSteps(
+    ticket: Ticket,
+    keyKeys: string[],
+    modelKeys: string[],
+    args: (string | number)[],
+  ): Promise<Reply> {
+    const byKey = (await ADMIT_KEY_SCRIPT.run(this.redis, keyKeys, args)) as Reply;
+    if (byKey[0] !== 'ok') return [...byKey.slice(0, 6), 0, 0] as Reply;
+    let byModel: [string, number, number];
+    try {
+      byModel = (await ADMIT_MODEL_SCRIPT.run(this.redis, modelKeys, args)) as [string, number, number];
+    } catch (error) {
+      await this.rollback(ticket).catch(() => undefined);
+      throw error;
+    }
+    const [status, depth, served] = byModel;
+    if (status !== 'ok') await ROLLBACK_SCRIPT.run(this.redis, keyKeys, [ticket.id]);
+    return [status, 0, ...byKey.slice(2, 6), depth, served] as Reply;
+  }
+
   /** The job is in the queue now, where BullMQ's own counts see it. */
   async enqueued(ticket: Ticket): Promise<void> {
     await this.redis.zrem(this.names.admitting(ticket.kind, ticket.model), ticket.id);
@@ -144,17 +184,21 @@ export class Limiter {
 
   /** The job never made it into the queue: undo the admission entirely. */
   async rollback(ticket: Ticket): Promise<void> {
-    await ROLLBACK_SCRIPT.run(
-      this.redis,
-      [
-        this.names.rpm(ticket.keyId),
-        this.names.tpm(ticket.keyId),
-        this.names.concurrency(ticket.keyId),
-        this.names.reservation(ticket.requestId),
-        this.names.admitting(ticket.kind, ticket.model),
-      ],
-      [ticket.id],
-    );
+    const keyKeys = [
+      this.names.rpm(ticket.keyId),
+      this.names.tpm(ticket.keyId),
+      this.names.concurrency(ticket.keyId),
+      this.names.reservation(ticket.requestId, ticket.keyId),
+    ];
+    const admitting = this.names.admitting(ticket.kind, ticket.model);
+    if (!this.cluster) {
+      await ROLLBACK_SCRIPT.run(this.redis, [...keyKeys, admitting], [ticket.id]);
+      return;
+    }
+    await Promise.all([
+      ROLLBACK_SCRIPT.run(this.redis, keyKeys, [ticket.id]),
+      this.redis.zrem(admitting, ticket.id),
+    ]);
   }
 
   /**

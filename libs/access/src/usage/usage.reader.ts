@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { GatewayError, KEY_ID_PATTERN } from '@mgw/contracts';
+import { GatewayError, KEY_ID_PATTERN, keyLayoutOf } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
 import type { UsageReport, UsageRow, UsageTotals } from '../admin-api.types';
 import { DAY_MS, dayOf, daysBetween, parseDay } from './usage.days';
@@ -21,7 +21,7 @@ export class UsageReader {
     private readonly redis: Redis,
     namespace: string,
   ) {
-    this.names = accessNames(namespace);
+    this.names = accessNames(namespace, keyLayoutOf(redis));
   }
 
   /** `from`/`to` are inclusive UTC days; both default to today, `from` to `to`. */
@@ -44,16 +44,16 @@ export class UsageReader {
       query.key !== undefined ? [query.key] : (await this.redis.smembers(this.names.usageKeyIds)).sort();
     const days = daysBetween(fromMs, toMs);
     const cells = keyIds.flatMap((keyId) => days.map((date) => ({ keyId, date })));
-    const pipeline = this.redis.pipeline();
-    for (const { keyId, date } of cells) pipeline.hgetall(this.names.usage(keyId, date));
-    const results = cells.length > 0 ? ((await pipeline.exec()) ?? []) : [];
+    // Sent together (the gateway's command connection pipelines them), each to its key's slot on a Cluster.
+    const results = await Promise.all(
+      cells.map(({ keyId, date }) => this.redis.hgetall(this.names.usage(keyId, date))),
+    );
     const data: UsageRow[] = [];
     const totals: UsageTotals = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0 };
-    results.forEach(([error, value], index) => {
-      if (error) throw error;
+    results.forEach((value, index) => {
       const { keyId, date } = cells[index]!;
       const byModel = new Map<string, UsageRow>();
-      for (const [field, count] of Object.entries((value ?? {}) as Record<string, string>)) {
+      for (const [field, count] of Object.entries(value ?? {})) {
         const sep = field.lastIndexOf('|');
         const model = field.slice(0, sep);
         const name = field.slice(sep + 1) as (typeof FIELDS)[number];

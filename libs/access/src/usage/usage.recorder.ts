@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
-import type { ModelKind } from '@mgw/contracts';
+import { keyLayoutOf, type ModelKind } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
-import { RECORD_USAGE_SCRIPT } from '../limits/limit.scripts';
+import { COUNT_SERVED_SCRIPT, RECORD_KEY_USAGE_SCRIPT, RECORD_USAGE_SCRIPT } from '../limits/limit.scripts';
 import { dayOf } from './usage.days';
 
 export interface UsageSubject {
@@ -23,42 +23,56 @@ const USAGE_RETENTION_MS = 400 * 24 * 3600 * 1000;
 /**
  * The worker's side of accounting: what a job generated, counted once, atomically, when it ends — whether
  * or not its client was still there to receive it.
+ *
+ * On a Cluster the once-only marker, the key's counters and its TPM reconciliation stay one script in the
+ * key's slot; the key ids index and the model's served count (a rate estimate) follow it only when it
+ * counted, so a repeat still counts nothing.
  */
 export class UsageRecorder {
   private readonly names: AccessNames;
+  private readonly cluster: boolean;
 
   constructor(
     private readonly redis: Redis,
     namespace: string,
     private readonly kind: ModelKind,
   ) {
-    this.names = accessNames(namespace);
+    this.cluster = keyLayoutOf(redis) === 'cluster';
+    this.names = accessNames(namespace, keyLayoutOf(redis));
   }
 
   /** False when this request's usage had already been recorded. */
   async record(subject: UsageSubject, amounts: UsageAmounts, now = 0): Promise<boolean> {
     const keyId = subject.keyId ?? '';
     const day = dayOf(now || Date.now());
-    const recorded = await RECORD_USAGE_SCRIPT.run(
-      this.redis,
-      [
-        this.names.usageRecorded(subject.requestId),
-        this.names.usage(keyId || 'unattributed', day),
-        this.names.usageKeyIds,
-        this.names.reservation(subject.requestId),
-        this.names.tpm(keyId || 'unattributed'),
-        this.names.served(this.kind, subject.model),
-      ],
-      [
-        keyId,
-        subject.model,
-        Math.max(0, Math.round(amounts.promptTokens)),
-        Math.max(0, Math.round(amounts.completionTokens)),
-        Math.max(0, Math.round(amounts.images)),
-        now,
-        USAGE_RETENTION_MS,
-      ],
-    );
-    return recorded === 1;
+    const owner = keyId || 'unattributed';
+    const [recorded, usage, reservation, tpm, served] = [
+      this.names.usageRecorded(subject.requestId, owner),
+      this.names.usage(owner, day),
+      this.names.reservation(subject.requestId, owner),
+      this.names.tpm(owner),
+      this.names.served(this.kind, subject.model),
+    ];
+    const args = [
+      keyId,
+      subject.model,
+      Math.max(0, Math.round(amounts.promptTokens)),
+      Math.max(0, Math.round(amounts.completionTokens)),
+      Math.max(0, Math.round(amounts.images)),
+      now,
+      USAGE_RETENTION_MS,
+    ];
+    if (!this.cluster) {
+      const keys = [recorded, usage, this.names.usageKeyIds, reservation, tpm, served];
+      return (await RECORD_USAGE_SCRIPT.run(this.redis, keys, args)) === 1;
+    }
+    if ((await RECORD_KEY_USAGE_SCRIPT.run(this.redis, [recorded, usage, reservation, tpm], args)) !== 1) {
+      return false;
+    }
+    await Promise.all([
+      keyId === '' ? null : this.redis.sadd(this.names.usageKeyIds, keyId),
+      COUNT_SERVED_SCRIPT.run(this.redis, [served], args),
+    ]);
+    return true;
   }
 }

@@ -5,15 +5,46 @@ import type { ModelKind } from '../model-types';
  * (KEY_PREFIX), so several stacks — or test runs — can share one Redis without seeing each other.
  */
 
-/** One BullMQ queue per model so each model's workers scale on their own backlog. */
-export function queueNameFor(kind: ModelKind, model: string): string {
+/**
+ * How names are laid out. On one node (or a Sentinel-managed one) every key is in one keyspace and names stay
+ * as they always were. On a Redis Cluster a script or MULTI may only touch keys of one slot, so the keys that
+ * are used together carry the same hash tag (`{…}`, the only part Redis hashes): a model's queue with its
+ * admission keys and upstream slots, an API key's limits with its usage, the key store's records — while
+ * different models and different API keys hash apart and so spread over the masters.
+ */
+export type KeyLayout = 'node' | 'cluster';
+
+/** The layout for a connection (ioredis marks its Cluster client with `isCluster`). */
+export function keyLayoutOf(connection: { readonly isCluster?: boolean }): KeyLayout {
+  return connection.isCluster === true ? 'cluster' : 'node';
+}
+
+/** `part` as a hash tag on a Cluster, as itself on one node. */
+export function slotTagged(part: string, layout: KeyLayout): string {
+  return layout === 'cluster' ? `{${part}}` : part;
+}
+
+/**
+ * One BullMQ queue per model so each model's workers scale on their own backlog. On a Cluster the name is a
+ * hash tag (BullMQ's scripts need all of a queue's keys in one slot), which every admission key of the model
+ * shares.
+ */
+export function queueNameFor(kind: ModelKind, model: string, layout: KeyLayout = 'node'): string {
   // BullMQ reserves ':' in queue names; model ids such as `llama3:8b` are percent-encoded.
-  return `${kind}.${encodeURIComponent(model)}`;
+  return slotTagged(`${kind}.${encodeURIComponent(model)}`, layout);
 }
 
 /** Each gateway instance subscribes to exactly one reply channel, once, at start. */
 export function replyChannelFor(namespace: string, gatewayId: string): string {
   return `${namespace}:reply:${gatewayId}`;
+}
+
+/**
+ * Present while the gateway of a reply channel lives (it renews the key; see `GatewayReplyRouter`): on a
+ * Cluster, where a SPUBLISH count speaks for one node only, this is how a worker tells that a gateway is gone.
+ */
+export function replyLivenessKeyFor(channel: string): string {
+  return `${channel}:alive`;
 }
 
 /** Each worker process subscribes to its own cancel channel, once, at start. */

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LEASE_REFRESH_SCRIPT, LeaseKeeper, type LeaseRefresher } from '@mgw/access';
 import {
+  keyLayoutOf,
+  slotTagged,
   encodeUpstreamEvent,
   GatewayError,
   readUpstreamEvent,
@@ -395,8 +397,10 @@ export class UpstreamPool {
     };
   }
 
+  /** On a Cluster the model is a hash tag: one acquisition looks at all its upstreams' slots in one script. */
   private slotKey(runtime: PoolRuntime, upstream: number): string {
-    return `${runtime.namespace}:upstream-slots:${this.model}:${this.upstreams[upstream]!.name}`;
+    const model = slotTagged(this.model, keyLayoutOf(runtime.redis));
+    return `${runtime.namespace}:upstream-slots:${model}:${this.upstreams[upstream]!.name}`;
   }
 
   private channel(runtime: PoolRuntime): string {

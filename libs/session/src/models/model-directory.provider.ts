@@ -12,7 +12,7 @@ import { ModelDirectory, RegistryClient } from '@mgw/registry';
 @Injectable()
 export class GatewayRegistryClient extends RegistryClient implements OnModuleInit, OnApplicationShutdown {
   constructor(@Inject(GatewayConfig) config: GatewayConfig) {
-    super(config.redisUrl, config.namespace);
+    super(config.redis, config.namespace);
   }
 
   async onModuleInit(): Promise<void> {

@@ -1,21 +1,47 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
-import { replyChannelFor } from '@mgw/contracts';
+import { keyLayoutOf, replyChannelFor, replyLivenessKeyFor } from '@mgw/contracts';
 import { PubSubDispatcher, ReplyRouter } from '@mgw/queue';
 import { RedisConnections } from '../connections/redis-connections.provider';
 
-/** `ReplyRouter` on this instance's reply channel, subscribed once at start. */
+/** How often the liveness key is renewed, and how long it outlives the last renewal. */
+const LIVENESS_RENEW_MS = 5_000;
+const LIVENESS_TTL_MS = 15_000;
+
+/**
+ * `ReplyRouter` on this instance's reply channel, subscribed once at start. On a Redis Cluster it also keeps
+ * the channel's liveness key (see `replyLivenessKeyFor`): a worker whose SPUBLISH reached nobody asks it
+ * before taking this gateway for gone.
+ */
 @Injectable()
-export class GatewayReplyRouter extends ReplyRouter implements OnModuleInit {
+export class GatewayReplyRouter extends ReplyRouter implements OnModuleInit, OnApplicationShutdown {
+  private renewal: NodeJS.Timeout | null = null;
+  private readonly liveness: string | null;
+
   constructor(
     @Inject(PubSubDispatcher) pubsub: PubSubDispatcher,
-    @Inject(RedisConnections) redis: RedisConnections,
+    @Inject(RedisConnections) private readonly redis: RedisConnections,
     @Inject(GatewayConfig) config: GatewayConfig,
   ) {
-    super(pubsub, replyChannelFor(config.namespace, redis.instanceId), new Logger('Gateway'));
+    const channel = replyChannelFor(config.namespace, redis.instanceId);
+    super(pubsub, channel, new Logger('Gateway'));
+    this.liveness = keyLayoutOf(redis.commands) === 'cluster' ? replyLivenessKeyFor(channel) : null;
   }
 
   async onModuleInit(): Promise<void> {
     await this.start();
+    const key = this.liveness;
+    if (key === null) return;
+    const renew = () => this.redis.commands.set(key, '1', 'PX', LIVENESS_TTL_MS);
+    await renew();
+    // A failed renewal (Redis away) is retried at the next tick; the key outlives two of them.
+    this.renewal = setInterval(() => void renew().catch(() => undefined), LIVENESS_RENEW_MS);
+    this.renewal.unref();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.renewal) clearInterval(this.renewal);
+    this.renewal = null;
+    if (this.liveness !== null) await this.redis.commands.del(this.liveness).catch(() => undefined);
   }
 }
