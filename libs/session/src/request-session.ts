@@ -50,7 +50,7 @@ export interface SessionDeps {
     | 'imageDeadlineMs'
     | 'sseKeepAliveMs'
     | 'resumeGraceMs'
-    | 'workerLeaseMs'
+    | 'workerSilenceMs'
     | 'streamBufferLimitBytes'
     | 'streamFlushTimeoutMs'
   >;
@@ -628,7 +628,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.timers.grace = setTimeout(fire, config.resumeGraceMs);
         return;
       case 'replay':
-        this.timers.replay = setTimeout(fire, Math.max(50, Math.floor(config.workerLeaseMs / 2)));
+        this.timers.replay = setTimeout(fire, Math.max(50, Math.floor(config.workerSilenceMs / 2)));
         this.timers.replay.unref();
         return;
       default: {

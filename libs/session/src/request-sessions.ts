@@ -7,7 +7,7 @@ import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { AdmissionService } from './admission/admission.service';
 import { ModelResolver } from './models/model.resolver';
-import { CancelPublisher } from './queue/cancel.publisher';
+import { ControlPublisher } from './queue/control.publisher';
 import { RequestSession, type SessionDeps, type SessionLogger } from './request-session';
 import { ResumeGate } from './resume/resume.gate';
 import { StreamLogStore } from './resume/stream-log.store';
@@ -52,7 +52,7 @@ export class RequestSessions implements OnApplicationShutdown {
     @Inject(AdmissionService) admissions: AdmissionService,
     @Inject(ReplyRouter) private readonly router: ReplyRouter,
     @Inject(JobProducer) producer: JobProducer,
-    @Inject(CancelPublisher) control: CancelPublisher,
+    @Inject(ControlPublisher) control: ControlPublisher,
     @Inject(GatewayMetrics) metrics: GatewayMetrics,
     @Inject(StreamLogStore) private readonly streams: StreamLogStore,
   ) {
@@ -69,7 +69,7 @@ export class RequestSessions implements OnApplicationShutdown {
       logger: this.requestLogger(),
       ended: (session) => this.forget(session),
     };
-    const leaseMs = config.workerLeaseMs;
+    const leaseMs = config.workerSilenceMs;
     this.leaseTimer = setInterval(() => this.checkLeases(leaseMs), Math.max(50, Math.floor(leaseMs / 4)));
     this.leaseTimer.unref();
   }

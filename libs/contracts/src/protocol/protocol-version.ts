@@ -31,7 +31,7 @@ export const PROTOCOL_VERSIONS = {
   job: 1,
   /** Reply messages, worker → gateway, one by one in a frame and in a stream's replay log. */
   reply: 1,
-  /** Cancel and reattach, gateway → the worker running a job (`cancel-message.ts`). */
+  /** Cancel and reattach, gateway → the worker running a job (`control-message.ts`). */
   control: 1,
   /** Heartbeats, deregistrations and lookups to the registry, and its answers. */
   registry: 1,

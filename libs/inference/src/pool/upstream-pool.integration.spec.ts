@@ -133,7 +133,6 @@ describe('UpstreamPool (real Redis)', () => {
     };
     const answer = await collect(
       pool.run(
-        null,
         signal,
         async function* (upstream) {
           await Promise.resolve(); // as an HTTP call to the upstream would
@@ -152,7 +151,6 @@ describe('UpstreamPool (real Redis)', () => {
     await expect(
       collect(
         pool.run(
-          null,
           signal,
           async function* (upstream) {
             await Promise.resolve(); // as an HTTP call to the upstream would
@@ -170,7 +168,6 @@ describe('UpstreamPool (real Redis)', () => {
     await expect(
       collect(
         pool.run(
-          null,
           signal,
           // eslint-disable-next-line require-yield
           async function* (upstream) {
@@ -199,7 +196,6 @@ describe('UpstreamPool (real Redis)', () => {
     const signal = new AbortController().signal;
     const fail = async () => {
       const run = one.run(
-        null,
         signal,
         // eslint-disable-next-line require-yield
         async function* () {
@@ -232,7 +228,6 @@ describe('UpstreamPool (real Redis)', () => {
 async function collectError(pool: UpstreamPool): Promise<unknown> {
   try {
     for await (const _ of pool.run(
-      null,
       new AbortController().signal,
       // eslint-disable-next-line require-yield
       async function* () {

@@ -82,9 +82,8 @@ export class SlotLease {
   }
 }
 
-/** What a fetch loop reserved before it took a job: a slot, or none because no upstream is up. */
-export interface PoolReservation {
-  lease: SlotLease | null;
+/** A slot reserved for a job before it was taken; released by the consumer if no job came to use it. */
+export interface SlotReservation {
   release(): void;
 }
 
@@ -109,6 +108,8 @@ export class UpstreamPool {
   private readonly probes = new Map<number, NodeJS.Timeout>();
   private readonly waiters = new Set<() => void>();
   private readonly readyListeners = new Set<(ready: boolean) => void>();
+  /** Slots reserved for jobs about to start here (see `reserve`). */
+  private readonly setAside: SlotLease[] = [];
   private readonly leasePrefix = randomBytes(6).toString('hex');
   private leases = 0;
   private stopped = false;
@@ -154,10 +155,24 @@ export class UpstreamPool {
     this.wakeAll();
   }
 
-  /** For a fetch loop: a slot on some healthy upstream, waited for; or none at once when none is up. */
-  async reserve(signal: AbortSignal): Promise<PoolReservation> {
+  /**
+   * For the queue consumer (its job gate): a slot on some healthy upstream, waited for, set aside for the next
+   * job this process starts (`run` takes it); or none at once when no upstream is up, so the job is taken
+   * and answered at once (503, or its fallback). Slots set aside are interchangeable: whichever job starts
+   * first takes one, and releasing a reservation whose slot a job took does nothing.
+   */
+  async reserve(signal: AbortSignal): Promise<SlotReservation> {
     const lease = await this.acquire(signal);
-    return { lease, release: () => lease?.release() };
+    if (lease === null) return { release: () => undefined };
+    this.setAside.push(lease);
+    return {
+      release: () => {
+        const index = this.setAside.indexOf(lease);
+        if (index < 0) return;
+        this.setAside.splice(index, 1);
+        lease.release();
+      },
+    };
   }
 
   /**
@@ -194,13 +209,12 @@ export class UpstreamPool {
   }
 
   /**
-   * One request's attempts: on the reserved slot's upstream first, then — while nothing was output, the
+   * One request's attempts: on the upstream of a slot set aside for a job first (see `reserve`), then — while nothing was output, the
    * error is the upstream's (or it is busy) and attempts remain — on another healthy upstream, waiting for a
    * slot there no longer than the signal (the job's deadline) allows. Each upstream is tried at most once.
    * After the first output an error ends the request as it is: never a silent switch mid-answer.
    */
   async *run<T>(
-    reserved: SlotLease | null,
     signal: AbortSignal,
     attempt: (upstream: number, signal: AbortSignal) => AsyncIterable<T>,
     judge: (error: unknown) => AttemptVerdict,
@@ -208,7 +222,7 @@ export class UpstreamPool {
     const runtime = this.started();
     const tried = new Set<number>();
     const attempts = Math.min(this.settings.maxAttempts, this.upstreams.length);
-    let lease = reserved;
+    let lease = this.setAside.shift() ?? null;
     let lastError: unknown = null;
     for (;;) {
       // The reserved upstream may have been taken out while its fetcher waited for a job.

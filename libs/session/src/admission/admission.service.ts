@@ -51,7 +51,7 @@ export class AdmissionService implements OnApplicationShutdown {
     @Inject(Limiter) private readonly limiter: Limiter,
     @Inject(JobProducer) private readonly producer: JobProducer,
   ) {
-    this.leases = new LeaseKeeper(limiter, config.concurrencyLeaseMs, this.logger);
+    this.leases = new LeaseKeeper(limiter, config.concurrencySlotTtlMs, this.logger);
   }
 
   onApplicationShutdown(): void {
