@@ -112,6 +112,12 @@ export class UpstreamPool {
   private readonly setAside: SlotLease[] = [];
   private readonly leasePrefix = randomBytes(6).toString('hex');
   private leases = 0;
+  /**
+   * Counts the wake-ups sent (a slot freed, a health change): a waiter whose acquisition failed while one was
+   * sent asks again at once, since the wake-up may have come before it waited (the `free` message arrives on
+   * the subscriber connection, the failed acquisition's answer on another one).
+   */
+  private wakeups = 0;
   private stopped = false;
   private lastReady = true;
 
@@ -189,6 +195,7 @@ export class UpstreamPool {
         .filter((index) => index >= 0);
       if (candidates.length === 0 || this.stopped) return null;
       const id = `${this.leasePrefix}${(this.leases++).toString(36)}`;
+      const wakeupsBefore = this.wakeups;
       const [chosen, free] = (await ACQUIRE_SLOT_SCRIPT.run(
         runtime.redis,
         candidates.map((index) => this.slotKey(runtime, index)),
@@ -203,6 +210,7 @@ export class UpstreamPool {
         if (free > 0) this.wakeOne();
         return lease;
       }
+      if (this.wakeups !== wakeupsBefore) continue;
       await this.wait(signal, waitMs);
       waitMs = Math.min(MAX_WAIT_MS, waitMs * 2);
     }
@@ -392,11 +400,13 @@ export class UpstreamPool {
   }
 
   private wakeOne(): void {
+    this.wakeups++;
     const first = this.waiters.values().next();
     if (!first.done) first.value();
   }
 
   private wakeAll(): void {
+    this.wakeups++;
     for (const wake of [...this.waiters]) wake();
   }
 
