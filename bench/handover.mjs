@@ -158,7 +158,7 @@ async function inProcess(redisUrl) {
       channel: dispatcher,
       namespace,
       instanceId: 'bench',
-      leaseMs: 10_000,
+      slotTtlMs: 10_000,
       logger,
     });
     const consumer = new queueLib.ModelQueueConsumer(connection, namespace, logger, 10_000);

@@ -450,7 +450,7 @@ const upstreamEvent: Family = {
       },
       namespace: 'mgw',
       instanceId: 'chat-w-1',
-      leaseMs: 60_000,
+      slotTtlMs: 60_000,
       logger,
     });
     try {

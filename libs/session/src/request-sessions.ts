@@ -43,7 +43,7 @@ export class RequestSessions implements OnApplicationShutdown {
   /** The open session of each request id: a resume here takes it over. */
   private readonly byId = new Map<string, RequestSession>();
   private onIdle: (() => void) | null = null;
-  private readonly leaseTimer: NodeJS.Timeout;
+  private readonly silenceTimer: NodeJS.Timeout;
   private readonly deps: SessionDeps;
 
   constructor(
@@ -69,17 +69,20 @@ export class RequestSessions implements OnApplicationShutdown {
       logger: this.requestLogger(),
       ended: (session) => this.forget(session),
     };
-    const leaseMs = config.workerSilenceMs;
-    this.leaseTimer = setInterval(() => this.checkLeases(leaseMs), Math.max(50, Math.floor(leaseMs / 4)));
-    this.leaseTimer.unref();
+    const silenceMs = config.workerSilenceMs;
+    this.silenceTimer = setInterval(
+      () => this.checkSilentWorkers(silenceMs),
+      Math.max(50, Math.floor(silenceMs / 4)),
+    );
+    this.silenceTimer.unref();
   }
 
   /**
    * Not `onModuleDestroy`: Nest runs that before `beforeApplicationShutdown`, where the drain waits for open
-   * sessions, and a stream whose worker died then must still end at its lease, not at the drain timeout.
+   * sessions, and a stream whose worker died then must still end at its worker silence limit, not at the drain timeout.
    */
   onApplicationShutdown(): void {
-    clearInterval(this.leaseTimer);
+    clearInterval(this.silenceTimer);
   }
 
   /** Serves one request (see `RequestSession.run`). */
@@ -177,9 +180,9 @@ export class RequestSessions implements OnApplicationShutdown {
     if (this.size === 0) this.onIdle?.();
   }
 
-  private checkLeases(leaseMs: number): void {
+  private checkSilentWorkers(silenceMs: number): void {
     const now = Date.now();
-    for (const session of this.live) session.checkLease(now, leaseMs);
+    for (const session of this.live) session.checkWorkerSilence(now, silenceMs);
   }
 
   /** Lines about a request carry its id as a field, also when written from the reply subscription. */

@@ -39,7 +39,7 @@ export class UpstreamPools {
         channel: this.channel,
         namespace: this.config.namespace,
         instanceId: this.config.instanceId,
-        leaseMs: this.config.jobLockMs,
+        slotTtlMs: this.config.jobLockMs,
         observer: this.metrics.upstreams.reporterFor(model, pool.upstreams),
         logger: {
           warn: (message: string) => {
