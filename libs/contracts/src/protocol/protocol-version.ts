@@ -31,7 +31,11 @@ export const PROTOCOL_VERSIONS = {
   job: 1,
   /** Reply messages, worker → gateway, one by one in a frame and in a stream's replay log. */
   reply: 1,
-  /** Cancel and reattach, gateway → the worker running a job (`control-message.ts`). */
+  /**
+   * Cancel and reattach, gateway → the worker running a job (`control-message.ts`), on the worker's control
+   * channel. Naming it "control" in code changed nothing on the wire: same messages, same Redis channel name
+   * (`controlChannelFor` keeps `:cancel:`), so this stays version 1.
+   */
   control: 1,
   /** Heartbeats, deregistrations and lookups to the registry, and its answers. */
   registry: 1,
