@@ -8,7 +8,8 @@
 // 2. The real stack (registry, gateway, N chat workers from the build, a simulator model answering in
 //    ~100 ms), a closed loop of non-streaming clients: throughput with 1 worker and with 4, and their ratio.
 //
-//   npm run build && node bench/handover.mjs [--jobs 200] [--seconds 8] [--concurrency 8]
+//   npm run build && node bench/handover.mjs [--jobs 200] [--seconds 8] [--concurrency 8] [--model-ms 100]
+//     [--scaling-only]
 //   BENCH_DIST=dist-main node bench/handover.mjs     # the same against another build
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,11 +30,14 @@ const { values } = parseArgs({
     jobs: { type: 'string', default: '200' },
     seconds: { type: 'string', default: '8' },
     concurrency: { type: 'string', default: '8' },
+    'model-ms': { type: 'string', default: '100' },
+    'scaling-only': { type: 'boolean', default: false },
   },
 });
 const JOBS = Number(values.jobs);
 const SECONDS = Number(values.seconds);
 const CONCURRENCY = Number(values.concurrency);
+const MODEL_MS = Number(values['model-ms']);
 const root = join(import.meta.dirname, '..');
 const require = createRequire(import.meta.url);
 // The libs' decorators need the metadata polyfill loaded first, as the apps' main.ts does.
@@ -158,7 +162,9 @@ async function inProcess(redisUrl) {
       channel: dispatcher,
       namespace,
       instanceId: 'bench',
+      // Both names: this build's runtime field, and the one before issue 21 (`leaseMs`).
       slotTtlMs: 10_000,
+      leaseMs: 10_000,
       logger,
     });
     const consumer = new queueLib.ModelQueueConsumer(connection, namespace, logger, 10_000);
@@ -218,7 +224,7 @@ async function scaling(workers) {
           id: 'slow-100',
           type: 'chat',
           owned_by: 'bench',
-          backend: { kind: 'simulator', ttftMs: 100, tokensPerSecond: 0 },
+          backend: { kind: 'simulator', ttftMs: MODEL_MS, tokensPerSecond: 0 },
         },
       ],
     }),
@@ -302,7 +308,7 @@ async function scaling(workers) {
       workers,
       clients,
       perSecond: +(completed / seconds).toFixed(1),
-      capacity: (workers * CONCURRENCY * 1000) / 100,
+      capacity: (workers * CONCURRENCY * 1000) / MODEL_MS,
       errors,
     };
   } finally {
@@ -313,25 +319,33 @@ async function scaling(workers) {
   }
 }
 
-const redis = await startRedis();
-let handover;
-try {
-  handover = await inProcess(redis.url);
-} finally {
-  await redis.stop();
+let handover = null;
+if (!values['scaling-only']) {
+  const redis = await startRedis();
+  try {
+    handover = await inProcess(redis.url);
+  } finally {
+    await redis.stop();
+  }
 }
 const one = await scaling(1);
 const four = await scaling(4);
 const report = {
   build: distDir(),
   ...handover,
-  scaling: { one, four, ratio: +(four.perSecond / one.perSecond).toFixed(2) },
+  scaling: { modelMs: MODEL_MS, one, four, ratio: +(four.perSecond / one.perSecond).toFixed(2) },
 };
 console.log(JSON.stringify(report, null, 2));
-console.log(
-  `\n${distDir()}: job end → next start p50 ${handover.jobEndToNextStartMs.p50} ms (p99 ${handover.jobEndToNextStartMs.p99}); ` +
-    `slot freed → next start p50 ${handover.slotFreedToNextStartMs.p50} ms (p99 ${handover.slotFreedToNextStartMs.p99}); ` +
-    `scripts per job beyond its add: backlog ${handover.backlogScriptsPerJob}, idle ${handover.idleScriptsPerJob}; ` +
-    `event XADDs per job: backlog ${handover.backlogEventXaddsPerJob}, idle ${handover.idleEventXaddsPerJob}; ` +
-    `1 → 4 workers (100 ms model, concurrency ${CONCURRENCY}): ${one.perSecond} → ${four.perSecond} req/s = ${report.scaling.ratio}×`,
+const lines = [`${distDir()}:`];
+if (handover !== null) {
+  lines.push(
+    `job end → next start p50 ${handover.jobEndToNextStartMs.p50} ms (p99 ${handover.jobEndToNextStartMs.p99});`,
+    `slot freed → next start p50 ${handover.slotFreedToNextStartMs.p50} ms (p99 ${handover.slotFreedToNextStartMs.p99});`,
+    `scripts per job beyond its add: backlog ${handover.backlogScriptsPerJob}, idle ${handover.idleScriptsPerJob};`,
+    `event XADDs per job: backlog ${handover.backlogEventXaddsPerJob}, idle ${handover.idleEventXaddsPerJob};`,
+  );
+}
+lines.push(
+  `1 → 4 workers (${MODEL_MS} ms model, concurrency ${CONCURRENCY}): ${one.perSecond} → ${four.perSecond} req/s = ${report.scaling.ratio}×`,
 );
+console.log(`\n${lines.join(' ')}`);
