@@ -141,6 +141,27 @@ function cpuRow(unit, gateway, baseline) {
   };
 }
 
+/**
+ * The gateway path's CPU per unit of work, process by process (gateway, registry, workers, redis), from
+ * /proc: where the next performance work should look.
+ */
+function cpuByProcessRows(unit, { cpu, windowSeconds, result }) {
+  const count = unit.count(result);
+  if (!cpu || !count) return [];
+  return Object.entries(cpu)
+    .filter(([label, cores]) => label !== 'load' && cores !== null)
+    .map(([label, cores]) => ({
+      figure: `… of which ${label}`,
+      unit: 'ms',
+      gateway: (cores * windowSeconds * 1000) / count,
+      baseline: undefined,
+      added: undefined,
+      ratio: undefined,
+      target: '',
+      met: null,
+    }));
+}
+
 function versions() {
   let redis = 'unknown';
   try {
@@ -181,7 +202,8 @@ async function runScenario(scenario) {
       gateway: gateway.rss,
       baseline: baseline.rss,
     });
-    if (scenario.unit) rows.push(cpuRow(scenario.unit, gateway, baseline));
+    if (scenario.unit)
+      rows.push(cpuRow(scenario.unit, gateway, baseline), ...cpuByProcessRows(scenario.unit, gateway));
     const intact = scenario.intact(gateway.result) && scenario.intact(baseline.result);
     return { id: scenario.id, title: scenario.title, rows, intact, gateway, baseline };
   } catch (error) {

@@ -4,7 +4,8 @@
 // in-flight maximum against its limit, throughput against the sum of the upstreams' capacities, and what
 // happens when one upstream is killed under load and revived; then a model whose upstreams are all dead,
 // with that pool as its fallback. See bench/README.md.
-//   npm run build && node bench/upstream-pools.mjs [--steady <s>] [--fallback <s>] [--concurrency <n>] [--out <file>]
+//   npm run build && node bench/upstream-pools.mjs [--steady <s>] [--fallback <s>] [--concurrency <n>]
+//     [--service <ms,ms,ms>] [--out <file>]
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -30,11 +31,18 @@ const STEADY_S = Number(args.steady ?? 20);
 const FALLBACK_S = Number(args.fallback ?? 10);
 const CONCURRENCY = Number(args.concurrency ?? 64);
 const TOKENS = 10;
-/** name, maxConcurrency, ms between two tokens: nominal service times 200, 400 and 800 ms. */
+/**
+ * Nominal service times of the three upstreams, ms (`--service 50,100,200`: shorter answers, where the
+ * hand-over of a freed slot weighs more).
+ */
+const SERVICE_MS = String(args.service ?? '200,400,800')
+  .split(',')
+  .map(Number);
+/** name, maxConcurrency, ms between two tokens. */
 const UPSTREAMS = [
-  { name: 'fast', maxConcurrency: 4, tokenMs: 20 },
-  { name: 'medium', maxConcurrency: 8, tokenMs: 40 },
-  { name: 'slow', maxConcurrency: 2, tokenMs: 80 },
+  { name: 'fast', maxConcurrency: 4, tokenMs: SERVICE_MS[0] / TOKENS },
+  { name: 'medium', maxConcurrency: 8, tokenMs: SERVICE_MS[1] / TOKENS },
+  { name: 'slow', maxConcurrency: 2, tokenMs: SERVICE_MS[2] / TOKENS },
 ];
 const KILLED = 'medium';
 

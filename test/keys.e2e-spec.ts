@@ -147,7 +147,7 @@ describe('API keys, limits and usage across two gateways', () => {
     const portB = await freePort();
     b = `http://127.0.0.1:${portB}`;
     // Replica B keeps short leases, so the crash test below sees its slots expire quickly.
-    stack.spawnExtra('gateway:b', { PORT: String(portB), CONCURRENCY_LEASE_MS: '3000' });
+    stack.spawnExtra('gateway:b', { PORT: String(portB), CONCURRENCY_SLOT_TTL_MS: '3000' });
     stack.spawnExtra('chat-worker:queue', { WORKER_MODELS: 'queue-chat', WORKER_CONCURRENCY: '1' });
     await stack.waitUntilServing(['queue-chat']);
     await until('gateway B', async () => {

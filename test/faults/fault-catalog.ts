@@ -32,6 +32,6 @@ export const FAULT_CATALOG = {
 
 /**
  * A short BullMQ lock so a dead worker's job goes back to the queue in test time. Worker leases
- * (REPLY_HEARTBEAT_MS, WORKER_LEASE_MS) stay at their defaults: the 5 s bounds are proven as shipped.
+ * (REPLY_HEARTBEAT_MS, WORKER_SILENCE_MS) stay at their defaults: the 5 s bounds are proven as shipped.
  */
 export const FAST_REQUEUE = { JOB_LOCK_MS: '2000' };

@@ -59,7 +59,7 @@ describe('faults: a stalled gateway and unpaced streams (reply backlog)', () => 
       waitForModels: [MODEL],
       // The stall must not look like a dead worker: this test is about the subscriber, not the lease.
       appEnv: {
-        gateway: { WORKER_LEASE_MS: '20000' },
+        gateway: { WORKER_SILENCE_MS: '20000' },
         'chat-worker': { WORKER_CONCURRENCY: String(STREAMS), ...workerEnv },
       },
     });

@@ -16,7 +16,7 @@ import {
   type ReplyMessage,
 } from '@mgw/contracts';
 import { UpstreamPool } from '@mgw/inference';
-import { CancelListener, PubSubDispatcher, ReplyRouter, type ReplyBatcher } from '@mgw/queue';
+import { ControlListener, PubSubDispatcher, ReplyRouter, type ReplyBatcher } from '@mgw/queue';
 import { createRegistryController, RegistryClient, type WorkerDirectory } from '@mgw/registry';
 import { JobRunner } from '@mgw/worker';
 
@@ -118,7 +118,7 @@ const job: Family = {
       read: () => Promise.resolve(null),
     } as unknown as ReplyBatcher;
     const { logged, logger } = capturingLogger();
-    const cancels = new CancelListener(
+    const cancels = new ControlListener(
       new PubSubDispatcher(fakeSubscriber() as unknown as Redis),
       'mgw:cancel:w',
       logger,
@@ -234,7 +234,7 @@ const control: Family = {
   async read(message) {
     const subscriber = fakeSubscriber();
     const { logged, logger } = capturingLogger();
-    const listener = new CancelListener(
+    const listener = new ControlListener(
       new PubSubDispatcher(subscriber as unknown as Redis),
       'mgw:cancel:w',
       logger,
@@ -454,7 +454,7 @@ const upstreamEvent: Family = {
       },
       namespace: 'mgw',
       instanceId: 'chat-w-1',
-      leaseMs: 60_000,
+      slotTtlMs: 60_000,
       logger,
     });
     try {

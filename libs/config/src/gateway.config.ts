@@ -96,11 +96,12 @@ export class GatewayConfig extends SharedConfig {
   streamBufferLimitBytes = 1024 * 1024;
 
   /**
-   * A running request whose worker has been silent this long is considered orphaned (the worker died): with
-   * output already sent it ends with an error; before any output it waits for the job to run again elsewhere.
+   * The worker silence limit: a running request whose worker has been silent this long (no reply, no `alive`
+   * heartbeat) is considered orphaned (the worker died): with output already sent it ends with an error;
+   * before any output it waits for the job to run again elsewhere. Formerly WORKER_LEASE_MS.
    */
-  @EnvInt('WORKER_LEASE_MS', 100, 600_000)
-  workerLeaseMs = 3000;
+  @EnvInt('WORKER_SILENCE_MS', 100, 600_000)
+  workerSilenceMs = 3000;
 
   /** An ended stream a client has not read within this long has its connection dropped (0 = never). */
   @EnvInt('STREAM_FLUSH_TIMEOUT_MS', 0)
@@ -157,9 +158,13 @@ export class GatewayConfig extends SharedConfig {
   @EnvInt('KEY_CACHE_MAX', 1)
   keyCacheMax = 10_000;
 
-  /** A concurrency slot's lease: refreshed while its request lives, so a crashed gateway's slots expire. */
-  @EnvInt('CONCURRENCY_LEASE_MS', 1000, 600_000)
-  concurrencyLeaseMs = 30_000;
+  /**
+   * How long a concurrency slot (a key's `max_concurrent`, held from admission to the request's end) outlives
+   * its last refresh: refreshed while its request lives, so a crashed gateway's slots come back. Formerly
+   * CONCURRENCY_LEASE_MS.
+   */
+  @EnvInt('CONCURRENCY_SLOT_TTL_MS', 1000, 600_000)
+  concurrencySlotTtlMs = 30_000;
 
   /** Completion tokens reserved against a key's TPM limit when a request sets no max_tokens. */
   @EnvInt('TPM_DEFAULT_MAX_TOKENS', 1)

@@ -1,4 +1,5 @@
 export * from './load-config';
+export * from './deprecated-env';
 export * from './shared.config';
 export * from './redis.settings';
 export * from './gateway.config';

@@ -1,5 +1,6 @@
 import { plainToInstance, type ClassConstructor } from 'class-transformer';
 import { validateSync, type ValidationError } from 'class-validator';
+import { withDeprecatedEnv } from './deprecated-env';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -20,9 +21,13 @@ function flatten(errors: ValidationError[], prefix = ''): string[] {
  * Reads the environment once into a typed, validated config object. Every problem is reported at once,
  * so an operator fixes a broken deployment in one pass instead of one crash per variable.
  * Config classes map env names with `@Expose({ name: 'ENV_NAME' })` and keep defaults as initializers.
+ * Renamed variables are still read under their old names, with a warning (deprecated-env.ts).
  */
 export function loadConfig<T extends object>(cls: ClassConstructor<T>, env: NodeJS.ProcessEnv): T {
-  const config = plainToInstance(cls, env, { excludeExtraneousValues: true, exposeDefaultValues: true });
+  const config = plainToInstance(cls, withDeprecatedEnv(env), {
+    excludeExtraneousValues: true,
+    exposeDefaultValues: true,
+  });
   const errors = validateSync(config, {
     forbidUnknownValues: true,
     validationError: { target: false, value: true },

@@ -18,14 +18,6 @@ export class WorkerConfig extends CatalogAwareConfig {
   @EnvInt('WORKER_CONCURRENCY', 0, 10_000)
   concurrency = 0;
 
-  /**
-   * BullMQ Workers per served model, sharing its concurrency. A BullMQ Worker takes jobs one Redis round trip
-   * at a time, so one of them caps how fast jobs can start; a burst of requests waits in line for it. Each
-   * costs one more (blocking) Redis connection. 0 = min(4, concurrency).
-   */
-  @EnvInt('WORKER_FETCHERS', 0, 64)
-  fetchers = 0;
-
   @Expose({ name: 'WORKER_ID' })
   @Trimmed()
   @Matches(/^[A-Za-z0-9_.:-]{0,128}$/, { message: 'WORKER_ID must be up to 128 letters, digits, . _ : -' })
@@ -36,7 +28,7 @@ export class WorkerConfig extends CatalogAwareConfig {
 
   /**
    * A running job that has sent nothing for this long sends an `alive` message, so its gateway can tell a
-   * slow backend from a dead worker (keep it well under the gateways' WORKER_LEASE_MS).
+   * slow backend from a dead worker (keep it well under the gateways' WORKER_SILENCE_MS).
    */
   @EnvInt('REPLY_HEARTBEAT_MS', 10, 60_000)
   replyHeartbeatMs = 1000;

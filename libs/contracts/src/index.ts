@@ -23,7 +23,7 @@ export * from './protocol/reply-message.types';
 export * from './protocol/reply-message.parser';
 export * from './protocol/reply-frame.codec';
 export * from './protocol/request-id.peek';
-export * from './protocol/cancel-message';
+export * from './protocol/control-message';
 export * from './protocol/key-invalidation';
 export * from './protocol/upstream-event';
 export * from './validation/record.reader';

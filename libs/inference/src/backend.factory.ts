@@ -7,47 +7,60 @@ import type { ImageBackend } from './image-backend.interface';
 import { OpenAIChatBackend } from './openai/openai-chat.backend';
 import { OpenAIEmbeddingBackend } from './openai/openai-embedding.backend';
 import { OpenAIImageBackend } from './openai/openai-image.backend';
-import { OPENAI_BACKEND_KIND } from './openai/openai.options';
+import { OPENAI_BACKEND_KIND, parseOpenAIBackendOptions } from './openai/openai.options';
 import { LlamaCppChatBackend } from './llamacpp/llamacpp-chat.backend';
 import { LlamaCppEmbeddingBackend } from './llamacpp/llamacpp-embedding.backend';
-import { LLAMACPP_BACKEND_KIND } from './llamacpp/llamacpp.options';
+import { LLAMACPP_BACKEND_KIND, parseLlamaCppOptions } from './llamacpp/llamacpp.options';
 import { ChatSimulatorBackend } from './simulator/chat-simulator.backend';
 import { EmbeddingSimulatorBackend } from './simulator/embedding-simulator.backend';
 import { ImageSimulatorBackend } from './simulator/image-simulator.backend';
-import { SIMULATOR_BACKEND_KIND } from './simulator/simulator.options';
+import {
+  parseChatSimulatorOptions,
+  parseEmbeddingSimulatorOptions,
+  parseImageSimulatorOptions,
+  SIMULATOR_BACKEND_KIND,
+} from './simulator/simulator.options';
 
 /** Builds a backend from its catalog entry; throws ConfigError for options it cannot accept. */
 export type BackendFactory<T> = (model: CatalogModel, settings: BackendSettings) => T;
 
+/** A backend kind: its options check (throws ConfigError, builds nothing) and its factory. */
+interface BackendEntry<T> {
+  check: (model: CatalogModel, settings: BackendSettings) => unknown;
+  create: BackendFactory<T>;
+}
+
 // A new backend is one folder exporting a factory plus one entry here. Maps rather than object literals,
 // so a catalog `kind` such as "constructor" cannot resolve to an Object.prototype member.
-const CHAT_BACKENDS = new Map<string, BackendFactory<ChatBackend>>([
-  [SIMULATOR_BACKEND_KIND, ChatSimulatorBackend.fromCatalog],
-  [OPENAI_BACKEND_KIND, OpenAIChatBackend.fromCatalog],
-  [LLAMACPP_BACKEND_KIND, LlamaCppChatBackend.fromCatalog],
+const CHAT_BACKENDS = new Map<string, BackendEntry<ChatBackend>>([
+  [SIMULATOR_BACKEND_KIND, { check: parseChatSimulatorOptions, create: ChatSimulatorBackend.fromCatalog }],
+  [OPENAI_BACKEND_KIND, { check: parseOpenAIBackendOptions, create: OpenAIChatBackend.fromCatalog }],
+  [LLAMACPP_BACKEND_KIND, { check: parseLlamaCppOptions, create: LlamaCppChatBackend.fromCatalog }],
 ]);
 
-const IMAGE_BACKENDS = new Map<string, BackendFactory<ImageBackend>>([
-  [SIMULATOR_BACKEND_KIND, ImageSimulatorBackend.fromCatalog],
-  [OPENAI_BACKEND_KIND, OpenAIImageBackend.fromCatalog],
+const IMAGE_BACKENDS = new Map<string, BackendEntry<ImageBackend>>([
+  [SIMULATOR_BACKEND_KIND, { check: parseImageSimulatorOptions, create: ImageSimulatorBackend.fromCatalog }],
+  [OPENAI_BACKEND_KIND, { check: parseOpenAIBackendOptions, create: OpenAIImageBackend.fromCatalog }],
 ]);
 
-const EMBEDDING_BACKENDS = new Map<string, BackendFactory<EmbeddingBackend>>([
-  [SIMULATOR_BACKEND_KIND, EmbeddingSimulatorBackend.fromCatalog],
-  [OPENAI_BACKEND_KIND, OpenAIEmbeddingBackend.fromCatalog],
-  [LLAMACPP_BACKEND_KIND, LlamaCppEmbeddingBackend.fromCatalog],
+const EMBEDDING_BACKENDS = new Map<string, BackendEntry<EmbeddingBackend>>([
+  [
+    SIMULATOR_BACKEND_KIND,
+    { check: parseEmbeddingSimulatorOptions, create: EmbeddingSimulatorBackend.fromCatalog },
+  ],
+  [OPENAI_BACKEND_KIND, { check: parseOpenAIBackendOptions, create: OpenAIEmbeddingBackend.fromCatalog }],
+  [LLAMACPP_BACKEND_KIND, { check: parseLlamaCppOptions, create: LlamaCppEmbeddingBackend.fromCatalog }],
 ]);
 
 export const KNOWN_CHAT_BACKENDS: readonly string[] = [...CHAT_BACKENDS.keys()];
 export const KNOWN_IMAGE_BACKENDS: readonly string[] = [...IMAGE_BACKENDS.keys()];
 export const KNOWN_EMBEDDING_BACKENDS: readonly string[] = [...EMBEDDING_BACKENDS.keys()];
 
-function create<T>(
-  registry: ReadonlyMap<string, BackendFactory<T>>,
+function entryOf<T>(
+  registry: ReadonlyMap<string, BackendEntry<T>>,
   wanted: ModelKind,
   model: CatalogModel,
-  settings: BackendSettings,
-): T {
+): BackendEntry<T> {
   if (model.kind !== wanted) {
     const article = (kind: ModelKind) => (kind === 'chat' ? `a ${kind}` : `an ${kind}`);
     throw new ConfigError([
@@ -55,24 +68,38 @@ function create<T>(
     ]);
   }
   const kind = model.backend.kind;
-  const factory = registry.get(kind);
-  if (factory === undefined) {
+  const entry = registry.get(kind);
+  if (entry === undefined) {
     const known = [...registry.keys()].join(', ');
     throw new ConfigError([
       `catalog model "${model.id}": backend.kind "${kind}" is not a known ${wanted} backend (known: ${known})`,
     ]);
   }
-  return factory(model, settings);
+  return entry;
+}
+
+/**
+ * Checks that a backend of kind `wanted` can be built for `model` (its kind, its options), building nothing:
+ * what a process checks before it starts, so a bad catalog entry is one clear ConfigError.
+ */
+export function checkBackendOf(wanted: ModelKind, model: CatalogModel, settings: BackendSettings): void {
+  const entry =
+    wanted === 'chat'
+      ? entryOf(CHAT_BACKENDS, wanted, model)
+      : wanted === 'image'
+        ? entryOf(IMAGE_BACKENDS, wanted, model)
+        : entryOf(EMBEDDING_BACKENDS, wanted, model);
+  entry.check(model, settings);
 }
 
 export function createChatBackend(model: CatalogModel, settings: BackendSettings): ChatBackend {
-  return create(CHAT_BACKENDS, 'chat', model, settings);
+  return entryOf(CHAT_BACKENDS, 'chat', model).create(model, settings);
 }
 
 export function createImageBackend(model: CatalogModel, settings: BackendSettings): ImageBackend {
-  return create(IMAGE_BACKENDS, 'image', model, settings);
+  return entryOf(IMAGE_BACKENDS, 'image', model).create(model, settings);
 }
 
 export function createEmbeddingBackend(model: CatalogModel, settings: BackendSettings): EmbeddingBackend {
-  return create(EMBEDDING_BACKENDS, 'embedding', model, settings);
+  return entryOf(EMBEDDING_BACKENDS, 'embedding', model).create(model, settings);
 }

@@ -1,4 +1,4 @@
-import type { SlotLease, UpstreamPool } from './pool/upstream-pool';
+import type { UpstreamPool } from './pool/upstream-pool';
 import type { ChatMessageContent, FinishReason, TokenLogprob, ToolCall } from '@mgw/contracts';
 
 /** A JSON Schema as the client sent it (already bounded in size and depth at the HTTP edge). */
@@ -88,8 +88,9 @@ export type ChatInferenceEvent =
  */
 export interface BackendLifecycle {
   /**
-   * A backend whose upstreams have bounded capacity (the openai backend): the worker starts it, takes a job
-   * only once it reserved a slot there (`reserve`), and passes the slot to `generate`.
+   * A backend whose upstreams have bounded capacity shared across workers (the openai backend): the worker
+   * starts the pool, and takes a job only once the pool reserved an upstream slot for it (`reserve`, the
+   * consumer's job gate); which slot a job then holds stays inside the pool.
    */
   readonly upstreamPool?: UpstreamPool;
   load?(): Promise<void>;
@@ -102,11 +103,6 @@ export interface BackendLifecycle {
  * `signal` aborts (returning or throwing); it must never keep generating for nobody.
  */
 export interface ChatBackend extends BackendLifecycle {
-  /** `reserved`: the slot the worker reserved before it took the job, for a backend with a pool. */
-  generate(
-    request: ChatInferenceRequest,
-    signal: AbortSignal,
-    reserved?: SlotLease | null,
-  ): AsyncIterable<ChatInferenceEvent>;
+  generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncIterable<ChatInferenceEvent>;
   close(): Promise<void>;
 }

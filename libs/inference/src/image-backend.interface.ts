@@ -1,4 +1,3 @@
-import type { SlotLease } from './pool/upstream-pool';
 import type { BackendLifecycle } from './chat-backend.interface';
 
 export interface ImageInferenceRequest {
@@ -18,11 +17,6 @@ export interface GeneratedImage {
 
 /** The one interface every image backend implements; images are yielded as each one is ready. */
 export interface ImageBackend extends BackendLifecycle {
-  /** `reserved`: the slot the worker reserved before it took the job, for a backend with a pool. */
-  generate(
-    request: ImageInferenceRequest,
-    signal: AbortSignal,
-    reserved?: SlotLease | null,
-  ): AsyncIterable<GeneratedImage>;
+  generate(request: ImageInferenceRequest, signal: AbortSignal): AsyncIterable<GeneratedImage>;
   close(): Promise<void>;
 }

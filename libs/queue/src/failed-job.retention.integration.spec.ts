@@ -73,11 +73,16 @@ describe('failed job retention', () => {
     });
 
     it(`keeps a failed job in at most ${FAILED_JOB_MAX_BYTES} bytes, whatever its data and error`, async () => {
-      consumer = new ModelQueueConsumer(connection, namespace, { error: () => undefined }, 10_000);
+      consumer = new ModelQueueConsumer(
+        connection,
+        namespace,
+        { error: () => undefined, warn: () => undefined },
+        10_000,
+      );
       queue = new Queue(queueNameFor('chat', 'big'), { connection: commands, prefix: namespace });
       const requestId = `req-${randomBytes(6).toString('hex')}`;
       const request = { messages: [{ role: 'user', content: 'z'.repeat(512 * 1024) }] };
-      consumer.consume('chat', 'big', 1, 1, (job) =>
+      consumer.consume({ kind: 'chat', model: 'big', concurrency: 1 }, (job) =>
         Promise.reject(new Error(`refused ${JSON.stringify(job.data).slice(0, 100_000)}`)),
       );
       await queue.add('chat', { requestId, model: 'big', request }, jobOptionsFor(requestId, 10));
@@ -124,8 +129,13 @@ describe('failed job retention', () => {
         // What BullMQ's stalled check writes into a job that stalled more than maxStalledCount times.
         await commands.hset(jobKey, 'defa', 'job stalled more than allowable limit');
         let processed = false;
-        consumer = new ModelQueueConsumer(connection, namespace, { error: () => undefined }, 10_000);
-        consumer.consume('chat', model, 1, 1, () => {
+        consumer = new ModelQueueConsumer(
+          connection,
+          namespace,
+          { error: () => undefined, warn: () => undefined },
+          10_000,
+        );
+        consumer.consume({ kind: 'chat', model, concurrency: 1 }, () => {
           processed = true;
           return Promise.resolve();
         });

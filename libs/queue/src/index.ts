@@ -7,6 +7,7 @@ export * from './reply.router';
 export * from './reply.batcher';
 export * from './subscriber-backlog.monitor';
 export * from './reply.publisher';
-export * from './cancel.listener';
+export * from './control.listener';
+export * from './job-feed';
 export * from './model-queue.consumer';
 export * from './queue-stats.reader';

@@ -10,6 +10,9 @@ import {
 } from '@mgw/contracts';
 import { jobOptionsFor } from './job-options';
 
+/** The approximate cap of each queue's BullMQ events stream (see queueFor). */
+export const EVENTS_STREAM_MAX_LEN = 0;
+
 export type JobDataOf<K extends ModelKind> = K extends 'chat'
   ? ChatJobData
   : K extends 'image'
@@ -33,7 +36,15 @@ export class JobProducer {
     const name = queueNameFor(kind, model, keyLayoutOf(this.connection));
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.connection, prefix: this.namespace });
+      queue = new Queue(name, {
+        connection: this.connection,
+        prefix: this.namespace,
+        // Nothing here reads BullMQ's events stream (no QueueEvents), and BullMQ 6 has no option to stop
+        // writing it: its scripts XADD every job's added/waiting/active/completed events unconditionally. So
+        // the stream is capped near zero (BullMQ's MAXLEN ~ trims whole stream nodes) instead of its default
+        // 10,000 entries per queue, which keeps its memory, not its writes, small.
+        streams: { events: { maxLen: EVENTS_STREAM_MAX_LEN } },
+      });
       // Connection errors surface on the add() call that hit them; this keeps them from being unhandled.
       queue.on('error', () => undefined);
       this.queues.set(name, queue);

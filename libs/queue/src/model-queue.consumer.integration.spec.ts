@@ -5,7 +5,7 @@ import { queueNameFor } from '@mgw/contracts';
 import { waitFor } from '@mgw/testing';
 import { ModelQueueConsumer } from './model-queue.consumer';
 
-/** Real Redis and real BullMQ Workers: the fetch loops of one model share its concurrency exactly. */
+/** Real Redis and real BullMQ Workers: one fetch loop per model, running its concurrency exactly. */
 describe('ModelQueueConsumer', () => {
   const namespace = `unit-consumer-${randomBytes(5).toString('hex')}`;
   let connection: Redis;
@@ -33,19 +33,24 @@ describe('ModelQueueConsumer', () => {
   });
 
   /**
-   * Starts consuming with `concurrency` and `fetchers`, adds `jobs` jobs that each wait for a release, and
-   * reports the most jobs that ran at once, then lets them all finish.
+   * Starts consuming with `concurrency`, adds `jobs` jobs that each wait for a release, and reports the most
+   * jobs that ran at once, then lets them all finish.
    */
-  async function mostAtOnce(concurrency: number, fetchers: number, jobs: number): Promise<number> {
+  async function mostAtOnce(concurrency: number, jobs: number): Promise<number> {
     const id = `m${++model}`;
-    consumer = new ModelQueueConsumer(connection, namespace, { error: () => undefined }, 10_000);
+    consumer = new ModelQueueConsumer(
+      connection,
+      namespace,
+      { error: () => undefined, warn: () => undefined },
+      10_000,
+    );
     queue = new Queue(queueNameFor('chat', id), { connection: commands, prefix: namespace });
     let running = 0;
     let most = 0;
     let finished = 0;
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    consumer.consume('chat', id, concurrency, fetchers, async () => {
+    consumer.consume({ kind: 'chat', model: id, concurrency }, async () => {
       running++;
       most = Math.max(most, running);
       await released;
@@ -65,22 +70,23 @@ describe('ModelQueueConsumer', () => {
 
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  it('runs exactly the concurrency at once, split over several fetch loops', async () => {
-    expect(await mostAtOnce(5, 2, 12)).toBe(5);
+  it('runs exactly the concurrency at once', async () => {
+    expect(await mostAtOnce(5, 12)).toBe(5);
   });
 
-  it('never starts more loops than the concurrency, nor fewer than one', async () => {
-    expect(ModelQueueConsumer.fetchLoopsFor(2, 4)).toBe(2);
-    expect(ModelQueueConsumer.fetchLoopsFor(8, 0)).toBe(1);
-    expect(ModelQueueConsumer.fetchLoopsFor(8, 4)).toBe(4);
-    expect(await mostAtOnce(2, 4, 6)).toBe(2);
+  it('never runs more than a small concurrency, with more jobs waiting', async () => {
+    expect(await mostAtOnce(2, 6)).toBe(2);
   });
 
   describe('gated', () => {
-    /** A gate of `slots` permits, taken before a job is fetched; waiters are woken by a release. */
+    /**
+     * A gate of `slots` permits, taken before a job is fetched and set aside for the next job to start (as the
+     * upstream pool does); waiters are woken by a release.
+     */
     class Slots {
       held = 0;
       reservations = 0;
+      readonly setAside: Array<{ release(): void }> = [];
       private readonly waiters: Array<() => void> = [];
 
       constructor(private slots: number) {}
@@ -96,12 +102,27 @@ describe('ModelQueueConsumer', () => {
         this.held++;
         this.reservations++;
         let released = false;
-        return {
+        const permit = {
           release: () => {
             if (released) return;
             released = true;
             this.held--;
             this.waiters.shift()?.();
+          },
+        };
+        return permit;
+      }
+
+      /** What the consumer reserves: a permit set aside, given back unless a job took it. */
+      async reserveAside(signal: AbortSignal): Promise<{ release(): void }> {
+        const permit = await this.reserve(signal);
+        this.setAside.push(permit);
+        return {
+          release: () => {
+            const index = this.setAside.indexOf(permit);
+            if (index < 0) return;
+            this.setAside.splice(index, 1);
+            permit.release();
           },
         };
       }
@@ -114,7 +135,12 @@ describe('ModelQueueConsumer', () => {
 
     it('takes a job only with a reservation, leaves the rest waiting in the queue, and gives slots back', async () => {
       const id = `m${++model}`;
-      consumer = new ModelQueueConsumer(connection, namespace, { error: () => undefined }, 10_000);
+      consumer = new ModelQueueConsumer(
+        connection,
+        namespace,
+        { error: () => undefined, warn: () => undefined },
+        10_000,
+      );
       queue = new Queue(queueNameFor('chat', id), { connection: commands, prefix: namespace });
       const gate = new Slots(2);
       let running = 0;
@@ -123,9 +149,11 @@ describe('ModelQueueConsumer', () => {
       let release!: () => void;
       const released = new Promise<void>((resolve) => (release = resolve));
       const stop = new AbortController();
-      consumer.consumeGated('chat', id, 8, 4, gate, async (_job, reservation) => {
-        // A job the loop that waited on the empty queue took comes without a reservation: the handler takes
-        // one itself, as the upstream pool does.
+      const gated = { reserve: (signal: AbortSignal) => gate.reserveAside(signal) };
+      consumer.consume({ kind: 'chat', model: id, concurrency: 8, gate: gated }, async () => {
+        // A job the loop took after waiting on the empty queue comes without a permit set aside: the handler
+        // takes one itself, as the upstream pool does.
+        const reservation = gate.setAside.shift() ?? null;
         if (reservation !== null) reserved++;
         const held = reservation ?? (await gate.reserve(stop.signal));
         running++;

@@ -169,7 +169,7 @@ export class SessionWorld {
     imageDeadlineMs: 60_000,
     sseKeepAliveMs: 0,
     resumeGraceMs: 0,
-    workerLeaseMs: 3000,
+    workerSilenceMs: 3000,
     streamBufferLimitBytes: 1 << 20,
     streamFlushTimeoutMs: 0,
   };

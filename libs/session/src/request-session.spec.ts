@@ -511,7 +511,7 @@ describe('RequestSession: one job and its replies', () => {
       for (let seq = 1; seq <= 5; seq++) {
         jest.advanceTimersByTime(LEASE - 1);
         h.message(alive(seq));
-        h.session.checkLease(Date.now(), LEASE);
+        h.session.checkWorkerSilence(Date.now(), LEASE);
       }
       expect(h.sinkCalls).toBe(0);
       expect(h.hasItsEnding).toBe(false);
@@ -522,10 +522,10 @@ describe('RequestSession: one job and its replies', () => {
       h.message(started());
       h.message(delta(1, 'Hel'));
       jest.advanceTimersByTime(LEASE - 1);
-      h.session.checkLease(Date.now(), LEASE);
+      h.session.checkWorkerSilence(Date.now(), LEASE);
       expect(h.errors).toEqual([]);
       jest.advanceTimersByTime(1);
-      h.session.checkLease(Date.now(), LEASE);
+      h.session.checkWorkerSilence(Date.now(), LEASE);
       expect(h.errors.map((e) => [e.status, e.code])).toEqual([[502, 'worker_error']]);
       expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'worker_unresponsive' });
       expect(h.hasItsEnding).toBe(true);
@@ -536,7 +536,7 @@ describe('RequestSession: one job and its replies', () => {
       h.message(started());
       h.message({ requestId, seq: 1, kind: 'tool-call', choice: 0, index: 0, arguments: '{' });
       jest.advanceTimersByTime(LEASE);
-      h.session.checkLease(Date.now(), LEASE);
+      h.session.checkWorkerSilence(Date.now(), LEASE);
       expect(h.errors.map((e) => [e.status, e.code])).toEqual([[502, 'worker_error']]);
       expect(h.cancel).toHaveBeenCalledWith(workerId, { requestId, reason: 'worker_unresponsive' });
     });
@@ -546,12 +546,12 @@ describe('RequestSession: one job and its replies', () => {
       h.message(started());
       h.message(alive(1));
       jest.advanceTimersByTime(LEASE);
-      h.session.checkLease(Date.now(), LEASE);
+      h.session.checkWorkerSilence(Date.now(), LEASE);
       expect(h.sinkCalls).toBe(0);
       expect(h.hasItsEnding).toBe(false);
       // Re-checking while requeued changes nothing.
       jest.advanceTimersByTime(LEASE * 3);
-      h.session.checkLease(Date.now(), LEASE);
+      h.session.checkWorkerSilence(Date.now(), LEASE);
       expect(h.sinkCalls).toBe(0);
       const other: ReplyMessage = { requestId, seq: 0, kind: 'started', workerId: 'chat-worker-8' };
       h.message(other);
@@ -568,7 +568,7 @@ describe('RequestSession: one job and its replies', () => {
     it('does not judge a request that is still queued', async () => {
       await h.start(60_000);
       jest.advanceTimersByTime(LEASE * 10);
-      h.session.checkLease(Date.now(), LEASE);
+      h.session.checkWorkerSilence(Date.now(), LEASE);
       expect(h.sinkCalls).toBe(0);
     });
   });

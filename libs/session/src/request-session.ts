@@ -53,7 +53,7 @@ export interface SessionDeps {
     | 'embeddingDeadlineMs'
     | 'sseKeepAliveMs'
     | 'resumeGraceMs'
-    | 'workerLeaseMs'
+    | 'workerSilenceMs'
     | 'streamBufferLimitBytes'
     | 'streamFlushTimeoutMs'
   >;
@@ -114,7 +114,7 @@ function defaultModelOf(kind: ModelKind, config: SessionDeps['config']): string 
 
 const CLIENT_GONE: SessionEvent = { type: 'client_gone' };
 const CONNECTION_LOST: SessionEvent = { type: 'connection_lost' };
-const LEASE_EXPIRED: SessionEvent = { type: 'lease_expired' };
+const WORKER_SILENT: SessionEvent = { type: 'worker_silent' };
 const CAUGHT_UP: SessionEvent = { type: 'caught_up' };
 const TAKEN_OVER: SessionEvent = { type: 'taken_over' };
 
@@ -129,7 +129,7 @@ const TAKEN_OVER: SessionEvent = { type: 'taken_over' };
  */
 export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHandler {
   private state: SessionState;
-  /** When the running job last spoke (any message, `alive` included): its lease. */
+  /** When the running job last spoke (any message, `alive` included), for the worker silence limit. */
   private lastHeard = 0;
   /** The reply event, reused for every message: the hot path allocates no event. */
   private readonly replyEvent: { type: 'reply'; message: ReplyMessage } = {
@@ -292,9 +292,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     this.dispatch({ type: 'shutdown', error });
   }
 
-  /** Called periodically: a running job whose worker has been silent longer than its lease lost its worker. */
-  checkLease(now: number, leaseMs: number): void {
-    if (this.state.name === 'running' && now - this.lastHeard >= leaseMs) this.dispatch(LEASE_EXPIRED);
+  /** Called periodically: a running job whose worker has been silent past the silence limit lost its worker. */
+  checkWorkerSilence(now: number, silenceMs: number): void {
+    if (this.state.name === 'running' && now - this.lastHeard >= silenceMs) this.dispatch(WORKER_SILENT);
   }
 
   onMessage(message: ReplyMessage): void {
@@ -548,7 +548,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         for (const hold of this.holds) hold.release();
         return;
       case 'hand_over':
-        // The stream goes on in another request, which keeps the lease alive from now on.
+        // The stream goes on in another request, which keeps the concurrency slot alive from now on.
         for (const hold of this.holds) hold.handOver();
         return;
       default: {
@@ -664,7 +664,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.timers.grace = setTimeout(fire, config.resumeGraceMs);
         return;
       case 'replay':
-        this.timers.replay = setTimeout(fire, Math.max(50, Math.floor(config.workerLeaseMs / 2)));
+        this.timers.replay = setTimeout(fire, Math.max(50, Math.floor(config.workerSilenceMs / 2)));
         this.timers.replay.unref();
         return;
       default: {

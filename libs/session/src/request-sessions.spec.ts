@@ -4,7 +4,7 @@ import { GatewayMetrics } from '@mgw/observability';
 import type { JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
 import type { AdmissionService } from './admission/admission.service';
 import type { ModelResolver } from './models/model.resolver';
-import type { CancelPublisher } from './queue/cancel.publisher';
+import type { ControlPublisher } from './queue/control.publisher';
 import { entry, fakeReply, flush, principal, SessionWorld, type FakeReply } from './request-session.fixtures';
 import { RequestSessions } from './request-sessions';
 import type { StreamLogStore } from './resume/stream-log.store';
@@ -47,12 +47,12 @@ describe('RequestSessions', () => {
       cancel: (workerId: string, message: CancelMessage) => cancels.push([workerId, message]),
     };
     sessions = new RequestSessions(
-      { ...world.config, workerLeaseMs: 3000 } as unknown as GatewayConfig,
+      { ...world.config, workerSilenceMs: 3000 } as unknown as GatewayConfig,
       deps.resolver as ModelResolver,
       deps.admissions as AdmissionService,
       runtime.router as unknown as ReplyRouter,
       runtime.producer as unknown as JobProducer,
-      { cancel: runtime.cancel, reattach: () => undefined } as unknown as CancelPublisher,
+      { cancel: runtime.cancel, reattach: () => undefined } as unknown as ControlPublisher,
       metrics,
       { ...deps.streams, read: () => Promise.resolve(logged) } as unknown as StreamLogStore,
     );

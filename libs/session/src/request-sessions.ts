@@ -7,7 +7,7 @@ import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { AdmissionService } from './admission/admission.service';
 import { ModelResolver } from './models/model.resolver';
-import { CancelPublisher } from './queue/cancel.publisher';
+import { ControlPublisher } from './queue/control.publisher';
 import { RequestSession, type SessionDeps, type SessionLogger } from './request-session';
 import { ResumeGate } from './resume/resume.gate';
 import { StreamLogStore } from './resume/stream-log.store';
@@ -47,7 +47,7 @@ export class RequestSessions implements OnApplicationShutdown {
   private onIdle: (() => void) | null = null;
   /** Open background sessions: the drain does not wait for them. */
   private backgroundCount = 0;
-  private readonly leaseTimer: NodeJS.Timeout;
+  private readonly silenceTimer: NodeJS.Timeout;
   private readonly deps: SessionDeps;
 
   constructor(
@@ -56,7 +56,7 @@ export class RequestSessions implements OnApplicationShutdown {
     @Inject(AdmissionService) admissions: AdmissionService,
     @Inject(ReplyRouter) private readonly router: ReplyRouter,
     @Inject(JobProducer) producer: JobProducer,
-    @Inject(CancelPublisher) control: CancelPublisher,
+    @Inject(ControlPublisher) control: ControlPublisher,
     @Inject(GatewayMetrics) metrics: GatewayMetrics,
     @Inject(StreamLogStore) private readonly streams: StreamLogStore,
   ) {
@@ -73,17 +73,20 @@ export class RequestSessions implements OnApplicationShutdown {
       logger: this.requestLogger(),
       ended: (session) => this.forget(session),
     };
-    const leaseMs = config.workerLeaseMs;
-    this.leaseTimer = setInterval(() => this.checkLeases(leaseMs), Math.max(50, Math.floor(leaseMs / 4)));
-    this.leaseTimer.unref();
+    const silenceMs = config.workerSilenceMs;
+    this.silenceTimer = setInterval(
+      () => this.checkSilentWorkers(silenceMs),
+      Math.max(50, Math.floor(silenceMs / 4)),
+    );
+    this.silenceTimer.unref();
   }
 
   /**
    * Not `onModuleDestroy`: Nest runs that before `beforeApplicationShutdown`, where the drain waits for open
-   * sessions, and a stream whose worker died then must still end at its lease, not at the drain timeout.
+   * sessions, and a stream whose worker died then must still end at its worker silence limit, not at the drain timeout.
    */
   onApplicationShutdown(): void {
-    clearInterval(this.leaseTimer);
+    clearInterval(this.silenceTimer);
     // Background requests let go of their jobs, which run on without this gateway (see `size`).
     for (const session of [...this.live]) if (session.background) session.takeOver();
   }
@@ -205,9 +208,9 @@ export class RequestSessions implements OnApplicationShutdown {
     if (this.size === 0) this.onIdle?.();
   }
 
-  private checkLeases(leaseMs: number): void {
+  private checkSilentWorkers(silenceMs: number): void {
     const now = Date.now();
-    for (const session of this.live) session.checkLease(now, leaseMs);
+    for (const session of this.live) session.checkWorkerSilence(now, silenceMs);
   }
 
   /** Lines about a request carry its id as a field, also when written from the reply subscription. */

@@ -12,7 +12,7 @@ import { ConnectionsModule } from './connections/connections.module';
 import { GatewayShutdown } from './lifecycle/gateway-shutdown';
 import { GatewayRegistryClient, modelDirectoryProvider } from './models/model-directory.provider';
 import { ModelResolver } from './models/model.resolver';
-import { CancelPublisher } from './queue/cancel.publisher';
+import { ControlPublisher } from './queue/control.publisher';
 import { GatewayJobProducer } from './queue/job-producer.provider';
 import { GatewayReplyRouter } from './queue/reply-router.provider';
 import { RequestSessions } from './request-sessions';
@@ -54,7 +54,7 @@ export class SessionModule {
         { provide: ReplyRouter, useClass: GatewayReplyRouter },
         { provide: RegistryClient, useClass: GatewayRegistryClient },
         modelDirectoryProvider,
-        CancelPublisher,
+        ControlPublisher,
         ...accessProviders,
         KeyInvalidationListener,
         AdmissionService,

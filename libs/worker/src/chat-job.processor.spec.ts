@@ -71,8 +71,8 @@ function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJobDa
     report: (_subject: unknown, amounts: Run['reported'][number]) =>
       Promise.resolve(void reported.push(amounts)),
   } as unknown as UsageReporter;
-  const processor = new ChatJobProcessor('sim-chat', backend, runner, usage);
-  return { sent, reported, outcome: processor.process({} as Job<unknown>) };
+  const processor = new ChatJobProcessor(runner, usage, { chat: () => backend });
+  return { sent, reported, outcome: processor.process({} as Job<unknown>, 'sim-chat') };
 }
 
 describe('ChatJobProcessor event forwarding', () => {

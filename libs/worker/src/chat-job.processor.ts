@@ -1,3 +1,4 @@
+import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import {
   ChatJobData,
@@ -6,26 +7,29 @@ import {
   type FinishReason,
   type TokenUsage,
 } from '@mgw/contracts';
-import { toChatInferenceRequest, type ChatBackend, type SlotLease } from '@mgw/inference';
+import { toChatInferenceRequest, type ChatBackend } from '@mgw/inference';
 import { estimatePromptTokens } from '@mgw/access';
-import type { JobOutcome, JobRunner } from './job-runner';
-import { failedBeforeOutputWithFallback } from './usage.reporter';
-import type { UsageReporter } from './usage.reporter';
+import { JobRunner, type JobOutcome } from './job-runner';
+import { OnJob } from './on-job.decorator';
+import { ServedBackends } from './served-backends';
+import { failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter';
 
 /**
- * Runs chat jobs of one model: the backend's events become `delta` and `tool-call` messages and one
- * `chat-done`.
+ * Runs chat jobs on their model's backend: the backend's events become `delta` and `tool-call` messages and
+ * one `chat-done`.
  */
+@Injectable()
 export class ChatJobProcessor {
   constructor(
-    private readonly model: string,
-    private readonly backend: ChatBackend,
-    private readonly runner: JobRunner,
-    private readonly usage: UsageReporter,
+    @Inject(JobRunner) private readonly runner: JobRunner,
+    @Inject(UsageReporter) private readonly usage: UsageReporter,
+    @Inject(ServedBackends) private readonly backends: Pick<ServedBackends, 'chat'>,
   ) {}
 
-  process(job: Job<unknown>, reserved: SlotLease | null = null): Promise<JobOutcome> {
-    return this.runner.run(job, ChatJobData, this.model, async ({ data, signal, writer }) => {
+  @OnJob('chat')
+  process(job: Job<unknown>, model: string): Promise<JobOutcome> {
+    const backend: ChatBackend = this.backends.chat(model);
+    return this.runner.run(job, ChatJobData, model, async ({ data, signal, writer }) => {
       const request = toChatInferenceRequest(data.request);
       const finishReasons: (FinishReason | undefined)[] = new Array<FinishReason | undefined>(request.n);
       /** The stop sequence that ended choice 0, when the backend says (the Messages API answers it). */
@@ -35,7 +39,7 @@ export class ChatJobProcessor {
       // count; otherwise a delta, a tool call's name and each fragment of its arguments count as one.
       let produced = 0;
       try {
-        for await (const event of this.backend.generate(request, signal, reserved)) {
+        for await (const event of backend.generate(request, signal)) {
           switch (event.type) {
             case 'delta': {
               const logprobs = request.logprobs ? event.logprobs : undefined;

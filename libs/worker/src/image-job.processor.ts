@@ -1,35 +1,40 @@
+import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
+import { WorkerConfig } from '@mgw/config';
 import { ImageJobData, imageResultKeyFor } from '@mgw/contracts';
-import { toImageInferenceRequest, type ImageBackend, type SlotLease } from '@mgw/inference';
-import type { JobOutcome, JobRunner } from './job-runner';
-import { failedBeforeOutputWithFallback, type UsageReporter } from './usage.reporter';
+import { toImageInferenceRequest } from '@mgw/inference';
+import { JobRunner, type JobOutcome } from './job-runner';
+import { OnJob } from './on-job.decorator';
+import { ServedBackends } from './served-backends';
+import { failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter';
 
 /**
- * Runs image jobs of one model. Each PNG is stored under a short-lived key and referenced from the
+ * Runs image jobs on their model's backend. Each PNG is stored under a short-lived key and referenced from the
  * `image` message, so multi-megabyte payloads never pass through pub/sub.
  */
+@Injectable()
 export class ImageJobProcessor {
   constructor(
-    private readonly model: string,
-    private readonly backend: ImageBackend,
-    private readonly runner: JobRunner,
-    private readonly namespace: string,
-    private readonly resultTtlMs: number,
-    private readonly usage: UsageReporter,
+    @Inject(JobRunner) private readonly runner: JobRunner,
+    @Inject(UsageReporter) private readonly usage: UsageReporter,
+    @Inject(ServedBackends) private readonly backends: Pick<ServedBackends, 'image'>,
+    @Inject(WorkerConfig) private readonly config: Pick<WorkerConfig, 'namespace' | 'imageResultTtlMs'>,
   ) {}
 
-  process(job: Job<unknown>, reserved: SlotLease | null = null): Promise<JobOutcome> {
-    return this.runner.run(job, ImageJobData, this.model, async ({ data, signal, writer }) => {
+  @OnJob('image')
+  process(job: Job<unknown>, model: string): Promise<JobOutcome> {
+    const backend = this.backends.image(model);
+    return this.runner.run(job, ImageJobData, model, async ({ data, signal, writer }) => {
       const request = toImageInferenceRequest(data.request);
       let count = 0;
       try {
-        for await (const image of this.backend.generate(request, signal, reserved)) {
-          const key = imageResultKeyFor(this.namespace, data.requestId, image.index);
+        for await (const image of backend.generate(request, signal)) {
+          const key = imageResultKeyFor(this.config.namespace, data.requestId, image.index);
           await writer.sendWithPayload(
             { kind: 'image', index: image.index, key, revisedPrompt: image.revisedPrompt },
             key,
             image.png.toString('base64'),
-            this.resultTtlMs,
+            this.config.imageResultTtlMs,
           );
           count++;
         }

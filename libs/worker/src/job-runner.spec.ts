@@ -3,7 +3,7 @@ import type { Job } from 'bullmq';
 import { IsInt, IsString } from 'class-validator';
 import type { Redis } from 'ioredis';
 import { GatewayError } from '@mgw/contracts';
-import { CancelListener, JobStopped, PubSubDispatcher, type ReplyBatcher } from '@mgw/queue';
+import { ControlListener, JobStopped, PubSubDispatcher, type ReplyBatcher } from '@mgw/queue';
 import { JobRunner, type JobContext } from './job-runner';
 
 class TestJob {
@@ -37,7 +37,7 @@ function harness(listeners = 1) {
     warn: (message: string | { msg: string }) =>
       warnings.push(typeof message === 'string' ? message : message.msg),
   };
-  const cancels = new CancelListener(
+  const cancels = new ControlListener(
     new PubSubDispatcher(subscriber as unknown as Redis),
     'cancel-channel',
     logger,

@@ -12,7 +12,7 @@ import {
 import {
   JobStopped,
   ReplyStreamWriter,
-  type CancelListener,
+  type ControlListener,
   type JobStop,
   type ReplyBatcher,
   type ReplyObserver,
@@ -65,7 +65,7 @@ export class JobRunner {
 
   constructor(
     private readonly publisher: ReplyBatcher,
-    private readonly cancels: CancelListener,
+    private readonly control: ControlListener,
     private readonly workerId: string,
     private readonly logger: LoggerService,
     private readonly options: JobRunnerOptions,
@@ -89,7 +89,7 @@ export class JobRunner {
   ): Promise<JobOutcome> {
     const data = await this.parse(job, cls, servedModel);
     // One controller for every reason a job stops early — a gateway's cancel, a worker stop (both through
-    // the cancel listener), nobody listening, the deadline — and one timer: AbortSignal.any over three
+    // the control listener), nobody listening, the deadline — and one timer: AbortSignal.any over three
     // signals plus an AbortSignal.timeout would allocate and link four signals per job on a hot path.
     const resume = data.resume;
     let graceTimer: NodeJS.Timeout | undefined;
@@ -100,7 +100,7 @@ export class JobRunner {
       // A failed publish is remembered by the writer and fails the job at its next send.
       writer.redirect(channel).catch(() => undefined);
     };
-    const controller = this.cancels.track(data.requestId, resume && reattach);
+    const controller = this.control.track(data.requestId, resume && reattach);
     // Nobody hears the stream any more (its gateway died): a plain job stops now; a resumable one goes on
     // for its grace, keeping its replay log, in case its client resumes it on another gateway.
     const onUnheard = resume?.graceMs
@@ -127,7 +127,7 @@ export class JobRunner {
     );
     const remaining = data.deadline - Date.now();
     if (remaining <= 0) {
-      this.cancels.untrack(data.requestId);
+      this.control.untrack(data.requestId);
       await this.sendError(writer, GatewayError.deadlineExceeded(data.deadline - job.timestamp));
       this.logOutcome(data, 'expired', 0);
       return 'expired';
@@ -153,7 +153,7 @@ export class JobRunner {
       clearTimeout(deadline);
       clearTimeout(graceTimer);
       this.active.delete(writer);
-      this.cancels.untrack(data.requestId);
+      this.control.untrack(data.requestId);
     }
   }
 
@@ -292,7 +292,7 @@ export class JobRunner {
 }
 
 /**
- * Why a job's signal aborted. Only the cancel listener and the runner abort a job's controller, always with a
+ * Why a job's signal aborted. Only the control listener and the runner abort a job's controller, always with a
  * JobStopped; anything else would be a signal that merely timed out, so it counts as the deadline.
  */
 function stopOf(signal: AbortSignal): JobStop {

@@ -1,7 +1,8 @@
-import type { LoggerService } from '@nestjs/common';
+import { Inject, Injectable, type LoggerService } from '@nestjs/common';
 import type { CatalogModel } from '@mgw/config';
 import type { ModelKind } from '@mgw/contracts';
 import {
+  checkBackendOf,
   createChatBackend,
   createEmbeddingBackend,
   createImageBackend,
@@ -10,6 +11,7 @@ import {
   type EmbeddingBackend,
   type ImageBackend,
 } from '@mgw/inference';
+import { BACKEND_SETTINGS, SERVED_MODELS, WORKER_KIND, WORKER_LOGGER } from './worker.tokens';
 
 /** A served model with its backend, typed by kind so a chat processor never gets an image backend. */
 export type ServedBackend =
@@ -18,22 +20,20 @@ export type ServedBackend =
   | { kind: 'embedding'; model: CatalogModel; backend: EmbeddingBackend };
 
 /**
- * The owner of the served models' backends: built from their catalog entries (a bad entry fails the start
- * with a ConfigError), loaded before the worker takes a job, closed at shutdown.
+ * The owner of the served models' backends: built from their catalog entries (checked before Nest starts, see
+ * `check`), loaded before the worker takes a job, closed at shutdown.
  */
+@Injectable()
 export class ServedBackends {
-  constructor(
-    readonly all: readonly ServedBackend[],
-    private readonly logger: LoggerService,
-  ) {}
+  readonly all: readonly ServedBackend[];
 
-  static create(
-    kind: ModelKind,
-    served: CatalogModel[],
-    settings: BackendSettings,
-    logger: LoggerService,
-  ): ServedBackends {
-    const all = served.map((model): ServedBackend => {
+  constructor(
+    @Inject(WORKER_KIND) kind: ModelKind,
+    @Inject(SERVED_MODELS) served: CatalogModel[],
+    @Inject(BACKEND_SETTINGS) settings: BackendSettings,
+    @Inject(WORKER_LOGGER) private readonly logger: LoggerService,
+  ) {
+    this.all = served.map((model): ServedBackend => {
       switch (kind) {
         case 'chat':
           return { kind, model, backend: createChatBackend(model, settings) };
@@ -43,7 +43,29 @@ export class ServedBackends {
           return { kind, model, backend: createEmbeddingBackend(model, settings) };
       }
     });
-    return new ServedBackends(all, logger);
+  }
+
+  /** Throws the ConfigError of a served model whose backend cannot be built, building nothing. */
+  static check(kind: ModelKind, served: CatalogModel[], settings: BackendSettings): void {
+    for (const model of served) checkBackendOf(kind, model, settings);
+  }
+
+  chat(model: string): ChatBackend {
+    const served = this.all.find((s) => s.model.id === model);
+    if (served?.kind !== 'chat') throw new Error(`model ${model} is not a served chat model`);
+    return served.backend;
+  }
+
+  image(model: string): ImageBackend {
+    const served = this.all.find((s) => s.model.id === model);
+    if (served?.kind !== 'image') throw new Error(`model ${model} is not a served image model`);
+    return served.backend;
+  }
+
+  embedding(model: string): { model: CatalogModel; backend: EmbeddingBackend } {
+    const served = this.all.find((s) => s.model.id === model);
+    if (served?.kind !== 'embedding') throw new Error(`model ${model} is not a served embedding model`);
+    return served;
   }
 
   /**

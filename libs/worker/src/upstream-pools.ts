@@ -1,26 +1,29 @@
-import type { LoggerService } from '@nestjs/common';
+import { Inject, Injectable, type LoggerService } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import type { WorkerConfig } from '@mgw/config';
+import { WorkerConfig } from '@mgw/config';
 import type { UpstreamPool } from '@mgw/inference';
-import type { WorkerMetrics } from '@mgw/observability';
-import type { PubSubDispatcher } from '@mgw/queue';
-import type { ServedBackends } from './served-backends';
+import { WorkerMetrics } from '@mgw/observability';
+import { PubSubDispatcher } from '@mgw/queue';
+import { ServedBackends } from './served-backends';
+import { PUBLISHER_CONNECTION, WORKER_LOGGER } from './worker.tokens';
 
 /**
  * The upstream pools of the served models whose backend has one (the openai backend): started once Redis
- * and the subscriber are up (slot leases last JOB_LOCK_MS, as a job's lock does), stopped after the drain.
- * Also the worker's view of each model's readiness: a model is ready while some upstream of it is up.
+ * and the subscriber are up (an upstream slot lapses JOB_LOCK_MS after its worker stopped extending it, as
+ * a job lock does), stopped after the drain. Each pool is its model's job gate (`reserve`). Also the worker's
+ * view of each model's readiness: a model is ready while some upstream of it is up.
  */
+@Injectable()
 export class UpstreamPools {
   readonly byModel: ReadonlyMap<string, UpstreamPool>;
 
   constructor(
-    backends: ServedBackends,
-    private readonly metrics: WorkerMetrics,
-    private readonly config: WorkerConfig,
-    private readonly redis: Redis,
-    private readonly channel: PubSubDispatcher,
-    private readonly logger: LoggerService,
+    @Inject(ServedBackends) backends: ServedBackends,
+    @Inject(WorkerMetrics) private readonly metrics: WorkerMetrics,
+    @Inject(WorkerConfig) private readonly config: WorkerConfig,
+    @Inject(PUBLISHER_CONNECTION) private readonly redis: Redis,
+    @Inject(PubSubDispatcher) private readonly channel: PubSubDispatcher,
+    @Inject(WORKER_LOGGER) private readonly logger: LoggerService,
   ) {
     const pools = new Map<string, UpstreamPool>();
     for (const { model, backend } of backends.all) {
@@ -36,7 +39,7 @@ export class UpstreamPools {
         channel: this.channel,
         namespace: this.config.namespace,
         instanceId: this.config.instanceId,
-        leaseMs: this.config.jobLockMs,
+        slotTtlMs: this.config.jobLockMs,
         observer: this.metrics.upstreams.reporterFor(model, pool.upstreams),
         logger: {
           warn: (message: string) => {

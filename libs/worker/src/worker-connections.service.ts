@@ -8,12 +8,12 @@ const REDIS_READY_TIMEOUT_MS = 10_000;
 
 /**
  * The owner of the worker's Redis connections: it opens them, tells when they are ready, and closes them.
- * Others get them through their tokens (PUBLISHER_CONNECTION, CANCEL_CONNECTION, QUEUE_CONNECTION).
+ * Others get them through their tokens (PUBLISHER_CONNECTION, SUBSCRIBER_CONNECTION, QUEUE_CONNECTION).
  */
 @Injectable()
 export class WorkerConnections {
   readonly publisher: Redis;
-  readonly cancelSubscriber: Redis;
+  readonly subscriber: Redis;
   readonly blocking: Redis;
 
   constructor(
@@ -22,12 +22,12 @@ export class WorkerConnections {
   ) {
     const { redis, instanceId } = config;
     this.publisher = createRedisConnection(redis, 'command', `${instanceId}:publish`, logger);
-    this.cancelSubscriber = createRedisConnection(redis, 'subscriber', `${instanceId}:cancel`, logger);
+    this.subscriber = createRedisConnection(redis, 'subscriber', `${instanceId}:control`, logger);
     this.blocking = createRedisConnection(redis, 'blocking', `${instanceId}:queue`, logger);
   }
 
   private get all(): Redis[] {
-    return [this.publisher, this.cancelSubscriber, this.blocking];
+    return [this.publisher, this.subscriber, this.blocking];
   }
 
   /** Resolves once every connection is ready; rejects after a timeout naming the Redis (no password). */

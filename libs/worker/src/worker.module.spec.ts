@@ -1,19 +1,21 @@
 import { randomBytes } from 'node:crypto';
+import { DiscoveryModule } from '@nestjs/core';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { Redis } from 'ioredis';
 import { ConfigError, loadWorkerConfig, parseCatalog, type Catalog } from '@mgw/config';
 import type { ModelKind } from '@mgw/contracts';
-import { CancelListener, ModelQueueConsumer } from '@mgw/queue';
-import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
+import { ControlListener, ModelQueueConsumer } from '@mgw/queue';
 import { ChatJobProcessor } from './chat-job.processor';
 import { ImageJobProcessor } from './image-job.processor';
+import { JobConsumption } from './job-consumption';
+import { JobHandlers } from './job-handlers.explorer';
 import { JobRunner } from './job-runner';
-import type { ModelJobProcessor } from './model-job.processor';
 import { ServedBackends } from './served-backends';
 import { WorkerConnections } from './worker-connections.service';
 import { WorkerLifecycle } from './worker.lifecycle';
 import { WorkerModule } from './worker.module';
-import { METRICS_SERVER, MODEL_PROCESSORS } from './worker.tokens';
+import { WorkerRegistration } from './worker.registration';
+import { METRICS_SERVER } from './worker.tokens';
 
 // Builds the module's providers without starting them (no init hooks): nothing is loaded, subscribed or
 // registered, and the connections' owner is replaced by one whose connections never connect: no Redis.
@@ -46,7 +48,7 @@ function compile(kind: ModelKind, env: Record<string, string> = {}): Promise<Tes
     imports: [WorkerModule.forRoot({ kind, config, catalog, logger: silent })],
   })
     .overrideProvider(WorkerConnections)
-    .useValue({ publisher: idle(), cancelSubscriber: idle(), blocking: idle() })
+    .useValue({ publisher: idle(), subscriber: idle(), blocking: idle() })
     .compile();
 }
 
@@ -59,12 +61,13 @@ describe('WorkerModule wiring', () => {
     module = undefined;
   });
 
-  it('builds a chat processor on its own backend for each served chat model', async () => {
+  it('finds the chat handler by discovery, and builds its own backend for each served chat model', async () => {
     module = await compile('chat');
 
-    const processors = module.get<ModelJobProcessor[]>(MODEL_PROCESSORS);
-    expect(processors.map((p) => p.model)).toEqual(['chat-a', 'chat-b']);
-    expect(processors.every((p) => p.processor instanceof ChatJobProcessor)).toBe(true);
+    const process = jest.spyOn(module.get(ChatJobProcessor), 'process').mockResolvedValue('completed');
+    const job = {} as Parameters<ChatJobProcessor['process']>[0];
+    await expect(module.get(JobHandlers).handlerFor('chat')(job, 'chat-b')).resolves.toBe('completed');
+    expect(process).toHaveBeenCalledWith(job, 'chat-b');
     const backends = module.get(ServedBackends).all;
     expect(backends.map((b) => [b.kind, b.model.id])).toEqual([
       ['chat', 'chat-a'],
@@ -73,12 +76,22 @@ describe('WorkerModule wiring', () => {
     expect(new Set(backends.map((b) => b.backend)).size).toBe(2);
   });
 
-  it('builds image processors for an image worker, limited to WORKER_MODELS', async () => {
+  it('finds the image handler for an image worker, whose backends are limited to WORKER_MODELS', async () => {
     module = await compile('image', { WORKER_MODELS: 'image-a' });
 
-    const processors = module.get<ModelJobProcessor[]>(MODEL_PROCESSORS);
-    expect(processors.map((p) => p.model)).toEqual(['image-a']);
-    expect(processors[0]!.processor).toBeInstanceOf(ImageJobProcessor);
+    expect(module.get(ServedBackends).all.map((b) => [b.kind, b.model.id])).toEqual([['image', 'image-a']]);
+    const process = jest.spyOn(module.get(ImageJobProcessor), 'process').mockResolvedValue('completed');
+    const job = {} as Parameters<ImageJobProcessor['process']>[0];
+    await module.get(JobHandlers).handlerFor('image')(job, 'image-a');
+    expect(process).toHaveBeenCalledWith(job, 'image-a');
+  });
+
+  it('fails the start when a served kind has no @OnJob handler', async () => {
+    const bare = await Test.createTestingModule({
+      imports: [DiscoveryModule],
+      providers: [JobHandlers],
+    }).compile();
+    expect(() => bare.get(JobHandlers).handlerFor('chat')).toThrow("no @OnJob('chat') handler");
   });
 
   it('resolves every collaborator of the lifecycle once, and no metrics server without a port', async () => {
@@ -86,7 +99,13 @@ describe('WorkerModule wiring', () => {
 
     expect(module.get(WorkerLifecycle)).toBeInstanceOf(WorkerLifecycle);
     expect(module.get(METRICS_SERVER)).toBeNull();
-    for (const token of [CancelListener, ModelQueueConsumer, RegistryClient, WorkerAnnouncer, JobRunner]) {
+    for (const token of [
+      ControlListener,
+      ModelQueueConsumer,
+      WorkerRegistration,
+      JobConsumption,
+      JobRunner,
+    ]) {
       expect(module.get(token)).toBe(module.get(token));
     }
   });

@@ -1,23 +1,27 @@
-import { hostname } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { Module, type DynamicModule, type LoggerService, type Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { UsageRecorder } from '@mgw/access';
 import { WorkerConfig, type Catalog, type CatalogModel } from '@mgw/config';
-import { cancelChannelFor, type ModelKind, type WorkerHeartbeatDto } from '@mgw/contracts';
+import { controlChannelFor, type ModelKind } from '@mgw/contracts';
+import type { BackendSettings } from '@mgw/inference';
 import { MetricsServer, WorkerMetrics } from '@mgw/observability';
 import {
-  CancelListener,
+  ControlListener,
   ModelQueueConsumer,
   PubSubDispatcher,
   ReplyBatcher,
   SubscriberBacklogMonitor,
 } from '@mgw/queue';
-import { RegistryClient, WorkerAnnouncer } from '@mgw/registry';
+import { ChatJobProcessor } from './chat-job.processor';
 import { EmbeddingBatchers } from './embedding/embedding-batchers';
+import { EmbeddingJobProcessor } from './embedding/embedding-job.processor';
+import { ImageJobProcessor } from './image-job.processor';
+import { JobConsumption } from './job-consumption';
+import { JobHandlers } from './job-handlers.explorer';
 import { JobInstrumentation } from './job.instrumentation';
 import { JobRunner } from './job-runner';
-import { createModelJobProcessors } from './model-job.processor';
 import { ServedBackends } from './served-backends';
 import { selectServedModels } from './served-models';
 import { UpstreamPools } from './upstream-pools';
@@ -26,13 +30,14 @@ import { WorkerCapacity } from './worker.capacity';
 import { WorkerConnections } from './worker-connections.service';
 import { WorkerLifecycle } from './worker.lifecycle';
 import { WorkerReadiness } from './worker.readiness';
+import { WorkerRegistration } from './worker.registration';
 import {
-  CANCEL_CONNECTION,
+  BACKEND_SETTINGS,
   METRICS_SERVER,
-  MODEL_PROCESSORS,
   PUBLISHER_CONNECTION,
   QUEUE_CONNECTION,
   SERVED_MODELS,
+  SUBSCRIBER_CONNECTION,
   WORKER_CATALOG,
   WORKER_KIND,
   WORKER_LOGGER,
@@ -45,29 +50,6 @@ export interface WorkerModuleOptions {
   logger: LoggerService;
 }
 
-/** A job processor for each served model, on its backend. */
-const modelProviders: Provider[] = [
-  {
-    provide: MODEL_PROCESSORS,
-    useFactory: (
-      backends: ServedBackends,
-      runner: JobRunner,
-      usage: UsageReporter,
-      config: WorkerConfig,
-      batchers: EmbeddingBatchers,
-      metrics: WorkerMetrics,
-    ) => createModelJobProcessors(backends.all, runner, usage, config, { batchers, metrics }),
-    inject: [ServedBackends, JobRunner, UsageReporter, WorkerConfig, EmbeddingBatchers, WorkerMetrics],
-  },
-  {
-    // Embedding models' inputs gathered into batched backend calls (none for other kinds).
-    provide: EmbeddingBatchers,
-    useFactory: (backends: ServedBackends, publisher: Redis, config: WorkerConfig, metrics: WorkerMetrics) =>
-      new EmbeddingBatchers(backends, publisher, config, metrics),
-    inject: [ServedBackends, PUBLISHER_CONNECTION, WorkerConfig, WorkerMetrics],
-  },
-];
-
 /** The Redis connections, all owned (opened, awaited, closed) by WorkerConnections. */
 const connectionProviders: Provider[] = [
   WorkerConnections,
@@ -77,8 +59,8 @@ const connectionProviders: Provider[] = [
     inject: [WorkerConnections],
   },
   {
-    provide: CANCEL_CONNECTION,
-    useFactory: (connections: WorkerConnections) => connections.cancelSubscriber,
+    provide: SUBSCRIBER_CONNECTION,
+    useFactory: (connections: WorkerConnections) => connections.subscriber,
     inject: [WorkerConnections],
   },
   {
@@ -88,38 +70,19 @@ const connectionProviders: Provider[] = [
   },
 ];
 
-/** Taking jobs, running them, replying, cancelling, and recording their usage. */
-const jobProviders: Provider[] = [
+/** The queue lib's plain classes (shared with the gateway, so not Nest-decorated), built from the settings. */
+const queueProviders: Provider[] = [
   {
-    // The one owner of the subscriber connection's listeners: the cancel channel, the upstream pools' channels.
+    // The one owner of the subscriber connection's listeners: the control channel, the upstream pools' channels.
     provide: PubSubDispatcher,
     useFactory: (subscriber: Redis) => new PubSubDispatcher(subscriber),
-    inject: [CANCEL_CONNECTION],
+    inject: [SUBSCRIBER_CONNECTION],
   },
   {
-    provide: CancelListener,
+    provide: ControlListener,
     useFactory: (dispatcher: PubSubDispatcher, config: WorkerConfig, logger: LoggerService) =>
-      new CancelListener(dispatcher, cancelChannelFor(config.namespace, config.instanceId), logger),
+      new ControlListener(dispatcher, controlChannelFor(config.namespace, config.instanceId), logger),
     inject: [PubSubDispatcher, WorkerConfig, WORKER_LOGGER],
-  },
-  {
-    provide: UpstreamPools,
-    useFactory: (
-      backends: ServedBackends,
-      metrics: WorkerMetrics,
-      config: WorkerConfig,
-      publisher: Redis,
-      dispatcher: PubSubDispatcher,
-      logger: LoggerService,
-    ) => new UpstreamPools(backends, metrics, config, publisher, dispatcher, logger),
-    inject: [
-      ServedBackends,
-      WorkerMetrics,
-      WorkerConfig,
-      PUBLISHER_CONNECTION,
-      PubSubDispatcher,
-      WORKER_LOGGER,
-    ],
   },
   {
     provide: ReplyBatcher,
@@ -135,23 +98,33 @@ const jobProviders: Provider[] = [
     inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_LOGGER],
   },
   {
+    provide: ModelQueueConsumer,
+    useFactory: (blocking: Redis, config: WorkerConfig, logger: LoggerService) =>
+      new ModelQueueConsumer(blocking, config.namespace, logger, config.jobLockMs),
+    inject: [QUEUE_CONNECTION, WorkerConfig, WORKER_LOGGER],
+  },
+];
+
+/** Running jobs: the runner, the `@OnJob` handlers and what finds them, usage, instrumentation. */
+const jobProviders: Provider[] = [
+  {
     provide: JobRunner,
     useFactory: (
       batcher: ReplyBatcher,
-      cancels: CancelListener,
+      control: ControlListener,
       config: WorkerConfig,
       logger: LoggerService,
       metrics: WorkerMetrics,
     ) =>
       new JobRunner(
         batcher,
-        cancels,
+        control,
         config.instanceId,
         logger,
         { heartbeatMs: config.replyHeartbeatMs, namespace: config.namespace },
         (model) => metrics.observerFor(model),
       ),
-    inject: [ReplyBatcher, CancelListener, WorkerConfig, WORKER_LOGGER, WorkerMetrics],
+    inject: [ReplyBatcher, ControlListener, WorkerConfig, WORKER_LOGGER, WorkerMetrics],
   },
   {
     provide: UsageReporter,
@@ -159,16 +132,24 @@ const jobProviders: Provider[] = [
       new UsageReporter(new UsageRecorder(publisher, config.namespace, kind), logger),
     inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_KIND, WORKER_LOGGER],
   },
+  ChatJobProcessor,
+  ImageJobProcessor,
+  EmbeddingJobProcessor,
   {
-    provide: ModelQueueConsumer,
-    useFactory: (blocking: Redis, config: WorkerConfig, logger: LoggerService) =>
-      new ModelQueueConsumer(blocking, config.namespace, logger, config.jobLockMs),
-    inject: [QUEUE_CONNECTION, WorkerConfig, WORKER_LOGGER],
+    // Embedding models' inputs gathered into batched backend calls (none for other kinds).
+    provide: EmbeddingBatchers,
+    useFactory: (backends: ServedBackends, publisher: Redis, config: WorkerConfig, metrics: WorkerMetrics) =>
+      new EmbeddingBatchers(backends, publisher, config, metrics),
+    inject: [ServedBackends, PUBLISHER_CONNECTION, WorkerConfig, WorkerMetrics],
   },
+  JobHandlers,
   JobInstrumentation,
+  ServedBackends,
+  UpstreamPools,
+  JobConsumption,
 ];
 
-/** Metrics, the metrics/health port (none when METRICS_PORT is 0) and readiness. */
+/** Metrics, the metrics/health port (none when METRICS_PORT is 0), readiness and registration. */
 const observabilityProviders: Provider[] = [
   {
     provide: WorkerMetrics,
@@ -196,76 +177,34 @@ const observabilityProviders: Provider[] = [
         : null,
     inject: [WorkerConfig, WorkerMetrics, WorkerReadiness, WORKER_LOGGER],
   },
-];
-
-/** Being listed in the registry while serving: the client and the heartbeats. */
-const registryProviders: Provider[] = [
-  {
-    provide: RegistryClient,
-    useFactory: (config: WorkerConfig) => new RegistryClient(config.redis, config.namespace),
-    inject: [WorkerConfig],
-  },
-  {
-    provide: WorkerAnnouncer,
-    useFactory: (
-      registry: RegistryClient,
-      config: WorkerConfig,
-      served: CatalogModel[],
-      capacity: WorkerCapacity,
-      pools: UpstreamPools,
-      logger: LoggerService,
-    ) => {
-      const startedAt = Date.now();
-      // `ready: false` while every upstream of the model is out: the registry then counts this worker as
-      // not serving it, and gateways answer 503 model_unavailable (or use the model's fallbacks).
-      const beat = (): WorkerHeartbeatDto => ({
-        instanceId: config.instanceId,
-        models: served.map((m) => ({
-          id: m.id,
-          type: m.type,
-          owned_by: m.ownedBy,
-          ...(pools.ready(m.id) ? {} : { ready: false }),
-        })),
-        concurrency: capacity.concurrency,
-        hostname: hostname(),
-        startedAt,
-      });
-      const announcer = new WorkerAnnouncer(registry, beat, config.heartbeatIntervalMs, logger);
-      pools.onReadyChange(() => announcer.announceNow());
-      return announcer;
-    },
-    inject: [RegistryClient, WorkerConfig, SERVED_MODELS, WorkerCapacity, UpstreamPools, WORKER_LOGGER],
-  },
+  WorkerRegistration,
 ];
 
 /**
  * A worker process for one model kind: consumes its models' queues, runs inference, publishes replies, and
- * keeps itself registered. The app supplies config, catalog and logger (see bootstrapWorker); WorkerLifecycle
- * starts and stops the rest in order.
+ * keeps itself registered. The app supplies config, catalog and logger (see bootstrapWorker); job handlers
+ * are the providers' `@OnJob` methods, found by discovery; WorkerLifecycle starts and stops the rest in order.
  */
 @Module({})
 export class WorkerModule {
   static forRoot({ kind, config, catalog, logger }: WorkerModuleOptions): DynamicModule {
     // What follows from the settings and the catalog alone (the served models, their backends' options) is
-    // resolved here, before Nest builds anything: a bad WORKER_MODELS or backend option is a ConfigError
+    // checked here, before Nest builds anything: a bad WORKER_MODELS or backend option is a ConfigError
     // the caller reports in one clear line, rather than a provider failure Nest logs with its stack first.
     const served = selectServedModels(catalog, kind, config.models);
     const capacity = WorkerCapacity.of(kind, config);
-    const backends = ServedBackends.create(
-      kind,
-      served,
-      {
-        simChatTtftMs: config.simChatTtftMs,
-        simChatTokensPerS: config.simChatTokensPerS,
-        simImageLatencyMs: config.simImageLatencyMs,
-        concurrency: capacity.concurrency,
-        environment: config.environment,
-        catalogDir: dirname(resolve(config.catalogPath)),
-      },
-      logger,
-    );
+    const settings: BackendSettings = {
+      simChatTtftMs: config.simChatTtftMs,
+      simChatTokensPerS: config.simChatTokensPerS,
+      simImageLatencyMs: config.simImageLatencyMs,
+      concurrency: capacity.concurrency,
+      environment: config.environment,
+      catalogDir: dirname(resolve(config.catalogPath)),
+    };
+    ServedBackends.check(kind, served, settings);
     return {
       module: WorkerModule,
+      imports: [DiscoveryModule],
       providers: [
         { provide: WORKER_KIND, useValue: kind },
         { provide: WorkerConfig, useValue: config },
@@ -273,12 +212,11 @@ export class WorkerModule {
         { provide: WORKER_LOGGER, useValue: logger },
         { provide: SERVED_MODELS, useValue: served },
         { provide: WorkerCapacity, useValue: capacity },
-        { provide: ServedBackends, useValue: backends },
-        ...modelProviders,
+        { provide: BACKEND_SETTINGS, useValue: settings },
         ...connectionProviders,
+        ...queueProviders,
         ...jobProviders,
         ...observabilityProviders,
-        ...registryProviders,
         WorkerLifecycle,
       ],
     };

@@ -10,11 +10,11 @@ export const WORKER_LOGGER = Symbol('WORKER_LOGGER');
 export const SERVED_MODELS = Symbol('SERVED_MODELS');
 /** Command connection that publishes replies and records usage (`Redis`, owned by WorkerConnections). */
 export const PUBLISHER_CONNECTION = Symbol('PUBLISHER_CONNECTION');
-/** Pub/sub connection of the cancel channel (`Redis`, owned by WorkerConnections). */
-export const CANCEL_CONNECTION = Symbol('CANCEL_CONNECTION');
+/** Pub/sub connection of the control channel and the upstream pools' channels (`Redis`, owned by WorkerConnections). */
+export const SUBSCRIBER_CONNECTION = Symbol('SUBSCRIBER_CONNECTION');
 /** Blocking connection the queue consumers take jobs on (`Redis`, owned by WorkerConnections). */
 export const QUEUE_CONNECTION = Symbol('QUEUE_CONNECTION');
-/** One job processor per served model (`ModelJobProcessor[]`). */
-export const MODEL_PROCESSORS = Symbol('MODEL_PROCESSORS');
+/** What backends are built with (`BackendSettings`). */
+export const BACKEND_SETTINGS = Symbol('BACKEND_SETTINGS');
 /** The metrics/health HTTP server (`MetricsServer`), or null when METRICS_PORT is 0. */
 export const METRICS_SERVER = Symbol('METRICS_SERVER');

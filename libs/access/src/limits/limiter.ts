@@ -93,7 +93,7 @@ export class Limiter {
   constructor(
     private readonly redis: Redis,
     namespace: string,
-    private readonly leaseMs: number,
+    private readonly slotTtlMs: number,
   ) {
     this.cluster = keyLayoutOf(redis) === 'cluster';
     this.names = accessNames(namespace, keyLayoutOf(redis));
@@ -128,7 +128,7 @@ export class Limiter {
       principal.tpm ?? 0,
       principal.maxConcurrent ?? 0,
       Math.max(0, Math.ceil(request.tokenEstimate)),
-      this.leaseMs,
+      this.slotTtlMs,
       request.maxQueueDepth,
       ADMITTING_MS,
     ];
@@ -217,6 +217,10 @@ export class Limiter {
   /** Extends the leases of a key's live requests. */
   async refresh(keyId: string, ticketIds: readonly string[], now = 0): Promise<void> {
     if (ticketIds.length === 0) return;
-    await REFRESH_SCRIPT.run(this.redis, [this.names.concurrency(keyId)], [now, this.leaseMs, ...ticketIds]);
+    await REFRESH_SCRIPT.run(
+      this.redis,
+      [this.names.concurrency(keyId)],
+      [now, this.slotTtlMs, ...ticketIds],
+    );
   }
 }

@@ -47,8 +47,14 @@ export function replyLivenessKeyFor(channel: string): string {
   return `${channel}:alive`;
 }
 
-/** Each worker process subscribes to its own cancel channel, once, at start. */
-export function cancelChannelFor(namespace: string, workerId: string): string {
+/**
+ * Each worker process subscribes to its own control channel, once, at start: gateways publish control
+ * messages there (cancel a job, reattach a resumed stream; control-message.ts). The Redis name keeps its
+ * original `:cancel:` segment: during a rolling upgrade old gateways publish to it and old workers listen on
+ * it, and a new name would cut every cancel between an old and a new process. Renaming it is a protocol
+ * change (protocol-version.ts): new workers listening on both names for one release, then writers moving.
+ */
+export function controlChannelFor(namespace: string, workerId: string): string {
   return `${namespace}:cancel:${workerId}`;
 }
 

@@ -1,6 +1,6 @@
 import { CHAT_MODEL_TYPE } from '../model-types';
 import { readModelList, readModelLookup, registryAnswer } from '../registry/registry-answers.reader';
-import { encodeControlMessage, parseControlMessage } from './cancel-message';
+import { encodeControlMessage, parseControlMessage } from './control-message';
 import { ChatJobData, readJobData } from './job-data';
 import { encodeKeyInvalidation, readKeyInvalidation } from './key-invalidation';
 import { PROTOCOL_VERSIONS, protocolVersionOf, ProtocolVersionError } from './protocol-version';

@@ -39,7 +39,11 @@ export const PROTOCOL_VERSIONS = {
    * every other kind is still written as version 1 (`replyProtocolVersionOf`).
    */
   reply: 2,
-  /** Cancel and reattach, gateway → the worker running a job (`cancel-message.ts`). */
+  /**
+   * Cancel and reattach, gateway → the worker running a job (`control-message.ts`), on the worker's control
+   * channel. Naming it "control" in code changed nothing on the wire: same messages, same Redis channel name
+   * (`controlChannelFor` keeps `:cancel:`), so this stays version 1.
+   */
   control: 1,
   /**
    * Heartbeats, deregistrations and lookups to the registry, and its answers. Version 2: the model type

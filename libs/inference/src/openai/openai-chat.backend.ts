@@ -9,10 +9,10 @@ import type {
   ToolChoice,
   ToolDefinition,
 } from '../chat-backend.interface';
-import type { SlotLease, UpstreamPool } from '../pool/upstream-pool';
+import type { UpstreamPool } from '../pool/upstream-pool';
 import { ChatStreamReader } from './chat-stream.reader';
-import { judgeUpstreamError, openAIPool } from './openai-pool';
-import { OpenAIUpstreamClient } from './openai-upstream.client';
+import type { OpenAIUpstreamClient } from './openai-upstream.client';
+import { PooledUpstreams } from './pooled-upstreams';
 import { parseOpenAIBackendOptions, type OpenAIBackendOptions } from './openai.options';
 import { readServerSentEvents } from './server-sent-events.reader';
 
@@ -99,15 +99,14 @@ const isJson = (contentType: string | string[] | undefined): boolean =>
  * before the first event, is the pool's choice (pool/upstream-pool.ts).
  */
 export class OpenAIChatBackend implements ChatBackend {
-  readonly upstreamPool: UpstreamPool;
-  private readonly clients: OpenAIUpstreamClient[];
+  private readonly upstreams: PooledUpstreams;
 
-  constructor(
-    private readonly options: OpenAIBackendOptions,
-    model: string,
-  ) {
-    this.clients = options.upstreams.map((upstream) => new OpenAIUpstreamClient(upstream));
-    this.upstreamPool = openAIPool(model, options, this.clients);
+  constructor(options: OpenAIBackendOptions, model: string) {
+    this.upstreams = new PooledUpstreams(options, model);
+  }
+
+  get upstreamPool(): UpstreamPool {
+    return this.upstreams.pool;
   }
 
   /** `this: void`: the backend factory keeps this function in a map and calls it unbound. */
@@ -115,29 +114,22 @@ export class OpenAIChatBackend implements ChatBackend {
     return new OpenAIChatBackend(parseOpenAIBackendOptions(model, settings), model.id);
   }
 
-  generate(
-    request: ChatInferenceRequest,
-    signal: AbortSignal,
-    reserved: SlotLease | null = null,
-  ): AsyncGenerator<ChatInferenceEvent> {
-    return this.upstreamPool.run(
-      reserved,
-      signal,
-      (upstream, s) => this.attempt(upstream, request, s),
-      judgeUpstreamError,
+  generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
+    return this.upstreams.run(signal, (client, upstream, s) =>
+      this.attempt(client, upstream.upstreamModel, request, s),
     );
   }
 
   private async *attempt(
-    upstream: number,
+    client: OpenAIUpstreamClient,
+    upstreamModel: string,
     request: ChatInferenceRequest,
     signal: AbortSignal,
   ): AsyncGenerator<ChatInferenceEvent> {
     signal.throwIfAborted();
-    const client = this.clients[upstream]!;
     const response = await client.post(
       '/chat/completions',
-      toUpstreamChatRequest(request, this.options.upstreams[upstream]!.upstreamModel),
+      toUpstreamChatRequest(request, upstreamModel),
       'text/event-stream',
       signal,
     );
@@ -159,7 +151,7 @@ export class OpenAIChatBackend implements ChatBackend {
     yield* await reader.end(signal);
   }
 
-  async close(): Promise<void> {
-    await Promise.all(this.clients.map((client) => client.close()));
+  close(): Promise<void> {
+    return this.upstreams.close();
   }
 }

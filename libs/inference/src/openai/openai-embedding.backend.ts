@@ -3,8 +3,8 @@ import type { BackendSettings } from '../backend-settings';
 import type { EmbeddingBackend, EmbeddingBatchRequest } from '../embedding-backend.interface';
 import { normalize, shorten } from '../embedding.vectors';
 import type { UpstreamPool } from '../pool/upstream-pool';
-import { judgeUpstreamError, openAIPool } from './openai-pool';
-import { OpenAIUpstreamClient } from './openai-upstream.client';
+import type { OpenAIUpstreamClient } from './openai-upstream.client';
+import { PooledUpstreams } from './pooled-upstreams';
 import { parseOpenAIBackendOptions, type OpenAIBackendOptions } from './openai.options';
 import { upstreamProtocolError } from './upstream-error.mapper';
 
@@ -15,15 +15,17 @@ import { upstreamProtocolError } from './upstream-error.mapper';
  * smallest form, and are checked: one per input, in order, at least the model's length.
  */
 export class OpenAIEmbeddingBackend implements EmbeddingBackend {
-  readonly upstreamPool: UpstreamPool;
-  private readonly clients: OpenAIUpstreamClient[];
+  private readonly upstreams: PooledUpstreams;
 
   constructor(
     private readonly options: OpenAIBackendOptions,
     model: string,
   ) {
-    this.clients = options.upstreams.map((upstream) => new OpenAIUpstreamClient(upstream));
-    this.upstreamPool = openAIPool(model, options, this.clients);
+    this.upstreams = new PooledUpstreams(options, model);
+  }
+
+  get upstreamPool(): UpstreamPool {
+    return this.upstreams.pool;
   }
 
   static fromCatalog(this: void, model: CatalogModel, settings: BackendSettings): OpenAIEmbeddingBackend {
@@ -36,11 +38,8 @@ export class OpenAIEmbeddingBackend implements EmbeddingBackend {
   }
 
   async embed(request: EmbeddingBatchRequest, signal: AbortSignal): Promise<Float32Array[]> {
-    for await (const vectors of this.upstreamPool.run(
-      null,
-      signal,
-      (upstream, s) => this.attempt(upstream, request, s),
-      judgeUpstreamError,
+    for await (const vectors of this.upstreams.run(signal, (client, upstream, s) =>
+      this.attempt(client, upstream.upstreamModel, request, s),
     )) {
       return vectors;
     }
@@ -48,16 +47,16 @@ export class OpenAIEmbeddingBackend implements EmbeddingBackend {
   }
 
   private async *attempt(
-    upstream: number,
+    client: OpenAIUpstreamClient,
+    upstreamModel: string,
     request: EmbeddingBatchRequest,
     signal: AbortSignal,
   ): AsyncGenerator<Float32Array[]> {
     signal.throwIfAborted();
-    const client = this.clients[upstream]!;
     const response = await client.post(
       '/embeddings',
       {
-        model: this.options.upstreams[upstream]!.upstreamModel,
+        model: upstreamModel,
         input: request.inputs,
         encoding_format: 'base64',
       },
@@ -76,7 +75,7 @@ export class OpenAIEmbeddingBackend implements EmbeddingBackend {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.clients.map((client) => client.close()));
+    await this.upstreams.close();
   }
 }
 

@@ -1,9 +1,9 @@
 import type { CatalogModel } from '@mgw/config';
 import type { BackendSettings } from '../backend-settings';
 import type { GeneratedImage, ImageBackend, ImageInferenceRequest } from '../image-backend.interface';
-import type { SlotLease, UpstreamPool } from '../pool/upstream-pool';
-import { judgeUpstreamError, openAIPool } from './openai-pool';
-import { OpenAIUpstreamClient } from './openai-upstream.client';
+import type { UpstreamPool } from '../pool/upstream-pool';
+import type { OpenAIUpstreamClient } from './openai-upstream.client';
+import { PooledUpstreams } from './pooled-upstreams';
 import { parseOpenAIBackendOptions, type OpenAIBackendOptions } from './openai.options';
 import { upstreamProtocolError } from './upstream-error.mapper';
 
@@ -47,15 +47,14 @@ export function checkPng(bytes: Buffer, width: number, height: number, index: nu
 
 /** Images through an OpenAI-compatible upstream: POST /images/generations with `b64_json`, then PNG checks. */
 export class OpenAIImageBackend implements ImageBackend {
-  readonly upstreamPool: UpstreamPool;
-  private readonly clients: OpenAIUpstreamClient[];
+  private readonly upstreams: PooledUpstreams;
 
-  constructor(
-    private readonly options: OpenAIBackendOptions,
-    model: string,
-  ) {
-    this.clients = options.upstreams.map((upstream) => new OpenAIUpstreamClient(upstream));
-    this.upstreamPool = openAIPool(model, options, this.clients);
+  constructor(options: OpenAIBackendOptions, model: string) {
+    this.upstreams = new PooledUpstreams(options, model);
+  }
+
+  get upstreamPool(): UpstreamPool {
+    return this.upstreams.pool;
   }
 
   /** `this: void`: the backend factory keeps this function in a map and calls it unbound. */
@@ -63,29 +62,22 @@ export class OpenAIImageBackend implements ImageBackend {
     return new OpenAIImageBackend(parseOpenAIBackendOptions(model, settings), model.id);
   }
 
-  generate(
-    request: ImageInferenceRequest,
-    signal: AbortSignal,
-    reserved: SlotLease | null = null,
-  ): AsyncGenerator<GeneratedImage> {
-    return this.upstreamPool.run(
-      reserved,
-      signal,
-      (upstream, s) => this.attempt(upstream, request, s),
-      judgeUpstreamError,
+  generate(request: ImageInferenceRequest, signal: AbortSignal): AsyncGenerator<GeneratedImage> {
+    return this.upstreams.run(signal, (client, upstream, s) =>
+      this.attempt(client, upstream.upstreamModel, request, s),
     );
   }
 
   private async *attempt(
-    upstream: number,
+    client: OpenAIUpstreamClient,
+    upstreamModel: string,
     request: ImageInferenceRequest,
     signal: AbortSignal,
   ): AsyncGenerator<GeneratedImage> {
     signal.throwIfAborted();
-    const client = this.clients[upstream]!;
     const response = await client.post(
       '/images/generations',
-      toUpstreamImageRequest(request, this.options.upstreams[upstream]!.upstreamModel),
+      toUpstreamImageRequest(request, upstreamModel),
       'application/json',
       signal,
     );
@@ -106,8 +98,8 @@ export class OpenAIImageBackend implements ImageBackend {
     }
   }
 
-  async close(): Promise<void> {
-    await Promise.all(this.clients.map((client) => client.close()));
+  close(): Promise<void> {
+    return this.upstreams.close();
   }
 }
 

@@ -1,20 +1,20 @@
 import { LUA_NOW, LuaScript } from '@mgw/access';
 
 /*
- * Upstream slots are leases as key concurrency keeps them (access/limits): a sorted set per upstream of
- * lease ids scored by expiry, extended by the LeaseKeeper while held, removed on release. A worker that dies
- * stops extending its leases and they lapse within the lease time.
+ * Upstream slots are kept as concurrency slots are (access/limits): a sorted set per upstream of
+ * lease ids scored by expiry, extended by the SlotKeeper while held, removed on release. A worker that dies
+ * stops extending its slots and they lapse within their time to live.
  */
 
 /**
  * Takes a slot of the least loaded candidate (fewest slots used per slot it has), atomically, or none.
- * KEYS: the candidates' slot sets, in order of preference. ARGV: 1 now ms (0 = Redis time), 2 lease ms,
- * 3 lease id, 4.. each candidate's maxConcurrency.
+ * KEYS: the candidates' slot sets, in order of preference. ARGV: 1 now ms (0 = Redis time), 2 slot ttl ms,
+ * 3 slot id, 4.. each candidate's maxConcurrency.
  * Returns: {1-based index of the chosen candidate (0 = all full), free slots left among the candidates}.
  */
 export const ACQUIRE_SLOT_SCRIPT = new LuaScript(`${LUA_NOW}
 local now = clock(ARGV[1])
-local lease = tonumber(ARGV[2])
+local ttl = tonumber(ARGV[2])
 local best, bestLoad, free = 0, 2, 0
 for i = 1, #KEYS do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
@@ -27,8 +27,8 @@ for i = 1, #KEYS do
   end
 end
 if best > 0 then
-  redis.call('ZADD', KEYS[best], now + lease, ARGV[3])
-  redis.call('PEXPIRE', KEYS[best], 2 * lease)
+  redis.call('ZADD', KEYS[best], now + ttl, ARGV[3])
+  redis.call('PEXPIRE', KEYS[best], 2 * ttl)
   free = free - 1
 end
 return { best, free }
@@ -37,7 +37,7 @@ return { best, free }
 /**
  * Gives a slot back and, if it was still held, tells every worker of the model that one is free (the
  * notification that wakes a waiting fetcher instead of a poll).
- * KEYS: 1 slot set. ARGV: 1 lease id, 2 channel, 3 message.
+ * KEYS: 1 slot set. ARGV: 1 slot id, 2 channel, 3 message.
  */
 export const RELEASE_SLOT_SCRIPT = new LuaScript(`
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end

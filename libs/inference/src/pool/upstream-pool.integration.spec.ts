@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { GatewayError } from '@mgw/contracts';
-import { UpstreamPool, type PoolChannel, type PoolRuntime, type SlotLease } from './upstream-pool';
+import { UpstreamPool, type PoolChannel, type PoolRuntime, type UpstreamSlot } from './upstream-pool';
 
 /** A subscriber connection shared by the pools of one test "process", as the worker's PubSubDispatcher is. */
 class Channel implements PoolChannel {
@@ -31,7 +31,7 @@ describe('UpstreamPool (real Redis)', () => {
 
   async function processWith(
     upstreams: Array<{ name: string; maxConcurrency: number }>,
-    leaseMs = 5000,
+    slotTtlMs = 5000,
     probe: () => Promise<void> = never,
   ): Promise<UpstreamPool> {
     const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
@@ -47,7 +47,7 @@ describe('UpstreamPool (real Redis)', () => {
       channel: new Channel(subscriber),
       namespace,
       instanceId: `instance-${pools.length}`,
-      leaseMs,
+      slotTtlMs,
       logger: { warn: () => undefined },
     };
     await pool.start(runtime);
@@ -75,7 +75,7 @@ describe('UpstreamPool (real Redis)', () => {
     const held = await Promise.all([one.acquire(signal), two.acquire(signal), one.acquire(signal)]);
     expect(held.map((lease) => lease!.upstream).sort()).toEqual([0, 0, 1]);
     // Full: the next acquisition waits until one is released, in either process.
-    let next: SlotLease | null = null;
+    let next: UpstreamSlot | null = null;
     const waiting = two.acquire(signal).then((lease) => (next = lease));
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(next).toBeNull();
@@ -133,7 +133,6 @@ describe('UpstreamPool (real Redis)', () => {
     };
     const answer = await collect(
       pool.run(
-        null,
         signal,
         async function* (upstream) {
           await Promise.resolve(); // as an HTTP call to the upstream would
@@ -152,7 +151,6 @@ describe('UpstreamPool (real Redis)', () => {
     await expect(
       collect(
         pool.run(
-          null,
           signal,
           async function* (upstream) {
             await Promise.resolve(); // as an HTTP call to the upstream would
@@ -170,7 +168,6 @@ describe('UpstreamPool (real Redis)', () => {
     await expect(
       collect(
         pool.run(
-          null,
           signal,
           // eslint-disable-next-line require-yield
           async function* (upstream) {
@@ -199,7 +196,6 @@ describe('UpstreamPool (real Redis)', () => {
     const signal = new AbortController().signal;
     const fail = async () => {
       const run = one.run(
-        null,
         signal,
         // eslint-disable-next-line require-yield
         async function* () {
@@ -232,7 +228,6 @@ describe('UpstreamPool (real Redis)', () => {
 async function collectError(pool: UpstreamPool): Promise<unknown> {
   try {
     for await (const _ of pool.run(
-      null,
       new AbortController().signal,
       // eslint-disable-next-line require-yield
       async function* () {

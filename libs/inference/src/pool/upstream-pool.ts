@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { LEASE_REFRESH_SCRIPT, LeaseKeeper, type LeaseRefresher } from '@mgw/access';
+import { SLOT_REFRESH_SCRIPT, SlotKeeper, type SlotRefresher } from '@mgw/access';
 import {
   keyLayoutOf,
   slotTagged,
@@ -60,21 +60,21 @@ export interface PoolRuntime {
   namespace: string;
   instanceId: string;
   /** How long a slot outlives a worker that stopped extending it. */
-  leaseMs: number;
+  slotTtlMs: number;
   observer?: UpstreamObserver;
   logger: Pick<ComponentLogger, 'warn'>;
 }
 
 /** A slot of one upstream, held by this process until released (once; further calls do nothing). */
-export class SlotLease {
+export class UpstreamSlot {
   private released = false;
 
   constructor(
     readonly upstream: number,
     readonly id: string,
-    /** The slot set, as the LeaseKeeper groups leases. */
+    /** The slot set, as the SlotKeeper groups slots. */
     readonly keyId: string,
-    private readonly onRelease: (lease: SlotLease) => void,
+    private readonly onRelease: (lease: UpstreamSlot) => void,
   ) {}
 
   release(): void {
@@ -84,9 +84,8 @@ export class SlotLease {
   }
 }
 
-/** What a fetch loop reserved before it took a job: a slot, or none because no upstream is up. */
-export interface PoolReservation {
-  lease: SlotLease | null;
+/** A slot reserved for a job before it was taken; released by the consumer if no job came to use it. */
+export interface SlotReservation {
   release(): void;
 }
 
@@ -97,22 +96,30 @@ const PROBE_TIMEOUT_MS = { min: 500, max: 5000 };
 
 /**
  * The upstreams of one model as one pool: exact cluster-wide concurrency per upstream (slots held in Redis
- * as leases), health (a circuit per upstream, shared between worker processes over pub/sub, probed while
+ * with an expiry), health (a circuit per upstream, shared between worker processes over pub/sub, probed while
  * out), and the attempts of one request across upstreams before its first output.
  *
  * Waiting for a slot is not a poll: a release publishes on the model's channel, which wakes one waiter in
  * every worker process (a waiter that finds more slots free wakes the next); a health change wakes all.
- * A bounded back-off (up to 1 s) covers what sends no message: the lapsed lease of a killed worker.
+ * A bounded back-off (up to 1 s) covers what sends no message: the lapsed slot of a killed worker.
  */
 export class UpstreamPool {
   private runtime: PoolRuntime | null = null;
-  private keeper: LeaseKeeper | null = null;
+  private keeper: SlotKeeper | null = null;
   private readonly circuits: UpstreamCircuit[];
   private readonly probes = new Map<number, NodeJS.Timeout>();
   private readonly waiters = new Set<() => void>();
   private readonly readyListeners = new Set<(ready: boolean) => void>();
-  private readonly leasePrefix = randomBytes(6).toString('hex');
-  private leases = 0;
+  /** Slots reserved for jobs about to start here (see `reserve`). */
+  private readonly setAside: UpstreamSlot[] = [];
+  private readonly slotPrefix = randomBytes(6).toString('hex');
+  private slotsTaken = 0;
+  /**
+   * Counts the wake-ups sent (a slot freed, a health change): a waiter whose acquisition failed while one was
+   * sent asks again at once, since the wake-up may have come before it waited (the `free` message arrives on
+   * the subscriber connection, the failed acquisition's answer on another one).
+   */
+  private wakeups = 0;
   private stopped = false;
   private lastReady = true;
 
@@ -139,7 +146,7 @@ export class UpstreamPool {
 
   async start(runtime: PoolRuntime): Promise<void> {
     this.runtime = runtime;
-    this.keeper = new LeaseKeeper(this.refresher(runtime), runtime.leaseMs, runtime.logger);
+    this.keeper = new SlotKeeper(this.refresher(runtime), runtime.slotTtlMs, runtime.logger);
     for (const upstream of this.upstreams) runtime.observer?.state(upstream.name, true);
     await runtime.channel.listen(this.channel(runtime), {
       message: (raw) => this.onEvent(raw),
@@ -156,17 +163,31 @@ export class UpstreamPool {
     this.wakeAll();
   }
 
-  /** For a fetch loop: a slot on some healthy upstream, waited for; or none at once when none is up. */
-  async reserve(signal: AbortSignal): Promise<PoolReservation> {
+  /**
+   * For the queue consumer (its job gate): a slot on some healthy upstream, waited for, set aside for the next
+   * job this process starts (`run` takes it); or none at once when no upstream is up, so the job is taken
+   * and answered at once (503, or its fallback). Slots set aside are interchangeable: whichever job starts
+   * first takes one, and releasing a reservation whose slot a job took does nothing.
+   */
+  async reserve(signal: AbortSignal): Promise<SlotReservation> {
     const lease = await this.acquire(signal);
-    return { lease, release: () => lease?.release() };
+    if (lease === null) return { release: () => undefined };
+    this.setAside.push(lease);
+    return {
+      release: () => {
+        const index = this.setAside.indexOf(lease);
+        if (index < 0) return;
+        this.setAside.splice(index, 1);
+        lease.release();
+      },
+    };
   }
 
   /**
    * Waits for a free slot on an upstream that is up and not in `exclude`; null when there is none such
    * (all out, or all tried). Rejects with the signal's reason when it aborts.
    */
-  async acquire(signal: AbortSignal, exclude: ReadonlySet<number> = new Set()): Promise<SlotLease | null> {
+  async acquire(signal: AbortSignal, exclude: ReadonlySet<number> = new Set()): Promise<UpstreamSlot | null> {
     const runtime = this.started();
     let waitMs = MIN_WAIT_MS;
     for (;;) {
@@ -175,34 +196,35 @@ export class UpstreamPool {
         .map((circuit, index) => (circuit.up && !exclude.has(index) ? index : -1))
         .filter((index) => index >= 0);
       if (candidates.length === 0 || this.stopped) return null;
-      const id = `${this.leasePrefix}${(this.leases++).toString(36)}`;
+      const id = `${this.slotPrefix}${(this.slotsTaken++).toString(36)}`;
+      const wakeupsBefore = this.wakeups;
       const [chosen, free] = (await ACQUIRE_SLOT_SCRIPT.run(
         runtime.redis,
         candidates.map((index) => this.slotKey(runtime, index)),
-        [0, runtime.leaseMs, id, ...candidates.map((index) => this.upstreams[index]!.maxConcurrency)],
+        [0, runtime.slotTtlMs, id, ...candidates.map((index) => this.upstreams[index]!.maxConcurrency)],
       )) as [number, number];
       if (chosen > 0) {
         const upstream = candidates[chosen - 1]!;
-        const lease = new SlotLease(upstream, id, this.slotKey(runtime, upstream), (held) =>
+        const lease = new UpstreamSlot(upstream, id, this.slotKey(runtime, upstream), (held) =>
           this.release(held),
         );
         this.keeper!.track(lease);
         if (free > 0) this.wakeOne();
         return lease;
       }
+      if (this.wakeups !== wakeupsBefore) continue;
       await this.wait(signal, waitMs);
       waitMs = Math.min(MAX_WAIT_MS, waitMs * 2);
     }
   }
 
   /**
-   * One request's attempts: on the reserved slot's upstream first, then — while nothing was output, the
+   * One request's attempts: on the upstream of a slot set aside for a job first (see `reserve`), then — while nothing was output, the
    * error is the upstream's (or it is busy) and attempts remain — on another healthy upstream, waiting for a
    * slot there no longer than the signal (the job's deadline) allows. Each upstream is tried at most once.
    * After the first output an error ends the request as it is: never a silent switch mid-answer.
    */
   async *run<T>(
-    reserved: SlotLease | null,
     signal: AbortSignal,
     attempt: (upstream: number, signal: AbortSignal) => AsyncIterable<T>,
     judge: (error: unknown) => AttemptVerdict,
@@ -210,7 +232,7 @@ export class UpstreamPool {
     const runtime = this.started();
     const tried = new Set<number>();
     const attempts = Math.min(this.settings.maxAttempts, this.upstreams.length);
-    let lease = reserved;
+    let lease = this.setAside.shift() ?? null;
     let lastError: unknown = null;
     for (;;) {
       // The reserved upstream may have been taken out while its fetcher waited for a job.
@@ -221,7 +243,7 @@ export class UpstreamPool {
       lease ??= await this.acquire(signal, tried);
       // Nowhere left to try: the last attempt's error (as the backend threw it), or none was possible.
       if (lease === null) throw (lastError as Error | null) ?? this.unavailable();
-      const current: SlotLease = lease;
+      const current: UpstreamSlot = lease;
       lease = null;
       const index = current.upstream;
       tried.add(index);
@@ -350,7 +372,7 @@ export class UpstreamPool {
     if (this.circuits[upstream]!.force(event.kind)) this.changed(upstream, false);
   }
 
-  private release(lease: SlotLease): void {
+  private release(lease: UpstreamSlot): void {
     const runtime = this.started();
     this.keeper?.untrack(lease);
     const { name } = this.upstreams[lease.upstream]!;
@@ -359,7 +381,7 @@ export class UpstreamPool {
       [lease.keyId],
       [lease.id, this.channel(runtime), encodeUpstreamEvent({ kind: 'free', upstream: name })],
     ).catch((error: unknown) =>
-      // The lease lapses by itself within leaseMs.
+      // The slot lapses by itself within slotTtlMs.
       runtime.logger.warn(`model ${this.model}: releasing a slot of ${name} failed: ${String(error)}`),
     );
   }
@@ -380,19 +402,21 @@ export class UpstreamPool {
   }
 
   private wakeOne(): void {
+    this.wakeups++;
     const first = this.waiters.values().next();
     if (!first.done) first.value();
   }
 
   private wakeAll(): void {
+    this.wakeups++;
     for (const wake of [...this.waiters]) wake();
   }
 
-  private refresher(runtime: PoolRuntime): LeaseRefresher {
+  private refresher(runtime: PoolRuntime): SlotRefresher {
     return {
       refresh: async (keyId, ids) => {
         if (ids.length === 0) return;
-        await LEASE_REFRESH_SCRIPT.run(runtime.redis, [keyId], [0, runtime.leaseMs, ...ids]);
+        await SLOT_REFRESH_SCRIPT.run(runtime.redis, [keyId], [0, runtime.slotTtlMs, ...ids]);
       },
     };
   }

@@ -29,7 +29,7 @@ export const accessProviders: Provider[] = [
   {
     provide: Limiter,
     useFactory: (redis: RedisConnections, config: GatewayConfig) =>
-      new Limiter(redis.commands, config.namespace, config.concurrencyLeaseMs),
+      new Limiter(redis.commands, config.namespace, config.concurrencySlotTtlMs),
     inject: [RedisConnections, GatewayConfig],
   },
 ];

@@ -1,4 +1,4 @@
-import type { LeaseKeeper, Limiter, Ticket } from '@mgw/access';
+import type { SlotKeeper, Limiter, Ticket } from '@mgw/access';
 import { AdmissionHold } from './admission-hold';
 
 const ticket: Ticket = {
@@ -26,7 +26,7 @@ function holdWithFakes() {
   const hold = new AdmissionHold(
     ticket,
     limiter as unknown as Limiter,
-    leases as unknown as LeaseKeeper,
+    leases as unknown as SlotKeeper,
     (work) => void work.catch(() => undefined),
   );
   return { hold, calls };
@@ -66,7 +66,7 @@ describe('AdmissionHold', () => {
     new AdmissionHold(
       { ...ticket, leased: false },
       {} as Limiter,
-      leases as unknown as LeaseKeeper,
+      leases as unknown as SlotKeeper,
       () => undefined,
     );
     expect(calls).toEqual([]);

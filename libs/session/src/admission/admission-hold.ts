@@ -1,8 +1,8 @@
-import type { LeaseKeeper, Limiter, Ticket } from '@mgw/access';
+import type { SlotKeeper, Limiter, Ticket } from '@mgw/access';
 
 /**
  * Where an admitted request's hold on its key's limits is:
- * - `admitted`: counted against the key (and its concurrency lease kept alive) and against the model's
+ * - `admitted`: counted against the key (and its concurrency slot kept alive) and against the model's
  *   queue depth as an admission on its way into the queue;
  * - `queued`: its job is in the queue, where BullMQ's own counts see it;
  * - `ended`: released (the response is over, however it ended) or rolled back (the job never got into the
@@ -12,7 +12,7 @@ import type { LeaseKeeper, Limiter, Ticket } from '@mgw/access';
  * admitted ──enqueued──▶ queued ──response over──▶ ended (released)
  * admitted ──response over──▶ ended (released; its admission no longer counts towards the depth)
  * admitted / ended ──enqueue failed──▶ ended (rolled back)
- * queued ──stream moved to another request──▶ ended (handed over: the lease stays, its new holder keeps it)
+ * queued ──stream moved to another request──▶ ended (handed over: the slot stays, its new holder keeps it)
  * ```
  *
  * `release` and `rollback` are the only ways to `ended`; each runs at most once per hold, and a release never
@@ -25,7 +25,7 @@ export class AdmissionHold {
   constructor(
     readonly ticket: Ticket,
     private readonly limiter: Limiter,
-    private readonly leases: LeaseKeeper,
+    private readonly leases: SlotKeeper,
     private readonly quietly: (work: Promise<void>, what: string) => void,
     /** True for a resumed stream's hold, taken over from the request that admitted it: its job is queued. */
     adopted = false,
@@ -55,7 +55,7 @@ export class AdmissionHold {
   }
 
   /**
-   * The stream goes on in another request (a resume) that holds the same lease from now on: stop renewing
+   * The stream goes on in another request (a resume) that holds the same concurrency slot from now on: stop renewing
    * it here, without freeing the slot.
    */
   handOver(): void {

@@ -44,7 +44,7 @@ function setup(decision: (request: AdmissionRequest) => AdmissionDecision) {
   const producer = {
     queueFor: () => ({ toKey: (type: string) => `q:${type}` }),
   } as unknown as JobProducer;
-  const config = { concurrencyLeaseMs: 30_000, defaultMaxQueueDepth: 1000 } as GatewayConfig;
+  const config = { concurrencySlotTtlMs: 30_000, defaultMaxQueueDepth: 1000 } as GatewayConfig;
   const service = new AdmissionService(config, limiter, producer);
   return { service, requests, calls };
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import {
   jobPriorityOf,
-  LeaseKeeper,
+  SlotKeeper,
   Limiter,
   rateLimitHeaders,
   retryAfterSeconds,
@@ -38,12 +38,12 @@ const MAX_OVERLOAD_RETRY_S = 60;
 
 /**
  * Admission: a request is let in against its key's limits (requests, tokens, concurrency) and its model's
- * queue bound, or refused with the 429/503 that says why; admitted, it holds a concurrency lease (renewed
+ * queue bound, or refused with the 429/503 that says why; admitted, it holds a concurrency slot (renewed
  * here while this instance's requests live) until its session ends the hold.
  */
 @Injectable()
 export class AdmissionService implements OnApplicationShutdown {
-  private readonly leases: LeaseKeeper;
+  private readonly leases: SlotKeeper;
   private readonly logger = new Logger('Access');
 
   constructor(
@@ -51,7 +51,7 @@ export class AdmissionService implements OnApplicationShutdown {
     @Inject(Limiter) private readonly limiter: Limiter,
     @Inject(JobProducer) private readonly producer: JobProducer,
   ) {
-    this.leases = new LeaseKeeper(limiter, config.concurrencyLeaseMs, this.logger);
+    this.leases = new SlotKeeper(limiter, config.concurrencySlotTtlMs, this.logger);
   }
 
   onApplicationShutdown(): void {
@@ -147,7 +147,7 @@ export class AdmissionService implements OnApplicationShutdown {
   }
 
   /**
-   * Takes over the concurrency lease of a stream resumed here (admitted by another request, maybe on another
+   * Takes over the concurrency slot of a stream resumed here (admitted by another request, maybe on another
    * replica): renewed from now on, released when the resumed request ends. A lease that expired meanwhile
    * is not brought back (the renewal only extends a live one).
    */

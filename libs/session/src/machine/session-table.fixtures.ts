@@ -107,7 +107,7 @@ export const SAMPLE_EVENTS = {
   start_timeout: { type: 'start_timeout' },
   open_timer: { type: 'open_timer' },
   grace_expired: { type: 'grace_expired' },
-  lease_expired: { type: 'lease_expired' },
+  worker_silent: { type: 'worker_silent' },
   'removed (stop)': { type: 'removed', removed: true, purpose: 'stop' },
   'removed (start_timeout)': { type: 'removed', removed: true, purpose: 'start_timeout' },
   taken_over: { type: 'taken_over' },

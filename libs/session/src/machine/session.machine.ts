@@ -85,8 +85,8 @@ export function transition(state: SessionState, event: SessionEvent): Step {
       return onOpenTimer(state);
     case 'grace_expired':
       return onGraceExpired(state);
-    case 'lease_expired':
-      return onLeaseExpired(state);
+    case 'worker_silent':
+      return onWorkerSilent(state);
     case 'removed':
       return onRemoved(state, event);
     case 'taken_over':
@@ -727,7 +727,7 @@ function onGraceExpired(state: SessionState): Step {
 
 export const WORKER_SILENT_MESSAGE = 'The model worker stopped responding while generating the answer.';
 
-function onLeaseExpired(state: SessionState): Step {
+function onWorkerSilent(state: SessionState): Step {
   switch (state.name) {
     case 'running': {
       if (state.attempt.output) {

@@ -83,7 +83,7 @@ interface Live {
  *
  * ```
  * idle ─start─▶ resolving ─admitted─▶ enqueueing ─enqueued─▶ queued ─started─▶ running ─done/error─▶ ended
- *                  ▲  refused (next model)            │           ▲  lease lost, no output │
+ *                  ▲  refused (next model)            │           ▲  silent, no output     │
  *                  └──────── job failed before any output ────────┴────────────────────────┘
  * idle ─resumed─▶ queued (a stream resumed here: its job exists already)
  * enqueueing / queued ─client gone, failure─▶ stopping ─removed / started (cancel) / deadline─▶ ended
@@ -98,7 +98,7 @@ export type SessionState =
   | (Live & { readonly name: 'enqueueing'; readonly attempt: Attempt })
   /** The job waits in its queue; no worker has it (again so after its worker went silent before output). */
   | (Live & { readonly name: 'queued'; readonly attempt: Attempt })
-  /** A worker runs the job and must keep speaking within its lease. */
+  /** A worker runs the job and must keep speaking within the worker silence limit. */
   | (Live & {
       readonly name: 'running';
       readonly attempt: Attempt;
@@ -160,8 +160,8 @@ export type SessionEvent =
   | { readonly type: 'start_timeout' }
   | { readonly type: 'open_timer' }
   | { readonly type: 'grace_expired' }
-  /** The running job's worker has been silent for longer than its lease. */
-  | { readonly type: 'lease_expired' }
+  /** The running job's worker has been silent past the worker silence limit (WORKER_SILENCE_MS). */
+  | { readonly type: 'worker_silent' }
   /** The result of taking the job off its queue (for a stop, or because no worker started in time). */
   | { readonly type: 'removed'; readonly removed: boolean; readonly purpose: RemovalPurpose }
   /** Another request here resumed this stream. */

@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { WorkerConfig } from '@mgw/config';
-import { queueNameFor } from '@mgw/contracts';
+import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
 import type { WorkerMetrics } from '@mgw/observability';
 import type { ServedBackends } from '../served-backends';
 import { EmbeddingBatcher } from './embedding.batcher';
@@ -19,7 +19,10 @@ export class EmbeddingBatchers {
     for (const served of backends.all) {
       if (served.kind !== 'embedding' || served.model.embedding === undefined) continue;
       const { id, embedding } = served.model;
-      const queue = new Queue(queueNameFor('embedding', id), { connection, prefix: config.namespace });
+      const queue = new Queue(queueNameFor('embedding', id, keyLayoutOf(connection)), {
+        connection,
+        prefix: config.namespace,
+      });
       this.queues.push(queue);
       const moreWaiting = async () => (await queue.getJobCountByTypes('waiting', 'prioritized')) > 0;
       batchers.set(

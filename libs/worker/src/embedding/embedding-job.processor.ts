@@ -1,4 +1,6 @@
+import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
+import { WorkerConfig } from '@mgw/config';
 import {
   EmbeddingJobData,
   embeddingInputsOf,
@@ -7,20 +9,18 @@ import {
   type EmbeddingInput,
 } from '@mgw/contracts';
 import { countTextTokens, shorten } from '@mgw/inference';
-import type { JobOutcome, JobRunner } from '../job-runner';
-import type { UsageReporter } from '../usage.reporter';
-import type { EmbeddingInputBatcher } from './embedding.batcher';
+import { WorkerMetrics } from '@mgw/observability';
+import { JobRunner, type JobOutcome } from '../job-runner';
+import { OnJob } from '../on-job.decorator';
+import { ServedBackends } from '../served-backends';
+import { UsageReporter } from '../usage.reporter';
+import { EmbeddingBatchers } from './embedding-batchers';
 
 /** What the processor needs of its model's catalog entry. */
 export interface EmbeddingModelLimits {
   dimensions: number;
   /** An input of more tokens is refused; absent: not checked. */
   contextTokens?: number;
-}
-
-/** Sees each job's queue wait and inputs (metrics). */
-export interface EmbeddingJobObserver {
-  onJob(queueWaitMs: number, inputs: number): void;
 }
 
 /** Tokens of one input: token ids count as themselves, a text by the tokenizer. */
@@ -56,46 +56,55 @@ export function packVectors(vectors: readonly Float32Array[], dimensions: number
 const IS_LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 /**
- * Runs embedding jobs of one model: counts and checks the inputs' tokens, has the batcher embed them with
- * other jobs' inputs in one backend call, and answers with one `embedding-done` whose vectors wait under a
- * short-lived key (an answer of 2048 vectors of thousands of dimensions is tens of megabytes: it never
+ * Runs embedding jobs on their model's batcher: counts and checks the inputs' tokens, has the batcher embed
+ * them with other jobs' inputs in one backend call, and answers with one `embedding-done` whose vectors wait
+ * under a short-lived key (an answer of 2048 vectors of thousands of dimensions is tens of megabytes: it never
  * goes through pub/sub, whose flow control it would overrun).
  */
+@Injectable()
 export class EmbeddingJobProcessor {
   constructor(
-    private readonly model: string,
-    private readonly limits: EmbeddingModelLimits,
-    private readonly batcher: EmbeddingInputBatcher,
-    private readonly runner: JobRunner,
-    private readonly usage: UsageReporter,
-    private readonly namespace: string,
-    private readonly resultTtlMs: number,
-    private readonly observer?: EmbeddingJobObserver,
+    @Inject(JobRunner) private readonly runner: JobRunner,
+    @Inject(UsageReporter) private readonly usage: UsageReporter,
+    @Inject(ServedBackends) private readonly backends: Pick<ServedBackends, 'embedding'>,
+    @Inject(EmbeddingBatchers) private readonly batchers: Pick<EmbeddingBatchers, 'byModel'>,
+    @Inject(WorkerConfig) private readonly config: Pick<WorkerConfig, 'namespace' | 'imageResultTtlMs'>,
+    @Inject(WorkerMetrics) private readonly metrics: Pick<WorkerMetrics, 'embeddingJobTaken'>,
   ) {}
 
-  process(job: Job<unknown>): Promise<JobOutcome> {
-    return this.runner.run(job, EmbeddingJobData, this.model, async ({ data, signal, writer }) => {
+  @OnJob('embedding')
+  process(job: Job<unknown>, model: string): Promise<JobOutcome> {
+    const served = this.backends.embedding(model).model;
+    const batcher = this.batchers.byModel.get(model);
+    if (batcher === undefined || served.embedding === undefined) {
+      throw new Error(`embedding model ${model} has no batcher`);
+    }
+    const limits: EmbeddingModelLimits = {
+      dimensions: served.embedding.dimensions,
+      ...(served.contextTokens !== undefined && { contextTokens: served.contextTokens }),
+    };
+    return this.runner.run(job, EmbeddingJobData, model, async ({ data, signal, writer }) => {
       const inputs = embeddingInputsOf(data.request.input);
-      this.observer?.onJob(Date.now() - data.enqueuedAt, inputs.length);
-      const dimensions = data.request.dimensions ?? this.limits.dimensions;
-      if (dimensions > this.limits.dimensions) {
+      this.metrics.embeddingJobTaken(model, Date.now() - data.enqueuedAt);
+      const dimensions = data.request.dimensions ?? limits.dimensions;
+      if (dimensions > limits.dimensions) {
         throw GatewayError.invalidRequest(
-          `This model gives vectors of at most ${this.limits.dimensions} dimensions.`,
+          `This model gives vectors of at most ${limits.dimensions} dimensions.`,
           'dimensions',
         );
       }
       let promptTokens = 0;
       inputs.forEach((input, index) => {
         const tokens = inputTokens(input);
-        const { contextTokens } = this.limits;
+        const { contextTokens } = limits;
         if (contextTokens !== undefined && tokens > contextTokens) {
           throw inputTooLong(index, contextTokens, tokens);
         }
         promptTokens += tokens;
       });
-      const vectors = await this.batcher.embed(inputs, signal);
+      const vectors = await batcher.embed(inputs, signal);
       signal.throwIfAborted();
-      const key = embeddingResultKeyFor(this.namespace, data.requestId);
+      const key = embeddingResultKeyFor(this.config.namespace, data.requestId);
       // Counted before the client hears the end: same connection, sent first (see ChatJobProcessor).
       const recorded = this.usage.report(data, { promptTokens, completionTokens: 0, images: 0 });
       await writer.sendWithPayload(
@@ -108,7 +117,7 @@ export class EmbeddingJobProcessor {
         },
         key,
         packVectors(vectors, dimensions),
-        this.resultTtlMs,
+        this.config.imageResultTtlMs,
       );
       await recorded;
     });

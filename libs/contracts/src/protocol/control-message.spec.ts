@@ -1,4 +1,4 @@
-import { parseCancelMessage, parseControlMessage } from './cancel-message';
+import { parseCancelMessage, parseControlMessage } from './control-message';
 import { ProtocolError } from './protocol.error';
 import { raw, requestId } from './reply-message.fixtures';
 

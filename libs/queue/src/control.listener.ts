@@ -15,11 +15,12 @@ interface RunningJob {
 }
 
 /**
- * A worker process's single subscription to its own control channel, made through the dispatcher that owns
- * the subscriber connection's listeners. Running jobs register an AbortController; a cancel message for
- * their request aborts it, a reattach message (a resumed stream) sends its replies elsewhere.
+ * A worker process's single subscription to its own control channel (controlChannelFor), made through the
+ * dispatcher that owns the subscriber connection's listeners. Two kinds of control message arrive there:
+ * running jobs register an AbortController, and a cancel message for their request aborts it; a reattach
+ * message (a resumed stream) sends its replies elsewhere.
  */
-export class CancelListener {
+export class ControlListener {
   private readonly running = new Map<string, RunningJob>();
 
   constructor(

@@ -1,39 +1,39 @@
 import type { ComponentLogger } from '@mgw/contracts';
 import type { Ticket } from './limiter';
 
-/** One lease: its id within the sorted set of leases `keyId` names. */
-export type Lease = Pick<Ticket, 'id' | 'keyId'>;
+/** One expiring slot: its id within the sorted set of slots `keyId` names. */
+export type KeptSlot = Pick<Ticket, 'id' | 'keyId'>;
 
-/** What extends leases in Redis (the Limiter for key concurrency, a pool for upstream slots). */
-export interface LeaseRefresher {
+/** What extends slots' expiry in Redis (the Limiter for concurrency slots, a pool for upstream slots). */
+export interface SlotRefresher {
   refresh(keyId: string, ids: readonly string[]): Promise<void>;
 }
 
 /**
- * Keeps this process's leases alive (a gateway's key-concurrency leases, a worker's upstream slots): one
- * timer for all of them, one script call per lease set per tick. If the process dies, the ticks stop and
- * its leases expire on their own.
+ * Keeps this process's expiring slots alive (a gateway's concurrency slots, a worker's upstream slots): one
+ * timer for all of them, one script call per slot set per tick. If the process dies, the ticks stop and its
+ * slots lapse on their own.
  */
-export class LeaseKeeper {
+export class SlotKeeper {
   private readonly live = new Map<string, Set<string>>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    private readonly limiter: LeaseRefresher,
-    leaseMs: number,
+    private readonly limiter: SlotRefresher,
+    slotTtlMs: number,
     private readonly logger: Pick<ComponentLogger, 'warn'>,
   ) {
-    this.timer = setInterval(() => this.tick(), Math.max(100, Math.floor(leaseMs / 3)));
+    this.timer = setInterval(() => this.tick(), Math.max(100, Math.floor(slotTtlMs / 3)));
     this.timer.unref();
   }
 
-  track(ticket: Lease): void {
+  track(ticket: KeptSlot): void {
     let tickets = this.live.get(ticket.keyId);
     if (!tickets) this.live.set(ticket.keyId, (tickets = new Set()));
     tickets.add(ticket.id);
   }
 
-  untrack(ticket: Lease): void {
+  untrack(ticket: KeptSlot): void {
     const tickets = this.live.get(ticket.keyId);
     tickets?.delete(ticket.id);
     if (tickets?.size === 0) this.live.delete(ticket.keyId);
@@ -53,7 +53,7 @@ export class LeaseKeeper {
     for (const [keyId, tickets] of this.live) {
       this.limiter
         .refresh(keyId, [...tickets])
-        .catch((error: unknown) => this.logger.warn(`lease refresh for ${keyId} failed: ${String(error)}`));
+        .catch((error: unknown) => this.logger.warn(`slot refresh for ${keyId} failed: ${String(error)}`));
     }
   }
 }

@@ -1,16 +1,19 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
 import {
-  cancelChannelFor,
+  controlChannelFor,
   encodeControlMessage,
   type CancelMessage,
   type ReattachMessage,
 } from '@mgw/contracts';
 import { RedisConnections } from '../connections/redis-connections.provider';
 
-/** Tells the worker running a request to stop, or (a resumed stream) where to send its replies now. */
+/**
+ * Publishes control messages on the control channel of the worker running a request: a cancel (stop the job),
+ * or a reattach (a resumed stream: where to send its replies now).
+ */
 @Injectable()
-export class CancelPublisher {
+export class ControlPublisher {
   private readonly logger = new Logger('Gateway');
 
   constructor(
@@ -23,14 +26,14 @@ export class CancelPublisher {
     this.send(workerId, message, 'cancel');
   }
 
-  /** Best effort: a lost reattach leaves the resumed request without live replies; its lease ends it. */
+  /** Best effort: a lost reattach leaves the resumed request without live replies; its worker silence limit (WORKER_SILENCE_MS) ends it. */
   reattach(workerId: string, message: ReattachMessage): void {
     this.send(workerId, message, 'reattach');
   }
 
   private send(workerId: string, message: CancelMessage | ReattachMessage, what: string): void {
     this.redis.commands
-      .publish(cancelChannelFor(this.config.namespace, workerId), encodeControlMessage(message))
+      .publish(controlChannelFor(this.config.namespace, workerId), encodeControlMessage(message))
       .catch((error: unknown) =>
         this.logger.warn({
           msg: `${what} of ${message.requestId} not sent: ${String(error)}`,

@@ -1,0 +1,174 @@
+import { Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { ComponentLogger } from '@mgw/contracts';
+import { boundedFailure, stripFailedJob } from './failed-job.retention';
+
+/** Non-blocking fetches `takeReady` sends at once, at most. */
+const MAX_WAVE = 8;
+
+/** A job taken from a queue, and the token that holds its job lock (BullMQ's lock, renewed by the feed). */
+export interface TakenJob {
+  job: Job<unknown>;
+  token: string;
+}
+
+export interface JobFeedOptions {
+  queue: string;
+  /** The deployment's key prefix. */
+  prefix: string;
+  /** BullMQ's job lock: a taken job whose lock is not renewed for this long is found stalled and re-run. */
+  jobLockMs: number;
+}
+
+/**
+ * One model's queue, taken from by hand through BullMQ's documented manual-processing API
+ * (docs.bullmq.io/patterns/manually-fetching-jobs): a Worker without a processor, `getNextJob(token, {block})`,
+ * `job.moveToCompleted`/`moveToFailed`, `job.extendLock` and `startStalledCheckTimer`. No protected member of
+ * BullMQ is used, so an upgrade cannot silently change what this relies on.
+ *
+ * Every fetch is asked for by a caller that has room for the job, so a fetch finds nothing only when the queue
+ * ran empty. The API, for consumers that take one job at a time and for those that take several:
+ *
+ * - `next()` waits for one job (blocking on the queue's marker, up to BullMQ's drain delay); the one way to
+ *   wait for work. Call it from one loop per feed: two blocked callers would both wake on one job.
+ * - `takeReady(max)` takes up to `max` jobs that already wait, without blocking, one fetch each and at most
+ *   one fetch that finds nothing. An embeddings batcher calls `next()` for the first job of a batch, then
+ *   `takeReady(batchSize - 1)` for the rest: a batch is formed from what waits, never by waiting.
+ * - `complete(taken, fetchNext)` finishes a job; with `fetchNext` the same script takes the next waiting job
+ *   under the same token (one round trip per job while the queue has a backlog).
+ * - `fail(taken, error)` fails a job, keeping a bounded summary of it (failed-job.retention.ts).
+ *
+ * Taken jobs' locks are renewed together by one timer (every `jobLockMs / 2`) until completed or failed.
+ */
+export class JobFeed {
+  private readonly worker: Worker;
+  private readonly held = new Map<string, TakenJob>();
+  private readonly renewal: NodeJS.Timeout;
+  private tokens = 0;
+
+  constructor(
+    private readonly connection: Redis,
+    private readonly options: JobFeedOptions,
+    private readonly logger: Pick<ComponentLogger, 'error' | 'warn'>,
+  ) {
+    this.worker = new Worker(options.queue, null, {
+      connection,
+      prefix: options.prefix,
+      autorun: false,
+      // The reply stream is already gone if a job is re-run after a crash mid-stream; one retry of a stalled
+      // job covers the case where the worker died before producing anything.
+      maxStalledCount: 1,
+      // A dead worker's job is found by any live worker's stalled check within jobLockMs + jobLockMs/2.
+      lockDuration: options.jobLockMs,
+      stalledInterval: Math.max(500, Math.floor(options.jobLockMs / 2)),
+    });
+    this.worker.on('error', (error) => this.logger.error(`queue ${options.queue}: ${error.message}`));
+    this.renewal = setInterval(() => this.renewLocks(), Math.max(250, Math.floor(options.jobLockMs / 2)));
+    this.renewal.unref();
+  }
+
+  get queue(): string {
+    return this.options.queue;
+  }
+
+  /** Connects and starts the stalled-job check (a dead worker's jobs are found by the live ones). */
+  async start(): Promise<void> {
+    await this.worker.waitUntilReady();
+    await this.worker.startStalledCheckTimer();
+  }
+
+  /** The next job, waited for; undefined when none came within the drain delay, or the feed closes. */
+  async next(): Promise<TakenJob | undefined> {
+    return this.fetch(true);
+  }
+
+  /**
+   * Up to `max` jobs that already wait, taken without blocking (see the class comment). Fetches go out in
+   * waves of 1, 2, 4 and then 8 at once, so a burst is taken in a few round trips while a lone job costs one
+   * fetch that finds nothing; a wave stops the taking as soon as one of its fetches finds nothing.
+   */
+  async takeReady(max: number): Promise<TakenJob[]> {
+    const taken: TakenJob[] = [];
+    for (let wave = 1; taken.length < max; wave = Math.min(MAX_WAVE, wave * 2)) {
+      const fetched = await Promise.allSettled(
+        Array.from({ length: Math.min(wave, max - taken.length) }, () => this.fetch(false)),
+      );
+      for (const one of fetched) if (one.status === 'fulfilled' && one.value) taken.push(one.value);
+      const failed = fetched.find((one) => one.status === 'rejected');
+      // Jobs taken in the same wave are the caller's to run: then the error waits for the next fetch.
+      if (failed !== undefined && taken.length === 0) throw failed.reason;
+      if (fetched.some((one) => one.status !== 'fulfilled' || one.value === undefined)) break;
+    }
+    return taken;
+  }
+
+  /** Completes `taken`; with `fetchNext`, returns the next waiting job, taken in the same round trip. */
+  async complete(taken: TakenJob, fetchNext: boolean): Promise<TakenJob | undefined> {
+    this.held.delete(taken.token);
+    const next = (await taken.job.moveToCompleted(undefined, taken.token, fetchNext)) as
+      unknown[] | undefined;
+    const [data, id] = next ?? [];
+    if (!fetchNext || data === undefined || data === null || typeof id !== 'string') return undefined;
+    // The script locked the next job with the completed one's token (as in BullMQ's "looping through jobs").
+    const job = Job.fromJSON(this.worker, data as Parameters<typeof Job.fromJSON>[1], id);
+    return this.unlessDeferredFailure(this.hold(job, taken.token));
+  }
+
+  /** Fails `taken` with a bounded reason, then replaces the kept job's data by its summary. */
+  async fail(taken: TakenJob, error: unknown): Promise<void> {
+    this.held.delete(taken.token);
+    await taken.job.moveToFailed(boundedFailure(error), taken.token, false);
+    await stripFailedJob(taken.job, this.connection).catch((stripError: unknown) =>
+      this.logger.error(
+        `queue ${this.queue}: could not strip failed job ${taken.job.id}: ${String(stripError)}`,
+      ),
+    );
+  }
+
+  /** Stops fetching (a blocked `next()` returns at once) and closes the Worker's connections. */
+  async close(): Promise<void> {
+    clearInterval(this.renewal);
+    await this.worker.close(true);
+  }
+
+  private async fetch(block: boolean): Promise<TakenJob | undefined> {
+    for (;;) {
+      const token = `${this.worker.id}:${(this.tokens++).toString(36)}`;
+      const job = (await this.worker.getNextJob(token, { block })) as Job<unknown> | undefined;
+      if (job === undefined) return undefined;
+      const taken = await this.unlessDeferredFailure(this.hold(job, token));
+      if (taken !== undefined) return taken;
+    }
+  }
+
+  /**
+   * A job BullMQ's stalled check gave up on (it stalled more than maxStalledCount times) comes back marked
+   * with a deferred failure: it is failed here, as BullMQ's own processing loop does, and never run.
+   */
+  private async unlessDeferredFailure(taken: TakenJob): Promise<TakenJob | undefined> {
+    if (!taken.job.deferredFailure) return taken;
+    await this.fail(taken, new UnrecoverableError(taken.job.deferredFailure));
+    return undefined;
+  }
+
+  private hold(job: Job<unknown>, token: string): TakenJob {
+    const taken = { job, token };
+    this.held.set(token, taken);
+    return taken;
+  }
+
+  private renewLocks(): void {
+    for (const { job, token } of this.held.values()) {
+      job.extendLock(token, this.options.jobLockMs).then(
+        (extended) => {
+          // 0: the lock is gone (the job was found stalled, or finished meanwhile): nothing to extend.
+          if (extended === 0 && this.held.has(token)) {
+            this.logger.warn(`queue ${this.queue}: job ${job.id} lost its job lock`);
+          }
+        },
+        (error: unknown) =>
+          this.logger.warn(`queue ${this.queue}: job ${job.id}: lock not renewed: ${String(error)}`),
+      );
+    }
+  }
+}
