@@ -25,9 +25,9 @@ const ARROWS = {
   observability: ['contracts', 'config'],
   access: BASE,
   queue: BASE,
-  // Kept: the upstream pool's slots are leases of the same kind as a key's concurrency slots (a sorted set
-  // of expiring ids refreshed by one Lua script), so the pool reuses access's LuaScript, refresh script and
-  // LeaseKeeper rather than a copy of them.
+  // Kept: the upstream pool's slots are expiring holds of the same kind as a key's concurrency slots (a
+  // sorted set of expiring ids refreshed by one Lua script), so the pool reuses access's LuaScript, refresh
+  // script and SlotKeeper rather than a copy of them.
   inference: [...BASE, 'queue', 'access'],
   // What each backend kind honours is contracts' table (backend-parameters.ts), so the registry publishes a
   // model's parameters without loading the backends.

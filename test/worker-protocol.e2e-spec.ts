@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { parseReplyFrame } from '@mgw/contracts';
+import { parseReplyFrame, PROTOCOL_VERSIONS } from '@mgw/contracts';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
 
@@ -126,9 +126,10 @@ describe('worker job protocol', () => {
 
   it('refuses a job of the next protocol version, saying so in its log', async () => {
     const requestId = randomBytes(16).toString('hex');
+    const next = PROTOCOL_VERSIONS.job + 1;
     await queue.add(
       'chat',
-      { ...envelope(requestId), v: 2, request: { messages: [{ role: 'user', content: 'x' }] } },
+      { ...envelope(requestId), v: next, request: { messages: [{ role: 'user', content: 'x' }] } },
       { jobId: requestId },
     );
     const [error] = await messagesOf(requestId, 'error');
@@ -136,7 +137,9 @@ describe('worker job protocol', () => {
     await waitFor('the refusal in the worker log', () =>
       stack
         .logs('chat-worker')
-        .includes('job of protocol version 2 refused: this process reads versions 1 to 1'),
+        .includes(
+          `job of protocol version ${next} refused: this process reads versions 1 to ${PROTOCOL_VERSIONS.job}`,
+        ),
     );
   });
 

@@ -53,24 +53,11 @@ export class OpenAIEmbeddingBackend implements EmbeddingBackend {
     signal: AbortSignal,
   ): AsyncGenerator<Float32Array[]> {
     signal.throwIfAborted();
-    const response = await client.post(
+    const text = await client.postForText(
       '/embeddings',
-      {
-        model: upstreamModel,
-        input: request.inputs,
-        encoding_format: 'base64',
-      },
-      'application/json',
+      { model: upstreamModel, input: request.inputs, encoding_format: 'base64' },
       signal,
     );
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (error) {
-      throw client.failure(error, signal);
-    } finally {
-      if (!response.body.readableEnded) response.body.destroy();
-    }
     yield readUpstreamVectors(text, request.inputs.length, request.dimensions);
   }
 

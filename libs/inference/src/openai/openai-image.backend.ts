@@ -75,20 +75,11 @@ export class OpenAIImageBackend implements ImageBackend {
     signal: AbortSignal,
   ): AsyncGenerator<GeneratedImage> {
     signal.throwIfAborted();
-    const response = await client.post(
+    const text = await client.postForText(
       '/images/generations',
       toUpstreamImageRequest(request, upstreamModel),
-      'application/json',
       signal,
     );
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (error) {
-      throw client.failure(error, signal);
-    } finally {
-      if (!response.body.readableEnded) response.body.destroy();
-    }
     const items = readImageItems(text, request.n);
     for (const [index, item] of items.entries()) {
       const png = Buffer.from(item.b64, 'base64');

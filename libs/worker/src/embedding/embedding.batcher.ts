@@ -48,7 +48,10 @@ interface Entry {
  * oldest input waited `maxBatchDelayMs`; or at once when the model's queue has no job waiting, since no
  * input would come to fill it — one cheap count (`moreWaiting`) per batch decides that. While
  * `parallelCalls` calls run, inputs gather for the next one, which goes out as soon as one ends: under load
- * the batches fill by themselves, without any delay.
+ * the batches fill by themselves, without any delay. The jobs come from the model's fetch loop, which has
+ * no upstream-slot gate for embeddings and so takes what waits in one go (`JobFeed.takeReady`, up to the
+ * model's concurrency) and each completion's successor in the same round trip: a burst reaches the batcher
+ * at once.
  */
 export class EmbeddingBatcher implements EmbeddingInputBatcher {
   private pending: Entry[] = [];
