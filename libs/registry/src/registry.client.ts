@@ -20,8 +20,10 @@ export class RegistryClient {
   private readonly proxy: ClientProxy;
   private readonly patterns: RegistryPatterns;
   private readonly logger = new Logger('Registry');
+  private readonly redisDescription: string;
 
   constructor(redis: RedisSettings, namespace: string) {
+    this.redisDescription = redis.description;
     this.patterns = registryPatterns(namespace);
     const options: RegistryTransportClientOptions = { redis, name: `${namespace}:registry-client` };
     // Nest types ClientRedis's status stream narrower than a custom client's; the class is a ClientProxy.
@@ -29,8 +31,16 @@ export class RegistryClient {
     this.proxy = ClientProxyFactory.create({ customClass, options });
   }
 
+  /** Connects the transport; a refusal names the Redis (its description never holds a password). */
   async connect(): Promise<void> {
-    await this.proxy.connect();
+    try {
+      await this.proxy.connect();
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new Error(`${this.redisDescription}: the registry transport could not connect: ${reason}`, {
+        cause: error,
+      });
+    }
   }
 
   async listModels(timeoutMs: number): Promise<ModelEntry[]> {

@@ -7,6 +7,15 @@ import { createRedisConnection } from '@mgw/queue';
 const LOGGED_BY_NEST = { warn: () => undefined };
 
 /**
+ * What Nest's listener logs of a connection error: its message only. Nest logs the error object, and an
+ * ioredis error carries the failed command's arguments, so a refused `HELLO 3 AUTH user password` would put
+ * the password in the log.
+ */
+function errorMessageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
  * The registry's Nest transport, on the deployment's Redis whatever its topology: Nest's Redis transport
  * builds a plain ioredis client from host and port, which cannot follow a Sentinel promotion nor a Cluster.
  * These keep Nest's protocol (patterns, packets, reply channels) and only take their two connections from
@@ -23,6 +32,12 @@ export class RegistryTransportServer extends ServerRedis {
         lazyConnect: true,
       }),
     );
+  }
+
+  override registerErrorListener(client: Redis): void {
+    client.on('error', (error: unknown) => {
+      this.logger.error(`registry transport: ${errorMessageOf(error)}`);
+    });
   }
 }
 
@@ -43,5 +58,9 @@ export class RegistryTransportClient extends ClientRedis {
     return Promise.resolve(
       createRedisConnection(redis, 'subscriber', name, LOGGED_BY_NEST, { lazyConnect: true }),
     );
+  }
+
+  override registerErrorListener(client: Redis): void {
+    client.on('error', (error: unknown) => this.logger.error(`registry client: ${errorMessageOf(error)}`));
   }
 }
