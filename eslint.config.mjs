@@ -29,10 +29,9 @@ const ARROWS = {
   // of expiring ids refreshed by one Lua script), so the pool reuses access's LuaScript, refresh script and
   // LeaseKeeper rather than a copy of them.
   inference: [...BASE, 'queue', 'access'],
-  // Kept: the registry publishes each chat model's supported parameters from the table the backends keep
-  // beside their code (inference's backend-capabilities.ts), so a backend declares a parameter where it
-  // implements it; the registry reads that table and nothing else of inference.
-  registry: [...BASE, 'queue', 'inference'],
+  // What each backend kind honours is contracts' table (backend-parameters.ts), so the registry publishes a
+  // model's parameters without loading the backends.
+  registry: [...BASE, 'queue'],
   worker: [...BASE, 'access', 'queue', 'inference', 'registry'],
   http: [...BASE, 'access'],
   session: [...BASE, 'access', 'queue', 'registry', 'http'],
@@ -138,6 +137,25 @@ export default tseslint.config(
     },
   },
   ...libArrows(),
+  {
+    // The browser console shares the admin API's types with the server, type-only (nothing of the server is
+    // bundled), from files that import nothing: libs/access/src/admin-api.types.ts and the model status's.
+    files: ['apps/console/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              ...LIBS_THROUGH_ALIAS,
+              allowTypeImports: true,
+              message: 'The console imports server code type-only, from files that import nothing.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   {
     // The entry points hand process.env to the config loader once; scripts and tests set up child processes.
     files: ['apps/*/src/main.ts', 'scripts/**', 'test/**', 'bench/**', '**/*.spec.ts'],

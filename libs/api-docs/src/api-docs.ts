@@ -10,7 +10,7 @@ import {
   SWAGGER_UI_FILES,
 } from './docs-page';
 import { createOpenApiDocument, type OpenApiDocument } from './openapi.document';
-import { StaticAssets } from '@mgw/http';
+import { serveStaticFile, serveStaticSite } from '@mgw/http';
 
 /**
  * `GET /openapi.json` (the document, built once here) and `GET /docs` (Swagger UI), both public like
@@ -20,17 +20,18 @@ import { StaticAssets } from '@mgw/http';
 export async function serveApiDocs(app: NestFastifyApplication): Promise<OpenApiDocument> {
   const document = createOpenApiDocument(app, app.get(GatewayConfig));
   const fastify = app.getHttpAdapter().getInstance();
-  const spec = await StaticAssets.singleFile(OPENAPI_URL, 'openapi.json', JSON.stringify(document), {
+  serveStaticFile(fastify, OPENAPI_URL, {
+    name: 'openapi.json',
+    body: JSON.stringify(document),
     csp: "default-src 'none'; frame-ancestors 'none'",
   });
-  const docs = await StaticAssets.fromDirectory(swaggerUiDirectory(), {
+  await serveStaticSite(fastify, {
     prefix: DOCS_PREFIX,
+    root: swaggerUiDirectory(),
     csp: DOCS_CSP,
     include: (path) => SWAGGER_UI_FILES.has(path),
-    extra: { 'index.html': DOCS_INDEX_HTML, 'docs-init.js': DOCS_INIT_JS },
+    pages: { 'index.html': DOCS_INDEX_HTML, 'docs-init.js': DOCS_INIT_JS },
   });
-  spec.register(fastify);
-  docs.register(fastify);
   return document;
 }
 

@@ -175,11 +175,10 @@ export class DtoSchemaBuilder {
       }
     }
     if (nested) {
-      const nestedClass = field.nested ?? this.typeOf(cls, property);
-      const ref = this.ref(nestedClass);
-      if (isArray) Object.assign(item, ref);
-      else return this.finish({ ...ref }, field);
-      delete item.type;
+      // The nested DTO's schema stands where its type would: for the array's items, or for the field.
+      const target = isArray ? item : own;
+      delete target.type;
+      Object.assign(target, this.ref(field.nested ?? this.typeOf(cls, property)));
     }
     const schema: SchemaObject = isArray ? { type: 'array', ...own, items: item } : { ...item, ...own };
     if (!isArray && schema.enum && schema.type === undefined) {

@@ -8,6 +8,7 @@ import {
 } from '@mgw/access';
 import {
   CHAT_ROLES,
+  ERROR_TYPES,
   FINISH_REASONS,
   MODEL_TYPES,
   type ChatCompletion,
@@ -17,6 +18,9 @@ import {
   type ChatCompletionDeleted,
   type ChatCompletionMessage,
   type ChatCompletionStoreMessage,
+  type ChatContentPart,
+  type CursorPage,
+  type StoredChatCompletion,
   type ChoiceLogprobs,
   type CompletionUsage,
   type ErrorBody,
@@ -34,58 +38,95 @@ import {
   type ModelStatusList,
 } from '@mgw/contracts';
 import type { SchemaObject } from './json-schema.types';
+import { typed, type FromSchema, type SameShape } from './from-schema';
 
-/** Keys of T that may be absent. */
-type OptionalKeys<T> = { [K in keyof T]-?: undefined extends T[K] ? K : never }[keyof T];
+/** The TypeScript type of each response schema, by its name under `components.schemas`. */
+interface ResponseTypes {
+  ChatCompletion: ChatCompletion;
+  ChatCompletionChoice: ChatCompletionChoice;
+  ChatCompletionMessage: ChatCompletionMessage;
+  ChatCompletionChunk: ChatCompletionChunk;
+  ChatCompletionChunkChoice: ChatCompletionChunkChoice;
+  CompletionUsage: CompletionUsage;
+  ChoiceLogprobs: ChoiceLogprobs;
+  TokenLogprob: TokenLogprob;
+  TopLogprob: TopLogprob;
+  ToolCall: ToolCall;
+  ToolCallDelta: ToolCallDelta;
+  ImagesResponse: ImagesResponse;
+  GeneratedImage: GeneratedImageData;
+  Model: ModelObject;
+  ModelList: ModelList;
+  ModelCapabilities: ModelCapabilities;
+  ErrorResponse: ErrorBody;
+  ErrorObject: ErrorObject;
+  ApiKey: ApiKeyView;
+  CreatedApiKey: CreatedKey;
+  UsageReport: UsageReport;
+  UsageRow: UsageRow;
+  UsageTotals: UsageTotals;
+  ModelStatus: ModelStatus;
+  ModelStatusList: ModelStatusList;
+  StoredChatCompletion: StoredChatCompletion;
+  StoredChatCompletionList: CursorPage<StoredChatCompletion>;
+  ChatCompletionStoreMessage: ChatCompletionStoreMessage;
+  ChatCompletionStoreMessageList: CursorPage<ChatCompletionStoreMessage>;
+  ChatCompletionDeleted: ChatCompletionDeleted;
+}
 
 /**
- * The schema of a response type, one entry per field of its TypeScript interface — the type the handlers
- * return — so a field added to or removed from the interface fails to compile until it is documented.
- * Fields the interface marks optional are listed in `optional`; every other field is required.
+ * An object schema: every field listed in `properties`, those in `optional` may be absent. The literal
+ * types are kept (`const` parameters), so the compiler reads back the type the schema describes and checks
+ * it against the TypeScript type the handlers return (`ResponseSchemaDrift` below).
  */
-function objectSchema<T>(
+function objectSchema<
+  const P extends Record<string, object>,
+  const O extends readonly (keyof P & string)[] = readonly [],
+>(
   description: string,
-  properties: { [K in keyof T]-?: SchemaObject },
-  optional: readonly OptionalKeys<T>[] = [],
-): SchemaObject {
-  const skip = new Set<PropertyKey>(optional);
+  properties: P,
+  optional?: O,
+): { type: 'object'; description: string; properties: P; required: Exclude<keyof P & string, O[number]>[] } {
+  const skip = new Set<string>(optional ?? []);
+  const required = Object.keys(properties).filter((key) => !skip.has(key));
   return {
     type: 'object',
     description,
-    properties: properties,
-    required: Object.keys(properties).filter((key) => !skip.has(key)),
+    properties,
+    required: required as Exclude<keyof P & string, O[number]>[],
   };
 }
 
-const ref = (name: string): SchemaObject => ({ $ref: `#/components/schemas/${name}` });
-const integer = (description: string): SchemaObject => ({ type: 'integer', description });
-const string = (description: string): SchemaObject => ({ type: 'string', description });
-const unixSeconds = (description = 'Unix timestamp (seconds).'): SchemaObject => integer(description);
-const nullableInteger = (description: string): SchemaObject => ({ type: ['integer', 'null'], description });
+const ref = <N extends keyof ResponseTypes>(name: N) =>
+  ({ $ref: `#/components/schemas/${name}` }) as { readonly $ref: `#/components/schemas/${N}` };
+const integer = (description: string) => ({ type: 'integer', description }) as const;
+const string = (description: string) => ({ type: 'string', description }) as const;
+const unixSeconds = (description = 'Unix timestamp (seconds).') => integer(description);
+const nullableInteger = (description: string) => ({ type: ['integer', 'null'], description }) as const;
 
-const usage = objectSchema<CompletionUsage>('Token counts of a completion.', {
+const usage = objectSchema('Token counts of a completion.', {
   prompt_tokens: integer('Tokens of the prompt.'),
   completion_tokens: integer('Tokens generated, across all choices.'),
   total_tokens: integer('prompt_tokens + completion_tokens.'),
 });
 
-const topLogprob = objectSchema<TopLogprob>('A candidate token.', {
+const topLogprob = objectSchema('A candidate token.', {
   token: string('The token.'),
   logprob: { type: 'number', description: 'Its log probability.' },
   bytes: { type: ['array', 'null'], items: { type: 'integer' }, description: 'Its UTF-8 bytes.' },
 });
 
-const tokenLogprob = objectSchema<TokenLogprob>('A generated token and its most likely alternatives.', {
-  ...(topLogprob.properties as Record<keyof TopLogprob, SchemaObject>),
+const tokenLogprob = objectSchema('A generated token and its most likely alternatives.', {
+  ...topLogprob.properties,
   top_logprobs: { type: 'array', items: ref('TopLogprob') },
 });
 
-const choiceLogprobs = objectSchema<ChoiceLogprobs>('Present when the request set `logprobs: true`.', {
+const choiceLogprobs = objectSchema('Present when the request set `logprobs: true`.', {
   content: { type: ['array', 'null'], items: ref('TokenLogprob') },
   refusal: { type: 'null' },
 });
 
-const toolCall = objectSchema<ToolCall>('A function call the model made.', {
+const toolCall = objectSchema('A function call the model made.', {
   id: string('The call id, echoed back in the `tool` message that answers it.'),
   type: { const: 'function' },
   function: {
@@ -95,7 +136,7 @@ const toolCall = objectSchema<ToolCall>('A function call the model made.', {
   },
 });
 
-const toolCallDelta = objectSchema<ToolCallDelta>(
+const toolCallDelta = objectSchema(
   'A piece of a streamed tool call: the first piece of call `index` has `id`, `type` and `function.name`; later ones fragments of `function.arguments`.',
   {
     index: integer('Which call of the choice.'),
@@ -110,13 +151,13 @@ const toolCallDelta = objectSchema<ToolCallDelta>(
   ['id', 'type'],
 );
 
-const finishReason: SchemaObject = {
-  enum: [...FINISH_REASONS],
+const finishReason = {
+  enum: FINISH_REASONS,
   description:
     '`stop`: natural end or a stop sequence; `length`: `max_tokens`; `tool_calls`: the model called tools.',
 };
 
-const message = objectSchema<ChatCompletionMessage>(
+const message = objectSchema(
   'The reply.',
   {
     role: { const: 'assistant' },
@@ -126,14 +167,14 @@ const message = objectSchema<ChatCompletionMessage>(
   ['tool_calls'],
 );
 
-const choice = objectSchema<ChatCompletionChoice>('One completion.', {
+const choice = objectSchema('One completion.', {
   index: integer('Position of the choice.'),
   message: ref('ChatCompletionMessage'),
   logprobs: { anyOf: [ref('ChoiceLogprobs'), { type: 'null' }] },
   finish_reason: finishReason,
 });
 
-const completion = objectSchema<ChatCompletion>('The answer of a non-streaming chat completion.', {
+const completion = objectSchema('The answer of a non-streaming chat completion.', {
   id: string('Unique identifier of the completion.'),
   object: { const: 'chat.completion' },
   created: unixSeconds('Unix timestamp of creation.'),
@@ -143,7 +184,7 @@ const completion = objectSchema<ChatCompletion>('The answer of a non-streaming c
   usage: ref('CompletionUsage'),
 });
 
-const chunkChoice = objectSchema<ChatCompletionChunkChoice>('One choice of a chunk.', {
+const chunkChoice = objectSchema('One choice of a chunk.', {
   index: integer('Position of the choice.'),
   delta: {
     type: 'object',
@@ -159,7 +200,7 @@ const chunkChoice = objectSchema<ChatCompletionChunkChoice>('One choice of a chu
   finish_reason: { anyOf: [finishReason, { type: 'null' }], description: 'Null until the final chunk.' },
 });
 
-const chunk = objectSchema<ChatCompletionChunk>(
+const chunk = objectSchema(
   'One element of a chat completion stream (`stream: true`), sent as one server-sent event `data:` line.',
   {
     id: string('The same identifier for all chunks of one completion.'),
@@ -173,12 +214,12 @@ const chunk = objectSchema<ChatCompletionChunk>(
   ['usage'],
 );
 
-const imageData = objectSchema<GeneratedImageData>('One generated image.', {
+const imageData = objectSchema('One generated image.', {
   b64_json: string('The PNG, base64-encoded; usable in a `data:image/png;base64,` URI.'),
   revised_prompt: string('The prompt as the model actually used it.'),
 });
 
-const images = objectSchema<ImagesResponse>('Generated images, inline as base64.', {
+const images = objectSchema('Generated images, inline as base64.', {
   created: unixSeconds(),
   data: { type: 'array', items: ref('GeneratedImage'), description: 'One item per generated image.' },
 });
@@ -187,14 +228,14 @@ const flags = {
   type: 'object',
   properties: { text: { type: 'boolean' }, image: { type: 'boolean' } },
   required: ['text', 'image'],
-} satisfies SchemaObject;
+} as const;
 
-const capabilities = objectSchema<ModelCapabilities>('What a model takes and produces; fixed by its type.', {
+const capabilities = objectSchema('What a model takes and produces; fixed by its type.', {
   inputCapabilities: flags,
   outputCapabilities: flags,
 });
 
-const model = objectSchema<ModelObject>(
+const model = objectSchema(
   'A model that can take requests now.',
   {
     id: string('Model identifier, used as `model` in requests.'),
@@ -216,15 +257,15 @@ const model = objectSchema<ModelObject>(
   ['supported_parameters'],
 );
 
-const modelList = objectSchema<ModelList>('The models available to the caller.', {
+const modelList = objectSchema('The models available to the caller.', {
   object: { const: 'list' },
   data: { type: 'array', items: ref('Model') },
 });
 
-const errorObject = objectSchema<ErrorObject>('What went wrong.', {
+const errorObject = objectSchema('What went wrong.', {
   message: string('A human-readable explanation.'),
   type: {
-    type: 'string',
+    enum: ERROR_TYPES,
     description: 'The kind of error, e.g. `invalid_request_error`, `rate_limit_error`, `server_error`.',
     examples: ['invalid_request_error'],
   },
@@ -232,12 +273,12 @@ const errorObject = objectSchema<ErrorObject>('What went wrong.', {
   code: { type: ['string', 'null'], description: 'A machine-readable code, e.g. `invalid_api_key`.' },
 });
 
-const errorBody = objectSchema<ErrorBody>(
+const errorBody = objectSchema(
   'The body of every error response, and of a failure inside a stream (`data: {"error":…}` then `data: [DONE]`).',
   { error: ref('ErrorObject') },
 );
 
-const keyView = objectSchema<ApiKeyView>('An API key as the admin API shows it: never the secret.', {
+const keyView = objectSchema('An API key as the admin API shows it: never the secret.', {
   id: string('`key_` and 24 hex digits.'),
   object: { const: 'api_key' },
   name: string('A label.'),
@@ -256,29 +297,29 @@ const keyView = objectSchema<ApiKeyView>('An API key as the admin API shows it: 
 const createdKey = {
   allOf: [
     ref('ApiKey'),
-    objectSchema<Pick<CreatedKey, 'key'>>('The secret, returned by this call only.', {
+    objectSchema('The secret, returned by this call only.', {
       key: string('The secret to send as `Authorization: Bearer <key>`. Shown once.'),
     }),
   ],
-} satisfies SchemaObject;
+} as const;
 
 const usageCounters = {
   requests: integer('Requests served.'),
   prompt_tokens: integer('Prompt tokens.'),
   completion_tokens: integer('Completion tokens.'),
   images: integer('Images generated.'),
-};
+} as const;
 
-const usageRow = objectSchema<UsageRow>('Usage of one key and model on one UTC day.', {
+const usageRow = objectSchema('Usage of one key and model on one UTC day.', {
   key_id: string('The key.'),
   date: { type: 'string', format: 'date', description: 'The UTC day.' },
   model: string('The model.'),
   ...usageCounters,
 });
 
-const usageTotals = objectSchema<UsageTotals>('Sums over the rows.', usageCounters);
+const usageTotals = objectSchema('Sums over the rows.', usageCounters);
 
-const usageReport = objectSchema<UsageReport>('Usage per key, model and UTC day.', {
+const usageReport = objectSchema('Usage per key, model and UTC day.', {
   object: { const: 'usage' },
   from: { type: 'string', format: 'date' },
   to: { type: 'string', format: 'date' },
@@ -287,7 +328,7 @@ const usageReport = objectSchema<UsageReport>('Usage per key, model and UTC day.
   totals: ref('UsageTotals'),
 });
 
-const modelStatus = objectSchema<ModelStatus>('One model: its workers, its queue and its last minute.', {
+const modelStatus = objectSchema('One model: its workers, its queue and its last minute.', {
   id: string('The model.'),
   type: { enum: [...MODEL_TYPES] },
   workers: integer('Live workers serving it (registry heartbeats).'),
@@ -303,58 +344,54 @@ const modelStatus = objectSchema<ModelStatus>('One model: its workers, its queue
   error_rate: { type: ['number', 'null'], description: 'failed / finished over the last 60 s; null: none.' },
 });
 
-const modelStatusList = objectSchema<ModelStatusList>('Every model, by id.', {
+const modelStatusList = objectSchema('Every model, by id.', {
   object: { const: 'list' },
   read_at: integer('When this was read, Unix milliseconds.'),
   data: { type: 'array', items: ref('ModelStatus') },
 });
 
-const metadata: SchemaObject = {
+const metadata = {
   type: 'object',
   additionalProperties: { type: 'string', maxLength: 512 },
   maxProperties: 16,
   description: 'Up to 16 string pairs (keys ≤ 64 characters, values ≤ 512) set by the caller.',
-};
+} as const;
 const storedCompletion = {
   allOf: [ref('ChatCompletion'), { type: 'object', properties: { metadata }, required: ['metadata'] }],
   description: 'A completion kept because its request set `store: true`, with its metadata.',
-} satisfies SchemaObject;
-const storeMessage = objectSchema<ChatCompletionStoreMessage>(
+} as const;
+const storeMessage = objectSchema(
   "One message of a stored completion's request.",
   {
     id: string('`<completion id>-<index of the message in the request>`.'),
     role: { enum: [...CHAT_ROLES] },
     content: { type: ['string', 'null'], description: 'The text (text parts joined); null when none.' },
     name: { type: ['string', 'null'] },
-    content_parts: {
+    // Documented as plain objects here; the request schema (`ChatMessage`) describes each kind of part.
+    content_parts: typed<ChatContentPart[] | null>()({
       type: ['array', 'null'],
       items: { type: 'object' },
       description: 'The content parts, when the message was sent as parts.',
-    },
+    }),
     tool_calls: { type: 'array', items: ref('ToolCall') },
     tool_call_id: { type: 'string' },
   },
   ['tool_calls', 'tool_call_id'],
 );
-const completionDeleted = objectSchema<ChatCompletionDeleted>('The stored completion is gone.', {
+const completionDeleted = objectSchema('The stored completion is gone.', {
   id: string('The completion deleted.'),
   object: { const: 'chat.completion.deleted' },
   deleted: { const: true },
 });
-const cursorPage = (description: string, item: string): SchemaObject => ({
-  type: 'object',
-  description,
-  properties: {
+const cursorPage = <N extends keyof ResponseTypes>(description: string, item: N) =>
+  objectSchema(description, {
     object: { const: 'list' },
     data: { type: 'array', items: ref(item) },
     first_id: { type: ['string', 'null'] },
     last_id: { type: ['string', 'null'], description: 'Pass as `after` for the next page.' },
     has_more: { type: 'boolean' },
-  },
-  required: ['object', 'data', 'first_id', 'last_id', 'has_more'],
-});
-/** The response schemas, by their name under `components.schemas`. */
-export const RESPONSE_SCHEMAS: Readonly<Record<string, SchemaObject>> = {
+  });
+const SCHEMAS = {
   ChatCompletion: completion,
   ChatCompletionChoice: choice,
   ChatCompletionMessage: message,
@@ -389,3 +426,21 @@ export const RESPONSE_SCHEMAS: Readonly<Record<string, SchemaObject>> = {
   ),
   ChatCompletionDeleted: completionDeleted,
 };
+
+/**
+ * The names whose schema and TypeScript type disagree — a field missing, added, of another type, nullable
+ * or optional on one side only. Never any: this line fails to compile (naming them) until both agree.
+ */
+export type ResponseSchemaDrift = {
+  [N in keyof ResponseTypes]: SameShape<
+    FromSchema<(typeof SCHEMAS)[N], ResponseTypes>,
+    ResponseTypes[N]
+  > extends true
+    ? never
+    : N;
+}[keyof ResponseTypes];
+export const NO_RESPONSE_SCHEMA_DRIFT: [ResponseSchemaDrift] extends [never] ? true : ResponseSchemaDrift =
+  true;
+
+/** The response schemas, by their name under `components.schemas`. */
+export const RESPONSE_SCHEMAS = SCHEMAS as unknown as Readonly<Record<keyof ResponseTypes, SchemaObject>>;

@@ -2,7 +2,7 @@ import { basename, join, resolve } from 'node:path';
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { StaticAssets } from '@mgw/http';
+import { serveStaticSite } from '@mgw/http';
 
 export const CONSOLE_PREFIX = '/console';
 
@@ -45,8 +45,8 @@ const NOT_BUILT_PAGE = `<!doctype html>
 `;
 
 /**
- * Serves the web console (`/console`, `/console/`, `/console/assets/…`) from memory, read once at start
- * (StaticAssets). The routes are public: the page is static, and the API calls it makes carry the
+ * Serves the web console (`/console`, `/console/`, `/console/assets/…`) from the bundle's directory
+ * (`serveStaticSite`: `@fastify/static` and `@fastify/compress`). The routes are public: the page is static, and the API calls it makes carry the
  * credentials typed into it. Routes are added while the module initialises, before the server listens.
  */
 @Injectable()
@@ -63,20 +63,17 @@ export class ConsoleAssets implements OnModuleInit {
 
   /** Adds the console's routes for the bundle in `dir`, or the "not built" 404 when there is none. */
   static async register(fastify: FastifyInstance, dir: string, logger: Logger): Promise<void> {
-    let assets: StaticAssets;
     try {
-      assets = await StaticAssets.fromDirectory(dir, {
+      await serveStaticSite(fastify, {
         prefix: CONSOLE_PREFIX,
+        root: dir,
         csp: CONSOLE_CSP,
         cacheControl: (path) => (HASHED.test(path) ? 'public, max-age=31536000, immutable' : 'no-cache'),
       });
-      if (!assets.paths.includes('index.html')) throw new Error('index.html is missing');
     } catch (error) {
       logger.warn(`the console is not served: no bundle in ${dir} (${String(error)}); run npm run build`);
       ConsoleAssets.registerNotBuilt(fastify);
-      return;
     }
-    assets.register(fastify);
   }
 
   private static registerNotBuilt(fastify: FastifyInstance): void {

@@ -1,5 +1,9 @@
-import { ChatCompletionRequestDto, COMMON_CHAT_PARAMETERS, validateDto } from '@mgw/contracts';
-import { supportedChatParametersOf } from './backend-capabilities';
+import {
+  ChatCompletionRequestDto,
+  COMMON_CHAT_PARAMETERS,
+  supportedChatParametersOf,
+  validateDto,
+} from '@mgw/contracts';
 import { toChatInferenceRequest } from './inference-request.mapper';
 import { toUpstreamChatRequest } from './openai/openai-chat.backend';
 

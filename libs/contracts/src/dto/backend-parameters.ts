@@ -1,7 +1,12 @@
-import { COMMON_CHAT_PARAMETERS } from '@mgw/contracts';
-import { LLAMACPP_BACKEND_KIND } from './llamacpp/llamacpp.options';
-import { OPENAI_BACKEND_KIND } from './openai/openai.options';
-import { SIMULATOR_BACKEND_KIND } from './simulator/simulator.options';
+import { COMMON_CHAT_PARAMETERS } from './chat-parameter-support';
+
+/**
+ * The catalog's backend kinds (`backend.kind`), one folder each in libs/inference. They are here, with
+ * what each honours, so the registry publishes a model's parameters without loading the backends.
+ */
+export const SIMULATOR_BACKEND_KIND = 'simulator';
+export const LLAMACPP_BACKEND_KIND = 'llamacpp';
+export const OPENAI_BACKEND_KIND = 'openai';
 
 /** Tool calling and structured outputs, as every backend of ours implements them. */
 const TOOLS_AND_FORMATS = ['tools', 'tool_choice', 'parallel_tool_calls', 'response_format'];
