@@ -53,25 +53,15 @@ export class OpenAIEmbeddingBackend implements EmbeddingBackend {
     signal: AbortSignal,
   ): AsyncGenerator<Float32Array[]> {
     signal.throwIfAborted();
-    const client = this.clients[upstream]!;
-    const response = await client.post(
+    const text = await this.clients[upstream]!.postForText(
       '/embeddings',
       {
         model: this.options.upstreams[upstream]!.upstreamModel,
         input: request.inputs,
         encoding_format: 'base64',
       },
-      'application/json',
       signal,
     );
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (error) {
-      throw client.failure(error, signal);
-    } finally {
-      if (!response.body.readableEnded) response.body.destroy();
-    }
     yield readUpstreamVectors(text, request.inputs.length, request.dimensions);
   }
 

@@ -82,21 +82,11 @@ export class OpenAIImageBackend implements ImageBackend {
     signal: AbortSignal,
   ): AsyncGenerator<GeneratedImage> {
     signal.throwIfAborted();
-    const client = this.clients[upstream]!;
-    const response = await client.post(
+    const text = await this.clients[upstream]!.postForText(
       '/images/generations',
       toUpstreamImageRequest(request, this.options.upstreams[upstream]!.upstreamModel),
-      'application/json',
       signal,
     );
-    let text: string;
-    try {
-      text = await response.body.text();
-    } catch (error) {
-      throw client.failure(error, signal);
-    } finally {
-      if (!response.body.readableEnded) response.body.destroy();
-    }
     const items = readImageItems(text, request.n);
     for (const [index, item] of items.entries()) {
       const png = Buffer.from(item.b64, 'base64');
