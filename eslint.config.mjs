@@ -1,48 +1,111 @@
 // @ts-check
 import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
 const LIBS_THROUGH_ALIAS = {
-  group: ['**/libs/*/src/**', '../../libs/**'],
+  group: ['**/libs/*/src/**', '../../libs/**', '../../*/src/**', '../../../*/src/**'],
   message: 'Import libs through their @mgw/* alias.',
 };
 
 /**
- * The gateway's rooms point one way: features (libs/api) → request core (libs/session) → HTTP plumbing
- * (libs/http) → contracts, config, observability (and access, for the auth hooks' key check). A lib may not
- * import a room above it, nor the worker's side.
+ * Which lib may import which: the house's arrows, one row per lib under libs/. Anything a row does not
+ * name is refused, so a new arrow is a decision written here, not an accident. Read bottom-up: contracts
+ * (the shared protocol) → config → observability, access, queue → the worker's side (inference, registry,
+ * worker) and the gateway's: HTTP plumbing (http) → the request core (session) → the rooms on it (api-docs,
+ * stored-completions, the front-ends, admin, console-assets) → the assembly (api). Apps wire whatever they
+ * need; tests and benches reach anything. `@mgw/testing` (test fixtures) is for specs only.
  */
-function gatewayRooms() {
-  const refuse = (files, names, why) => ({
+const BASE = ['contracts', 'config', 'observability'];
+const FRONT_END = [...BASE, 'access', 'http', 'session', 'api-docs', 'registry'];
+const ARROWS = {
+  contracts: [],
+  config: ['contracts'],
+  observability: ['contracts', 'config'],
+  access: BASE,
+  queue: BASE,
+  // Kept: the upstream pool's slots are leases of the same kind as a key's concurrency slots (a sorted set
+  // of expiring ids refreshed by one Lua script), so the pool reuses access's LuaScript, refresh script and
+  // LeaseKeeper rather than a copy of them.
+  inference: [...BASE, 'queue', 'access'],
+  // What each backend kind honours is contracts' table (backend-parameters.ts), so the registry publishes a
+  // model's parameters without loading the backends.
+  registry: [...BASE, 'queue'],
+  worker: [...BASE, 'access', 'queue', 'inference', 'registry'],
+  http: [...BASE, 'access'],
+  session: [...BASE, 'access', 'queue', 'registry', 'http'],
+  'api-docs': [...BASE, 'access', 'http'],
+  'stored-completions': [...BASE, 'access', 'session'],
+  'chat-api': [...FRONT_END, 'stored-completions'],
+  'images-api': FRONT_END,
+  'models-api': FRONT_END,
+  // The next front-ends (issue 21: the Responses and Anthropic Messages APIs) sit beside chat-api, reusing
+  // the request core and the store, never another front-end.
+  'responses-api': [...FRONT_END, 'stored-completions'],
+  // Kept: count_tokens counts a prompt with inference's counter, the one the workers count chat prompts
+  // with, so its answer is the prompt's billed input_tokens.
+  'anthropic-api': [...FRONT_END, 'stored-completions', 'inference'],
+  admin: [...FRONT_END, 'queue'],
+  'console-assets': [...BASE, 'http'],
+  api: [
+    ...BASE,
+    'http',
+    'session',
+    'api-docs',
+    'chat-api',
+    'images-api',
+    'models-api',
+    'responses-api',
+    'anthropic-api',
+    'admin',
+    'console-assets',
+  ],
+};
+
+function libDirectories() {
+  const root = join(import.meta.dirname, 'libs');
+  return readdirSync(root).filter((name) => statSync(join(root, name)).isDirectory());
+}
+
+/** The table, checked against libs/ and tsconfig.json's aliases, as one no-restricted-imports rule per lib. */
+function libArrows() {
+  const libs = libDirectories();
+  const aliases = JSON.parse(readFileSync(join(import.meta.dirname, 'tsconfig.json'), 'utf8')).compilerOptions
+    .paths;
+  for (const lib of libs) {
+    if (!(lib in ARROWS))
+      throw new Error(`eslint.config.mjs: libs/${lib} has no row in ARROWS; say what it may import`);
+    if (!aliases[`@mgw/${lib}`]) throw new Error(`tsconfig.json: libs/${lib} has no @mgw/${lib} path alias`);
+  }
+  const refuse = (files, ignores, lib, also) => ({
     files,
+    ignores,
     rules: {
       'no-restricted-imports': [
         'error',
         {
-          paths: names.map((name) => ({ name, message: why })),
+          paths: [...libs.filter((other) => other !== lib && !ARROWS[lib].includes(other)), ...also].map(
+            (other) => ({
+              name: `@mgw/${other}`,
+              message: `libs/${lib} may not import @mgw/${other}: see ARROWS in eslint.config.mjs for the direction.`,
+            }),
+          ),
           patterns: [LIBS_THROUGH_ALIAS],
         },
       ],
     },
   });
-  return [
+  const specs = ['**/*.spec.ts', '**/*.fixtures.ts'];
+  return libs.flatMap((lib) => [
+    refuse([`libs/${lib}/src/**/*.ts`], specs, lib, ['testing']),
     refuse(
-      ['libs/http/src/**/*.ts'],
-      ['@mgw/api', '@mgw/session', '@mgw/queue', '@mgw/registry', '@mgw/inference', '@mgw/worker'],
-      'libs/http is HTTP plumbing: the request core and the features build on it, not the other way.',
+      specs.map((spec) => `libs/${lib}/src/${spec}`),
+      [],
+      lib,
+      [],
     ),
-    refuse(
-      ['libs/anthropic-api/src/**/*.ts'],
-      ['@mgw/api', '@mgw/responses-api', '@mgw/queue', '@mgw/registry', '@mgw/worker'],
-      // It counts tokens with @mgw/inference's counter, the one the workers count chat prompts with.
-      'libs/anthropic-api is a front-end on the request core (libs/session): it builds on session, http and contracts, not on another feature.',
-    ),
-    refuse(
-      ['libs/session/src/**/*.ts'],
-      ['@mgw/api', '@mgw/inference', '@mgw/worker'],
-      'libs/session is the request core: the features (libs/api) build on it; it never reaches a worker.',
-    ),
-  ];
+  ]);
 }
 
 export default tseslint.config(
@@ -75,7 +138,26 @@ export default tseslint.config(
       ],
     },
   },
-  ...gatewayRooms(),
+  ...libArrows(),
+  {
+    // The browser console shares the admin API's types with the server, type-only (nothing of the server is
+    // bundled), from files that import nothing: libs/access/src/admin-api.types.ts and the model status's.
+    files: ['apps/console/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              ...LIBS_THROUGH_ALIAS,
+              allowTypeImports: true,
+              message: 'The console imports server code type-only, from files that import nothing.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   {
     // The entry points hand process.env to the config loader once; scripts and tests set up child processes.
     files: ['apps/*/src/main.ts', 'scripts/**', 'test/**', 'bench/**', '**/*.spec.ts'],

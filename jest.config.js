@@ -20,11 +20,15 @@ const transform = {
 };
 const transformIgnorePatterns = ['\\.pnp\\.[^\\/]+$'];
 
-const moduleNameMapper = {
-  '^@mgw/(access|anthropic-api|api|config|contracts|http|inference|observability|queue|registry|session|worker)$':
-    '<rootDir>/libs/$1/src',
-  '^@mgw/testing$': '<rootDir>/test/fixtures',
-};
+// The @mgw/* aliases as tsconfig.json spells them (one list for tsc, tsc-alias, madge, ESLint and jest).
+const { readFileSync } = require('node:fs'); // eslint-disable-line @typescript-eslint/no-require-imports
+const { paths } = JSON.parse(readFileSync(`${__dirname}/tsconfig.json`, 'utf8')).compilerOptions;
+const moduleNameMapper = Object.fromEntries(
+  Object.entries(paths).map(([alias, [target]]) => [
+    `^${alias}$`,
+    `<rootDir>/${target.replace(/^\.\//, '')}`,
+  ]),
+);
 
 /** @type {import('jest').Config} */
 module.exports = {

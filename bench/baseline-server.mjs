@@ -17,8 +17,16 @@ require('reflect-metadata');
 const Fastify = require('fastify');
 const { createChatBackend, createImageBackend, toChatInferenceRequest, toImageInferenceRequest } =
   dist('inference/src/index.js');
-const { ChatChunkSerializer } = dist('api/src/chat/chat-chunk.serializer.js');
-const { CompletionAssembler } = dist('api/src/chat/completion.assembler.js');
+// The chat front-end's home since libs/api was split into rooms; an older build (BENCH_DIST) has it there.
+const chatApi = (file) => {
+  try {
+    return dist(`chat-api/src/${file}`);
+  } catch {
+    return dist(`api/src/chat/${file}`);
+  }
+};
+const { ChatChunkSerializer } = chatApi('chat-chunk.serializer.js');
+const { CompletionAssembler } = chatApi('completion.assembler.js');
 // The writer's home since the request core was split out of libs/api; an older build (BENCH_DIST) has it there.
 const { SseWriter } = (() => {
   try {

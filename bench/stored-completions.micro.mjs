@@ -13,8 +13,10 @@ const require = createRequire(import.meta.url);
 require('reflect-metadata');
 const { Redis } = require('ioredis');
 const { Logger } = require('@nestjs/common');
-const { StoredCompletionStore } = require(join(distDir, 'libs/api/src/stored/stored-completion.store.js'));
-const { toStoreMessages } = require(join(distDir, 'libs/api/src/stored/store-message.mapper.js'));
+const { StoredCompletionStore } = require(
+  join(distDir, 'libs/stored-completions/src/stored-completion.store.js'),
+);
+const { toStoreMessages } = require(join(distDir, 'libs/stored-completions/src/store-message.mapper.js'));
 
 Logger.overrideLogger(false);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');

@@ -1,5 +1,4 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { AnthropicApiModule } from '@mgw/anthropic-api';
 import { ApiModule } from '@mgw/api';
 import type { GatewayConfig } from '@mgw/config';
 
@@ -8,7 +7,7 @@ export class GatewayModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: GatewayModule,
-      imports: [ApiModule.forRoot(config), AnthropicApiModule.forRoot(config)],
+      imports: [ApiModule.forRoot(config)],
     };
   }
 }

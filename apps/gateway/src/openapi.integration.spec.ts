@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { RouteOptions } from 'fastify';
-import { createGatewayApp, danglingRefs, DOCS_PREFIX, OPENAPI_URL, type OpenApiDocument } from '@mgw/api';
+import { createGatewayApp } from '@mgw/api';
+import { danglingRefs, DOCS_PREFIX, OPENAPI_URL, type OpenApiDocument } from '@mgw/api-docs';
 import { loadGatewayConfig } from '@mgw/config';
 import {
   ChatCompletionRequestDto,

@@ -1,5 +1,6 @@
 export * from './access.names';
 export * from './principal';
+export * from './admin-api.types';
 export * from './keys/api-key.secret';
 export * from './keys/api-key.record';
 export * from './keys/key.store';

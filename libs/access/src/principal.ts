@@ -1,4 +1,4 @@
-import type { PriorityTier } from './keys/api-key.record';
+import type { PriorityTier } from './admin-api.types';
 
 /** Who a request runs as: an issued key, or a bootstrap key from GATEWAY_API_KEYS (unlimited, all models). */
 export interface Principal {

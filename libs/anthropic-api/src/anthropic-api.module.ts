@@ -1,18 +1,13 @@
-import { Module, type DynamicModule } from '@nestjs/common';
-import type { GatewayConfig } from '@mgw/config';
-import { SessionModule } from '@mgw/session';
+import { Module } from '@nestjs/common';
 import { MessagesController } from './messages.controller';
 import { MessagesService } from './messages.service';
 
-/** The Anthropic Messages API, a front-end on the request core like chat completions. */
-@Module({})
-export class AnthropicApiModule {
-  static forRoot(config: GatewayConfig): DynamicModule {
-    return {
-      module: AnthropicApiModule,
-      imports: [SessionModule.forRoot(config)],
-      controllers: [MessagesController],
-      providers: [MessagesService],
-    };
-  }
-}
+/**
+ * The Anthropic Messages API as a front-end over the request core: `POST /v1/messages` (JSON or SSE) and
+ * `POST /v1/messages/count_tokens`, with Anthropic's error shape on its routes.
+ */
+@Module({
+  controllers: [MessagesController],
+  providers: [MessagesService],
+})
+export class AnthropicApiModule {}

@@ -1,64 +1,37 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { AdminModule } from '@mgw/admin';
+import { AnthropicApiModule } from '@mgw/anthropic-api';
+import { ChatApiModule } from '@mgw/chat-api';
 import { GatewayConfig } from '@mgw/config';
+import { ConsoleAssetsModule } from '@mgw/console-assets';
 import { OpenAiExceptionFilter, RequestAuthenticator } from '@mgw/http';
-import { ModelDirectory } from '@mgw/registry';
-import { RedisConnections, SessionModule } from '@mgw/session';
-import { AdminKeysController } from './admin/admin-keys.controller';
-import { AdminModelsController } from './admin/admin-models.controller';
-import { AdminUsageController } from './admin/admin-usage.controller';
-import { ModelStatusReader } from './admin/model-status.reader';
-import { ChatCompletionsController } from './chat/chat-completions.controller';
-import { ChatCompletionsService } from './chat/chat-completions.service';
-import { ChatStreamResumer } from './chat/chat-stream.resumer';
-import { ConsoleAssets } from './console/console.assets';
-import { HealthController } from './health/health.controller';
-import { MetricsController } from './health/metrics.controller';
-import { ImageGenerationService } from './images/image-generation.service';
-import { ImagesController } from './images/images.controller';
-import { ModelsController } from './models/models.controller';
-import { StoredCompletionStore } from './stored/stored-completion.store';
-import { StoredCompletionsController } from './stored/stored-completions.controller';
-import { StoredCompletions } from './stored/stored-completions.service';
+import { ImagesApiModule } from '@mgw/images-api';
+import { ModelsApiModule } from '@mgw/models-api';
+import { SessionModule } from '@mgw/session';
 
 /**
- * The gateway's features: the front-ends (chat completions, images), the models list, stored completions,
- * health, metrics, the admin API and the console, over the request core (`SessionModule`). OpenAI's error
- * shape is the default; a front-end of another protocol binds its own filter to its routes.
+ * The gateway assembled: the request core (`SessionModule`, global, so every room below sees it) and the
+ * rooms built on it — the front-ends (chat completions, images, models, the Anthropic Messages API), the
+ * operator's routes (admin, probes, metrics) and the console. This module only wires; each room is a lib of
+ * its own. OpenAI's error shape is the default; a front-end of another protocol declares its own on its
+ * routes (`@ErrorsShapedAs`).
  */
 @Module({})
 export class ApiModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: ApiModule,
-      imports: [SessionModule.forRoot(config)],
-      controllers: [
-        ChatCompletionsController,
-        StoredCompletionsController,
-        ImagesController,
-        ModelsController,
-        HealthController,
-        AdminKeysController,
-        AdminUsageController,
-        AdminModelsController,
-        MetricsController,
+      imports: [
+        { ...SessionModule.forRoot(config), global: true },
+        ChatApiModule,
+        ImagesApiModule,
+        ModelsApiModule,
+        AnthropicApiModule,
+        AdminModule,
+        ConsoleAssetsModule,
       ],
-      providers: [
-        { provide: APP_FILTER, useClass: OpenAiExceptionFilter },
-        RequestAuthenticator,
-        ChatCompletionsService,
-        ChatStreamResumer,
-        StoredCompletionStore,
-        StoredCompletions,
-        ImageGenerationService,
-        {
-          provide: ModelStatusReader,
-          useFactory: (redis: RedisConnections, directory: ModelDirectory) =>
-            new ModelStatusReader(redis.commands, config.namespace, directory),
-          inject: [RedisConnections, ModelDirectory],
-        },
-        ConsoleAssets,
-      ],
+      providers: [{ provide: APP_FILTER, useClass: OpenAiExceptionFilter }, RequestAuthenticator],
     };
   }
 }

@@ -5,7 +5,7 @@ import type { RouteOptions } from 'fastify';
 import type { GatewayConfig } from '@mgw/config';
 import { AccessLog, type PinoLoggerService } from '@mgw/observability';
 import { configureGatewayHttp, fastifyOptionsFor } from '@mgw/http';
-import { serveApiDocs } from './openapi/api-docs';
+import { serveApiDocs } from '@mgw/api-docs';
 
 export interface GatewayAppOptions {
   /** Sees every route as it is registered (the route-coverage test of the API document reads them). */

@@ -12,5 +12,5 @@ export * from './json-body.inspector';
 export * from './request-context';
 export * from './serving.phase';
 export * from './sse.writer';
-export * from './static-assets';
+export * from './static-site';
 export * from './unread-body';

@@ -58,7 +58,7 @@ export interface ChatInferenceRequest {
   /**
    * OpenAI parameters with no meaning of their own here (`logit_bias`, `reasoning_effort`, `verbosity`,
    * `prediction`), by their wire names, present only when the client sent one. The gateway admits them only
-   * for models whose backend declares them (`backend-capabilities.ts`), i.e. one that relays them upstream.
+   * for models whose backend declares them (`backend-parameters.ts` in libs/contracts), i.e. one that relays them upstream.
    */
   relayedParameters?: Readonly<Record<string, unknown>>;
 }

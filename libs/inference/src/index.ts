@@ -17,4 +17,3 @@ export * from './openai/openai-chat.backend';
 export * from './openai/openai-image.backend';
 export * from './llamacpp/llamacpp.options';
 export * from './llamacpp/llamacpp-chat.backend';
-export * from './backend-capabilities';

@@ -1,6 +1,10 @@
 import { parseCatalog, type Catalog } from '@mgw/config';
-import { validateDto, WorkerHeartbeatDto, type ServedModelDto } from '@mgw/contracts';
-import { supportedChatParametersOf } from '@mgw/inference';
+import {
+  supportedChatParametersOf,
+  validateDto,
+  WorkerHeartbeatDto,
+  type ServedModelDto,
+} from '@mgw/contracts';
 import { WorkerDirectory } from './worker.directory';
 
 const TTL_MS = 6_000;

@@ -1,6 +1,11 @@
 import type { Catalog } from '@mgw/config';
-import type { ModelEntry, ModelLookup, ServedModelDto, WorkerHeartbeatDto } from '@mgw/contracts';
-import { supportedChatParametersOf } from '@mgw/inference';
+import {
+  supportedChatParametersOf,
+  type ModelEntry,
+  type ModelLookup,
+  type ServedModelDto,
+  type WorkerHeartbeatDto,
+} from '@mgw/contracts';
 
 interface LiveWorker {
   instanceId: string;

@@ -3,6 +3,7 @@ import { createBody, EMPTY_SETTINGS, limitsOf, settingsOf, updateBody } from './
 
 const key: ApiKeyView = {
   id: 'key_0123456789abcdef01234567',
+  object: 'api_key',
   name: 'team',
   prefix: 'sk-gw-abcd',
   created_at: 1_700_000_000,

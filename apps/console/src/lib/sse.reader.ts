@@ -1,35 +1,23 @@
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+
 /**
- * The `data` payloads of a text/event-stream, as they arrive: events are split on blank lines (any of the
- * three line endings), `data:` lines of one event are joined with newlines, comments (`: keep-alive`) and
- * the other fields are skipped. A partial event at the end of the body is dropped, as EventSource does.
+ * The `data` payloads of a text/event-stream, as they arrive, parsed by `eventsource-parser` (the three
+ * line endings, `data:` lines of one event joined with newlines, comments such as `: keep-alive` and the
+ * other fields skipped). A partial event at the end of the body is dropped, as EventSource does. Leaving
+ * early cancels the body, so the connection closes.
  */
 export async function* readSseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
+  // TypeScript's DOM types give TextDecoderStream a writable side of BufferSource, which it does not match
+  // with a stream of Uint8Array; the bytes are the same.
+  const decoder = new TextDecoderStream() as unknown as TransformStream<Uint8Array, string>;
+  const events = body.pipeThrough(decoder).pipeThrough(new EventSourceParserStream()).getReader();
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await events.read();
       if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let end: RegExpExecArray | null;
-      while ((end = /\r\n\r\n|\n\n|\r\r/.exec(buffer)) !== null) {
-        const block = buffer.slice(0, end.index);
-        buffer = buffer.slice(end.index + end[0].length);
-        const data = dataOf(block);
-        if (data !== null) yield data;
-      }
+      yield value.data;
     }
   } finally {
-    reader.releaseLock();
+    await events.cancel();
   }
-}
-
-function dataOf(block: string): string | null {
-  const lines: string[] = [];
-  for (const line of block.split(/\r\n|\n|\r/)) {
-    if (line === 'data') lines.push('');
-    else if (line.startsWith('data:')) lines.push(line.slice(line[5] === ' ' ? 6 : 5));
-  }
-  return lines.length > 0 ? lines.join('\n') : null;
 }

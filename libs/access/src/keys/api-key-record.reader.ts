@@ -1,5 +1,6 @@
 import { FailFast, RecordReader, type FieldRecord } from '@mgw/contracts';
-import { PRIORITY_TIERS, type ApiKeyRecord } from './api-key.record';
+import { PRIORITY_TIERS } from '../admin-api.types';
+import type { ApiKeyRecord } from './api-key.record';
 
 const FIELDS: readonly (keyof ApiKeyRecord)[] = [
   'id',

@@ -13,9 +13,7 @@ import {
   Min,
   MinLength,
 } from 'class-validator';
-
-export const PRIORITY_TIERS = ['high', 'normal', 'low'] as const;
-export type PriorityTier = (typeof PRIORITY_TIERS)[number];
+import { PRIORITY_TIERS, type ApiKeyView, type PriorityTier } from '../admin-api.types';
 
 /** BullMQ runs lower numbers first; every job gets one (BullMQ runs un-prioritised jobs before all others). */
 const BULLMQ_PRIORITY: Record<PriorityTier, number> = { high: 1, normal: 2, low: 3 };
@@ -48,23 +46,6 @@ export interface ApiKeyRecord {
   priority: PriorityTier;
   disabled: boolean;
   revokedAt: number | null;
-}
-
-/** A key as the admin API and the CLI show it: never the secret, nor its hash. */
-export interface ApiKeyView {
-  id: string;
-  object: 'api_key';
-  name: string;
-  prefix: string;
-  created_at: number;
-  expires_at: number | null;
-  models: string[] | null;
-  rpm: number | null;
-  tpm: number | null;
-  max_concurrent: number | null;
-  priority: PriorityTier;
-  disabled: boolean;
-  revoked_at: number | null;
 }
 
 export function toKeyView(record: ApiKeyRecord): ApiKeyView {

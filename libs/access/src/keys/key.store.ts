@@ -2,19 +2,9 @@ import type { Redis } from 'ioredis';
 import { encodeKeyInvalidation, GatewayError } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
 import { readApiKeyRecord } from './api-key-record.reader';
-import {
-  toKeyView,
-  type ApiKeyRecord,
-  type ApiKeyView,
-  type CreateKeyDto,
-  type UpdateKeyDto,
-} from './api-key.record';
+import type { ApiKeyView, CreatedKey } from '../admin-api.types';
+import { toKeyView, type ApiKeyRecord, type CreateKeyDto, type UpdateKeyDto } from './api-key.record';
 import { displayPrefixOf, generateApiKey, hashApiKey, newKeyId } from './api-key.secret';
-
-export interface CreatedKey extends ApiKeyView {
-  /** The secret, returned by create only. */
-  key: string;
-}
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 

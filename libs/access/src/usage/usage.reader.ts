@@ -1,33 +1,8 @@
 import type { Redis } from 'ioredis';
 import { GatewayError, KEY_ID_PATTERN } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
+import type { UsageReport, UsageRow, UsageTotals } from '../admin-api.types';
 import { DAY_MS, dayOf, daysBetween, parseDay } from './usage.days';
-
-export interface UsageRow {
-  key_id: string;
-  date: string;
-  model: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  images: number;
-}
-
-export interface UsageTotals {
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  images: number;
-}
-
-export interface UsageReport {
-  object: 'usage';
-  from: string;
-  to: string;
-  key: string | null;
-  data: UsageRow[];
-  totals: UsageTotals;
-}
 
 export interface UsageQuery {
   key?: string;

@@ -1,4 +1,4 @@
-import type { ErrorType } from '../openai/error.types';
+import { ERROR_TYPES, type ErrorType } from '../openai/error.types';
 import {
   FINISH_REASONS,
   type FinishReason,
@@ -17,18 +17,6 @@ import type {
   ToolCallMessage,
   WireError,
 } from './reply-message.types';
-
-const ERROR_TYPES: readonly ErrorType[] = [
-  'invalid_request_error',
-  'authentication_error',
-  'permission_error',
-  'not_found_error',
-  'rate_limit_error',
-  'requests',
-  'tokens',
-  'server_error',
-  'timeout_error',
-];
 
 type MessageOf<K extends ReplyMessage['kind']> = Extract<ReplyMessage, { kind: K }>;
 

@@ -102,7 +102,7 @@ export interface ModelEntry {
   maxQueueDepth?: number;
   /**
    * Chat models declared in the catalog: the OpenAI request parameters the model's backend honours
-   * (`supportedChatParametersOf` in inference). Absent for image models and undeclared models.
+   * (`supportedChatParametersOf` in contracts). Absent for image models and undeclared models.
    */
   supportedParameters?: string[];
   /** The catalog's context window in tokens; absent when the catalog sets none. */

@@ -4,7 +4,7 @@ import type { CatalogModel } from '@mgw/config';
 import type { BackendSettings } from '../backend-settings';
 import { BackendOptionReader } from '../backend-options.reader';
 
-export const LLAMACPP_BACKEND_KIND = 'llamacpp';
+export { LLAMACPP_BACKEND_KIND } from '@mgw/contracts';
 
 export interface LlamaCppOptions {
   /** Absolute path of the GGUF file. */

@@ -83,7 +83,7 @@ export function toUpstreamChatRequest(request: ChatInferenceRequest, upstreamMod
     }),
     ...(request.logprobs && { logprobs: true }),
     ...(request.logprobs && request.topLogprobs > 0 && { top_logprobs: request.topLogprobs }),
-    // Parameters the gateway admitted for this backend only (backend-capabilities.ts), relayed as sent.
+    // Parameters the gateway admitted for this backend only (contracts' backend-parameters.ts), relayed as sent.
     ...request.relayedParameters,
   };
 }

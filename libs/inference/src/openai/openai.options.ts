@@ -4,7 +4,7 @@ import { BackendOptionReader } from '../backend-options.reader';
 import type { PoolSettings } from '../pool/upstream-pool';
 import type { BackendSettings } from '../backend-settings';
 
-export const OPENAI_BACKEND_KIND = 'openai';
+export { OPENAI_BACKEND_KIND } from '@mgw/contracts';
 
 /** One OpenAI-compatible server (vLLM, Ollama's /v1, LocalAI, TGI, OpenAI…) of a catalog model. */
 export interface OpenAIUpstreamOptions {

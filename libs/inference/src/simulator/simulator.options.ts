@@ -2,7 +2,7 @@ import type { CatalogModel } from '@mgw/config';
 import { BackendOptionReader } from '../backend-options.reader';
 import type { BackendSettings } from '../backend-settings';
 
-export const SIMULATOR_BACKEND_KIND = 'simulator';
+export { SIMULATOR_BACKEND_KIND } from '@mgw/contracts';
 
 export const CHAT_SIMULATOR_MODES = ['echo', 'words'] as const;
 export type ChatSimulatorMode = (typeof CHAT_SIMULATOR_MODES)[number];

@@ -1,0 +1,33 @@
+import { Module } from '@nestjs/common';
+import { GatewayConfig } from '@mgw/config';
+import { ModelDirectory } from '@mgw/registry';
+import { RedisConnections } from '@mgw/session';
+import { AdminKeysController } from './admin-keys.controller';
+import { AdminModelsController } from './admin-models.controller';
+import { AdminUsageController } from './admin-usage.controller';
+import { HealthController } from './health/health.controller';
+import { MetricsController } from './health/metrics.controller';
+import { ModelStatusReader } from './model-status.reader';
+
+/**
+ * What an operator reaches: the probes (`/healthz`, `/readyz`), the admin API (keys, usage, model status)
+ * behind the admin token, and `/metrics`.
+ */
+@Module({
+  controllers: [
+    HealthController,
+    AdminKeysController,
+    AdminUsageController,
+    AdminModelsController,
+    MetricsController,
+  ],
+  providers: [
+    {
+      provide: ModelStatusReader,
+      useFactory: (redis: RedisConnections, config: GatewayConfig, directory: ModelDirectory) =>
+        new ModelStatusReader(redis.commands, config.namespace, directory),
+      inject: [RedisConnections, GatewayConfig, ModelDirectory],
+    },
+  ],
+})
+export class AdminModule {}

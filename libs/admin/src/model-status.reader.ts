@@ -1,0 +1,95 @@
+import type { Redis } from 'ioredis';
+import { accessNames, type AccessNames } from '@mgw/access';
+import {
+  CHAT_MODEL_TYPE,
+  queueNameFor,
+  type ModelEntry,
+  type ModelKind,
+  type ModelStatus,
+  type ModelStatusList,
+} from '@mgw/contracts';
+import { QueueStatsReader } from '@mgw/queue';
+import type { ModelDirectory } from '@mgw/registry';
+
+/** The window of "recent" counts: the limiter's service-rate window too. */
+const RECENT_MS = 60_000;
+
+/** Reads within this long of each other share one reading (several open consoles cost one). */
+const SHARED_READ_MS = 1000;
+
+const kindOf = (entry: ModelEntry): ModelKind => (entry.type === CHAT_MODEL_TYPE ? 'chat' : 'image');
+
+/**
+ * The live state of every model for operators: workers and their slots from the registry (the gateway's
+ * cached `ModelDirectory`), queue depth and jobs in flight from BullMQ's keys (`QueueStatsReader`, as the
+ * registry's queue gauges), and the last minute's finished and failed jobs — finished from the per-second
+ * counters the workers record with usage (the limiter's service rate), failed from BullMQ's `failed` set,
+ * scored by when each job failed. Three pipelined round trips for all models, on demand only.
+ */
+export class ModelStatusReader {
+  private readonly names: AccessNames;
+  private last: { at: number; reading: Promise<ModelStatusList> } | null = null;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly namespace: string,
+    private readonly directory: ModelDirectory,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.names = accessNames(namespace);
+  }
+
+  read(): Promise<ModelStatusList> {
+    const now = this.now();
+    if (this.last && now - this.last.at < SHARED_READ_MS) return this.last.reading;
+    const reading = this.readNow(now);
+    this.last = { at: now, reading };
+    reading.catch(() => (this.last = null));
+    return reading;
+  }
+
+  private async readNow(now: number): Promise<ModelStatusList> {
+    const entries = [...(await this.directory.listModels())].sort((a, b) => a.id.localeCompare(b.id));
+    const models = entries.map((entry) => ({ id: entry.id, kind: kindOf(entry) }));
+    const recent = this.redis.pipeline();
+    for (const model of models) {
+      recent
+        .hgetall(this.names.served(model.kind, model.id))
+        .zcount(`${this.namespace}:${queueNameFor(model.kind, model.id)}:failed`, now - RECENT_MS, '+inf');
+    }
+    const [queues, replies] = await Promise.all([
+      new QueueStatsReader(this.redis, this.namespace, models, () => now).read(),
+      models.length > 0 ? recent.exec() : Promise.resolve([]),
+    ]);
+    const values = (replies ?? []).map(([error, value]) => {
+      if (error) throw error;
+      return value;
+    });
+    const fromSecond = Math.floor(now / 1000) - Math.floor(RECENT_MS / 1000) + 1;
+    const data = entries.map((entry, i): ModelStatus => {
+      const queue = queues[i]!;
+      const finished = Object.entries((values[2 * i] ?? {}) as Record<string, string>)
+        .filter(([second]) => Number(second) >= fromSecond)
+        .reduce((sum, [, count]) => sum + (Number(count) || 0), 0);
+      const failed = Number(values[2 * i + 1]) || 0;
+      // A failed job usually counts as finished too (its usage is recorded); the larger is the total.
+      const total = Math.max(finished, failed);
+      return {
+        id: entry.id,
+        type: entry.type,
+        workers: entry.liveWorkers,
+        concurrency: entry.concurrency,
+        scale_to_zero: entry.scaleToZero !== undefined,
+        max_queue_depth: entry.maxQueueDepth ?? null,
+        waiting: queue.waiting,
+        active: queue.active,
+        delayed: queue.delayed,
+        oldest_waiting_age_s: Math.round(queue.oldestWaitingAgeSeconds * 10) / 10,
+        finished_last_minute: finished,
+        failed_last_minute: failed,
+        error_rate: total > 0 ? failed / total : null,
+      };
+    });
+    return { object: 'list', read_at: now, data };
+  }
+}

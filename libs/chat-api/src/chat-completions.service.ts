@@ -1,0 +1,105 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { estimateChatTokens, type Principal } from '@mgw/access';
+import { GatewayConfig } from '@mgw/config';
+import { assertChatParametersSupported, type ChatCompletionRequestDto } from '@mgw/contracts';
+import type { SseWriter } from '@mgw/http';
+import { RequestSessions, type RenderContext, type SessionRequest, type StreamRenderer } from '@mgw/session';
+import { capturingCompletion } from './completion-capture';
+import { StoredCompletions, type StoreRequest } from '@mgw/stored-completions';
+import { ChatChunkSerializer } from './chat-chunk.serializer';
+import { CHAT_STREAM_FORMAT, ChatEventWriter } from './chat-event.writer';
+import { streamResumeChoice } from './chat-stream.resumer';
+import { CompletionAssembler } from './completion.assembler';
+import { CompletionJsonRenderer } from './completion-json.renderer';
+import { checkContextWindow } from './context-window.check';
+
+/** The chunks' and the completion's `created` (seconds). */
+const createdOf = (context: RenderContext): number => Math.floor(context.createdMs / 1000);
+
+/**
+ * `POST /v1/chat/completions`, the chat completions front-end: the body (validated by the route's pipe) is
+ * the session's job request as it is; the session's output is rendered as SSE chunks or assembled into one
+ * JSON completion, stored on the way out with `store: true`.
+ */
+@Injectable()
+export class ChatCompletionsService {
+  constructor(
+    @Inject(GatewayConfig) private readonly config: GatewayConfig,
+    @Inject(RequestSessions) private readonly sessions: RequestSessions,
+    @Inject(StoredCompletions) private readonly stored: StoredCompletions,
+  ) {}
+
+  async handle(
+    requestId: string,
+    body: ChatCompletionRequestDto,
+    reply: FastifyReply,
+    principal: Principal,
+  ): Promise<void> {
+    const stream = body.stream === true;
+    const store = body.store === true;
+    const resume = stream ? streamResumeChoice(reply.request.headers) : undefined;
+    const request: SessionRequest<'chat'> = {
+      kind: 'chat',
+      requestId,
+      principal,
+      model: body.model,
+      request: body,
+      tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
+      checkModel: (model) => {
+        assertChatParametersSupported(body, model);
+        checkContextWindow(body.messages, model);
+      },
+      ...(resume !== undefined && { resume }),
+      // A completion to store is finished and kept even when its client leaves before the answer.
+      ...(!stream && store && { outlivesClient: true }),
+    };
+    const storing = (context: RenderContext): StoreRequest => ({
+      principal,
+      createdMs: context.createdMs,
+      request: body,
+    });
+    if (stream) {
+      await this.sessions.run(
+        request,
+        {
+          mode: 'stream',
+          format: CHAT_STREAM_FORMAT,
+          // Each model's job gets its own serializer: `model` names the one that serves (a fallback's, if so).
+          renderer: (sse, context) => this.streamRenderer(sse, context, store ? storing(context) : null),
+        },
+        reply,
+      );
+      return;
+    }
+    await this.sessions.run(
+      request,
+      {
+        mode: 'json',
+        renderer: (context, refuse) =>
+          new CompletionJsonRenderer(
+            new CompletionAssembler(requestId, context.model, createdOf(context)),
+            refuse,
+            store ? (completion) => this.stored.save(storing(context), completion) : null,
+          ),
+      },
+      reply,
+    );
+  }
+
+  private streamRenderer(
+    sse: SseWriter,
+    context: RenderContext,
+    storing: StoreRequest | null,
+  ): StreamRenderer {
+    const { requestId, model } = context;
+    const writer = new ChatEventWriter(sse, new ChatChunkSerializer(requestId, model, createdOf(context)));
+    if (storing === null) return writer;
+    return capturingCompletion(
+      writer,
+      new CompletionAssembler(requestId, model, createdOf(context)),
+      (completion) =>
+        completion === null ? this.stored.tooLargeToStore(requestId) : this.stored.save(storing, completion),
+    );
+  }
+}

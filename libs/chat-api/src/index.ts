@@ -1,0 +1,3 @@
+export * from './chat-api.module';
+export * from './chat-chunk.serializer';
+export * from './completion.assembler';

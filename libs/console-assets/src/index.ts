@@ -1,0 +1,2 @@
+export * from './console-assets.module';
+export * from './console.assets';

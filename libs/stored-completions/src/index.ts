@@ -1,0 +1,2 @@
+export * from './stored-completions.module';
+export * from './stored-completions.service';
