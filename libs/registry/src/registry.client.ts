@@ -20,8 +20,11 @@ export class RegistryClient {
   private readonly proxy: ClientProxy;
   private readonly patterns: RegistryPatterns;
   private readonly logger = new Logger('Registry');
+  /** The Redis the transport runs on, as logs may name it (no password). */
+  private readonly redisDescription: string;
 
   constructor(redis: RedisSettings, namespace: string) {
+    this.redisDescription = redis.description;
     this.patterns = registryPatterns(namespace);
     const options: RegistryTransportClientOptions = { redis, name: `${namespace}:registry-client` };
     // Nest types ClientRedis's status stream narrower than a custom client's; the class is a ClientProxy.
@@ -29,8 +32,15 @@ export class RegistryClient {
     this.proxy = ClientProxyFactory.create({ customClass, options });
   }
 
+  /** Fails naming the Redis it could not reach (its password redacted), not only ioredis's bare reason. */
   async connect(): Promise<void> {
-    await this.proxy.connect();
+    try {
+      await this.proxy.connect();
+    } catch (error) {
+      throw new Error(`registry transport on ${this.redisDescription}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
   }
 
   async listModels(timeoutMs: number): Promise<ModelEntry[]> {
