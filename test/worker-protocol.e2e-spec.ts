@@ -1,9 +1,12 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import { parseReplyFrame } from '@mgw/contracts';
+import { JOB_PROTOCOL_VERSION, parseReplyFrame } from '@mgw/contracts';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
+
+/** A version this build cannot read: the one after its own. */
+const NEXT_JOB_VERSION = JOB_PROTOCOL_VERSION + 1;
 
 interface Wire {
   requestId: string;
@@ -128,7 +131,11 @@ describe('worker job protocol', () => {
     const requestId = randomBytes(16).toString('hex');
     await queue.add(
       'chat',
-      { ...envelope(requestId), v: 2, request: { messages: [{ role: 'user', content: 'x' }] } },
+      {
+        ...envelope(requestId),
+        v: NEXT_JOB_VERSION,
+        request: { messages: [{ role: 'user', content: 'x' }] },
+      },
       { jobId: requestId },
     );
     const [error] = await messagesOf(requestId, 'error');
@@ -136,7 +143,9 @@ describe('worker job protocol', () => {
     await waitFor('the refusal in the worker log', () =>
       stack
         .logs('chat-worker')
-        .includes('job of protocol version 2 refused: this process reads versions 1 to 1'),
+        .includes(
+          `job of protocol version ${NEXT_JOB_VERSION} refused: this process reads versions 1 to ${JOB_PROTOCOL_VERSION}`,
+        ),
     );
   });
 
