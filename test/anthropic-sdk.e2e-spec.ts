@@ -18,6 +18,13 @@ const CATALOG = {
       owned_by: 'model-gateway',
       backend: { kind: 'simulator', mode: 'words' },
     },
+    // Fails after a few tokens: a stream's `event: error`.
+    {
+      id: 'sim-fail',
+      type: 'chat',
+      owned_by: 'model-gateway',
+      backend: { kind: 'simulator', mode: 'words', failAfterTokens: 3 },
+    },
     // Declared, never served here: Anthropic's 529 overloaded_error.
     { id: 'sim-idle', type: 'chat', owned_by: 'model-gateway', backend: { kind: 'simulator', mode: 'echo' } },
   ],
@@ -43,7 +50,7 @@ describe('the Anthropic SDK against the gateway', () => {
     stack = await Stack.start({
       catalog: CATALOG,
       env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
-      appEnv: { 'chat-worker': { WORKER_MODELS: 'sim-chat,sim-chat-words' } },
+      appEnv: { 'chat-worker': { WORKER_MODELS: 'sim-chat,sim-chat-words,sim-fail' } },
       without: ['image-worker'],
       waitForModels: ['sim-chat', 'sim-chat-words'],
     });
@@ -124,6 +131,20 @@ describe('the Anthropic SDK against the gateway', () => {
     expect(message.stop_reason).toBe('max_tokens');
     expect(message.usage.output_tokens).toBe(12);
     expect(message.usage.input_tokens).toBeGreaterThan(0);
+  });
+
+  it('ends a stream that fails after its first tokens with an error event, which the SDK raises', async () => {
+    const stream = client.messages.stream({
+      model: 'sim-fail',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'Start, then fail.' }],
+    });
+    const deltas: string[] = [];
+    stream.on('text', (text) => deltas.push(text));
+    const failure = await stream.finalMessage().catch((error: unknown) => error);
+    expect(deltas.length).toBeGreaterThan(0);
+    expect(failure).toBeInstanceOf(Anthropic.APIError);
+    expect(failure).toMatchObject({ error: { type: 'error', error: { type: 'api_error' } } });
   });
 
   it('answers with the result after a tool-use round trip, streamed and not', async () => {
@@ -267,6 +288,13 @@ describe('the Anthropic SDK against the gateway', () => {
         error: { type: 'invalid_request_error', message: expect.stringContaining(message) },
       });
     }
+    const malformed = await fetch(`${stack.baseUrl}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer },
+      body: '{"model": "sim-chat", ',
+    });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
     const none = await post(cases[0]![0], {});
     expect(none.status).toBe(401);
     expect(await none.json()).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });

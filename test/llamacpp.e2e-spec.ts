@@ -10,6 +10,7 @@ import { writeTinyLlamaGguf } from './fixtures/gguf/tiny-llama.gguf-writer';
 import { Stack } from './support/stack';
 
 const MODEL = 'tiny-llama';
+const EMBEDDING_MODEL = 'tiny-llama-embed';
 
 /** Every string is bounded, so even the random-weight model finishes the JSON well within max_tokens. */
 const WEATHER_PARAMETERS = {
@@ -65,6 +66,14 @@ function catalogFor(modelPath: string) {
         // 2048 tokens: offered functions are documented in the prompt, and the fixture's byte-level
         // tokenizer spends about a token per character on them.
         backend: { kind: 'llamacpp', modelPath, contextSize: 2048, sequences: 4, threads: 1 },
+      },
+      {
+        // The same GGUF through node-llama-cpp's embedding context (its vectors have 64 values).
+        id: EMBEDDING_MODEL,
+        type: 'embedding',
+        owned_by: 'e2e',
+        dimensions: 32,
+        backend: { kind: 'llamacpp', modelPath, contextSize: 512, threads: 1 },
       },
     ],
   };
@@ -512,6 +521,30 @@ describe('the llamacpp backend', () => {
         expect(token.top_logprobs[0]!.logprob).toBeCloseTo(token.logprob, 6);
       }
     });
+  });
+
+  it('embeds through the embedding context of the GGUF: unit vectors of the catalog length, the same text alike', async () => {
+    const worker = stack.spawnExtra('embedding-worker:llama', { WORKER_MODELS: EMBEDDING_MODEL });
+    const deadline = Date.now() + 60_000;
+    while (!(await client.models.list()).data.some((m) => m.id === EMBEDDING_MODEL)) {
+      if (worker.exitCode !== null)
+        throw new Error(`worker exited:\n${stack.logs('embedding-worker:llama')}`);
+      if (Date.now() > deadline) throw new Error(`not served:\n${stack.logs('embedding-worker:llama')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const answer = await client.embeddings.create({
+      model: EMBEDDING_MODEL,
+      input: ['hello world', 'xyzzy', 'hello world'],
+      encoding_format: 'float',
+    });
+    const vectors = answer.data.map((d) => d.embedding);
+    for (const vector of vectors) {
+      expect(vector).toHaveLength(32);
+      expect(Math.hypot(...vector)).toBeCloseTo(1, 4);
+    }
+    expect(vectors[2]).toEqual(vectors[0]);
+    expect(vectors[1]).not.toEqual(vectors[0]);
+    expect(answer.usage.prompt_tokens).toBeGreaterThan(0);
   });
 
   it('stops the worker at start when the GGUF file is missing, naming the model and the field', async () => {

@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { readFileSync } from 'node:fs';
 import { freePort } from './support/free-port';
 import { isAlive, Launcher, probePort } from './support/launcher';
@@ -21,7 +22,7 @@ describe('npm start', () => {
     launcher?.kill('SIGKILL');
   });
 
-  it('starts its own Redis and all four apps, serves requests, and stops everything on SIGINT', async () => {
+  it('starts its own Redis and all five apps, serves requests, and stops everything on SIGINT', async () => {
     const [port, redisPort] = await Promise.all([freePort(), freePort()]);
     const apiKey = 'sk-start-script-test';
     const stack = (launcher = Launcher.start({
@@ -32,7 +33,7 @@ describe('npm start', () => {
     }));
 
     const models = await waitFor(
-      'sim-chat and sim-image to be listed',
+      'sim-chat, sim-image and sim-embed to be listed',
       async () => {
         if (!stack.running) throw new Error('npm start exited early');
         const res = await fetch(`http://127.0.0.1:${port}/v1/models`, {
@@ -40,18 +41,18 @@ describe('npm start', () => {
         });
         if (!res.ok) return null;
         const ids = ((await res.json()) as { data: { id: string }[] }).data.map((m) => m.id);
-        return ['sim-chat', 'sim-image'].every((id) => ids.includes(id)) && ids;
+        return ['sim-chat', 'sim-image', 'sim-embed'].every((id) => ids.includes(id)) && ids;
       },
       60_000,
       () => `\n--- output ---\n${stack.output}`,
     );
-    expect(models).toEqual(expect.arrayContaining(['sim-chat', 'sim-image']));
+    expect(models).toEqual(expect.arrayContaining(['sim-chat', 'sim-image', 'sim-embed']));
     // Every app runs with the young generation the image sizes (scripts/start/apps.mjs).
     const apps = stack
       .descendants()
       .map((pid) => ({ pid, cmdline: readProc(pid, 'cmdline'), environ: readProc(pid, 'environ') }))
       .filter(({ cmdline }) => cmdline.includes('dist/apps/'));
-    expect(apps).toHaveLength(4);
+    expect(apps).toHaveLength(5);
     for (const { environ } of apps) {
       expect(environ.split('\0')).toContain(`NODE_OPTIONS=${YOUNG_GENERATION_OPTION}`);
     }
@@ -78,6 +79,15 @@ describe('npm start', () => {
     expect(
       ((await chat.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content,
     ).toBe('started by npm start');
+
+    // Embeddings through the embedding worker npm start runs, with the official SDK: floats and base64.
+    const client = new OpenAI({ apiKey, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+    const input = ['started by npm start', 'embedded by npm start'];
+    const floats = await client.embeddings.create({ model: 'sim-embed', input, encoding_format: 'float' });
+    expect(floats.data.map((d) => d.embedding.length)).toEqual([256, 256]);
+    const base64 = await client.embeddings.create({ model: 'sim-embed', input, encoding_format: 'base64' });
+    const bytes = Buffer.from(base64.data[1]!.embedding, 'base64');
+    expect(bytes.readFloatLE(0)).toBe(floats.data[1]!.embedding[0]);
 
     stack.kill('SIGINT');
     expect((await stack.exited).code).toBe(0);

@@ -121,7 +121,7 @@ describe('faults: npm start supervises its apps', () => {
     const stops = stack.output.split('\n').filter((line) => line.includes('] stopping '));
     expect(stops.map((line) => line.replace(/^.*\] stopping /, ''))).toEqual([
       'gateway…',
-      'chat-worker, image-worker…',
+      'chat-worker, image-worker, embedding-worker…',
       'registry…',
       'redis…',
     ]);

@@ -201,10 +201,11 @@ export class RedisSentinelHarness implements TestRedis {
   static async start(): Promise<RedisSentinelHarness> {
     const dir = await mkdtemp(join(tmpdir(), 'mgw-sentinel-'));
     const [masterPort, replicaPort] = [await freePort(), await freePort()];
+    // In the temporary directory: a replica's full sync writes an RDB file even without `save`.
     const data = [
-      new ServerProcess(masterPort, ['--port', String(masterPort), ...BASE_OPTIONS]),
+      new ServerProcess(masterPort, ['--port', String(masterPort), ...BASE_OPTIONS, '--dir', dir]),
       new ServerProcess(replicaPort, [
-        ...['--port', String(replicaPort), ...BASE_OPTIONS],
+        ...['--port', String(replicaPort), ...BASE_OPTIONS, '--dir', dir],
         ...['--replicaof', '127.0.0.1', String(masterPort)],
       ]),
     ];

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { CredentialField } from './components/credential-field';
 import { readCredential, writeCredential, type CredentialName } from './lib/session-credentials.store';
 import { ChatView } from './views/chat.view';
+import { EmbeddingsView } from './views/embeddings.view';
 import { ImagesView } from './views/images.view';
 import { KeysView } from './views/keys.view';
 import { ModelsView } from './views/models.view';
@@ -10,6 +11,7 @@ import { UsageView } from './views/usage.view';
 const VIEWS = [
   { id: 'chat', label: 'Chat' },
   { id: 'images', label: 'Images' },
+  { id: 'embeddings', label: 'Embeddings' },
   { id: 'keys', label: 'Keys' },
   { id: 'usage', label: 'Usage' },
   { id: 'models', label: 'Models' },
@@ -92,6 +94,9 @@ export function App() {
         </div>
         <div hidden={view !== 'images'}>
           <ImagesView apiKey={apiKey} />
+        </div>
+        <div hidden={view !== 'embeddings'}>
+          <EmbeddingsView apiKey={apiKey} />
         </div>
         <div hidden={view !== 'keys'}>
           <KeysView adminToken={adminToken} active={view === 'keys'} onUseKey={useKeyInPlayground} />

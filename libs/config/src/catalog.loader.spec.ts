@@ -348,3 +348,38 @@ describe('aliases', () => {
     expect(problemsOf(catalog({ ...chat, aliases: value })).message).toContain('(model "sim-chat"): aliases');
   });
 });
+
+describe('parseCatalog embedding models', () => {
+  const embed = {
+    id: 'sim-embed',
+    type: 'embedding',
+    owned_by: 'model-gateway',
+    dimensions: 256,
+    backend: { kind: 'simulator' },
+  };
+
+  it("maps type 'embedding' to 'embeddings' with its dimensions and the batching defaults", () => {
+    const [model] = parseCatalog(catalog(embed), PATH).models;
+    expect(model).toMatchObject({ kind: 'embedding', type: 'embeddings' });
+    expect(model!.embedding).toEqual({ dimensions: 256, maxBatchInputs: 64, maxBatchDelayMs: 5 });
+    const tuned = parseCatalog(catalog({ ...embed, maxBatchInputs: 1, maxBatchDelayMs: 2000 }), PATH);
+    expect(tuned.models[0]!.embedding).toEqual({ dimensions: 256, maxBatchInputs: 1, maxBatchDelayMs: 2000 });
+  });
+
+  it('refuses an embedding model without dimensions and batching settings out of bounds, naming each', () => {
+    const { dimensions: _, ...without } = embed;
+    const error = problemsOf(catalog({ ...without, maxBatchInputs: 4096, maxBatchDelayMs: 60_000 }));
+    expect(error.problems).toHaveLength(3);
+    expect(error.problems.join('\n')).toMatch(/sim-embed.*dimensions is required/);
+    expect(error.problems.join('\n')).toMatch(/maxBatchInputs/);
+    expect(error.problems.join('\n')).toMatch(/maxBatchDelayMs/);
+  });
+
+  it('refuses the embedding fields on a chat model', () => {
+    const error = problemsOf(catalog({ ...chat, dimensions: 8, maxBatchInputs: 4 }));
+    expect(error.problems).toEqual([
+      expect.stringContaining('dimensions is a field of embedding models only'),
+      expect.stringContaining('maxBatchInputs is a field of embedding models only'),
+    ]);
+  });
+});

@@ -180,23 +180,13 @@ function readEmbeddingSpec(entry: FieldRecord, name: string, read: RecordReader)
 
 /** The list's shape and each alias's form; clashes between models are checked once all are read. */
 function readAliases(value: unknown, name: string, read: RecordReader): string[] {
-  if (!Array.isArray(value) || value.length > MAX_ALIASES) {
-    read.report(`${name}: aliases must be an array of at most ${MAX_ALIASES} names`);
-    return [];
-  }
-  const aliases: string[] = [];
-  value.forEach((alias: unknown, index) => {
-    if (typeof alias !== 'string' || alias.length > 256 || !ID_PATTERN.test(alias)) {
-      read.report(
-        `${name}: aliases[${index}] must be a name like a model id (A-Z a-z 0-9 . _ : / @ + -, at most 256 characters)`,
-      );
-    } else if (aliases.includes(alias)) {
-      read.report(`${name}: aliases[${index}] names "${alias}" a second time`);
-    } else {
-      aliases.push(alias);
-    }
+  return readNames(value, read, {
+    field: `${name}: aliases`,
+    max: MAX_ALIASES,
+    items: 'names',
+    rule: 'a name like a model id (A-Z a-z 0-9 . _ : / @ + -, at most 256 characters)',
+    valid: (alias) => alias.length <= 256 && ID_PATTERN.test(alias),
   });
-  return aliases;
 }
 
 /** No alias shadows a model (its own id included) or another model's alias: every name means one model. */
@@ -217,21 +207,36 @@ function checkAliases(models: readonly CatalogModel[], names: readonly string[],
 
 /** The list's shape; what its ids name is checked once every model is read (`checkFallbacks`). */
 function readFallbacks(value: unknown, name: string, read: RecordReader): string[] {
-  if (!Array.isArray(value) || value.length > MAX_FALLBACKS) {
-    read.report(`${name}: fallbacks must be an array of at most ${MAX_FALLBACKS} model ids`);
+  return readNames(value, read, {
+    field: `${name}: fallbacks`,
+    max: MAX_FALLBACKS,
+    items: 'model ids',
+    rule: 'a model id (a non-empty string)',
+    valid: (id) => id !== '',
+  });
+}
+
+/** A list of at most `max` distinct strings, each `valid`; every problem reported with its position. */
+function readNames(
+  value: unknown,
+  read: RecordReader,
+  list: { field: string; max: number; items: string; rule: string; valid: (item: string) => boolean },
+): string[] {
+  if (!Array.isArray(value) || value.length > list.max) {
+    read.report(`${list.field} must be an array of at most ${list.max} ${list.items}`);
     return [];
   }
-  const ids: string[] = [];
-  value.forEach((id: unknown, index) => {
-    if (typeof id !== 'string' || id === '') {
-      read.report(`${name}: fallbacks[${index}] must be a model id (a non-empty string)`);
-    } else if (ids.includes(id)) {
-      read.report(`${name}: fallbacks[${index}] names "${id}" a second time`);
+  const names: string[] = [];
+  value.forEach((item: unknown, index) => {
+    if (typeof item !== 'string' || !list.valid(item)) {
+      read.report(`${list.field}[${index}] must be ${list.rule}`);
+    } else if (names.includes(item)) {
+      read.report(`${list.field}[${index}] names "${item}" a second time`);
     } else {
-      ids.push(id);
+      names.push(item);
     }
   });
-  return ids;
+  return names;
 }
 
 /**

@@ -6,6 +6,7 @@ import { type AccessLog, GatewayMetrics } from '@mgw/observability';
 import { RequestAuthenticator } from './auth/request.authenticator';
 import { authenticateRoutes } from './auth/route-authentication';
 import { endBodyDeadline, registerBodyDeadline } from './body-deadline';
+import { errorShapeOf } from './errors/error-shape';
 import { ServingPhase } from './serving.phase';
 
 const apiKeyAsBearer = (key: string | string[] | undefined): string | undefined =>
@@ -82,14 +83,16 @@ export function configureGatewayHttp(app: NestFastifyApplication, accessLog: Acc
     done();
   });
   // Callback style: an async hook would cost every request a promise for a check that is almost always false.
-  fastify.addHook('onRequest', (_request, reply, done) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     if (!serving.refusing) return done();
     metrics.rejected('unavailable');
     const error = GatewayError.serviceUnavailable('The gateway is shutting down. Retry the request.');
+    // In the route's protocol (Anthropic's 529 on the Messages API), OpenAI's elsewhere.
+    const shape = errorShapeOf(request.routeOptions?.config);
     void reply
-      .status(error.status)
-      .headers({ ...error.headers, connection: 'close' })
-      .send(error.toBody());
+      .status(shape?.statusOf(error) ?? error.status)
+      .headers({ ...error.headers, ...shape?.headersOf?.(request.id), connection: 'close' })
+      .send(shape === undefined ? error.toBody() : shape.bodyOf(error));
   });
   // Per-route hooks, bound when Nest registers the routes (at `init`/`listen`, which comes after this).
   authenticateRoutes(fastify, authenticator);

@@ -261,6 +261,22 @@ describe('SseWriter', () => {
     expect(client.received.chunks).toHaveLength(count);
   });
 
+  it("writes the protocol's own keep-alive event and no end line when it has none (the Messages API)", async () => {
+    const { res, client } = await connectClient();
+    const ping = 'event: ping\ndata: {"type":"ping"}\n\n';
+    const writer = writerFor(res, { keepAliveMs: 50, keepAlive: ping, endLine: null });
+    writer.open({});
+    writer.event('message_start', '{"type":"message_start"}');
+    const received = await client.until((r) => r.chunks.length >= 2);
+    expect(received.chunks.slice(0, 2)).toEqual([
+      'event: message_start\ndata: {"type":"message_start"}\n\n',
+      ping,
+    ]);
+    writer.done();
+    const final = await client.until((r) => r.complete);
+    expect(final.chunks[final.chunks.length - 1]).toBe(ping);
+  });
+
   it('does not send keep-alives while events keep flowing', async () => {
     const { res, client } = await connectClient();
     // Events every 100 ms for 1.5 s against a 1 s keep-alive: a silence timer that events did not reset

@@ -186,6 +186,7 @@ export class RequestSessions implements OnApplicationShutdown {
   /** The part of a job that says who asked, by when, and where the answer goes. */
   envelope(requestId: string, model: string, deadlineMs: number, now = Date.now()): JobEnvelopeFields {
     return {
+      // A chat or image job's version; the session stamps its own kind's when it builds the job.
       v: jobProtocolVersionOf('chat'),
       requestId,
       model,

@@ -24,24 +24,9 @@ import { StreamResumer } from './resume/stream-resumer.service';
  * key's limits, the job and its replies (the session), resume, the drain — on this gateway's connections.
  * Imported by the features; it imports the connections, so those start first and stop last.
  */
-const cores = new WeakMap<GatewayConfig, DynamicModule>();
-
 @Module({})
 export class SessionModule {
-  /**
-   * One request core per gateway config: every feature module that imports it gets this same module (one
-   * set of sessions, metrics and connections), however many front-ends the gateway serves.
-   */
   static forRoot(config: GatewayConfig): DynamicModule {
-    let core = cores.get(config);
-    if (core === undefined) {
-      core = SessionModule.build(config);
-      cores.set(config, core);
-    }
-    return core;
-  }
-
-  private static build(config: GatewayConfig): DynamicModule {
     return {
       module: SessionModule,
       // Global, and one object per config: the assembly imports it once and every room sees the same

@@ -7,7 +7,11 @@ interface ModelObject {
 }
 
 /** The `type` of `/v1/models` entries (the wire contract's values). */
-const MODEL_TYPES = { chat: 'chat/compilations', image: 'images/generations' } as const;
+const MODEL_TYPES = {
+  chat: 'chat/compilations',
+  image: 'images/generations',
+  embedding: 'embeddings',
+} as const;
 
 export interface ModelsState {
   models: string[];
@@ -19,7 +23,7 @@ export interface ModelsState {
  * The models of one type the API key may use (`GET /v1/models`), fetched again when the key changes —
  * a moment after the last keystroke, so typing a key is not a request per character.
  */
-export function useModels(apiKey: string, type: 'chat' | 'image'): ModelsState {
+export function useModels(apiKey: string, type: keyof typeof MODEL_TYPES): ModelsState {
   const [state, setState] = useState<ModelsState>({ models: [], error: null, loading: false });
   useEffect(() => {
     if (!apiKey) {

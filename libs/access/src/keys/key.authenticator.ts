@@ -1,3 +1,4 @@
+import { GatewayError } from '@mgw/contracts';
 import type { ApiKeyRecord } from './api-key.record';
 import { bootstrapKeyIdOf, hashApiKey, looksLikeIssuedKey } from './api-key.secret';
 import type { KeyStore } from './key.store';
@@ -98,7 +99,14 @@ export class KeyAuthenticator {
     const cached = this.cache.get(hash);
     if (cached && this.now() - cached.at < this.options.ttlMs) return cached.record;
     const generation = this.generation;
-    const record = await this.store.findByHash(hash);
+    let record: ApiKeyRecord | null;
+    try {
+      record = await this.store.findByHash(hash);
+    } catch {
+      // Redis away (a restart, a failover): the key is neither valid nor invalid yet — a retryable 503, not a
+      // 500. The cache is often empty just then: it is cleared when the invalidation channel reconnects.
+      throw GatewayError.serviceUnavailable('The key store is not reachable. Try again shortly.');
+    }
     if (generation === this.generation && this.options.ttlMs > 0) {
       this.cache.delete(hash);
       this.cache.set(hash, { record, at: this.now() });

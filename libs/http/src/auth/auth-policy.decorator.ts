@@ -1,5 +1,5 @@
-import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
 import { ApiExtension } from '@nestjs/swagger';
+import { eachHandler, mergeRouteConfig, routeConfigOf } from '../route-config';
 
 /** The OpenAPI extension that carries a route's policy until the document turns it into `security`. */
 export const AUTH_POLICY_EXTENSION = 'x-auth-policy';
@@ -16,18 +16,8 @@ interface AuthRouteConfig {
   authPolicy?: AuthPolicy;
 }
 
-type RouteConfigs = Record<string, unknown> & AuthRouteConfig;
-
-function routeConfigOf(handler: object): RouteConfigs | undefined {
-  return Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as RouteConfigs | undefined;
-}
-
 function setPolicy(handler: object, policy: AuthPolicy): void {
-  Reflect.defineMetadata(
-    FASTIFY_ROUTE_CONFIG_METADATA,
-    { ...routeConfigOf(handler), authPolicy: policy },
-    handler,
-  );
+  mergeRouteConfig(handler, { authPolicy: policy });
   ApiExtension(AUTH_POLICY_EXTENSION, policy)({}, '', { value: handler });
 }
 
@@ -38,18 +28,12 @@ function setPolicy(handler: object, policy: AuthPolicy): void {
  * so it goes above a `@RouteConfig` of the same handler (which replaces what is there).
  */
 export function Auth(policy: AuthPolicy): ClassDecorator & MethodDecorator {
-  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
-    if (descriptor) {
-      setPolicy(descriptor.value as object, policy);
-      return;
-    }
-    const prototype = (target as { prototype: object }).prototype;
-    for (const name of Object.getOwnPropertyNames(prototype)) {
-      const handler = Object.getOwnPropertyDescriptor(prototype, name)?.value as unknown;
-      if (name === 'constructor' || typeof handler !== 'function') continue;
-      if (routeConfigOf(handler)?.authPolicy === undefined) setPolicy(handler, policy);
-    }
-  };
+  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) =>
+    eachHandler(target, descriptor, (handler, own) => {
+      if (own || (routeConfigOf(handler) as AuthRouteConfig | undefined)?.authPolicy === undefined) {
+        setPolicy(handler, policy);
+      }
+    });
 }
 
 /** The policy of a route from its Fastify route config; a route that declares none requires a key. */

@@ -1,5 +1,5 @@
-import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
 import type { GatewayError } from '@mgw/contracts';
+import { eachHandler, mergeRouteConfig } from '../route-config';
 
 /** How a wire protocol answers an error: its status, its body and the headers it adds. */
 export interface ErrorShape {
@@ -12,12 +12,6 @@ interface ErrorShapeRouteConfig {
   errorShape?: ErrorShape;
 }
 
-function setShape(handler: object, shape: ErrorShape): void {
-  const config = Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as
-    Record<string, unknown> | undefined;
-  Reflect.defineMetadata(FASTIFY_ROUTE_CONFIG_METADATA, { ...config, errorShape: shape }, handler);
-}
-
 /**
  * The error shape of a route's protocol, carried in its Fastify route config: the exception filter answers
  * every error of the route in it, those raised before the handler runs (authentication in the `onRequest`
@@ -25,17 +19,8 @@ function setShape(handler: object, shape: ErrorShape): void {
  * handler. It merges into the route config, so it goes above a `@RouteConfig` of the same handler.
  */
 export function ErrorsShapedAs(shape: ErrorShape): ClassDecorator & MethodDecorator {
-  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
-    if (descriptor) {
-      setShape(descriptor.value as object, shape);
-      return;
-    }
-    const prototype = (target as { prototype: object }).prototype;
-    for (const name of Object.getOwnPropertyNames(prototype)) {
-      const handler = Object.getOwnPropertyDescriptor(prototype, name)?.value as unknown;
-      if (name !== 'constructor' && typeof handler === 'function') setShape(handler, shape);
-    }
-  };
+  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) =>
+    eachHandler(target, descriptor, (handler) => mergeRouteConfig(handler, { errorShape: shape }));
 }
 
 /** The error shape a route declares, if any. */

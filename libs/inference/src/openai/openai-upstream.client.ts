@@ -49,6 +49,18 @@ export class OpenAIUpstreamClient {
     };
   }
 
+  /** POSTs `body` as JSON and reads the whole 2xx answer as text (a JSON answer, not a stream). */
+  async postForText(path: string, body: unknown, signal: AbortSignal): Promise<string> {
+    const response = await this.post(path, body, 'application/json', signal);
+    try {
+      return await response.body.text();
+    } catch (error) {
+      throw this.failure(error, signal);
+    } finally {
+      if (!response.body.readableEnded) response.body.destroy();
+    }
+  }
+
   /**
    * POSTs `body` as JSON; resolves with a 2xx response whose body the caller must consume or destroy.
    * The signal aborts the request at any stage, closing its connection so the upstream stops too.

@@ -45,6 +45,16 @@ describe('log redaction', () => {
     expect(JSON.stringify(lines)).not.toContain('sk-live-secret');
     expect(lines[0]).toMatchObject({ headers: { authorization: '[redacted]' }, apiKey: '[redacted]' });
   });
+
+  it('blanks the arguments of a Redis command in a logged error (a refused HELLO carries the password)', () => {
+    const { logger, lines } = capture();
+    const error = Object.assign(new Error('WRONGPASS invalid username-password pair'), {
+      command: { name: 'hello', args: ['3', 'AUTH', 'default', 'redis-secret-pw'] },
+    });
+    logger.error({ msg: 'redis failed', err: error });
+    expect(JSON.stringify(lines)).not.toContain('redis-secret-pw');
+    expect(JSON.stringify(lines)).toContain('hello');
+  });
 });
 
 describe('PinoLoggerService', () => {

@@ -38,4 +38,6 @@ export const REDACTED_PATHS = [
   'request.headers.authorization',
   'apiKey',
   'api_key',
+  // ioredis attaches the failed command to its errors: a refused HELLO or AUTH carries the Redis password.
+  'err.command.args',
 ];

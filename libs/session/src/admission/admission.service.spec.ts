@@ -100,3 +100,15 @@ describe('AdmissionService.admitFallback', () => {
     service.onApplicationShutdown();
   });
 });
+
+describe('AdmissionService.admit', () => {
+  it("counts an embedding request's input tokens against the key's token budget, and an image request's none", async () => {
+    const { service, requests } = setup(admitted);
+    await service.admit(principal, 'embedding', { ...model, type: 'embeddings' }, 'req_embedding_1', 120);
+    await service.admit(principal, 'image', { ...model, type: 'images/generations' }, 'req_image_1', 0);
+    expect(requests.map((r) => [r.principal.tpm, r.tokenEstimate])).toEqual([
+      [10_000, 120],
+      [null, 0],
+    ]);
+  });
+});

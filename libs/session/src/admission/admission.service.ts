@@ -71,8 +71,9 @@ export class AdmissionService implements OnApplicationShutdown {
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const decision = await this.decide(
-      // Image requests use no tokens, so a key's token budget never holds them back.
-      kind === 'chat' ? principal : { ...principal, tpm: null },
+      // Image requests use no tokens, so a key's token budget never holds them back; chat and embedding
+      // requests spend it (an embedding's input tokens).
+      kind === 'image' ? { ...principal, tpm: null } : principal,
       kind,
       model,
       requestId,
