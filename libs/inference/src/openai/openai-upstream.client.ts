@@ -93,18 +93,6 @@ export class OpenAIUpstreamClient {
     throw this.redacted(upstreamStatusError(response.statusCode, text, response.headers));
   }
 
-  /** POSTs `body` as JSON and reads the whole 2xx answer as text (what the non-streaming routes need). */
-  async postForText(path: string, body: unknown, signal: AbortSignal): Promise<string> {
-    const response = await this.post(path, body, 'application/json', signal);
-    try {
-      return await response.body.text();
-    } catch (error) {
-      throw this.failure(error, signal);
-    } finally {
-      if (!response.body.readableEnded) response.body.destroy();
-    }
-  }
-
   /**
    * The active health check while the upstream is out of service: `GET {baseUrl}/models` must answer 2xx
    * within the signal's time. Resolves, or rejects with the reason.
