@@ -102,4 +102,29 @@ describe('toGbnfJsonSchema', () => {
     expect(error.message.startsWith(`${where}: `)).toBe(true);
     expect(error.message).toContain('subset of JSON Schema');
   });
+  it("leaves a non-strict tool's unenforceable constraints to the prompt (Claude Code's Read tool shape), still refusing them when strict", () => {
+    const read = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: {
+        file_path: { type: 'string', pattern: '^/' },
+        offset: { type: 'integer', minimum: 0 },
+        limit: { type: 'number', exclusiveMinimum: 0 },
+        when: { type: 'string', format: 'uri' },
+      },
+      required: ['file_path'],
+      additionalProperties: false,
+    };
+    expect(toGbnfJsonSchema(read, 'tools[0].function.parameters', true)).toEqual({
+      type: 'object',
+      properties: {
+        file_path: { type: 'string' },
+        offset: { type: 'integer' },
+        limit: { type: 'number' },
+        when: { type: 'string' },
+      },
+      additionalProperties: false,
+    });
+    expect(refusal(read).message).toContain('properties.file_path.pattern');
+  });
 });

@@ -53,14 +53,22 @@ const isObject = (value: unknown): value is Schema =>
  * `additionalProperties`, `min/maxProperties`), arrays (`items`, `prefixItems`, `min/maxItems`), and `{}`
  * for any value. The grammar writes every listed property, so `required` always holds.
  *
+ * A non-strict function tool (`strict: false`, what Claude Code and most agents send) promises no schema
+ * adherence, as on OpenAI: there a constraint the grammar cannot enforce (`minimum`, `pattern`, an
+ * unlisted `format`) is left to the prompt, which documents the whole schema, instead of refusing the tool.
+ *
  * @param param the request field the schema came from, e.g. `response_format.json_schema.schema`.
+ * @param lenient true for a non-strict tool: unenforceable constraints are dropped, not refused.
  */
-export function toGbnfJsonSchema(schema: JsonSchema, param: string): GbnfJsonSchema {
-  return new SchemaTranslator(param).translate(schema, param);
+export function toGbnfJsonSchema(schema: JsonSchema, param: string, lenient = false): GbnfJsonSchema {
+  return new SchemaTranslator(param, lenient).translate(schema, param);
 }
 
 class SchemaTranslator {
-  constructor(private readonly param: string) {}
+  constructor(
+    private readonly param: string,
+    private readonly lenient: boolean,
+  ) {}
 
   translate(schema: unknown, path: string): GbnfJsonSchema {
     if (schema === true) return this.any();
@@ -103,7 +111,8 @@ class SchemaTranslator {
       return withDefs({ enum: schema.enum.map((value, i) => this.scalar(value, `${path}.enum[${i}]`)) });
     }
     if (!('type' in schema)) {
-      if (keys.length > 0) this.refuse(`${path}.${keys[0]}`, 'a schema with constraints needs a "type"');
+      if (keys.length > 0 && !this.lenient)
+        this.refuse(`${path}.${keys[0]}`, 'a schema with constraints needs a "type"');
       return withDefs(this.any());
     }
 
@@ -113,7 +122,7 @@ class SchemaTranslator {
     }
     const allowed = new Set(types.flatMap((type) => [...SUPPORTED[type as string]!]));
     const unsupported = keys.find((key) => !allowed.has(key));
-    if (unsupported !== undefined)
+    if (unsupported !== undefined && !this.lenient)
       this.refuse(`${path}.${unsupported}`, this.unsupportedMessage(unsupported));
     const branches = (types as string[]).map((type) => this.typed(type, schema, path));
     return withDefs(branches.length === 1 ? branches[0]! : { oneOf: branches });
@@ -122,8 +131,9 @@ class SchemaTranslator {
   private typed(type: string, schema: Schema, path: string): GbnfJsonSchema {
     switch (type) {
       case 'string': {
-        if (schema.format !== undefined) {
-          if (typeof schema.format !== 'string' || !FORMATS.has(schema.format)) {
+        const enforceableFormat = typeof schema.format === 'string' && FORMATS.has(schema.format);
+        if (schema.format !== undefined && (enforceableFormat || !this.lenient)) {
+          if (!enforceableFormat) {
             this.refuse(`${path}.format`, `only the formats ${[...FORMATS].join(', ')} are supported`);
           }
           if (schema.minLength !== undefined || schema.maxLength !== undefined) {
@@ -227,6 +237,7 @@ class SchemaTranslator {
   }
 
   private only(schema: Schema, keys: string[], allowed: string[], path: string): void {
+    if (this.lenient) return;
     const extra = keys.find((key) => !allowed.includes(key));
     if (extra !== undefined) {
       this.refuse(`${path}.${extra}`, `the keyword "${extra}" cannot be combined with "${allowed[0]!}"`);

@@ -536,7 +536,7 @@ describe('LlamaCppChatBackend', () => {
       const tool = await collect(
         backend.generate(
           request({
-            tools: [weather, { ...time, parameters: unenforceable }],
+            tools: [weather, { ...time, strict: true, parameters: unenforceable }],
             toolChoice: { type: 'auto' },
           }),
           never(),

@@ -148,7 +148,7 @@ export class LlamaCppChatBackend implements ChatBackend {
         : null;
     const argumentSchemas = offered.map(({ tool, index }) => {
       const param = `tools[${index}].function.parameters`;
-      return { name: tool.name, param, schema: toGbnfJsonSchema(tool.parameters, param) };
+      return { name: tool.name, param, schema: toGbnfJsonSchema(tool.parameters, param, !tool.strict) };
     });
 
     const history = withResponseFormat(toChatHistory(request.messages, this.modelId), request.responseFormat);
