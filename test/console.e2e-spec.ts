@@ -392,6 +392,7 @@ describe('web console (chromium)', () => {
       'Show Admin token',
       'Chat',
       'Images',
+      'Embeddings',
       'Keys',
       'Usage',
       'Models',

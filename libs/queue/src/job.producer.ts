@@ -11,7 +11,7 @@ import {
 import { jobOptionsFor } from './job-options';
 
 /** The approximate cap of each queue's BullMQ events stream (see queueFor). */
-export const EVENTS_STREAM_MAX_LEN = 0;
+export const EVENTS_STREAM_MAX_LEN = 100;
 
 export type JobDataOf<K extends ModelKind> = K extends 'chat'
   ? ChatJobData
@@ -41,8 +41,9 @@ export class JobProducer {
         prefix: this.namespace,
         // Nothing here reads BullMQ's events stream (no QueueEvents), and BullMQ 6 has no option to stop
         // writing it: its scripts XADD every job's added/waiting/active/completed events unconditionally. So
-        // the stream is capped near zero (BullMQ's MAXLEN ~ trims whole stream nodes) instead of its default
-        // 10,000 entries per queue, which keeps its memory, not its writes, small.
+        // the stream is capped at about one stream node (BullMQ's MAXLEN ~ trims whole nodes) instead of its
+        // default 10,000 entries per queue: its memory stays small, and the last jobs' events stay readable
+        // for whoever debugs a queue (XRANGE), as the worker-cpu fault test does.
         streams: { events: { maxLen: EVENTS_STREAM_MAX_LEN } },
       });
       // Connection errors surface on the add() call that hit them; this keeps them from being unhandled.

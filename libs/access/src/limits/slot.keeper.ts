@@ -51,8 +51,9 @@ export class SlotKeeper {
 
   private tick(): void {
     for (const [keyId, tickets] of this.live) {
-      this.limiter
-        .refresh(keyId, [...tickets])
+      // A refresher that throws at once is a failed tick like any other: a timer must not end the process.
+      Promise.resolve()
+        .then(() => this.limiter.refresh(keyId, [...tickets]))
         .catch((error: unknown) => this.logger.warn(`slot refresh for ${keyId} failed: ${String(error)}`));
     }
   }

@@ -40,14 +40,22 @@ function setup(decision: (request: AdmissionRequest) => AdmissionDecision) {
     release: (_ticket: unknown, queued: boolean) =>
       Promise.resolve(void calls.push(`release(queued=${queued})`)),
     rollback: () => Promise.resolve(void calls.push('rollback')),
+    refresh: () => Promise.resolve(),
   } as unknown as Limiter;
   const producer = {
     queueFor: () => ({ toKey: (type: string) => `q:${type}` }),
   } as unknown as JobProducer;
   const config = { concurrencySlotTtlMs: 30_000, defaultMaxQueueDepth: 1000 } as GatewayConfig;
   const service = new AdmissionService(config, limiter, producer);
+  services.push(service);
   return { service, requests, calls };
 }
+
+// Each service keeps its slots alive on a timer: stop them, so none ticks into a later spec.
+const services: AdmissionService[] = [];
+afterEach(() => {
+  for (const service of services.splice(0)) service.onApplicationShutdown();
+});
 
 const admitted = (request: AdmissionRequest): AdmissionDecision => ({
   admitted: true,
