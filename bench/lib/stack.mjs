@@ -172,7 +172,8 @@ export class BenchStack {
   async stop() {
     const stop = (labels) => Promise.all(labels.map((label) => this.children.get(label)?.stop()));
     await stop(['gateway', 'baseline']);
-    await stop(['chat-worker', 'image-worker']);
+    // Every worker app the stack started (chat, image, embedding): one left running keeps the bench alive.
+    await stop([...this.children.keys()].filter((label) => label.endsWith('-worker')));
     await stop(['registry']);
     await stop([...this.children.keys()].filter((label) => label.startsWith('redis')));
     if (this.tempDir) await rm(this.tempDir, { recursive: true, force: true });
