@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(__dirname, '..');
-const SCENARIOS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S9', 'R1', 'R4', 'M1', 'M4'];
+const SCENARIOS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'R1', 'R4', 'M1', 'M4', 'S9'];
 
 interface Result {
   ok?: number;
