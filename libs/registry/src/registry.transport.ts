@@ -7,9 +7,9 @@ import { createRedisConnection } from '@mgw/queue';
 const LOGGED_BY_NEST = { warn: () => undefined };
 
 /**
- * What Nest's listener logs of a connection error: its message only. Nest logs the error object, and an
- * ioredis error carries the failed command's arguments, so a refused `HELLO 3 AUTH user password` would put
- * the password in the log.
+ * What the transport logs of a connection error: one line, its message. Nest's own listener logs the whole
+ * error object on every reconnect attempt (stack and the failed command included); the logger's redaction
+ * (`err.command.args`, libs/observability) is what keeps a refused `HELLO … AUTH` password out of any log.
  */
 function errorMessageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
