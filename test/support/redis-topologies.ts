@@ -104,6 +104,8 @@ export class RedisClusterHarness implements TestRedis {
           ...['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`],
           // Quick failure detection, so a failover test sees the promotion within seconds.
           ...['--cluster-node-timeout', '1500'],
+          // Replicas sync at once rather than after the default 5 s batching delay.
+          ...['--repl-diskless-sync-delay', '0'],
         ]),
       );
     }
@@ -165,20 +167,41 @@ export class RedisClusterHarness implements TestRedis {
     }
   }
 
-  /** Every slot served and every node agreeing on it. */
+  /**
+   * Resolves once every running node sees every slot served, every slot's master is a running node (right
+   * after a kill, the nodes still report `ok` until they flag the dead one), and every replica has synced
+   * with its master: a replica that never synced refuses to fail over ("disconnected from master for
+   * longer than allowed").
+   */
   async waitUntilHealthy(timeoutMs = 30_000): Promise<void> {
+    const running = () => new Set(this.nodes.filter((n) => n.running).map((n) => n.port));
     await waitFor(
       'the cluster to be healthy',
       async () => {
-        for (const node of this.nodes.filter((n) => n.running)) {
-          const { stdout } = await run('redis-cli', ['-p', String(node.port), 'cluster', 'info']);
+        for (const port of running()) {
+          const { stdout } = await run('redis-cli', ['-p', String(port), 'cluster', 'info']);
           if (!stdout.includes('cluster_state:ok') || !stdout.includes('cluster_slots_ok:16384'))
             return false;
+          const { stdout: replication } = await run('redis-cli', ['-p', String(port), 'info', 'replication']);
+          if (replication.includes('role:slave') && !replication.includes('master_link_status:up'))
+            return false;
+          if (!(await this.slotsServedBy(port, running()))) return false;
         }
         return true;
       },
       timeoutMs,
     );
+  }
+
+  /** Whether, as the node on `port` sees it, every slot range's master is a running node. */
+  private async slotsServedBy(port: number, running: Set<number>): Promise<boolean> {
+    const client = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+    try {
+      const ranges = (await client.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+      return ranges.every(([, , [, master]]) => running.has(master));
+    } finally {
+      client.disconnect();
+    }
   }
 
   async stop(): Promise<void> {

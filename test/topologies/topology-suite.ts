@@ -185,6 +185,16 @@ export interface Failover {
   notReadyWhileDown: boolean;
 }
 
+/** The gateway's last log lines other than access lines, for a failure message. */
+function lastWarnings(stack: Stack): string {
+  return stack
+    .logs('gateway')
+    .split('\n')
+    .filter((line) => !line.includes('request completed'))
+    .slice(-20)
+    .join('\n');
+}
+
 /**
  * A master dies under mixed load (streams and answers on a key with max_concurrent, an image): requests get
  * a quick answer (an error or, once promoted, a result — never a hang nor a 500), /readyz goes not ready,
@@ -238,14 +248,16 @@ export function describeFailover(name: string, stackOf: () => Stack, failover: (
     await failover().promoted();
     const promotedAt = Date.now();
     await probing;
+    let lastAnswer = '';
     const back = await waitFor(
       'a 200 after the promotion',
       async () => {
         const res = await chat({ model: 'sim-chat' });
-        await res.text();
+        lastAnswer = `${res.status} ${await res.text()}`;
         return res.status === 200 ? Date.now() : undefined;
       },
       10_000,
+      () => ` (last answer: ${lastAnswer}; the gateway's last warnings: ${lastWarnings(stack)})`,
     );
     expect(back - promotedAt).toBeLessThan(10_000);
     if (notReadyWhileDown) expect(sawNotReady).toBe(true);
