@@ -22,6 +22,13 @@ export const TOPOLOGY_CATALOG = {
       backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 10 },
     },
     { id: 'sim-image', type: 'image', owned_by: 'e2e', backend: { kind: 'simulator' } },
+    {
+      id: 'sim-embed',
+      type: 'embedding',
+      owned_by: 'e2e',
+      dimensions: 16,
+      backend: { kind: 'simulator' },
+    },
   ],
 };
 
@@ -32,9 +39,17 @@ export async function startTopologyStack(redis: TestRedis): Promise<Stack> {
   return Stack.start({
     topology: redis,
     catalog: TOPOLOGY_CATALOG,
+    with: ['embedding-worker'],
     env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
     waitForModels: TOPOLOGY_CATALOG.models.map((m) => m.id),
   });
+}
+
+interface StoredResponse {
+  id: string;
+  status: string;
+  output: unknown[];
+  previous_response_id?: string | null;
 }
 
 export async function collect(res: Response): Promise<SseEvent[]> {
@@ -164,6 +179,76 @@ export function describeCoreContract(name: string, stackOf: () => Stack): void {
       const third = await chat(single.key, { model: 'sim-chat' });
       expect(third.status).toBe(200);
     }, 30_000);
+
+    it('runs a stored Responses API chain, reads it back, and polls a background response to completed', async () => {
+      const stack = stackOf();
+      const create = async (body: Record<string, unknown>): Promise<StoredResponse> => {
+        const res = await stack.post('/v1/responses', body);
+        expect(res.status).toBe(200);
+        return (await res.json()) as StoredResponse;
+      };
+      const first = await create({ model: 'sim-chat', input: 'remember the lighthouse', store: true });
+      expect(first).toMatchObject({ status: 'completed', store: true });
+      const second = await create({ model: 'sim-chat', previous_response_id: first.id, input: 'and again' });
+      expect(second).toMatchObject({ status: 'completed', previous_response_id: first.id });
+      expect(second.output).toMatchObject([{ type: 'message', content: [{ text: 'and again' }] }]);
+      const read = await fetch(`${stack.baseUrl}/v1/responses/${second.id}`, { headers: stack.headers() });
+      expect(read.status).toBe(200);
+      expect(await read.json()).toMatchObject({ id: second.id, previous_response_id: first.id });
+
+      const queued = await create({ model: 'sim-words', input: 'a story', background: true });
+      expect(queued).toMatchObject({ status: 'queued', background: true });
+      const done = await waitFor('the background response to complete', async () => {
+        const got = await fetch(`${stack.baseUrl}/v1/responses/${queued.id}`, { headers: stack.headers() });
+        const current = (await got.json()) as StoredResponse;
+        return current.status === 'completed' ? current : undefined;
+      });
+      expect(done.output.length).toBeGreaterThan(0);
+    });
+
+    it('answers Anthropic Messages, as JSON and as a stream', async () => {
+      const stack = stackOf();
+      const messages = (stream: boolean): Promise<Response> =>
+        fetch(`${stack.baseUrl}/v1/messages`, {
+          method: 'POST',
+          headers: {
+            'x-api-key': stack.apiKey,
+            'anthropic-version': '2023-06-01',
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({
+            model: 'sim-chat',
+            max_tokens: 64,
+            stream,
+            messages: [{ role: 'user', content: 'hello anthropic' }],
+          }),
+        });
+      const json = await messages(false);
+      expect(json.status).toBe(200);
+      expect(await json.json()).toMatchObject({
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'text', text: 'hello anthropic' }],
+      });
+      const stream = await messages(true);
+      expect(stream.status).toBe(200);
+      const events = (await stream.text()).split('\n').filter((line) => line.startsWith('event: '));
+      expect(events[0]).toBe('event: message_start');
+      expect(events.at(-1)).toBe('event: message_stop');
+    });
+
+    it('answers embeddings', async () => {
+      const res = await stackOf().post('/v1/embeddings', {
+        model: 'sim-embed',
+        input: ['one text', 'another'],
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { data: { index: number; embedding: number[] }[] };
+      expect(body.data.map((d) => [d.index, d.embedding.length])).toEqual([
+        [0, 16],
+        [1, 16],
+      ]);
+    });
 
     it('leaves no Redis routing error in any log', () => {
       const stack = stackOf();
