@@ -382,6 +382,30 @@ export class RedisSentinelHarness implements TestRedis {
     );
   }
 
+  /**
+   * Resolves once the sentinels name a running node that reports itself master: right after a kill they
+   * still name the dead master for seconds (until it is flagged down and the failover is done), and they
+   * switch to the replica's address before it has left the replica role.
+   */
+  async waitForPromotion(timeoutMs = 20_000): Promise<void> {
+    await waitFor(
+      'the sentinels to name a running master',
+      async () => {
+        const port = await this.masterPort();
+        if (!this.data.some((node) => node.port === port && node.running)) return false;
+        const master = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
+        try {
+          await master.connect();
+          const [role] = (await master.role()) as [string];
+          return role === 'master';
+        } finally {
+          master.disconnect();
+        }
+      },
+      timeoutMs,
+    );
+  }
+
   /** Kills the current master; the sentinels promote the replica. Returns the killed node. */
   async killMaster(): Promise<ServerProcess> {
     const port = await this.masterPort();

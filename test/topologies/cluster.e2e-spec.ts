@@ -1,5 +1,6 @@
-import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
+import { keyLayoutOf, queueNameFor, type ModelKind } from '@mgw/contracts';
 import { RedisClusterHarness } from '../support/redis-topologies';
+import type { FakeOpenAIUpstream } from '../support/fake-openai-upstream';
 import type { Stack } from '../support/stack';
 import { waitFor } from '../support/wait-for';
 import {
@@ -7,6 +8,7 @@ import {
   describeCoreContract,
   describeFailover,
   REDIS_ROUTING_ERRORS,
+  startPoolUpstreams,
   startTopologyStack,
   TOPOLOGY_CATALOG,
 } from './topology-suite';
@@ -21,23 +23,30 @@ interface Answer {
 describe('on a Redis Cluster', () => {
   let cluster: RedisClusterHarness;
   let stack: Stack;
+  let upstreams: FakeOpenAIUpstream[] = [];
 
   beforeAll(async () => {
     cluster = await RedisClusterHarness.start();
-    stack = await startTopologyStack(cluster);
+    upstreams = await startPoolUpstreams();
+    stack = await startTopologyStack(cluster, upstreams);
   }, 120_000);
 
   afterAll(async () => {
     await stack?.stop();
+    await Promise.all(upstreams.map((upstream) => upstream.stop()));
     await cluster?.stop();
   });
 
-  describeCoreContract('cluster', () => stack);
+  describeCoreContract(
+    'cluster',
+    () => stack,
+    () => upstreams,
+  );
 
   it("keeps each model's queue in one slot and spreads the models over the masters", async () => {
     const masters = new Set<number>();
     for (const model of TOPOLOGY_CATALOG.models) {
-      const kind = model.type === 'image' ? 'image' : 'chat';
+      const kind = model.type as ModelKind;
       const queue = `${stack.namespace}:${queueNameFor(kind, model.id, keyLayoutOf(stack.redis))}`;
       const [wait, admitting] = [
         `${queue}:wait`,

@@ -1,4 +1,7 @@
+import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
+import { chunk, FakeOpenAIUpstream, sendEvent, startStream } from '../support/fake-openai-upstream';
 import { readSse, type SseEvent } from '../support/sse';
 import type { TestRedis } from '../support/redis-topologies';
 import { Stack } from '../support/stack';
@@ -39,13 +42,51 @@ export const TOPOLOGY_CATALOG = {
 export const REDIS_ROUTING_ERRORS =
   /CROSSSLOT|MOVED \d|ASK \d|NOSCRIPT|TRYAGAIN|same slot|Cluster redirections/;
 
-export async function startTopologyStack(redis: TestRedis): Promise<Stack> {
+/** The maxConcurrency of each upstream of the model `pool-chat`. */
+export const POOL_LIMITS = [1, 2] as const;
+
+/** Three words, 30 ms apart, as an OpenAI-compatible server streams them. */
+async function streamWords(res: ServerResponse): Promise<void> {
+  startStream(res);
+  for (let i = 0; i < 3; i++) {
+    await sleep(30);
+    if (res.destroyed) return;
+    await sendEvent(res, chunk([{ content: `w${i} ` }]));
+  }
+  await sendEvent(res, chunk([{ finish_reason: 'stop' }], { prompt_tokens: 3, completion_tokens: 3 }));
+  await sendEvent(res, '[DONE]');
+  res.end();
+}
+
+/** The two upstreams of `pool-chat` (fake OpenAI-compatible servers); the caller stops them. */
+export async function startPoolUpstreams(): Promise<FakeOpenAIUpstream[]> {
+  const upstreams = [await FakeOpenAIUpstream.start(), await FakeOpenAIUpstream.start()];
+  for (const upstream of upstreams)
+    upstream.handle('/v1/chat/completions', (_request, res) => streamWords(res));
+  return upstreams;
+}
+
+export async function startTopologyStack(redis: TestRedis, upstreams: FakeOpenAIUpstream[]): Promise<Stack> {
+  const pool = {
+    id: 'pool-chat',
+    type: 'chat',
+    owned_by: 'e2e',
+    backend: {
+      kind: 'openai',
+      upstreamModel: 'upstream-llama',
+      upstreams: upstreams.map((upstream, i) => ({
+        name: `u${i}`,
+        baseUrl: upstream.baseUrl,
+        maxConcurrency: POOL_LIMITS[i],
+      })),
+    },
+  };
   return Stack.start({
     topology: redis,
-    catalog: TOPOLOGY_CATALOG,
+    catalog: { models: [...TOPOLOGY_CATALOG.models, pool] },
     with: ['embedding-worker'],
     env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
-    waitForModels: TOPOLOGY_CATALOG.models.map((m) => m.id),
+    waitForModels: [...TOPOLOGY_CATALOG.models.map((m) => m.id), pool.id],
   });
 }
 
@@ -76,9 +117,14 @@ export function textOf(events: readonly SseEvent[]): string {
 /**
  * The core contract on a topology: one shared stack per suite file (the caller's), a representative subset
  * of the single-node suites — answers, streams and their resume, images, stored completions, API keys with
- * exact limits and usage — and no Cluster routing error anywhere.
+ * exact limits and usage, the Responses, Anthropic and embeddings front-ends, an upstream pool — and no
+ * Cluster routing error anywhere.
  */
-export function describeCoreContract(name: string, stackOf: () => Stack): void {
+export function describeCoreContract(
+  name: string,
+  stackOf: () => Stack,
+  upstreamsOf: () => FakeOpenAIUpstream[],
+): void {
   describe(`${name}: the core contract`, () => {
     const admin = (init: RequestInit = {}): RequestInit => ({
       ...init,
@@ -252,6 +298,27 @@ export function describeCoreContract(name: string, stackOf: () => Stack): void {
         [0, 16],
         [1, 16],
       ]);
+    });
+
+    it('shares a pool of two upstreams, each held to its maxConcurrency', async () => {
+      const upstreams = upstreamsOf();
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          const res = await stackOf().post('/v1/chat/completions', {
+            model: 'pool-chat',
+            messages: [{ role: 'user', content: 'hi' }],
+          });
+          const body = (await res.json()) as { choices?: { message: { content: string } }[] };
+          return [res.status, body.choices?.[0]?.message.content];
+        }),
+      );
+      expect(answers).toEqual(Array(8).fill([200, 'w0 w1 w2 ']));
+      const taken = upstreams.map((upstream) => upstream.work.length);
+      expect(taken.every((n) => n > 0)).toBe(true);
+      expect(taken.reduce((a, b) => a + b)).toBe(8);
+      for (const [i, upstream] of upstreams.entries()) {
+        expect(upstream.maxInFlight).toBeLessThanOrEqual(POOL_LIMITS[i]!);
+      }
     });
 
     it('leaves no Redis routing error in any log', () => {
