@@ -167,6 +167,54 @@ export class RedisClusterHarness implements TestRedis {
     }
   }
 
+  /** The running masters other than the one serving `key`'s slot. */
+  async otherMasters(key: string): Promise<ServerProcess[]> {
+    const owner = await this.masterOf(key);
+    const clients = await this.masters();
+    const ports = clients.map((client) => client.options.port);
+    await closeAll(clients);
+    return this.nodes.filter((node) => node.port !== owner.port && ports.includes(node.port));
+  }
+
+  /**
+   * Moves `key`'s slot to the master `to` the way `redis-cli --cluster reshard` does, with traffic free to
+   * flow: IMPORTING on the target, MIGRATING on the source, the slot's keys moved by MIGRATE in batches of
+   * ten, then the slot assigned to the target on every master. `inMigration` runs while the slot is half
+   * moved (MIGRATING/IMPORTING set, its keys still on the source), where clients meet ASK and TRYAGAIN.
+   * Returns how many keys were moved.
+   */
+  async migrateSlot(key: string, to: ServerProcess, inMigration: () => Promise<void>): Promise<number> {
+    const from = await this.masterOf(key);
+    if (from.port === to.port) throw new Error(`the slot of ${key} is already on ${to.port}`);
+    const clients = await this.masters();
+    const byPort = new Map(clients.map((client) => [client.options.port!, client]));
+    try {
+      const [source, target] = [byPort.get(from.port)!, byPort.get(to.port)!];
+      const slot = (await source.call('CLUSTER', 'KEYSLOT', key)) as number;
+      const [sourceId, targetId] = await Promise.all(
+        [source, target].map(async (client) => (await client.call('CLUSTER', 'MYID')) as string),
+      );
+      await target.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', sourceId!);
+      await source.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', targetId!);
+      await inMigration();
+      let moved = 0;
+      for (;;) {
+        const keys = (await source.call('CLUSTER', 'GETKEYSINSLOT', slot, 10)) as string[];
+        if (keys.length === 0) break;
+        await source.call('MIGRATE', '127.0.0.1', to.port, '', 0, 5000, 'REPLACE', 'KEYS', ...keys);
+        moved += keys.length;
+      }
+      // The target first, then the source (its blocked clients get MOVED), then every other master.
+      const others = clients.filter((client) => client !== source && client !== target);
+      for (const client of [target, source, ...others]) {
+        await client.call('CLUSTER', 'SETSLOT', slot, 'NODE', targetId!);
+      }
+      return moved;
+    } finally {
+      await closeAll(clients);
+    }
+  }
+
   /**
    * Resolves once every running node sees every slot served, every slot's master is a running node (right
    * after a kill, the nodes still report `ok` until they flag the dead one), and every replica has synced
@@ -329,6 +377,30 @@ export class RedisSentinelHarness implements TestRedis {
           }
         }
         return true;
+      },
+      timeoutMs,
+    );
+  }
+
+  /**
+   * Resolves once the sentinels name a running node that reports itself master: right after a kill they
+   * still name the dead master for seconds (until it is flagged down and the failover is done), and they
+   * switch to the replica's address before it has left the replica role.
+   */
+  async waitForPromotion(timeoutMs = 20_000): Promise<void> {
+    await waitFor(
+      'the sentinels to name a running master',
+      async () => {
+        const port = await this.masterPort();
+        if (!this.data.some((node) => node.port === port && node.running)) return false;
+        const master = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 1 });
+        try {
+          await master.connect();
+          const [role] = (await master.role()) as [string];
+          return role === 'master';
+        } finally {
+          master.disconnect();
+        }
       },
       timeoutMs,
     );

@@ -1,34 +1,52 @@
-import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
+import { keyLayoutOf, queueNameFor, type ModelKind } from '@mgw/contracts';
 import { RedisClusterHarness } from '../support/redis-topologies';
+import type { FakeOpenAIUpstream } from '../support/fake-openai-upstream';
 import type { Stack } from '../support/stack';
+import { waitFor } from '../support/wait-for';
 import {
+  ADMIN_TOKEN,
   describeCoreContract,
   describeFailover,
+  REDIS_ROUTING_ERRORS,
+  startPoolUpstreams,
   startTopologyStack,
   TOPOLOGY_CATALOG,
 } from './topology-suite';
+
+interface Answer {
+  status: number;
+  stream: boolean;
+  body: string;
+}
 
 /** The gateway on a real 3-master / 3-replica Redis Cluster (test/support/redis-topologies.ts). */
 describe('on a Redis Cluster', () => {
   let cluster: RedisClusterHarness;
   let stack: Stack;
+  let upstreams: FakeOpenAIUpstream[] = [];
 
   beforeAll(async () => {
     cluster = await RedisClusterHarness.start();
-    stack = await startTopologyStack(cluster);
+    upstreams = await startPoolUpstreams();
+    stack = await startTopologyStack(cluster, upstreams);
   }, 120_000);
 
   afterAll(async () => {
     await stack?.stop();
+    await Promise.all(upstreams.map((upstream) => upstream.stop()));
     await cluster?.stop();
   });
 
-  describeCoreContract('cluster', () => stack);
+  describeCoreContract(
+    'cluster',
+    () => stack,
+    () => upstreams,
+  );
 
   it("keeps each model's queue in one slot and spreads the models over the masters", async () => {
     const masters = new Set<number>();
     for (const model of TOPOLOGY_CATALOG.models) {
-      const kind = model.type === 'image' ? 'image' : 'chat';
+      const kind = model.type as ModelKind;
       const queue = `${stack.namespace}:${queueNameFor(kind, model.id, keyLayoutOf(stack.redis))}`;
       const [wait, admitting] = [
         `${queue}:wait`,
@@ -40,6 +58,83 @@ describe('on a Redis Cluster', () => {
     }
     expect(masters.size).toBeGreaterThanOrEqual(2);
   });
+
+  it("serves every request, with exact limits, while a busy model's queue slot and a key's limit slot move", async () => {
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const created = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'reshard', max_concurrent: 6, rpm: 10_000 }),
+    });
+    const { id: keyId, key } = (await created.json()) as { id: string; key: string };
+    const chat = (model: string, stream: boolean): Promise<Response> =>
+      fetch(`${stack.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'tell a story' }] }),
+      });
+
+    // Three lanes, each one request at a time (streams and answers in turn) until both slots have moved:
+    // never more than six of the key's slots in use, even with each lane's last one still being released.
+    const answers: Answer[] = [];
+    let moving = true;
+    const lanes = Array.from({ length: 3 }, async (_, lane) => {
+      for (let i = lane; moving || i < lane + 4; i++) {
+        const stream = i % 2 === 0;
+        // A failed fetch is an answer too (status 0), so it shows in the assertions below.
+        const answer = await chat('sim-words', stream).then(
+          async (res) => ({ status: res.status, stream, body: await res.text() }),
+          (error: Error) => ({ status: 0, stream, body: error.message }),
+        );
+        answers.push(answer);
+      }
+    });
+    await waitFor('the load to flow', () => answers.length >= 3);
+
+    const layout = keyLayoutOf(stack.redis);
+    const queue = `${stack.namespace}:${queueNameFor('chat', 'sim-words', layout)}:wait`;
+    const limits = `${stack.namespace}:limits:{${keyId}}:rpm`;
+    const halfMoved = () => new Promise<void>((resolve) => setTimeout(resolve, 300));
+    const queueTarget = (await cluster.otherMasters(queue))[0]!;
+    const movedKeys = await cluster.migrateSlot(queue, queueTarget, halfMoved);
+    const limitsTarget = (await cluster.otherMasters(limits))[0]!;
+    await cluster.migrateSlot(limits, limitsTarget, halfMoved);
+    moving = false;
+    await Promise.all(lanes);
+
+    expect(movedKeys).toBeGreaterThan(0);
+    expect((await cluster.masterOf(queue)).port).toBe(queueTarget.port);
+    expect((await cluster.masterOf(limits)).port).toBe(limitsTarget.port);
+    const wrong = answers.filter(
+      (a) =>
+        a.status !== 200 ||
+        REDIS_ROUTING_ERRORS.test(a.body) ||
+        (a.stream && !a.body.trimEnd().endsWith('data: [DONE]')),
+    );
+    // On a surprise, the apps' errors say why.
+    const errors =
+      wrong.length === 0 ? [] : [...stack.processes.keys()].map((l) => stack.logs(l).slice(-4000));
+    expect({ wrong, errors }).toEqual({ wrong: [], errors: [] });
+    expect(answers.filter((a) => a.stream).length).toBeGreaterThan(0);
+    expect(answers.filter((a) => !a.stream).length).toBeGreaterThan(0);
+
+    // Limits stay exact: each admitted request is in the rpm window once, every slot came back, usage
+    // counts each request once, and the key still admits exactly max_concurrent at a time.
+    expect(await stack.redis.zcard(limits)).toBe(answers.length);
+    const concurrency = `${stack.namespace}:limits:{${keyId}}:concurrency`;
+    await waitFor('every slot of the key back', async () => (await stack.redis.zcard(concurrency)) === 0);
+    await waitFor('the usage of the moved key', async () => {
+      const res = await fetch(`${stack.baseUrl}/admin/usage?key=${keyId}`, { headers: admin });
+      return ((await res.json()) as { totals: { requests: number } }).totals.requests === answers.length;
+    });
+    const active = `${stack.namespace}:${queueNameFor('chat', 'sim-words', layout)}:active`;
+    await waitFor('no job left active', async () => (await stack.redis.llen(active)) === 0);
+    const burst = await Promise.all(Array.from({ length: 7 }, () => chat('slow-chat', true)));
+    await Promise.all(burst.map((res) => res.text()));
+    expect(burst.map((res) => res.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 429]);
+
+    for (const label of stack.processes.keys()) expect(stack.logs(label)).not.toMatch(REDIS_ROUTING_ERRORS);
+  }, 60_000);
 
   describeFailover(
     'cluster',

@@ -1,24 +1,36 @@
 import { RedisSentinelHarness } from '../support/redis-topologies';
+import type { FakeOpenAIUpstream } from '../support/fake-openai-upstream';
 import type { Stack } from '../support/stack';
-import { waitFor } from '../support/wait-for';
-import { describeCoreContract, describeFailover, startTopologyStack } from './topology-suite';
+import {
+  describeCoreContract,
+  describeFailover,
+  startPoolUpstreams,
+  startTopologyStack,
+} from './topology-suite';
 
 /** The gateway on a real Sentinel set: one master, one replica, three sentinels. */
 describe('on a Sentinel set', () => {
   let sentinel: RedisSentinelHarness;
   let stack: Stack;
+  let upstreams: FakeOpenAIUpstream[] = [];
 
   beforeAll(async () => {
     sentinel = await RedisSentinelHarness.start();
-    stack = await startTopologyStack(sentinel);
+    upstreams = await startPoolUpstreams();
+    stack = await startTopologyStack(sentinel, upstreams);
   }, 120_000);
 
   afterAll(async () => {
     await stack?.stop();
+    await Promise.all(upstreams.map((upstream) => upstream.stop()));
     await sentinel?.stop();
   });
 
-  describeCoreContract('sentinel', () => stack);
+  describeCoreContract(
+    'sentinel',
+    () => stack,
+    () => upstreams,
+  );
 
   describeFailover(
     'sentinel',
@@ -28,14 +40,7 @@ describe('on a Sentinel set', () => {
         await sentinel.killMaster();
       },
       notReadyWhileDown: true,
-      promoted: async () => {
-        const dead = sentinel.data.find((node) => !node.running)!.port;
-        await waitFor(
-          'the sentinels to promote the replica',
-          async () => (await sentinel.masterPort()) !== dead,
-          20_000,
-        );
-      },
+      promoted: () => sentinel.waitForPromotion(20_000),
     }),
   );
 });

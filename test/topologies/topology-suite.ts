@@ -1,4 +1,7 @@
+import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
+import { chunk, FakeOpenAIUpstream, sendEvent, startStream } from '../support/fake-openai-upstream';
 import { readSse, type SseEvent } from '../support/sse';
 import type { TestRedis } from '../support/redis-topologies';
 import { Stack } from '../support/stack';
@@ -22,19 +25,76 @@ export const TOPOLOGY_CATALOG = {
       backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 10 },
     },
     { id: 'sim-image', type: 'image', owned_by: 'e2e', backend: { kind: 'simulator' } },
+    {
+      id: 'sim-embed',
+      type: 'embedding',
+      owned_by: 'e2e',
+      dimensions: 16,
+      backend: { kind: 'simulator' },
+    },
   ],
 };
 
-/** Error words of a Cluster or a script cache that must never reach a client (nor a log, here). */
-export const REDIS_ROUTING_ERRORS = /CROSSSLOT|MOVED \d|ASK \d|NOSCRIPT|same slot/;
+/**
+ * Error words of a Cluster or a script cache that must never reach a client (nor a log, here): ioredis
+ * follows MOVED and ASK and retries TRYAGAIN; one it gives up on surfaces as "Too many Cluster redirections".
+ */
+export const REDIS_ROUTING_ERRORS =
+  /CROSSSLOT|MOVED \d|ASK \d|NOSCRIPT|TRYAGAIN|same slot|Cluster redirections/;
 
-export async function startTopologyStack(redis: TestRedis): Promise<Stack> {
+/** The maxConcurrency of each upstream of the model `pool-chat`. */
+export const POOL_LIMITS = [1, 2] as const;
+
+/** Three words, 30 ms apart, as an OpenAI-compatible server streams them. */
+async function streamWords(res: ServerResponse): Promise<void> {
+  startStream(res);
+  for (let i = 0; i < 3; i++) {
+    await sleep(30);
+    if (res.destroyed) return;
+    await sendEvent(res, chunk([{ content: `w${i} ` }]));
+  }
+  await sendEvent(res, chunk([{ finish_reason: 'stop' }], { prompt_tokens: 3, completion_tokens: 3 }));
+  await sendEvent(res, '[DONE]');
+  res.end();
+}
+
+/** The two upstreams of `pool-chat` (fake OpenAI-compatible servers); the caller stops them. */
+export async function startPoolUpstreams(): Promise<FakeOpenAIUpstream[]> {
+  const upstreams = [await FakeOpenAIUpstream.start(), await FakeOpenAIUpstream.start()];
+  for (const upstream of upstreams)
+    upstream.handle('/v1/chat/completions', (_request, res) => streamWords(res));
+  return upstreams;
+}
+
+export async function startTopologyStack(redis: TestRedis, upstreams: FakeOpenAIUpstream[]): Promise<Stack> {
+  const pool = {
+    id: 'pool-chat',
+    type: 'chat',
+    owned_by: 'e2e',
+    backend: {
+      kind: 'openai',
+      upstreamModel: 'upstream-llama',
+      upstreams: upstreams.map((upstream, i) => ({
+        name: `u${i}`,
+        baseUrl: upstream.baseUrl,
+        maxConcurrency: POOL_LIMITS[i],
+      })),
+    },
+  };
   return Stack.start({
     topology: redis,
-    catalog: TOPOLOGY_CATALOG,
+    catalog: { models: [...TOPOLOGY_CATALOG.models, pool] },
+    with: ['embedding-worker'],
     env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
-    waitForModels: TOPOLOGY_CATALOG.models.map((m) => m.id),
+    waitForModels: [...TOPOLOGY_CATALOG.models.map((m) => m.id), pool.id],
   });
+}
+
+interface StoredResponse {
+  id: string;
+  status: string;
+  output: unknown[];
+  previous_response_id?: string | null;
 }
 
 export async function collect(res: Response): Promise<SseEvent[]> {
@@ -57,9 +117,14 @@ export function textOf(events: readonly SseEvent[]): string {
 /**
  * The core contract on a topology: one shared stack per suite file (the caller's), a representative subset
  * of the single-node suites — answers, streams and their resume, images, stored completions, API keys with
- * exact limits and usage — and no Cluster routing error anywhere.
+ * exact limits and usage, the Responses, Anthropic and embeddings front-ends, an upstream pool — and no
+ * Cluster routing error anywhere.
  */
-export function describeCoreContract(name: string, stackOf: () => Stack): void {
+export function describeCoreContract(
+  name: string,
+  stackOf: () => Stack,
+  upstreamsOf: () => FakeOpenAIUpstream[],
+): void {
   describe(`${name}: the core contract`, () => {
     const admin = (init: RequestInit = {}): RequestInit => ({
       ...init,
@@ -164,6 +229,97 @@ export function describeCoreContract(name: string, stackOf: () => Stack): void {
       const third = await chat(single.key, { model: 'sim-chat' });
       expect(third.status).toBe(200);
     }, 30_000);
+
+    it('runs a stored Responses API chain, reads it back, and polls a background response to completed', async () => {
+      const stack = stackOf();
+      const create = async (body: Record<string, unknown>): Promise<StoredResponse> => {
+        const res = await stack.post('/v1/responses', body);
+        expect(res.status).toBe(200);
+        return (await res.json()) as StoredResponse;
+      };
+      const first = await create({ model: 'sim-chat', input: 'remember the lighthouse', store: true });
+      expect(first).toMatchObject({ status: 'completed', store: true });
+      const second = await create({ model: 'sim-chat', previous_response_id: first.id, input: 'and again' });
+      expect(second).toMatchObject({ status: 'completed', previous_response_id: first.id });
+      expect(second.output).toMatchObject([{ type: 'message', content: [{ text: 'and again' }] }]);
+      const read = await fetch(`${stack.baseUrl}/v1/responses/${second.id}`, { headers: stack.headers() });
+      expect(read.status).toBe(200);
+      expect(await read.json()).toMatchObject({ id: second.id, previous_response_id: first.id });
+
+      const queued = await create({ model: 'sim-words', input: 'a story', background: true });
+      expect(queued).toMatchObject({ status: 'queued', background: true });
+      const done = await waitFor('the background response to complete', async () => {
+        const got = await fetch(`${stack.baseUrl}/v1/responses/${queued.id}`, { headers: stack.headers() });
+        const current = (await got.json()) as StoredResponse;
+        return current.status === 'completed' ? current : undefined;
+      });
+      expect(done.output.length).toBeGreaterThan(0);
+    });
+
+    it('answers Anthropic Messages, as JSON and as a stream', async () => {
+      const stack = stackOf();
+      const messages = (stream: boolean): Promise<Response> =>
+        fetch(`${stack.baseUrl}/v1/messages`, {
+          method: 'POST',
+          headers: {
+            'x-api-key': stack.apiKey,
+            'anthropic-version': '2023-06-01',
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({
+            model: 'sim-chat',
+            max_tokens: 64,
+            stream,
+            messages: [{ role: 'user', content: 'hello anthropic' }],
+          }),
+        });
+      const json = await messages(false);
+      expect(json.status).toBe(200);
+      expect(await json.json()).toMatchObject({
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'text', text: 'hello anthropic' }],
+      });
+      const stream = await messages(true);
+      expect(stream.status).toBe(200);
+      const events = (await stream.text()).split('\n').filter((line) => line.startsWith('event: '));
+      expect(events[0]).toBe('event: message_start');
+      expect(events.at(-1)).toBe('event: message_stop');
+    });
+
+    it('answers embeddings', async () => {
+      const res = await stackOf().post('/v1/embeddings', {
+        model: 'sim-embed',
+        input: ['one text', 'another'],
+      });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { data: { index: number; embedding: number[] }[] };
+      expect(body.data.map((d) => [d.index, d.embedding.length])).toEqual([
+        [0, 16],
+        [1, 16],
+      ]);
+    });
+
+    it('shares a pool of two upstreams, each held to its maxConcurrency', async () => {
+      const upstreams = upstreamsOf();
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          const res = await stackOf().post('/v1/chat/completions', {
+            model: 'pool-chat',
+            messages: [{ role: 'user', content: 'hi' }],
+          });
+          const body = (await res.json()) as { choices?: { message: { content: string } }[] };
+          return [res.status, body.choices?.[0]?.message.content];
+        }),
+      );
+      expect(answers).toEqual(Array(8).fill([200, 'w0 w1 w2 ']));
+      const taken = upstreams.map((upstream) => upstream.work.length);
+      expect(taken.every((n) => n > 0)).toBe(true);
+      expect(taken.reduce((a, b) => a + b)).toBe(8);
+      for (const [i, upstream] of upstreams.entries()) {
+        expect(upstream.maxInFlight).toBeLessThanOrEqual(POOL_LIMITS[i]!);
+      }
+    });
 
     it('leaves no Redis routing error in any log', () => {
       const stack = stackOf();

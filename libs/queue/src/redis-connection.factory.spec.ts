@@ -58,8 +58,15 @@ describe('createRedisConnection', () => {
     );
     expect(isClusterConnection(redis)).toBe(true);
     const cluster = redis as unknown as Cluster;
-    expect(cluster.options.redisOptions).toMatchObject({ password: 'pw', connectionName: 'test' });
+    expect(cluster.options.redisOptions).toMatchObject({
+      password: 'pw',
+      connectionName: 'test',
+      // Commands written in call order on each node (see clusterConnection).
+      enableReadyCheck: false,
+    });
     expect(cluster.options.enableOfflineQueue).toBe(false);
+    // A mixed batch's MOVED/ASK is not followed (see clusterConnection).
+    expect(cluster.options.enableAutoPipelining).toBe(false);
     redis.disconnect();
   });
 

@@ -132,9 +132,22 @@ function clusterConnection(
 ): Cluster {
   const { enableOfflineQueue, maxRetriesPerRequest } = roleOptions(role);
   return new Cluster(nodes, {
-    redisOptions: { ...credentials, connectionName: common.connectionName, maxRetriesPerRequest },
+    redisOptions: {
+      ...credentials,
+      connectionName: common.connectionName,
+      maxRetriesPerRequest,
+      // A node connection's commands keep their order only without the ready check: while its INFO is out,
+      // ioredis writes commands Redis accepts during loading (SPUBLISH among them) at once but queues the
+      // others, so a reply frame sent just after could overtake one sent just before. A node still
+      // loading answers LOADING, which the caller sees as a quick failure.
+      enableReadyCheck: false,
+    },
     enableOfflineQueue: enableOfflineQueue ?? true,
-    enableAutoPipelining: common.enableAutoPipelining,
+    // Never auto-pipelined: ioredis batches the commands bound for one node, whatever their slots, and
+    // retries a batch's MOVED/ASK/TRYAGAIN only when every command in it got the same answer. Mid-reshard
+    // one slot of a node moves while its others stay, so a batch gets a mixed answer and the redirection
+    // would reach the caller instead of being followed.
+    enableAutoPipelining: false,
     lazyConnect: common.lazyConnect,
     clusterRetryStrategy: backOff,
     // A failover or a reshard moves slots: follow MOVED/ASK and retry a TRYAGAIN/CLUSTERDOWN a few times
