@@ -237,6 +237,117 @@ describe('the Anthropic SDK against the gateway', () => {
     await expect(ask('sim-chat', limited)).rejects.toBeInstanceOf(Anthropic.RateLimitError);
   });
 
+  it("answers refusals from the shared HTTP layer in Anthropic's words, each with a request-id", async () => {
+    const hi = { model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] };
+    const send = (
+      headers: Record<string, string>,
+      body: string = JSON.stringify(hi),
+      path = '/v1/messages',
+    ) =>
+      fetch(`${stack.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
+    const expectRefusal = async (res: Response, status: number, type: string, message: unknown) => {
+      expect(res.status).toBe(status);
+      expect(res.headers.get('request-id')).toEqual(expect.any(String));
+      expect(await res.json()).toEqual({ type: 'error', error: { type, message } });
+    };
+    const key = { 'x-api-key': stack.apiKey };
+
+    for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+      await expectRefusal(
+        await send({}, undefined, path),
+        401,
+        'authentication_error',
+        'x-api-key header is required',
+      );
+      await expectRefusal(
+        await send({ 'x-api-key': 'sk-wrong' }, undefined, path),
+        401,
+        'authentication_error',
+        'invalid x-api-key',
+      );
+      await expectRefusal(
+        await send({ authorization: 'Bearer sk-ant-wrong' }, undefined, path),
+        401,
+        'authentication_error',
+        'invalid x-api-key',
+      );
+    }
+    const stranger = new Anthropic({ apiKey: 'sk-wrong', baseURL: stack.baseUrl, maxRetries: 0 });
+    const refused = await stranger.messages
+      .create({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(refused).toMatchObject({
+      status: 401,
+      requestID: expect.any(String),
+      error: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } },
+    });
+
+    await expectRefusal(
+      await send(key, JSON.stringify({ ...hi, model: 'no-such-model' })),
+      404,
+      'not_found_error',
+      expect.stringMatching(/^The model `no-such-model` does not exist/),
+    );
+    await expectRefusal(
+      await send(key, '{"model": "sim-chat", '),
+      400,
+      'invalid_request_error',
+      expect.stringMatching(/^We could not parse the JSON body of your request/),
+    );
+    await expectRefusal(
+      await send({ ...key, 'content-type': 'text/plain' }, 'hi'),
+      415,
+      'invalid_request_error',
+      expect.stringMatching(/^Unsupported Content-Type/),
+    );
+    await expectRefusal(
+      await send(key, JSON.stringify({ ...hi, padding: 'x'.repeat(11 * 1024 * 1024) })),
+      413,
+      'request_too_large',
+      'The request body is too large.',
+    );
+    const overloaded = await send(key, JSON.stringify({ ...hi, model: 'sim-idle' }));
+    expect(overloaded.headers.get('retry-after')).toEqual(expect.any(String));
+    await expectRefusal(
+      overloaded,
+      529,
+      'overloaded_error',
+      expect.stringMatching(/^The model `sim-idle` has no live worker/),
+    );
+
+    const created = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'one-a-minute-raw', rpm: 1 }),
+    });
+    const limited = { 'x-api-key': ((await created.json()) as { key: string }).key };
+    expect((await send(limited)).status).toBe(200);
+    const limitedAgain = await send(limited);
+    expect(limitedAgain.headers.get('retry-after')).toEqual(expect.any(String));
+    await expectRefusal(
+      limitedAgain,
+      429,
+      'rate_limit_error',
+      expect.stringMatching(/^Rate limit reached for requests per minute/),
+    );
+
+    // The OpenAI routes keep OpenAI's words.
+    const openAi = await send({}, JSON.stringify(hi), '/v1/chat/completions');
+    expect(openAi.status).toBe(401);
+    expect(openAi.headers.get('request-id')).toBeNull();
+    expect(await openAi.json()).toMatchObject({
+      error: {
+        type: 'invalid_request_error',
+        message: expect.stringContaining("You didn't provide an API key"),
+      },
+    });
+  });
+
   it('refuses bad input with Anthropic 400s naming the field, and takes the key from x-api-key or Bearer', async () => {
     const post = (body: unknown, headers: Record<string, string>) =>
       fetch(`${stack.baseUrl}/v1/messages?beta=true`, {

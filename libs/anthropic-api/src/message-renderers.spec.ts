@@ -142,7 +142,6 @@ describe('MessageJsonRenderer', () => {
 describe('toAnthropicError', () => {
   it.each([
     [GatewayError.invalidRequest('bad'), 400, 'invalid_request_error'],
-    [GatewayError.invalidApiKey(), 401, 'authentication_error'],
     [GatewayError.modelNotFound('m'), 404, 'not_found_error'],
     [new GatewayError(413, 'invalid_request_error', null, 'big'), 413, 'request_too_large'],
     [GatewayError.rateLimited('requests', 'slow', {}), 429, 'rate_limit_error'],
@@ -155,5 +154,24 @@ describe('toAnthropicError', () => {
       status,
       body: { type: 'error', error: { type, message: error.message } },
     });
+  });
+
+  it("answers key refusals in Anthropic's words, whatever the gateway's reason", () => {
+    const refused = (error: GatewayError) => toAnthropicError(error);
+    expect(refused(GatewayError.missingApiKey())).toEqual({
+      status: 401,
+      body: {
+        type: 'error',
+        error: { type: 'authentication_error', message: 'x-api-key header is required' },
+      },
+    });
+    const invalid = {
+      status: 401,
+      body: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } },
+    };
+    expect(refused(GatewayError.invalidApiKey())).toEqual(invalid);
+    expect(
+      refused(new GatewayError(401, 'invalid_request_error', 'invalid_api_key', 'This API key is disabled.')),
+    ).toEqual(invalid);
   });
 });
