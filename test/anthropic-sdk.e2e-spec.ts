@@ -190,17 +190,48 @@ describe('the Anthropic SDK against the gateway', () => {
     });
   });
 
-  it('counts tokens as the message is billed', async () => {
+  it("counts tokens on the model's worker as the message is billed, using none of the key's tokens", async () => {
+    const created = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'counter' }),
+    });
+    const key = (await created.json()) as { id: string; key: string };
+    const counter = new Anthropic({ apiKey: key.key, baseURL: stack.baseUrl, maxRetries: 0 });
     const params = {
       model: 'sim-chat',
       system: 'Be brief.',
       messages: [{ role: 'user' as const, content: 'Count the tokens of this prompt.' }],
     };
-    const { input_tokens } = await client.messages.countTokens(params);
-    const message = await client.messages.create({ ...params, max_tokens: 8 });
+    const { input_tokens } = await counter.messages.countTokens(params);
+    const withTools = await counter.messages.countTokens({ ...params, tools: [WEATHER_TOOL] });
+    // By the alias too: the model that serves it counts.
+    const byAlias = await counter.messages.countTokens({ ...params, model: 'claude-sonnet-4-5' });
+    expect(byAlias.input_tokens).toBe(input_tokens);
+    const usage = async () => {
+      const res = await fetch(`${stack.baseUrl}/admin/usage?key=${key.id}`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      return ((await res.json()) as { totals: { prompt_tokens: number; completion_tokens: number } }).totals;
+    };
+    expect(await usage()).toMatchObject({ prompt_tokens: 0, completion_tokens: 0 });
+
+    const message = await counter.messages.create({ ...params, max_tokens: 8 });
     expect(input_tokens).toBe(message.usage.input_tokens);
-    const withTools = await client.messages.countTokens({ ...params, tools: [WEATHER_TOOL] });
+    const toolMessage = await counter.messages.create({ ...params, tools: [WEATHER_TOOL], max_tokens: 8 });
+    expect(withTools.input_tokens).toBe(toolMessage.usage.input_tokens);
     expect(withTools.input_tokens).toBeGreaterThan(input_tokens);
+    expect((await usage()).prompt_tokens).toBe(input_tokens + withTools.input_tokens);
+
+    // No worker for the model: Anthropic's 529, as for a message.
+    const overloaded = await client.messages
+      .countTokens({ ...params, model: 'sim-idle' })
+      .catch((error: unknown) => error);
+    expect(overloaded).toBeInstanceOf(OverloadedError);
+    expect(overloaded).toMatchObject({ status: 529, error: { error: { type: 'overloaded_error' } } });
+    await expect(client.messages.countTokens({ ...params, model: 'no-such-model' })).rejects.toBeInstanceOf(
+      Anthropic.NotFoundError,
+    );
   });
 
   it('raises its typed errors: authentication, not found, bad request, rate limit, overloaded', async () => {
