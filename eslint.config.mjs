@@ -43,9 +43,7 @@ const ARROWS = {
   // The next front-ends (issue 21: the Responses and Anthropic Messages APIs) sit beside chat-api, reusing
   // the request core and the store, never another front-end.
   'responses-api': [...FRONT_END, 'stored-completions'],
-  // Kept: count_tokens counts a prompt with the tokenizer table the chat backends count with (inference's
-  // prompt-token counter), so the two counts never disagree; nothing else of inference.
-  'anthropic-api': [...FRONT_END, 'stored-completions', 'inference'],
+  'anthropic-api': [...FRONT_END, 'stored-completions'],
   'embeddings-api': FRONT_END,
   admin: [...FRONT_END, 'queue'],
   'console-assets': [...BASE, 'http'],

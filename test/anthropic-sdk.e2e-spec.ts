@@ -190,17 +190,48 @@ describe('the Anthropic SDK against the gateway', () => {
     });
   });
 
-  it('counts tokens as the message is billed', async () => {
+  it("counts tokens on the model's worker as the message is billed, using none of the key's tokens", async () => {
+    const created = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'counter' }),
+    });
+    const key = (await created.json()) as { id: string; key: string };
+    const counter = new Anthropic({ apiKey: key.key, baseURL: stack.baseUrl, maxRetries: 0 });
     const params = {
       model: 'sim-chat',
       system: 'Be brief.',
       messages: [{ role: 'user' as const, content: 'Count the tokens of this prompt.' }],
     };
-    const { input_tokens } = await client.messages.countTokens(params);
-    const message = await client.messages.create({ ...params, max_tokens: 8 });
+    const { input_tokens } = await counter.messages.countTokens(params);
+    const withTools = await counter.messages.countTokens({ ...params, tools: [WEATHER_TOOL] });
+    // By the alias too: the model that serves it counts.
+    const byAlias = await counter.messages.countTokens({ ...params, model: 'claude-sonnet-4-5' });
+    expect(byAlias.input_tokens).toBe(input_tokens);
+    const usage = async () => {
+      const res = await fetch(`${stack.baseUrl}/admin/usage?key=${key.id}`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      return ((await res.json()) as { totals: { prompt_tokens: number; completion_tokens: number } }).totals;
+    };
+    expect(await usage()).toMatchObject({ prompt_tokens: 0, completion_tokens: 0 });
+
+    const message = await counter.messages.create({ ...params, max_tokens: 8 });
     expect(input_tokens).toBe(message.usage.input_tokens);
-    const withTools = await client.messages.countTokens({ ...params, tools: [WEATHER_TOOL] });
+    const toolMessage = await counter.messages.create({ ...params, tools: [WEATHER_TOOL], max_tokens: 8 });
+    expect(withTools.input_tokens).toBe(toolMessage.usage.input_tokens);
     expect(withTools.input_tokens).toBeGreaterThan(input_tokens);
+    expect((await usage()).prompt_tokens).toBe(input_tokens + withTools.input_tokens);
+
+    // No worker for the model: Anthropic's 529, as for a message.
+    const overloaded = await client.messages
+      .countTokens({ ...params, model: 'sim-idle' })
+      .catch((error: unknown) => error);
+    expect(overloaded).toBeInstanceOf(OverloadedError);
+    expect(overloaded).toMatchObject({ status: 529, error: { error: { type: 'overloaded_error' } } });
+    await expect(client.messages.countTokens({ ...params, model: 'no-such-model' })).rejects.toBeInstanceOf(
+      Anthropic.NotFoundError,
+    );
   });
 
   it('raises its typed errors: authentication, not found, bad request, rate limit, overloaded', async () => {
@@ -235,6 +266,117 @@ describe('the Anthropic SDK against the gateway', () => {
     });
     await ask('sim-chat', limited);
     await expect(ask('sim-chat', limited)).rejects.toBeInstanceOf(Anthropic.RateLimitError);
+  });
+
+  it("answers refusals from the shared HTTP layer in Anthropic's words, each with a request-id", async () => {
+    const hi = { model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] };
+    const send = (
+      headers: Record<string, string>,
+      body: string = JSON.stringify(hi),
+      path = '/v1/messages',
+    ) =>
+      fetch(`${stack.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
+    const expectRefusal = async (res: Response, status: number, type: string, message: unknown) => {
+      expect(res.status).toBe(status);
+      expect(res.headers.get('request-id')).toEqual(expect.any(String));
+      expect(await res.json()).toEqual({ type: 'error', error: { type, message } });
+    };
+    const key = { 'x-api-key': stack.apiKey };
+
+    for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+      await expectRefusal(
+        await send({}, undefined, path),
+        401,
+        'authentication_error',
+        'x-api-key header is required',
+      );
+      await expectRefusal(
+        await send({ 'x-api-key': 'sk-wrong' }, undefined, path),
+        401,
+        'authentication_error',
+        'invalid x-api-key',
+      );
+      await expectRefusal(
+        await send({ authorization: 'Bearer sk-ant-wrong' }, undefined, path),
+        401,
+        'authentication_error',
+        'invalid x-api-key',
+      );
+    }
+    const stranger = new Anthropic({ apiKey: 'sk-wrong', baseURL: stack.baseUrl, maxRetries: 0 });
+    const refused = await stranger.messages
+      .create({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(refused).toMatchObject({
+      status: 401,
+      requestID: expect.any(String),
+      error: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } },
+    });
+
+    await expectRefusal(
+      await send(key, JSON.stringify({ ...hi, model: 'no-such-model' })),
+      404,
+      'not_found_error',
+      expect.stringMatching(/^The model `no-such-model` does not exist/),
+    );
+    await expectRefusal(
+      await send(key, '{"model": "sim-chat", '),
+      400,
+      'invalid_request_error',
+      expect.stringMatching(/^We could not parse the JSON body of your request/),
+    );
+    await expectRefusal(
+      await send({ ...key, 'content-type': 'text/plain' }, 'hi'),
+      415,
+      'invalid_request_error',
+      expect.stringMatching(/^Unsupported Content-Type/),
+    );
+    await expectRefusal(
+      await send(key, JSON.stringify({ ...hi, padding: 'x'.repeat(11 * 1024 * 1024) })),
+      413,
+      'request_too_large',
+      'The request body is too large.',
+    );
+    const overloaded = await send(key, JSON.stringify({ ...hi, model: 'sim-idle' }));
+    expect(overloaded.headers.get('retry-after')).toEqual(expect.any(String));
+    await expectRefusal(
+      overloaded,
+      529,
+      'overloaded_error',
+      expect.stringMatching(/^The model `sim-idle` has no live worker/),
+    );
+
+    const created = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'one-a-minute-raw', rpm: 1 }),
+    });
+    const limited = { 'x-api-key': ((await created.json()) as { key: string }).key };
+    expect((await send(limited)).status).toBe(200);
+    const limitedAgain = await send(limited);
+    expect(limitedAgain.headers.get('retry-after')).toEqual(expect.any(String));
+    await expectRefusal(
+      limitedAgain,
+      429,
+      'rate_limit_error',
+      expect.stringMatching(/^Rate limit reached for requests per minute/),
+    );
+
+    // The OpenAI routes keep OpenAI's words.
+    const openAi = await send({}, JSON.stringify(hi), '/v1/chat/completions');
+    expect(openAi.status).toBe(401);
+    expect(openAi.headers.get('request-id')).toBeNull();
+    expect(await openAi.json()).toMatchObject({
+      error: {
+        type: 'invalid_request_error',
+        message: expect.stringContaining("You didn't provide an API key"),
+      },
+    });
   });
 
   it('refuses bad input with Anthropic 400s naming the field, and takes the key from x-api-key or Bearer', async () => {

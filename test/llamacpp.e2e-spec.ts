@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import Anthropic from '@anthropic-ai/sdk';
 import { generateText, stepCountIs, tool } from 'ai';
 import OpenAI from 'openai';
 import { z } from 'zod';
@@ -185,6 +186,42 @@ describe('the llamacpp backend', () => {
     expect(await promptTokens(UNMERGED + UNMERGED)).toBe(CHATML + 2 * UNMERGED.length);
     // " the" is one token ("Ġthe") after merges: the model's tokenizer counts, not characters.
     expect(await promptTokens(`${UNMERGED} the`)).toBe(CHATML + UNMERGED.length + 1);
+  });
+
+  it("counts a Messages prompt on the worker with llama.cpp's tokenizer, as messages.create bills it", async () => {
+    const anthropic = new Anthropic({ apiKey: stack.apiKey, baseURL: stack.baseUrl, maxRetries: 0 });
+    const plain = { model: MODEL, messages: [{ role: 'user' as const, content: UNMERGED }] };
+    // The same templated prompt as the chat completion above: no o200k estimate.
+    expect(await anthropic.messages.countTokens(plain)).toEqual({ input_tokens: 17 + UNMERGED.length });
+    const tools: Anthropic.Tool[] = [
+      {
+        name: 'get_time',
+        description: 'The time in a zone',
+        input_schema: {
+          type: 'object',
+          properties: { zone: { type: 'string', maxLength: 8 } },
+          required: ['zone'],
+        },
+      },
+    ];
+    const asks: Anthropic.MessageCountTokensParams[] = [
+      plain,
+      { ...plain, system: `${UNMERGED} the` },
+      // Offered functions are documented in the prompt (tool_choice auto by default)…
+      { ...plain, tools },
+      // …and not with tool_choice none.
+      { ...plain, tools, tool_choice: { type: 'none' } },
+    ];
+    const counts: number[] = [];
+    for (const ask of asks) {
+      const { input_tokens } = await anthropic.messages.countTokens(ask);
+      const message = await anthropic.messages.create({ ...ask, max_tokens: 1 });
+      expect(input_tokens).toBe(message.usage.input_tokens);
+      counts.push(input_tokens);
+    }
+    expect(counts[1]).toBeGreaterThan(counts[0]!);
+    expect(counts[2]).toBeGreaterThan(counts[0]! + 20);
+    expect(counts[3]).toBe(counts[0]);
   });
 
   it('truncates at a stop sequence found in a deterministic answer, with finish_reason stop', async () => {

@@ -36,12 +36,27 @@ function typeOf(status: number): AnthropicErrorType {
   }
 }
 
+/** Anthropic's own words for a request without a key and for a key it does not accept. */
+export const MISSING_KEY_MESSAGE = 'x-api-key header is required';
+export const INVALID_KEY_MESSAGE = 'invalid x-api-key';
+
+/**
+ * The message in Anthropic's voice. The gateway's key refusals speak OpenAI's (they name a Bearer header
+ * and OpenAI's wording), so a 401 gets Anthropic's words: `invalid_api_key` is a key that was sent and
+ * refused (unknown, disabled, expired: Anthropic tells them apart no more than this), any other 401 a key
+ * that was not sent. Every other message is the gateway's own, which names no protocol.
+ */
+function messageOf(error: GatewayError): string {
+  if (error.status !== 401) return error.message;
+  return error.code === 'invalid_api_key' ? INVALID_KEY_MESSAGE : MISSING_KEY_MESSAGE;
+}
+
 /**
  * The Anthropic form of a gateway error: the type follows the status, and every 503 of the gateway (a full
  * queue, a model with no worker, a gateway shutting down) is Anthropic's `overloaded_error` with its 529,
- * which Anthropic's SDKs and Claude Code retry. The message is the gateway's own.
+ * which Anthropic's SDKs and Claude Code retry.
  */
 export function toAnthropicError(error: GatewayError): AnthropicError {
   const status = error.status === 503 ? OVERLOADED_STATUS : error.status;
-  return { status, body: { type: 'error', error: { type: typeOf(status), message: error.message } } };
+  return { status, body: { type: 'error', error: { type: typeOf(status), message: messageOf(error) } } };
 }

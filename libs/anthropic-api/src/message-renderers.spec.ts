@@ -3,6 +3,7 @@ import type { SseWriter } from '@mgw/http';
 import { toAnthropicError } from './anthropic-error';
 import { MessageJsonRenderer } from './message-json.renderer';
 import { MessageStreamRenderer } from './message-stream.renderer';
+import { TokenCountRenderer } from './token-count.renderer';
 
 const context = { requestId: 'abc', model: 'sim-chat', createdMs: 0 };
 const done = (reason: ChatDoneMessage['finishReasons'][number], stopSequence?: string): ChatDoneMessage => ({
@@ -142,7 +143,6 @@ describe('MessageJsonRenderer', () => {
 describe('toAnthropicError', () => {
   it.each([
     [GatewayError.invalidRequest('bad'), 400, 'invalid_request_error'],
-    [GatewayError.invalidApiKey(), 401, 'authentication_error'],
     [GatewayError.modelNotFound('m'), 404, 'not_found_error'],
     [new GatewayError(413, 'invalid_request_error', null, 'big'), 413, 'request_too_large'],
     [GatewayError.rateLimited('requests', 'slow', {}), 429, 'rate_limit_error'],
@@ -155,5 +155,50 @@ describe('toAnthropicError', () => {
       status,
       body: { type: 'error', error: { type, message: error.message } },
     });
+  });
+
+  it("answers key refusals in Anthropic's words, whatever the gateway's reason", () => {
+    const refused = (error: GatewayError) => toAnthropicError(error);
+    expect(refused(GatewayError.missingApiKey())).toEqual({
+      status: 401,
+      body: {
+        type: 'error',
+        error: { type: 'authentication_error', message: 'x-api-key header is required' },
+      },
+    });
+    const invalid = {
+      status: 401,
+      body: { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } },
+    };
+    expect(refused(GatewayError.invalidApiKey())).toEqual(invalid);
+    expect(
+      refused(new GatewayError(401, 'invalid_request_error', 'invalid_api_key', 'This API key is disabled.')),
+    ).toEqual(invalid);
+  });
+});
+
+describe('TokenCountRenderer', () => {
+  const counted: ChatDoneMessage = {
+    requestId: 'abc',
+    seq: 2,
+    kind: 'chat-done',
+    finishReasons: [],
+    usage: { prompt_tokens: 42, completion_tokens: 0 },
+  };
+
+  it("answers the count-only job's prompt tokens", () => {
+    const refuse = jest.fn();
+    expect(new TokenCountRenderer(refuse).done(counted)).toEqual({ input_tokens: 42 });
+    expect(refuse).not.toHaveBeenCalled();
+  });
+
+  it('refuses once a worker that generated instead of counting', () => {
+    const refuse = jest.fn();
+    const renderer = new TokenCountRenderer(refuse);
+    renderer.delta();
+    renderer.toolCall();
+    expect(refuse).toHaveBeenCalledTimes(1);
+    expect(refuse.mock.calls[0][0]).toMatchObject({ status: 502 });
+    expect(() => renderer.done({ ...counted, finishReasons: ['stop'] })).toThrow(GatewayError);
   });
 });

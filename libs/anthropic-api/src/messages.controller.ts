@@ -119,7 +119,7 @@ export class MessagesController {
     operationId: 'countMessageTokens',
     summary: 'Count the tokens of a message request',
     description:
-      "The prompt's tokens (messages, system prompt, tools), counted as the workers count chat prompts.",
+      "The prompt's tokens (messages, system prompt, tools), counted by the model's worker as it counts a message's prompt (an estimate for `openai` models). A count uses none of the key's tokens.",
   })
   @ApiBody({ type: CountMessageTokensRequest })
   @ApiResponse({
@@ -128,13 +128,19 @@ export class MessagesController {
     content: { 'application/json': { schema: { $ref: getSchemaPath(MessageTokensCount) } } },
   })
   @ClientHeaders()
-  @AnthropicErrors(400, 401, 404, 413)
+  @AnthropicErrors(400, 401, 404, 413, 429, 500, 502, 504, 529)
   async countTokens(
     @Req() request: FastifyRequest,
-    @Res({ passthrough: true }) reply: FastifyReply,
+    @Res() reply: FastifyReply,
     @Body() body: unknown,
-  ): Promise<{ input_tokens: number }> {
-    void reply.header(ANTHROPIC_REQUEST_ID_HEADER, requestIdOf(request));
-    return this.messages.countTokens(validateCountTokensRequest(body), requirePrincipal(request));
+  ): Promise<void> {
+    const requestId = requestIdOf(request);
+    reply.raw.setHeader(ANTHROPIC_REQUEST_ID_HEADER, requestId);
+    await this.messages.countTokens(
+      requestId,
+      validateCountTokensRequest(body),
+      reply,
+      requirePrincipal(request),
+    );
   }
 }

@@ -8,11 +8,11 @@ import {
   type RequestSizeLimits,
   validateDto,
 } from '@mgw/contracts';
-import { countPromptTokens, toChatInferenceRequest } from '@mgw/inference';
-import { ModelResolver, RequestSessions, type SessionRequest } from '@mgw/session';
+import { RequestSessions, type SessionRequest } from '@mgw/session';
 import { toChatCompletionRequest } from './chat-request.translator';
 import { MessageJsonRenderer } from './message-json.renderer';
 import { MESSAGES_STREAM_FORMAT, MessageStreamRenderer } from './message-stream.renderer';
+import { TokenCountRenderer } from './token-count.renderer';
 import type { CountTokensRequest, MessagesRequest } from './messages.types';
 
 /**
@@ -28,7 +28,6 @@ export class MessagesService {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(RequestSessions) private readonly sessions: RequestSessions,
-    @Inject(ModelResolver) private readonly resolver: ModelResolver,
   ) {
     this.limits = { contentParts: config.chatMaxContentParts, textChars: config.chatMaxTextChars };
   }
@@ -71,16 +70,34 @@ export class MessagesService {
   }
 
   /**
-   * The prompt's tokens as the workers count a chat prompt whose model brings no tokenizer of its own
-   * (o200k with OpenAI's message framing): the messages, the system prompt and the tool definitions.
-   * The model must exist and be one the key may use; it need not have a live worker.
+   * The prompt's tokens (messages, system prompt, tools) counted by the model's own worker as it counts a
+   * generation's prompt: a count-only job through the session, so admission (the key's model, rate and
+   * concurrency limits, the queue's depth) and a model without a ready worker (529) are those of a message.
+   * It reserves none of the key's tokens and records none; only an `openai` model's count is an estimate.
    */
-  async countTokens(body: CountTokensRequest, principal: Principal): Promise<{ input_tokens: number }> {
+  async countTokens(
+    requestId: string,
+    body: CountTokensRequest,
+    reply: FastifyReply,
+    principal: Principal,
+  ): Promise<void> {
     const chat = this.chatRequestOf(body);
-    const resolution = await this.resolver.attempt(chat.model, 'chat', principal);
-    if ('error' in resolution && resolution.declared === null) throw resolution.error;
-    const { messages, tools, responseFormat } = toChatInferenceRequest(chat);
-    return { input_tokens: countPromptTokens({ messages, tools, responseFormat }) };
+    const request: SessionRequest<'chat'> = {
+      kind: 'chat',
+      requestId,
+      principal,
+      model: chat.model,
+      request: chat,
+      tokenEstimate: 0,
+      countOnly: true,
+      checkModel: (model) => assertChatParametersSupported(chat, model),
+      resume: 'off',
+    };
+    await this.sessions.run(
+      request,
+      { mode: 'json', renderer: (_context, refuse) => new TokenCountRenderer(refuse) },
+      reply,
+    );
   }
 
   private chatRequestOf(

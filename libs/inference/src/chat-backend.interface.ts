@@ -104,5 +104,11 @@ export interface BackendLifecycle {
  */
 export interface ChatBackend extends BackendLifecycle {
   generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncIterable<ChatInferenceEvent>;
+  /**
+   * The prompt's tokens, without generating: what `generate` would report as `promptTokens` for the same
+   * request where the backend counts them itself (simulator, llamacpp), an estimate where only its upstream
+   * does (openai). A count-only job (the Messages API's `count_tokens`) answers with it.
+   */
+  countPromptTokens(request: ChatInferenceRequest, signal: AbortSignal): Promise<number>;
   close(): Promise<void>;
 }

@@ -130,3 +130,36 @@ describe('RequestSession: a client gone before its admission', () => {
     expect(world.endedCalls).toBe(1);
   });
 });
+
+describe('RequestSession: a count-only request', () => {
+  it('queues a version 3 job flagged countOnly (an older worker refuses it) and renders its chat-done', async () => {
+    const world = new SessionWorld(() => undefined);
+    world.models.set('m', { model: entry('m') });
+    const done: unknown[] = [];
+    const delivery: Delivery = {
+      mode: 'json',
+      renderer: (): JsonRenderer<unknown> => ({
+        delta: () => undefined,
+        toolCall: () => undefined,
+        image: () => undefined,
+        done: (message) => done.push(message),
+      }),
+    };
+    const counted = world.session({ requestId, model: 'm', countOnly: true, tokenEstimate: 0 }, delivery);
+    const answer = counted.run();
+    await flush();
+    expect(world.jobs[0]).toMatchObject({ v: 3, countOnly: true, model: 'm' });
+    world.reply(requestId, { kind: 'started', workerId: 'w1' });
+    const usage = { prompt_tokens: 21, completion_tokens: 0 };
+    world.reply(requestId, { kind: 'chat-done', finishReasons: [], usage }, 1);
+    await answer;
+    expect(done).toEqual([expect.objectContaining({ kind: 'chat-done', usage })]);
+
+    const generated = world.session({ requestId: 'req_options_02', model: 'm' }, delivery);
+    generated.run().catch(() => undefined);
+    await flush();
+    expect(world.jobs[1]).toMatchObject({ v: 1 });
+    expect(world.jobs[1]).not.toHaveProperty('countOnly');
+    generated.shutdown(GatewayError.serviceUnavailable('test over'));
+  });
+});

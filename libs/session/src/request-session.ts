@@ -568,9 +568,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       job = {
         ...this.deps.envelope(this.requestId, model, this.deadlineMs, now),
         ...this.fields!,
-        // The lowest job version that describes it (an embedding job is version 2, see protocol-version.ts).
-        v: jobProtocolVersionOf(this.input.kind),
+        // The lowest job version that describes it (an embedding job is version 2, a count-only one 3, see
+        // protocol-version.ts).
+        v: jobProtocolVersionOf(this.input.kind, this.input),
         request: this.input.request,
+        ...(this.input.countOnly === true && { countOnly: true }),
       } as JobDataOf<K>;
       this.job = job;
       this.createdMs = job.enqueuedAt;

@@ -31,6 +31,11 @@ export interface SessionRequest<K extends ModelKind> {
   resume?: 'on' | 'off';
   /** The job runs to its end even if the client leaves (a stored completion). */
   outlivesClient?: boolean;
+  /**
+   * A chat job that only counts its prompt (`ChatJobData.countOnly`): the worker answers a `chat-done` with
+   * the prompt's tokens and no choices. Give it a `tokenEstimate` of 0: a count uses no tokens of the key.
+   */
+  countOnly?: boolean;
 }
 
 /** What a renderer needs to know of the request it renders. */

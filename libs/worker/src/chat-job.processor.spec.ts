@@ -34,6 +34,11 @@ const lp = (token: string): TokenLogprob => ({
   top_logprobs: [],
 });
 
+/** What the fake backend answers a count with, and what it was asked to count and to generate. */
+const PROMPT_COUNT = 37;
+let counted: ChatInferenceRequest[] = [];
+let generated = 0;
+
 interface Run {
   sent: OutgoingReply[];
   reported: Array<{ promptTokens: number; completionTokens: number }>;
@@ -46,8 +51,13 @@ function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJobDa
   const reported: Run['reported'] = [];
   const backend: ChatBackend = {
     async *generate() {
+      generated++;
       for (const event of events) yield await Promise.resolve(event);
       if (failAfter) throw failAfter;
+    },
+    countPromptTokens: (request) => {
+      counted.push(request);
+      return Promise.resolve(PROMPT_COUNT);
     },
     close: () => Promise.resolve(),
   };
@@ -78,6 +88,35 @@ function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJobDa
 describe('ChatJobProcessor event forwarding', () => {
   beforeEach(() => {
     inference = requestWith({});
+    counted = [];
+    generated = 0;
+  });
+
+  it("answers a count-only job with the backend's prompt count alone: no generation, no usage recorded", async () => {
+    const { sent, reported, outcome } = run([{ type: 'delta', choice: 0, text: 'never' }], undefined, {
+      ...data,
+      countOnly: true,
+    });
+    await outcome;
+    expect(counted).toEqual([inference]);
+    expect(generated).toBe(0);
+    expect(sent).toEqual([
+      { kind: 'chat-done', finishReasons: [], usage: { prompt_tokens: PROMPT_COUNT, completion_tokens: 0 } },
+    ]);
+    expect(reported).toEqual([]);
+  });
+
+  it('generates, and counts nothing apart, for a job that is not count-only', async () => {
+    const { sent, outcome } = run([
+      { type: 'finish', choice: 0, reason: 'stop' },
+      { type: 'usage', promptTokens: 5, completionTokens: 0 },
+    ]);
+    await outcome;
+    expect(generated).toBe(1);
+    expect(counted).toEqual([]);
+    expect(sent).toEqual([
+      { kind: 'chat-done', finishReasons: ['stop'], usage: { prompt_tokens: 5, completion_tokens: 0 } },
+    ]);
   });
 
   it('forwards a tool call as tool-call messages, the first with id and name, and its finish reason', async () => {

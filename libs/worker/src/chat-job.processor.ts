@@ -16,7 +16,8 @@ import { failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter'
 
 /**
  * Runs chat jobs on their model's backend: the backend's events become `delta` and `tool-call` messages and
- * one `chat-done`.
+ * one `chat-done`. A count-only job (`countOnly`) is answered by the backend's prompt count alone, in a
+ * `chat-done` with no choices.
  */
 @Injectable()
 export class ChatJobProcessor {
@@ -31,6 +32,17 @@ export class ChatJobProcessor {
     const backend: ChatBackend = this.backends.chat(model);
     return this.runner.run(job, ChatJobData, model, async ({ data, signal, writer }) => {
       const request = toChatInferenceRequest(data.request);
+      if (data.countOnly === true) {
+        // Counting is not generating: no output, and no usage recorded (a count costs the key no tokens).
+        const promptTokens = await backend.countPromptTokens(request, signal);
+        signal.throwIfAborted();
+        await writer.send({
+          kind: 'chat-done',
+          finishReasons: [],
+          usage: { prompt_tokens: promptTokens, completion_tokens: 0 },
+        });
+        return;
+      }
       const finishReasons: (FinishReason | undefined)[] = new Array<FinishReason | undefined>(request.n);
       /** The stop sequence that ended choice 0, when the backend says (the Messages API answers it). */
       let stopSequence: string | null = null;

@@ -114,6 +114,15 @@ export class ChatJobData extends JobEnvelope {
   @Type((help) => ChatCompletionRequestDto.validationClassFor((help?.object as ChatJobData).request ?? {}))
   request!: ChatCompletionRequestDto;
 
+  /**
+   * Count only (the Messages API's `count_tokens`): the worker answers the prompt's tokens as its model's
+   * backend counts them for a generation, in a `chat-done` with no choices and no completion tokens, and
+   * generates nothing. Written with job version 3, which older workers refuse instead of generating.
+   */
+  @IsOptional()
+  @IsBoolean()
+  countOnly?: boolean;
+
   /** The request's size bounds hold for a job read back from Redis too, checked before it is transformed. */
   static sizeProblem(plain: object, limits: Readonly<RequestSizeLimits>): FieldProblem | null {
     const { request } = plain as { request?: unknown };

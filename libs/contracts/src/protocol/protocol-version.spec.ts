@@ -3,7 +3,12 @@ import { readModelList, readModelLookup, registryAnswer } from '../registry/regi
 import { encodeControlMessage, parseControlMessage } from './control-message';
 import { ChatJobData, readJobData } from './job-data';
 import { encodeKeyInvalidation, readKeyInvalidation } from './key-invalidation';
-import { PROTOCOL_VERSIONS, protocolVersionOf, ProtocolVersionError } from './protocol-version';
+import {
+  jobProtocolVersionOf,
+  PROTOCOL_VERSIONS,
+  protocolVersionOf,
+  ProtocolVersionError,
+} from './protocol-version';
 import { ProtocolError } from './protocol.error';
 import { parseReplyRecord } from './reply-message.parser';
 import { encodeUpstreamEvent, readUpstreamEvent } from './upstream-event';
@@ -107,5 +112,27 @@ describe('versioned messages as this release writes and reads them', () => {
     expect(job.v).toBe(1);
     expect(job.request.tools).toEqual([{ type: 'function', function: { name: 'f' } }]);
     expect(job.request.tool_choice).toEqual({ type: 'function', function: { name: 'f' } });
+  });
+
+  it('jobs: a count-only chat job is version 3, read with its flag; other chat jobs stay version 1', () => {
+    expect(jobProtocolVersionOf('chat', { countOnly: true })).toBe(3);
+    expect(jobProtocolVersionOf('chat', {})).toBe(1);
+    expect(jobProtocolVersionOf('chat')).toBe(1);
+    expect(jobProtocolVersionOf('embedding')).toBe(2);
+    const plain = {
+      v: 3,
+      requestId,
+      model: 'm',
+      replyTo: 'mgw:reply:gw',
+      deadline: 1,
+      enqueuedAt: 1,
+      countOnly: true,
+      request: { messages: [{ role: 'user', content: 'x' }] },
+    };
+    const job = readJobData(ChatJobData, plain);
+    expect(job.v).toBe(3);
+    expect(job.countOnly).toBe(true);
+    expect(readJobData(ChatJobData, { ...plain, v: 1, countOnly: undefined }).countOnly).toBeUndefined();
+    expect(() => readJobData(ChatJobData, { ...plain, countOnly: 'yes' })).toThrow('countOnly');
   });
 });

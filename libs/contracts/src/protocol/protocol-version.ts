@@ -29,10 +29,12 @@ import { ProtocolError } from './protocol.error';
 export const PROTOCOL_VERSIONS = {
   /**
    * BullMQ job data, gateway → worker (`ChatJobData`, `ImageJobData`, `EmbeddingJobData`). Version 2: the
-   * embedding job. Its queues are new, so only embedding workers, which read version 2, ever see one; chat
-   * and image jobs are still written as version 1 (`jobProtocolVersionOf`).
+   * embedding job. Its queues are new, so only embedding workers, which read version 2, ever see one.
+   * Version 3: a count-only chat job (`countOnly`), which a worker of version 2 would misread as a request
+   * to generate, so it refuses it by its version instead. Every other chat job and image jobs are still
+   * written as version 1 (`jobProtocolVersionOf`).
    */
-  job: 2,
+  job: 3,
   /**
    * Reply messages, worker → gateway, one by one in a frame and in a stream's replay log. Version 2: the
    * `embedding-done` kind, written as version 2 and sent only to gateways that queued an embedding job;
@@ -72,7 +74,8 @@ export const REGISTRY_PROTOCOL_VERSION = PROTOCOL_VERSIONS.registry;
  * reading every message they can serve while a family grows (version 2 of jobs, replies and registry
  * messages only adds the embedding model type).
  */
-export function jobProtocolVersionOf(kind: string): number {
+export function jobProtocolVersionOf(kind: string, job?: { countOnly?: boolean }): number {
+  if (job?.countOnly === true) return 3;
   return kind === 'embedding' ? 2 : 1;
 }
 

@@ -388,6 +388,42 @@ describe('LlamaCppChatBackend', () => {
       expect(model.evaluations[0]!.grammar).toEqual({ label: WEATHER_GRAMMAR });
     });
 
+    it("counts a prompt as a generation's usage does, tools and answer format included, with no sequence", async () => {
+      const model = new FakeModel(4096, () => ({ text: 'ok' }));
+      const { backend } = await backendWith(model);
+      const asks = [
+        request(),
+        request({ tools: [weather, time], toolChoice: { type: 'auto' } }),
+        request({ tools: [weather, time], toolChoice: { type: 'none' } }),
+        request({ responseFormat: { type: 'json_object' } }),
+      ];
+      const counts: number[] = [];
+      for (const ask of asks) {
+        model.maxActive = 0;
+        const count = await backend.countPromptTokens(ask, never());
+        expect(model.maxActive).toBe(0);
+        const { events } = await collect(backend.generate(ask, never()));
+        expect(events.at(-1)).toMatchObject({ type: 'usage', promptTokens: count });
+        counts.push(count);
+      }
+      expect(counts[0]).toBe(PROMPT_TOKENS);
+      expect(counts[1]).toBeGreaterThan(PROMPT_TOKENS + 50);
+      expect(counts[2]).toBe(PROMPT_TOKENS);
+      expect(counts[3]).toBeGreaterThan(PROMPT_TOKENS);
+      // A schema the grammar cannot enforce is the same 400 a generation answers.
+      const unenforceable = request({
+        tools: [{ ...time, strict: true, parameters: { type: 'object', properties: { n: { minimum: 3 } } } }],
+        toolChoice: { type: 'auto' },
+      });
+      await expect(backend.countPromptTokens(unenforceable, never())).rejects.toMatchObject({
+        status: 400,
+        param: 'tools[0].function.parameters',
+      });
+      const aborted = new AbortController();
+      aborted.abort(new Error('gone'));
+      await expect(backend.countPromptTokens(request(), aborted.signal)).rejects.toThrow('gone');
+    });
+
     it('with tool_choice required and several tools, lets a grammar over the names pick one', async () => {
       const model = new FakeModel(4096, () => ({ text: 'never used' }));
       model.grammarOutput = (grammar) =>

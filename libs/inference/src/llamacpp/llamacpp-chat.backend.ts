@@ -137,10 +137,25 @@ export class LlamaCppChatBackend implements ChatBackend {
   }
 
   /**
-   * Everything the choices share, before any output: the rendered prompt (with the offered functions
-   * documented in it), and the grammars. A schema the grammar cannot enforce is refused here, as a 400.
+   * The prompt's tokens exactly as `generate` reports them in its usage: the same rendering, without a
+   * sequence, a grammar or a generated token.
    */
-  private async prepare(loaded: LoadedLlamaModel, request: ChatInferenceRequest): Promise<PreparedPrompt> {
+  countPromptTokens(request: ChatInferenceRequest, signal: AbortSignal): Promise<number> {
+    // The rendering is synchronous; run in a promise, its refusals (a 400) are rejections like a generation's.
+    return Promise.resolve().then(() => {
+      signal.throwIfAborted();
+      const loaded = this.loaded;
+      if (loaded === null) throw new Error(`llamacpp model "${this.modelId}" is not loaded`);
+      return this.render(loaded, request).rendered.tokens.length;
+    });
+  }
+
+  /**
+   * The chat rendered by the model's template, tokenized, with the offered functions documented in it;
+   * what `generate` prompts with and `countPromptTokens` counts. A function's schema the grammar cannot
+   * enforce is refused here, as a 400, so a count refuses what a generation would.
+   */
+  private render(loaded: LoadedLlamaModel, request: ChatInferenceRequest) {
     const offered = this.offeredTools(request);
     const answerSchema =
       request.responseFormat.type === 'json_schema'
@@ -164,7 +179,16 @@ export class LlamaCppChatBackend implements ChatBackend {
               },
             ]),
           );
-    const { tokens, stopTexts, stopTokenSequences } = loaded.renderPrompt(history, functions);
+    return { rendered: loaded.renderPrompt(history, functions), offered, answerSchema, argumentSchemas };
+  }
+
+  /**
+   * Everything the choices share, before any output: the rendered prompt (with the offered functions
+   * documented in it), and the grammars. A schema the grammar cannot enforce is refused here, as a 400.
+   */
+  private async prepare(loaded: LoadedLlamaModel, request: ChatInferenceRequest): Promise<PreparedPrompt> {
+    const { rendered, offered, answerSchema, argumentSchemas } = this.render(loaded, request);
+    const { tokens, stopTexts, stopTokenSequences } = rendered;
     if (tokens.length >= loaded.contextSize) {
       throw GatewayError.invalidRequest(
         `This model's maximum context length is ${loaded.contextSize} tokens, and the messages take ${tokens.length}; shorten them.`,

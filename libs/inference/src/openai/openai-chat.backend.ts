@@ -15,6 +15,7 @@ import type { OpenAIUpstreamClient } from './openai-upstream.client';
 import { PooledUpstreams } from './pooled-upstreams';
 import { parseOpenAIBackendOptions, type OpenAIBackendOptions } from './openai.options';
 import { readServerSentEvents } from './server-sent-events.reader';
+import { countPromptTokensInSlices, TimeSlicer } from '../text/token-count';
 
 /** A message in OpenAI's wire shape; messages outside a tool loop are sent as they are. */
 function toUpstreamMessage(message: InferenceMessage): object {
@@ -118,6 +119,16 @@ export class OpenAIChatBackend implements ChatBackend {
     return this.upstreams.run(signal, (client, upstream, s) =>
       this.attempt(client, upstream.upstreamModel, request, s),
     );
+  }
+
+  /**
+   * An estimate: OpenAI-compatible servers have no standard way to count a chat prompt, so it is counted
+   * here with o200k and OpenAI's message framing (the upstream's own count, in a generation's usage, may
+   * differ). No upstream is asked.
+   */
+  async countPromptTokens(request: ChatInferenceRequest, signal: AbortSignal): Promise<number> {
+    signal.throwIfAborted();
+    return await countPromptTokensInSlices(request, new TimeSlicer(signal));
   }
 
   private async *attempt(

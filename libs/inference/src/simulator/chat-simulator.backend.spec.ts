@@ -268,6 +268,21 @@ describe('ChatSimulatorBackend', () => {
       expect(summary.usage.completionTokens).toBe(recount);
     });
 
+    it("counts a prompt without generating exactly as a generation's usage reports it", async () => {
+      const weather: ToolDefinition = {
+        name: 'get_weather',
+        strict: false,
+        parameters: { type: 'object', properties: { city: { type: 'string' } } },
+      };
+      for (const ask of [chatRequest(), chatRequest({ tools: [weather], toolChoice: { type: 'auto' } })]) {
+        const count = await backend().countPromptTokens(ask, new AbortController().signal);
+        expect(count).toBe(summarise(await collect(backend(), ask), 1).usage.promptTokens);
+      }
+      const aborted = new AbortController();
+      aborted.abort(new Error('gone'));
+      await expect(backend().countPromptTokens(chatRequest(), aborted.signal)).rejects.toThrow('gone');
+    });
+
     it('counts prompt tokens from the chat-formatted messages, plus a flat cost per image', async () => {
       const short = summarise(await collect(backend(), chatRequest()), 1).usage.promptTokens;
       const longer = summarise(

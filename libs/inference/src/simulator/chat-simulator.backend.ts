@@ -309,6 +309,12 @@ export class ChatSimulatorBackend implements ChatBackend {
     return new ChatSimulatorBackend(parseChatSimulatorOptions(model, settings));
   }
 
+  /** The count `generate` reports as its usage's `promptTokens`, by the same counter. */
+  async countPromptTokens(request: ChatInferenceRequest, signal: AbortSignal): Promise<number> {
+    signal.throwIfAborted();
+    return await countPromptTokensInSlices(request, new TimeSlicer(signal));
+  }
+
   async *generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
     signal.throwIfAborted();
     const slicer = new TimeSlicer(signal);

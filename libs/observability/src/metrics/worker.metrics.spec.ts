@@ -47,6 +47,10 @@ describe('WorkerMetrics', () => {
     chat.onSend({ kind: 'delta' });
     chat.onSend({ kind: 'delta' });
     chat.onSend({ kind: 'chat-done', usage: { prompt_tokens: 7, completion_tokens: 3 } });
+    // A count-only job's answer: no choices, nothing processed.
+    metrics
+      .observerFor('sim-chat')
+      .onSend({ kind: 'chat-done', finishReasons: [], usage: { prompt_tokens: 40, completion_tokens: 0 } });
     metrics.observerFor('sim-image').onSend({ kind: 'image' });
     const tokens = await valuesOf('worker_tokens_total');
     expect(tokens.find((v) => v.labels.kind === 'prompt')!.value).toBe(7);

@@ -13,6 +13,8 @@ export type JobOutcomeLabel = (typeof JOB_OUTCOMES)[number];
 export interface SentReply {
   kind: string;
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /** Chat answers: one per choice; none for a count-only job's. */
+  finishReasons?: readonly unknown[];
   /** Embedding answers: the vectors sent. */
   count?: number;
 }
@@ -160,7 +162,8 @@ export class WorkerMetrics {
             return;
           }
           case 'chat-done':
-            if (message.usage) {
+            // A count-only job's answer (no choices) counted a prompt the model never processed.
+            if (message.usage && message.finishReasons?.length !== 0) {
               this.tokens.inc({ model: label, kind: 'prompt' }, message.usage.prompt_tokens);
               this.tokens.inc({ model: label, kind: 'completion' }, message.usage.completion_tokens);
             }
