@@ -1,8 +1,10 @@
 // What a `previous_response_id` chain costs per turn against a real Redis (wall time, loopback round trip
 // included), beside what the same turn costs when the client sends the whole history by hand: for turn t
-// of a conversation, the gateway either follows the stored turns back (one Lua script returning each turn's
-// items, then those parsed) or parses a body that carries the t earlier turns. Prints both for turns 1, 10, 25 and 50, and
-// the bytes a turn adds to Redis. Needs Redis at REDIS_URL (default redis://127.0.0.1:6379).
+// of a conversation, the gateway either reads the stored history (one Lua script that checks the turns back
+// are all stored and returns the conversation's log, then one parse and a shape check) or parses and validates
+// a body that carries the t earlier turns. A body sent by hand also crosses the network once: the third
+// column adds that, as the same bytes echoed by Redis over the same loopback. Prints turns 1, 10, 25 and 50,
+// and the bytes a turn adds to Redis. Needs Redis at REDIS_URL (default redis://127.0.0.1:6379).
 //   node bench/responses-chain.micro.mjs [dist] [turns=50]
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
@@ -77,7 +79,9 @@ for (let t = 1; t <= turns; t++) {
 }
 const after = Number((await redis.info('memory')).match(/used_memory:(\d+)/)[1]);
 
-console.log(`turn | previous_response_id (ms) | history by hand (ms) | by-hand body (KiB)`);
+console.log(
+  `turn | previous_response_id (ms) | history by hand (ms) | by hand + its bytes over loopback (ms) | by-hand body (KiB)`,
+);
 for (const t of [1, 10, 25, turns]) {
   const last = ids[t - 1];
   const chained = await timed(200, () => store.chain(keyId, last));
@@ -86,8 +90,11 @@ for (const t of [1, 10, 25, turns]) {
   const body = JSON.stringify({ model: 'sim-chat', input: items });
   byHand.push(body.length);
   const handMs = await timed(200, async () => validateResponsesRequest(JSON.parse(body)));
+  const carriedMs = await timed(200, async () =>
+    validateResponsesRequest(JSON.parse(await redis.echo(body))),
+  );
   console.log(
-    `${String(t).padStart(4)} | ${chained.toFixed(3).padStart(25)} | ${handMs.toFixed(3).padStart(20)} | ${(body.length / 1024).toFixed(1).padStart(18)}`,
+    `${String(t).padStart(4)} | ${chained.toFixed(3).padStart(25)} | ${handMs.toFixed(3).padStart(20)} | ${carriedMs.toFixed(3).padStart(38)} | ${(body.length / 1024).toFixed(1).padStart(18)}`,
   );
 }
 console.log(`Redis memory per stored turn: ~${Math.round((after - before) / turns)} bytes`);

@@ -123,7 +123,7 @@ export class ResponsesService {
       ...base(context),
       createdMs: queued.created_at * 1000,
     });
-    const finish = (response: ResponseObject) => this.stored.finish(principal, response, input);
+    const finish = (response: ResponseObject) => this.stored.finish(principal, response);
     const delivery: Delivery = request.stream
       ? {
           mode: 'stream',

@@ -129,6 +129,8 @@ export function storedResponseNamesFor(namespace: string, keyId: string) {
     index: `${base}:index`,
     /** What `record(id)` puts before the id, for scripts. */
     recordPrefix: `${base}:r:`,
+    /** A conversation's items as one string, begun by response `responseId` (see the stored scripts). */
+    log: (responseId: string) => `${base}:log:${responseId}`,
   };
 }
 

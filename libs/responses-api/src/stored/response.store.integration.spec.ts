@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { GatewayConfig } from '@mgw/config';
+import { storedResponseNamesFor } from '@mgw/contracts';
 import type { RedisConnections } from '@mgw/session';
 import { responseObject, UNSTORED_ECHO } from '../response-output';
 import type { ResponseStatus } from '../responses.types';
@@ -94,14 +95,111 @@ describe('ResponseStore (real Redis)', () => {
     expect((await store.get(keyId, entries[3]!.id))?.response.status).toBe('completed');
   });
 
-  it('records an outcome once: a cancelled response stays cancelled, and its items follow the outcome', async () => {
+  function texts(chain: Awaited<ReturnType<ResponseStore['chain']>>): unknown[] {
+    if (!('items' in chain)) return [chain];
+    return chain.items.map((item) =>
+      item.type !== 'message'
+        ? item.type
+        : typeof item.content === 'string'
+          ? item.content
+          : item.content.map((part) => ('text' in part ? part.text : part.type)).join(''),
+    );
+  }
+
+  it('records an outcome once: a cancelled response stays cancelled, and its output joins its history once', async () => {
     const queued = turn(null, 'bg', 'queued');
     await store.save(keyId, queued);
-    const cancelled = { ...queued.response, status: 'cancelled' as const };
-    expect(await store.finish(keyId, cancelled, queued.input)).toBe(true);
-    const late = { ...queued.response, status: 'completed' as const };
-    expect(await store.finish(keyId, late, queued.input)).toBe(false);
+    const output = turn(null, 'bg').response.output;
+    const cancelled = { ...queued.response, status: 'cancelled' as const, output };
+    expect(await store.finish(keyId, cancelled)).toBe(true);
+    const late = { ...queued.response, status: 'completed' as const, output };
+    expect(await store.finish(keyId, late)).toBe(false);
     expect((await store.get(keyId, queued.id))?.response.status).toBe('cancelled');
-    expect(await store.finish(keyId, { ...late, id: 'resp_gone12345' }, [])).toBe(false);
+    expect(texts(await store.chain(keyId, queued.id))).toEqual(['bg', 're: bg']);
+    expect(await store.finish(keyId, { ...late, id: 'resp_gone12345' })).toBe(false);
+  });
+
+  function roomyStore(): ResponseStore {
+    return new ResponseStore(
+      { commands: redis } as RedisConnections,
+      { namespace, storeRetentionMs: 3_600_000, storeMaxPerKey: 100 } as GatewayConfig,
+    );
+  }
+
+  it('branches: a turn continuing an older turn sees only that history, and the first branch keeps its own', async () => {
+    store = roomyStore();
+    const first = turn(null, 'one');
+    const second = turn(first.id, 'two');
+    const retry = turn(first.id, 'two again');
+    const third = turn(second.id, 'three');
+    for (const entry of [first, second, retry, third]) await store.save(keyId, entry);
+    expect(texts(await store.chain(keyId, third.id))).toEqual([
+      'one',
+      're: one',
+      'two',
+      're: two',
+      'three',
+      're: three',
+    ]);
+    expect(texts(await store.chain(keyId, retry.id))).toEqual([
+      'one',
+      're: one',
+      'two again',
+      're: two again',
+    ]);
+    expect(texts(await store.chain(keyId, first.id))).toEqual(['one', 're: one']);
+  });
+
+  it('adds a background output that arrives after another turn continued it as a branch of its own', async () => {
+    const running = turn(null, 'bg', 'queued');
+    await store.save(keyId, running);
+    const early = turn(running.id, 'early');
+    await store.save(keyId, early);
+    const done = {
+      ...running.response,
+      status: 'completed' as const,
+      output: turn(null, 'bg').response.output,
+    };
+    expect(await store.finish(keyId, done)).toBe(true);
+    expect(texts(await store.chain(keyId, early.id))).toEqual(['bg', 'early', 're: early']);
+    expect(texts(await store.chain(keyId, running.id))).toEqual(['bg', 're: bg']);
+    const next = turn(running.id, 'next');
+    await store.save(keyId, next);
+    expect(texts(await store.chain(keyId, next.id))).toEqual(['bg', 're: bg', 'next', 're: next']);
+  });
+
+  it('treats a tampered log or record as absent', async () => {
+    const first = turn(null, 'one');
+    const second = turn(first.id, 'two');
+    for (const entry of [first, second]) await store.save(keyId, entry);
+    const names = storedResponseNamesFor(namespace, keyId);
+    await redis.append(names.log(first.id), ',{"type":"message","role":"narrator","content":"x"}');
+    await redis.hset(names.record(second.id), 'end', String(await redis.strlen(names.log(first.id))));
+    expect(await store.chain(keyId, second.id)).toEqual({ missing: second.id });
+    await redis.hset(names.record(second.id), 'end', '3');
+    expect(await store.chain(keyId, second.id)).toEqual({ missing: second.id });
+    await redis.hset(names.record(first.id), 'input', '[{"type":"function_call","call_id":1}]');
+    expect(await store.get(keyId, first.id)).toBeNull();
+  });
+
+  it('keeps a linear conversation in one log, and deletes a turn with the log it began', async () => {
+    store = roomyStore();
+    const names = storedResponseNamesFor(namespace, keyId);
+    let previous: string | null = null;
+    const chain: StoredResponse[] = [];
+    for (let t = 0; t < 20; t++) {
+      const entry = turn(previous, `t${t}`);
+      await store.save(keyId, entry);
+      chain.push(entry);
+      previous = entry.id;
+    }
+    // A linear conversation keeps its items once: one log, the length of the last turn's history.
+    const logs = await redis.keys(`${names.log('')}*`);
+    expect(logs).toEqual([names.log(chain[0]!.id)]);
+    expect(await redis.strlen(logs[0]!)).toBe(Number(await redis.hget(names.record(previous!), 'end')));
+    expect(await redis.pttl(logs[0]!)).toBeGreaterThan(0);
+    await store.delete(keyId, chain[0]!.id);
+    expect(await redis.exists(logs[0]!)).toBe(0);
+    expect(await store.chain(keyId, previous!)).toEqual({ missing: chain[0]!.id });
   });
 });

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { GatewayConfig } from '@mgw/config';
 import { storedResponseNamesFor, type StoredResponseNames } from '@mgw/contracts';
 import { RedisConnections } from '@mgw/session';
-import { historyOf } from '../conversation';
+import { outputAsInput } from '../conversation';
 import type { ConversationItem, ResponseObject, ResponseStatus } from '../responses.types';
 import {
   CHAIN_SCRIPT,
@@ -11,8 +11,10 @@ import {
   FINISH_RESPONSE_SCRIPT,
   SAVE_RESPONSE_SCRIPT,
 } from './response-store.scripts';
+import { readStoredItems, StoredResponseError } from './stored-items.reader';
 
-const RECORD_VERSION = '1';
+/** 2: a turn's history lives in a shared log (`log`, `end`) instead of per turn (`items`). */
+const RECORD_VERSION = '2';
 const RECORD_FIELDS = ['v', 'created', 'model', 'prev', 'input', 'response', 'status'] as const;
 export const FINAL_STATUSES: readonly ResponseStatus[] = ['completed', 'incomplete', 'failed', 'cancelled'];
 const STATUSES: readonly ResponseStatus[] = ['queued', 'in_progress', ...FINAL_STATUSES];
@@ -29,9 +31,6 @@ export interface StoredResponse {
   response: ResponseObject;
 }
 
-/** A record that does not read (another version, tampered): treated as absent, and logged. */
-class StoredResponseError extends Error {}
-
 function parse(text: string | null | undefined, what: string): unknown {
   if (typeof text !== 'string') throw new StoredResponseError(`'${what}' is missing`);
   try {
@@ -41,16 +40,9 @@ function parse(text: string | null | undefined, what: string): unknown {
   }
 }
 
-function readInput(text: string | null | undefined, what = 'input'): ConversationItem[] {
-  const input = parse(text, what);
-  if (!Array.isArray(input)) throw new StoredResponseError("'input' is not an array");
-  for (const item of input as Array<{ type?: unknown }>) {
-    const type = item?.type;
-    if (type !== 'message' && type !== 'function_call' && type !== 'function_call_output') {
-      throw new StoredResponseError("'input' holds an item of an unknown type");
-    }
-  }
-  return input as ConversationItem[];
+/** Items as a log holds them: their JSON joined by commas, without the brackets. */
+function fragmentOf(items: readonly ConversationItem[]): string {
+  return items.length === 0 ? '' : JSON.stringify(items).slice(1, -1);
 }
 
 function readResponse(text: string | null | undefined, status?: string | null): ResponseObject {
@@ -92,7 +84,7 @@ export class ResponseStore {
     const names = this.namesFor(keyId);
     const result = await SAVE_RESPONSE_SCRIPT.run(
       this.redis,
-      [names.record(entry.id), names.index],
+      [names.record(entry.id), names.index, names.record(entry.previousId ?? entry.id), names.log(entry.id)],
       [
         entry.id,
         entry.createdMs,
@@ -105,22 +97,27 @@ export class ResponseStore {
         JSON.stringify(entry.response),
         entry.response.status,
         names.recordPrefix,
-        JSON.stringify(historyOf([entry])),
+        fragmentOf([...entry.input, ...outputAsInput(entry.response.output)]),
+        names.log(''),
       ],
     );
     return Number(result);
   }
 
-  /** Records the outcome of a response still running; false when it is gone or has one already. */
-  async finish(keyId: string, response: ResponseObject, input: ConversationItem[]): Promise<boolean> {
+  /**
+   * Records the outcome of a response still running (its output joins its history); false when it is gone
+   * or has one already.
+   */
+  async finish(keyId: string, response: ResponseObject): Promise<boolean> {
+    const names = this.namesFor(keyId);
     const result = await FINISH_RESPONSE_SCRIPT.run(
       this.redis,
-      [this.namesFor(keyId).record(response.id)],
+      [names.record(response.id), names.log(`${response.id}:out`)],
       [
         JSON.stringify(response),
         response.status,
         FINAL_STATUSES.join(' '),
-        JSON.stringify(historyOf([{ input, response }])),
+        fragmentOf(outputAsInput(response.output)),
       ],
     );
     return Number(result) === 1;
@@ -137,7 +134,7 @@ export class ResponseStore {
         createdMs: Number(created),
         model: model ?? '',
         previousId: prev === null || prev === undefined || prev === '' ? null : prev,
-        input: readInput(input),
+        input: readStoredItems(parse(input, 'input'), 'input'),
         response: readResponse(response, status),
       };
     } catch (error) {
@@ -148,7 +145,8 @@ export class ResponseStore {
 
   /**
    * The conversation that ends with response `id`, oldest item first; or the id of the first turn that is
-   * not stored (deleted, expired, another key's).
+   * not stored (deleted, expired, another key's). One script and one parse, whatever the length; the items
+   * are checked against the stored shape (a log that does not read ends the conversation, logged).
    */
   async chain(keyId: string, id: string): Promise<{ items: ConversationItem[] } | { missing: string }> {
     const names = this.namesFor(keyId);
@@ -158,21 +156,23 @@ export class ResponseStore {
       [names.recordPrefix, id, MAX_CHAIN_TURNS],
     )) as unknown[];
     if (result[0] !== 1) return { missing: String(result[1]) };
-    const items: ConversationItem[] = [];
-    for (let at = result.length - 1; at >= 1; at--) {
-      try {
-        items.push(...readInput(result[at] as string));
-      } catch (error) {
-        this.logger.warn(`a stored turn of ${id} (key ${keyId}) does not read: ${String(error)}`);
-        return { missing: id };
-      }
+    try {
+      const log = result[1];
+      if (typeof log !== 'string') throw new StoredResponseError('the log is not a string');
+      return { items: readStoredItems(parse(`[${log}]`, 'log'), 'log') };
+    } catch (error) {
+      this.logger.warn(`the conversation of ${id} (key ${keyId}) does not read: ${String(error)}`);
+      return { missing: id };
     }
-    return { items };
   }
 
   async delete(keyId: string, id: string): Promise<boolean> {
     const names = this.namesFor(keyId);
-    const deleted = await DELETE_RESPONSE_SCRIPT.run(this.redis, [names.record(id), names.index], [id]);
+    const deleted = await DELETE_RESPONSE_SCRIPT.run(
+      this.redis,
+      [names.record(id), names.index, names.log(id), names.log(`${id}:out`)],
+      [id],
+    );
     return Number(deleted) === 1;
   }
 }

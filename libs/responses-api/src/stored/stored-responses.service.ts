@@ -115,9 +115,9 @@ export class StoredResponses {
   }
 
   /** Records a background response's outcome (unless it was cancelled meanwhile). */
-  async finish(principal: Principal, response: ResponseObject, input: ConversationItem[]): Promise<void> {
+  async finish(principal: Principal, response: ResponseObject): Promise<void> {
     try {
-      await this.store.finish(principal.keyId, response, input);
+      await this.store.finish(principal.keyId, response);
     } catch (error) {
       this.logger.warn(`the outcome of response ${response.id} could not be stored: ${String(error)}`);
     }
@@ -187,7 +187,7 @@ export class StoredResponses {
     }
     if (FINAL_STATUSES.includes(response.status)) return response;
     const cancelled: ResponseObject = { ...response, status: 'cancelled' };
-    if (!(await reachable(this.store.finish(principal.keyId, cancelled, stored.input))))
+    if (!(await reachable(this.store.finish(principal.keyId, cancelled))))
       return (await this.current(principal, id)).response;
     const requestId = requestIdOfResponse(id)!;
     await this.sessions
@@ -211,7 +211,7 @@ export class StoredResponses {
     if (FINAL_STATUSES.includes(stored.response.status)) return stored;
     const log = await reachable(this.streams.read(requestIdOfResponse(id)!));
     const response = replayed(stored, log);
-    if (FINAL_STATUSES.includes(response.status)) await this.finish(principal, response, stored.input);
+    if (FINAL_STATUSES.includes(response.status)) await this.finish(principal, response);
     return { ...stored, response };
   }
 }
