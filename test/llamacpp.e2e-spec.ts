@@ -660,6 +660,25 @@ describe('the llamacpp backend', () => {
       expectWeatherArguments(done);
       expect(final.status).toBe('completed');
       expect(final.output.find((item) => item.type === 'function_call')).toMatchObject({ arguments: done });
+
+      // The call's output continues the stored conversation; the model reads call and output in its prompt.
+      const answer = await client.responses.create({
+        model: MODEL,
+        previous_response_id: response.id,
+        input: [{ type: 'function_call_output', call_id: call.call_id, output: '21 degrees and sunny' }],
+        tools: [RESPONSES_TOOL],
+        tool_choice: 'none',
+        max_output_tokens: 16,
+        temperature: 0,
+      });
+      expect(answer.output.map((item) => item.type)).toEqual(['message']);
+      expect(answer.output_text.length).toBeGreaterThan(0);
+      const unanswered = await client.responses.create({
+        ...request,
+        tool_choice: 'none',
+        max_output_tokens: 16,
+      });
+      expect(answer.usage!.input_tokens).toBeGreaterThan(unanswered.usage!.input_tokens + 10);
     });
 
     it('answers messages.create and messages.stream with max_tokens as the stop reason and usage', async () => {
@@ -697,6 +716,8 @@ describe('the llamacpp backend', () => {
       const request = {
         model: MODEL,
         max_tokens: 200,
+        // Greedy, as the chat tests: sampled digits could run on past what a JSON number holds.
+        temperature: 0,
         tools: [MESSAGES_TOOL],
         tool_choice: { type: 'tool' as const, name: 'get_weather' },
         messages: [{ role: 'user' as const, content: 'What is the weather in Paris?' }],
@@ -720,6 +741,29 @@ describe('the llamacpp backend', () => {
         input: JSON.parse(partials.join('')) as unknown,
       });
       expect(streamed.usage.output_tokens).toBeGreaterThan(0);
+
+      // The tool's result goes back as a tool_result block; the model reads call and result in its prompt.
+      const answer = await anthropic.messages.create({
+        ...request,
+        max_tokens: 8,
+        tool_choice: { type: 'none' },
+        messages: [
+          ...request.messages,
+          { role: 'assistant', content: message.content },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: uses[0]!.id, content: '21 degrees and sunny' }],
+          },
+        ],
+      });
+      expect(answer.content).toEqual([{ type: 'text', text: expect.any(String) }]);
+      expect(answer.stop_reason).toBe('max_tokens');
+      const unanswered = await anthropic.messages.create({
+        ...request,
+        max_tokens: 1,
+        tool_choice: { type: 'none' },
+      });
+      expect(answer.usage.input_tokens).toBeGreaterThan(unanswered.usage.input_tokens + 10);
     });
 
     it('refuses an image URL on this text-only model with a 400 in each protocol, never fetching it', async () => {
