@@ -913,6 +913,67 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
       });
     });
 
+    it('keeps text and two tool calls of one upstream answer apart and in order, on both routes', async () => {
+      // Text first, then two calls one after the other, each call's id and name with its first fragment.
+      fake.handle(CHAT, async (_request, res) => {
+        startStream(res);
+        await sendEvent(res, chunk([{ role: 'assistant', content: 'Checking' }]));
+        await sendEvent(res, chunk([{ content: ' both.' }]));
+        for (const [index, city] of ['Oslo', 'Rome'].entries()) {
+          const id = `call_p${index}`;
+          const name = 'get_weather';
+          await sendEvent(
+            res,
+            chunk([
+              { tool_calls: [{ index, id, type: 'function', function: { name, arguments: '{"city":' } }] },
+            ]),
+          );
+          await sendEvent(res, chunk([{ tool_calls: [{ index, function: { arguments: `"${city}"}` } }] }]));
+        }
+        await sendEvent(
+          res,
+          chunk([{ finish_reason: 'tool_calls' }], { prompt_tokens: 30, completion_tokens: 20 }),
+        );
+        await sendEvent(res, '[DONE]');
+        res.end();
+      });
+      const tools = [
+        { type: 'function' as const, name: 'get_weather', parameters: WEATHER_PARAMETERS, strict: true },
+      ];
+      const stream = client.responses.stream({ model: 'up-chat', input: 'Oslo and Rome?', tools });
+      const added: string[] = [];
+      for await (const event of stream)
+        if (event.type === 'response.output_item.added') added.push(event.item.type);
+      const response = await stream.finalResponse();
+      expect(added).toEqual(['message', 'function_call', 'function_call']);
+      expect(response.output_text).toBe('Checking both.');
+      expect(response.output.slice(1)).toEqual([
+        expect.objectContaining({ type: 'function_call', call_id: 'call_p0', arguments: '{"city":"Oslo"}' }),
+        expect.objectContaining({ type: 'function_call', call_id: 'call_p1', arguments: '{"city":"Rome"}' }),
+      ]);
+
+      const anthropicTools = [{ name: 'get_weather', input_schema: WEATHER_PARAMETERS }];
+      const question: Anthropic.MessageParam = { role: 'user', content: 'Oslo and Rome?' };
+      for (const streamed of [false, true]) {
+        const message = streamed
+          ? await anthropic.messages
+              .stream({ model: 'up-chat', max_tokens: 100, tools: anthropicTools, messages: [question] })
+              .finalMessage()
+          : await anthropic.messages.create({
+              model: 'up-chat',
+              max_tokens: 100,
+              tools: anthropicTools,
+              messages: [question],
+            });
+        expect(message.stop_reason).toBe('tool_use');
+        expect(message.content).toEqual([
+          { type: 'text', text: 'Checking both.' },
+          { type: 'tool_use', id: 'toolu_p0', name: 'get_weather', input: { city: 'Oslo' } },
+          { type: 'tool_use', id: 'toolu_p1', name: 'get_weather', input: { city: 'Rome' } },
+        ]);
+      }
+    });
+
     it('relays an image URL to the upstream as the URL, without fetching it, on both routes', async () => {
       answerText(['A cat.']);
       const response = await client.responses.create({
