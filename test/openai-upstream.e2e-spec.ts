@@ -974,6 +974,49 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
       }
     });
 
+    it('ends a stream whose upstream fails mid-answer with each protocol’s error, redacted', async () => {
+      fake.handle(CHAT, async (_request, res) => {
+        startStream(res);
+        await sendEvent(res, chunk([{ content: 'partial' }]));
+        await sendEvent(res, { error: { message: 'KV cache exhausted at http://10.1.2.3:8000/internal' } });
+        res.end();
+      });
+      const expected = 'The upstream model server failed during generation: KV cache exhausted at [url]';
+      const responses = await stack.post('/v1/responses', { model: 'up-chat', input: 'x', stream: true });
+      expect(responses.status).toBe(200);
+      const responsesText = await responses.text();
+      expect(responsesText).not.toContain('10.1.2.3');
+      const responsesEvents = responsesText
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice('data: '.length)) as { type: string; [field: string]: unknown });
+      expect(responsesEvents.map((e) => e.type)).toContain('response.output_text.delta');
+      expect(responsesEvents.slice(-2)).toEqual([
+        expect.objectContaining({ type: 'error', code: 'upstream_error', message: expected }),
+        expect.objectContaining({
+          type: 'response.failed',
+          response: expect.objectContaining({
+            status: 'failed',
+            error: { code: 'upstream_error', message: expected },
+          }) as unknown,
+        }),
+      ]);
+
+      const stream = anthropic.messages.stream({
+        model: 'up-chat',
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'x' }],
+      });
+      const deltas: string[] = [];
+      stream.on('text', (text) => deltas.push(text));
+      const failure = await stream.finalMessage().catch((e: unknown) => e);
+      expect(deltas).toEqual(['partial']);
+      expect(failure).toBeInstanceOf(Anthropic.APIError);
+      expect(failure).toMatchObject({
+        error: { type: 'error', error: { type: 'api_error', message: expected } },
+      });
+    });
+
     it('relays an image URL to the upstream as the URL, without fetching it, on both routes', async () => {
       answerText(['A cat.']);
       const response = await client.responses.create({
