@@ -1017,6 +1017,53 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
       });
     });
 
+    it("relays each protocol's settings to the upstream in Chat Completions' words", async () => {
+      answerText(['{"city":"Oslo"}']);
+      const schema = { ...WEATHER_PARAMETERS, $schema: 'http://json-schema.org/draft-07/schema#' };
+      const response = await client.responses.create({
+        model: 'up-chat',
+        input: [
+          { role: 'developer', content: 'Answer in JSON.' },
+          { role: 'user', content: 'Weather?' },
+        ],
+        text: { format: { type: 'json_schema', name: 'weather', schema, strict: true } },
+        top_p: 0.5,
+        tools: [{ type: 'function', name: 'get_weather', parameters: WEATHER_PARAMETERS, strict: true }],
+        tool_choice: { type: 'function', name: 'get_weather' },
+        parallel_tool_calls: false,
+      });
+      expect(response.output_text).toBe('{"city":"Oslo"}');
+      expect(fake.last.body).toMatchObject({
+        messages: [
+          { role: 'system', content: 'Answer in JSON.' },
+          { role: 'user', content: 'Weather?' },
+        ],
+        top_p: 0.5,
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'weather', schema: WEATHER_PARAMETERS, strict: true },
+        },
+        tool_choice: { type: 'function', function: { name: 'get_weather' } },
+        parallel_tool_calls: false,
+      });
+
+      answerText(['ok']);
+      await anthropic.messages.create({
+        model: 'up-chat',
+        max_tokens: 20,
+        stop_sequences: ['END'],
+        tools: [{ name: 'get_weather', input_schema: WEATHER_PARAMETERS }],
+        tool_choice: { type: 'any', disable_parallel_tool_use: true },
+        messages: [{ role: 'user', content: 'Weather?' }],
+      });
+      expect(fake.last.body).toMatchObject({
+        max_tokens: 20,
+        stop: ['END'],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+      });
+    });
+
     it('relays an image URL to the upstream as the URL, without fetching it, on both routes', async () => {
       answerText(['A cat.']);
       const response = await client.responses.create({
