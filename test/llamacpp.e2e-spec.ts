@@ -808,6 +808,42 @@ describe('the llamacpp backend', () => {
           error: { type: 'invalid_request_error', message: expect.stringContaining('accepts text only') },
         },
       });
+
+      // Streamed, the refusal comes inside the 200 (a stream opens before its job runs): each protocol's
+      // error event, naming the same field.
+      const responsesStream = await stack.post('/v1/responses', {
+        model: MODEL,
+        stream: true,
+        input: [{ role: 'user', content: [{ type: 'input_image', image_url: imageUrl }] }],
+      });
+      const responsesEvents = (await responsesStream.text())
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice('data: '.length)) as { type: string });
+      expect(responsesEvents.map((event) => event.type)).toEqual([
+        'response.created',
+        'response.in_progress',
+        'error',
+        'response.failed',
+      ]);
+      expect(responsesEvents[2]).toMatchObject({
+        code: 'unsupported_content',
+        message: expect.stringContaining('accepts text only') as unknown,
+      });
+      const messagesStream = await stack.post('/v1/messages', {
+        model: MODEL,
+        max_tokens: 8,
+        stream: true,
+        system: 'Describe images.',
+        messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: imageUrl } }] }],
+      });
+      expect(messagesStream.status).toBe(200);
+      const messagesEvents = (await messagesStream.text()).split('\n').filter((line) => line !== '');
+      expect(messagesEvents.slice(-2)).toEqual(['event: error', expect.stringMatching(/^data: /)]);
+      expect(JSON.parse(messagesEvents.at(-1)!.slice('data: '.length))).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: expect.stringContaining('accepts text only') },
+      });
       expect(imageFetches).toBe(0);
     });
   });
