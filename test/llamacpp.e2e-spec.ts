@@ -1,4 +1,6 @@
 import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -557,6 +559,328 @@ describe('the llamacpp backend', () => {
         expect(token.top_logprobs[0]!.token).toBe(token.token);
         expect(token.top_logprobs[0]!.logprob).toBeCloseTo(token.logprob, 6);
       }
+    });
+  });
+
+  /**
+   * The Responses and Messages APIs on the same model, through the same translation to the chat job: the
+   * text is gibberish, so these check the protocols' shapes, orders and counts, and the grammar-forced calls.
+   */
+  describe('the Responses and Messages APIs', () => {
+    let anthropic: Anthropic;
+    /** Counts the requests an image URL draws: neither the gateway nor the worker may ever fetch one. */
+    let imageHost: Server;
+    let imageFetches = 0;
+    let imageUrl = '';
+
+    beforeAll(async () => {
+      anthropic = new Anthropic({ apiKey: stack.apiKey, baseURL: stack.baseUrl, maxRetries: 0 });
+      imageHost = createServer((_req, res) => {
+        imageFetches++;
+        res.writeHead(404).end();
+      });
+      await new Promise<void>((resolve) => imageHost.listen(0, '127.0.0.1', resolve));
+      imageUrl = `http://127.0.0.1:${(imageHost.address() as AddressInfo).port}/cat.png`;
+    });
+
+    afterAll(async () => {
+      await new Promise<void>((resolve) => imageHost?.close(() => resolve()));
+    });
+
+    const RESPONSES_TOOL = {
+      type: 'function' as const,
+      name: 'get_weather',
+      description: 'Weather of a city',
+      parameters: WEATHER_PARAMETERS,
+      strict: true,
+    };
+    const MESSAGES_TOOL = {
+      name: 'get_weather',
+      description: 'Weather of a city',
+      input_schema: { ...WEATHER_PARAMETERS, type: 'object' as const },
+    };
+
+    it('answers responses.create up to max_output_tokens, incomplete, with its usage', async () => {
+      const response = await client.responses.create({
+        model: MODEL,
+        input: 'Tell me a story.',
+        max_output_tokens: 16,
+        temperature: 0,
+      });
+      expect(response).toMatchObject({
+        object: 'response',
+        status: 'incomplete',
+        model: MODEL,
+        incomplete_details: { reason: 'max_output_tokens' },
+      });
+      expect(response.output).toHaveLength(1);
+      expect(response.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'incomplete' });
+      expect(response.output_text.length).toBeGreaterThan(0);
+      expect(response.usage).toMatchObject({ output_tokens: 16 });
+      expect(response.usage!.input_tokens).toBeGreaterThan(0);
+      expect(response.usage!.total_tokens).toBe(response.usage!.input_tokens + 16);
+    });
+
+    it('streams a response in event order with contiguous sequence numbers, completed with usage', async () => {
+      // A json_schema format ends the answer by grammar, so even random weights complete it.
+      const stream = client.responses.stream({
+        model: MODEL,
+        input: 'The weather, as JSON.',
+        max_output_tokens: 300,
+        temperature: 0,
+        text: { format: { type: 'json_schema', name: 'weather', schema: WEATHER_PARAMETERS, strict: true } },
+      });
+      const events: Array<{ type: string; sequence_number: number }> = [];
+      let text = '';
+      for await (const event of stream) {
+        events.push(event);
+        if (event.type === 'response.output_text.delta') text += event.delta;
+      }
+      const final = await stream.finalResponse();
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      const types = events.map((e) => e.type);
+      expect(types.slice(0, 4)).toEqual([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+      ]);
+      const deltas = types.filter((type) => type === 'response.output_text.delta');
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(types.slice(4, 4 + deltas.length)).toEqual(deltas);
+      expect(types.slice(4 + deltas.length)).toEqual([
+        'response.output_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ]);
+      expect(final.status).toBe('completed');
+      expect(final.output_text).toBe(text);
+      expectWeatherArguments(text);
+      expect(final.usage!.output_tokens).toBeGreaterThan(0);
+      expect(final.usage!.input_tokens).toBeGreaterThan(0);
+    });
+
+    it('returns a function call forced by tool_choice, its arguments valid, created and streamed', async () => {
+      const request = {
+        model: MODEL,
+        input: 'What is the weather in Paris?',
+        max_output_tokens: 200,
+        temperature: 0,
+        tools: [RESPONSES_TOOL],
+        tool_choice: { type: 'function' as const, name: 'get_weather' },
+      };
+      const response = await client.responses.create(request);
+      expect(response.status).toBe('completed');
+      const calls = response.output.filter((item) => item.type === 'function_call');
+      expect(calls).toHaveLength(1);
+      const call = calls[0]!;
+      if (call.type !== 'function_call') throw new Error('not a function call');
+      expect(call).toMatchObject({
+        name: 'get_weather',
+        status: 'completed',
+        call_id: expect.stringMatching(/^call_/),
+      });
+      expectWeatherArguments(call.arguments);
+
+      const stream = client.responses.stream(request);
+      const fragments: string[] = [];
+      let done = '';
+      for await (const event of stream) {
+        if (event.type === 'response.function_call_arguments.delta') fragments.push(event.delta);
+        if (event.type === 'response.function_call_arguments.done') done = event.arguments;
+      }
+      const final = await stream.finalResponse();
+      expect(fragments.length).toBeGreaterThan(1);
+      expect(fragments.join('')).toBe(done);
+      expectWeatherArguments(done);
+      expect(final.status).toBe('completed');
+      expect(final.output.find((item) => item.type === 'function_call')).toMatchObject({ arguments: done });
+
+      // The call's output continues the stored conversation; the model reads call and output in its prompt.
+      const answer = await client.responses.create({
+        model: MODEL,
+        previous_response_id: response.id,
+        input: [{ type: 'function_call_output', call_id: call.call_id, output: '21 degrees and sunny' }],
+        tools: [RESPONSES_TOOL],
+        tool_choice: 'none',
+        max_output_tokens: 16,
+        temperature: 0,
+      });
+      expect(answer.output.map((item) => item.type)).toEqual(['message']);
+      expect(answer.output_text.length).toBeGreaterThan(0);
+      const unanswered = await client.responses.create({
+        ...request,
+        tool_choice: 'none',
+        max_output_tokens: 16,
+      });
+      expect(answer.usage!.input_tokens).toBeGreaterThan(unanswered.usage!.input_tokens + 10);
+    });
+
+    it('answers messages.create and messages.stream with max_tokens as the stop reason and usage', async () => {
+      const message = await anthropic.messages.create({
+        model: MODEL,
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'Tell me a story.' }],
+      });
+      expect(message).toMatchObject({
+        type: 'message',
+        role: 'assistant',
+        model: MODEL,
+        stop_reason: 'max_tokens',
+      });
+      expect(message.id).toMatch(/^msg_/);
+      expect(message.content).toEqual([{ type: 'text', text: expect.any(String) }]);
+      expect(message.usage.output_tokens).toBe(8);
+      expect(message.usage.input_tokens).toBeGreaterThan(0);
+
+      const stream = anthropic.messages.stream({
+        model: MODEL,
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'Tell me a story.' }],
+      });
+      const deltas: string[] = [];
+      stream.on('text', (text) => deltas.push(text));
+      const streamed = await stream.finalMessage();
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(streamed.content).toEqual([{ type: 'text', text: deltas.join('') }]);
+      expect(streamed.stop_reason).toBe('max_tokens');
+      expect(streamed.usage).toMatchObject({ input_tokens: message.usage.input_tokens, output_tokens: 8 });
+    });
+
+    it('returns a tool_use forced by tool_choice, its input valid, created and streamed', async () => {
+      const request = {
+        model: MODEL,
+        max_tokens: 200,
+        // Greedy, as the chat tests: sampled digits could run on past what a JSON number holds.
+        temperature: 0,
+        tools: [MESSAGES_TOOL],
+        tool_choice: { type: 'tool' as const, name: 'get_weather' },
+        messages: [{ role: 'user' as const, content: 'What is the weather in Paris?' }],
+      };
+      const message = await anthropic.messages.create(request);
+      expect(message.stop_reason).toBe('tool_use');
+      const uses = message.content.filter((block) => block.type === 'tool_use');
+      expect(uses).toHaveLength(1);
+      expect(uses[0]).toMatchObject({ id: expect.stringMatching(/^toolu_/), name: 'get_weather' });
+      expectWeatherArguments(JSON.stringify(uses[0]!.input));
+
+      const stream = anthropic.messages.stream(request);
+      const partials: string[] = [];
+      stream.on('inputJson', (partial) => partials.push(partial));
+      const streamed = await stream.finalMessage();
+      expect(partials.length).toBeGreaterThan(1);
+      expectWeatherArguments(partials.join(''));
+      expect(streamed.stop_reason).toBe('tool_use');
+      expect(streamed.content.find((block) => block.type === 'tool_use')).toMatchObject({
+        name: 'get_weather',
+        input: JSON.parse(partials.join('')) as unknown,
+      });
+      expect(streamed.usage.output_tokens).toBeGreaterThan(0);
+
+      // The tool's result goes back as a tool_result block; the model reads call and result in its prompt.
+      const answer = await anthropic.messages.create({
+        ...request,
+        max_tokens: 8,
+        tool_choice: { type: 'none' },
+        messages: [
+          ...request.messages,
+          { role: 'assistant', content: message.content },
+          {
+            role: 'user',
+            content: [{ type: 'tool_result', tool_use_id: uses[0]!.id, content: '21 degrees and sunny' }],
+          },
+        ],
+      });
+      expect(answer.content).toEqual([{ type: 'text', text: expect.any(String) }]);
+      expect(answer.stop_reason).toBe('max_tokens');
+      const unanswered = await anthropic.messages.create({
+        ...request,
+        max_tokens: 1,
+        tool_choice: { type: 'none' },
+      });
+      expect(answer.usage.input_tokens).toBeGreaterThan(unanswered.usage.input_tokens + 10);
+    });
+
+    it('refuses an image URL on this text-only model with a 400 in each protocol, never fetching it', async () => {
+      const responses = await client.responses
+        .create({
+          model: MODEL,
+          input: [
+            {
+              role: 'user',
+              content: [
+                { type: 'input_text', text: 'What is this?' },
+                { type: 'input_image', image_url: imageUrl, detail: 'auto' },
+              ],
+            },
+          ],
+        })
+        .catch((e: unknown) => e);
+      expect(responses).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(responses).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'input' });
+      expect((responses as Error).message).toContain('accepts text only');
+
+      const messages = await anthropic.messages
+        .create({
+          model: MODEL,
+          max_tokens: 8,
+          messages: [
+            {
+              role: 'user',
+              content: [
+                { type: 'image', source: { type: 'url', url: imageUrl } },
+                { type: 'text', text: 'What is this?' },
+              ],
+            },
+          ],
+        })
+        .catch((e: unknown) => e);
+      expect(messages).toBeInstanceOf(Anthropic.BadRequestError);
+      expect(messages).toMatchObject({
+        status: 400,
+        error: {
+          type: 'error',
+          error: { type: 'invalid_request_error', message: expect.stringContaining('accepts text only') },
+        },
+      });
+
+      // Streamed, the refusal comes inside the 200 (a stream opens before its job runs): each protocol's
+      // error event, naming the same field.
+      const responsesStream = await stack.post('/v1/responses', {
+        model: MODEL,
+        stream: true,
+        input: [{ role: 'user', content: [{ type: 'input_image', image_url: imageUrl }] }],
+      });
+      const responsesEvents = (await responsesStream.text())
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice('data: '.length)) as { type: string });
+      expect(responsesEvents.map((event) => event.type)).toEqual([
+        'response.created',
+        'response.in_progress',
+        'error',
+        'response.failed',
+      ]);
+      expect(responsesEvents[2]).toMatchObject({
+        code: 'unsupported_content',
+        message: expect.stringContaining('accepts text only') as unknown,
+      });
+      const messagesStream = await stack.post('/v1/messages', {
+        model: MODEL,
+        max_tokens: 8,
+        stream: true,
+        system: 'Describe images.',
+        messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: imageUrl } }] }],
+      });
+      expect(messagesStream.status).toBe(200);
+      const messagesEvents = (await messagesStream.text()).split('\n').filter((line) => line !== '');
+      expect(messagesEvents.slice(-2)).toEqual(['event: error', expect.stringMatching(/^data: /)]);
+      expect(JSON.parse(messagesEvents.at(-1)!.slice('data: '.length))).toEqual({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: expect.stringContaining('accepts text only') },
+      });
+      expect(imageFetches).toBe(0);
     });
   });
 

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import sharp from 'sharp';
 import { freePort } from './support/free-port';
@@ -563,5 +564,555 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
     expect(logs).toContain('catalog model "up-missing-key"');
     expect(logs).toContain('backend.apiKeyEnv');
     expect(logs).toContain('E2E_UNSET_UPSTREAM_KEY');
+  });
+
+  /**
+   * The Responses and Messages APIs on the same backend: the gateway translates both ways to the Chat
+   * Completions its upstream speaks, what the client sees and what the upstream receives.
+   */
+  describe('the Responses and Messages APIs', () => {
+    let anthropic: Anthropic;
+    const WEATHER_PARAMETERS = {
+      type: 'object' as const,
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    };
+    /** Fragments of `{"city":"Oslo"}` as an upstream streams them, in pieces that split keys and values. */
+    const ARGUMENT_PIECES = ['{"ci', 'ty":', '"Os', 'lo"}'];
+    // An address no resolver answers: a gateway that fetched it would fail, not relay it.
+    const IMAGE_URL = 'https://images.example.invalid/cat.png';
+
+    beforeAll(() => {
+      anthropic = new Anthropic({ apiKey: stack.apiKey, baseURL: stack.baseUrl, maxRetries: 0 });
+    });
+
+    /** An upstream answering with `pieces` of text, then `finish` and usage 11 / pieces.length. */
+    function answerText(pieces: readonly string[], finish = 'stop'): void {
+      fake.handle(CHAT, async (_request, res) => {
+        startStream(res);
+        await sendEvent(res, chunk([{ role: 'assistant', content: '' }]));
+        for (const piece of pieces) await sendEvent(res, chunk([{ content: piece }]));
+        await sendEvent(res, chunk([{ finish_reason: finish }]));
+        await sendEvent(res, chunk([], { prompt_tokens: 11, completion_tokens: pieces.length }));
+        await sendEvent(res, '[DONE]');
+        res.end();
+      });
+    }
+
+    /** An upstream calling get_weather: the call's id and name first, then its arguments over several chunks. */
+    function answerToolCall(): void {
+      fake.handle(CHAT, async (_request, res) => {
+        startStream(res);
+        await sendEvent(res, chunk([{ role: 'assistant', content: null }]));
+        await sendEvent(
+          res,
+          chunk([
+            {
+              tool_calls: [
+                {
+                  index: 0,
+                  id: 'call_w1',
+                  type: 'function',
+                  function: { name: 'get_weather', arguments: '' },
+                },
+              ],
+            },
+          ]),
+        );
+        for (const piece of ARGUMENT_PIECES) {
+          await sendEvent(res, chunk([{ tool_calls: [{ index: 0, function: { arguments: piece } }] }]));
+        }
+        await sendEvent(res, chunk([{ finish_reason: 'tool_calls' }]));
+        await sendEvent(res, chunk([], { prompt_tokens: 40, completion_tokens: 9 }));
+        await sendEvent(res, '[DONE]');
+        res.end();
+      });
+    }
+
+    /** The chat messages the upstream received last. */
+    const upstreamMessages = () => fake.last.body.messages as Array<Record<string, unknown>>;
+
+    it('answers responses.create and responses.stream with the upstream text and its usage', async () => {
+      answerText(['Hello', ' from', ' upstream.']);
+      const response = await client.responses.create({
+        model: 'up-chat',
+        instructions: 'Be brief.',
+        input: 'Say hello.',
+        max_output_tokens: 30,
+        temperature: 0.2,
+      });
+      expect(response).toMatchObject({
+        status: 'completed',
+        model: 'up-chat',
+        output_text: 'Hello from upstream.',
+      });
+      expect(response.usage).toMatchObject({ input_tokens: 11, output_tokens: 3, total_tokens: 14 });
+      expect(fake.last.body).toMatchObject({
+        model: 'upstream-llama',
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Say hello.' },
+        ],
+        max_tokens: 30,
+        temperature: 0.2,
+      });
+
+      answerText(['One', ' two', ' three'], 'length');
+      const stream = client.responses.stream({ model: 'up-chat', input: 'Count.', max_output_tokens: 16 });
+      const events: Array<{ type: string; sequence_number: number }> = [];
+      const deltas: string[] = [];
+      for await (const event of stream) {
+        events.push(event);
+        if (event.type === 'response.output_text.delta') deltas.push(event.delta);
+      }
+      const final = await stream.finalResponse();
+      expect(deltas).toEqual(['One', ' two', ' three']);
+      expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+      expect(events.at(-1)!.type).toBe('response.incomplete');
+      expect(final).toMatchObject({
+        status: 'incomplete',
+        incomplete_details: { reason: 'max_output_tokens' },
+        output_text: 'One two three',
+      });
+      expect(final.usage).toMatchObject({ input_tokens: 11, output_tokens: 3 });
+    });
+
+    it('streams a function call from upstream tool-call deltas, then sends its output upstream as a tool message', async () => {
+      answerToolCall();
+      const tools = [
+        { type: 'function' as const, name: 'get_weather', parameters: WEATHER_PARAMETERS, strict: true },
+      ];
+      const stream = client.responses.stream({ model: 'up-chat', input: 'Weather in Oslo?', tools });
+      const argumentDeltas: string[] = [];
+      const types: string[] = [];
+      let done: string | undefined;
+      for await (const event of stream) {
+        types.push(event.type);
+        if (event.type === 'response.function_call_arguments.delta') argumentDeltas.push(event.delta);
+        if (event.type === 'response.function_call_arguments.done') done = event.arguments;
+      }
+      const first = await stream.finalResponse();
+      expect(argumentDeltas).toEqual(ARGUMENT_PIECES);
+      expect(done).toBe('{"city":"Oslo"}');
+      expect(types.indexOf('response.output_item.added')).toBeLessThan(
+        types.indexOf('response.function_call_arguments.delta'),
+      );
+      expect(types.slice(-3)).toEqual([
+        'response.function_call_arguments.done',
+        'response.output_item.done',
+        'response.completed',
+      ]);
+      const call = first.output.find((item) => item.type === 'function_call');
+      if (call?.type !== 'function_call') throw new Error('no function_call item');
+      expect(call).toMatchObject({ name: 'get_weather', arguments: '{"city":"Oslo"}', status: 'completed' });
+      expect(first.usage).toMatchObject({ input_tokens: 40, output_tokens: 9 });
+      expect(fake.last.body).toMatchObject({
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'get_weather', parameters: WEATHER_PARAMETERS, strict: true },
+          },
+        ],
+        tool_choice: 'auto',
+      });
+
+      answerText(['Sunny', ' in Oslo.']);
+      const second = await client.responses.create({
+        model: 'up-chat',
+        previous_response_id: first.id,
+        input: [{ type: 'function_call_output', call_id: call.call_id, output: 'sunny, 21 C' }],
+        tools,
+      });
+      expect(second.output_text).toBe('Sunny in Oslo.');
+      expect(upstreamMessages()).toEqual([
+        { role: 'user', content: 'Weather in Oslo?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: call.call_id,
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: call.call_id, content: 'sunny, 21 C' },
+      ]);
+    });
+
+    it('answers messages.create and messages.stream with the upstream text, stop reason and usage', async () => {
+      answerText(['Hello', ' there.']);
+      const message = await anthropic.messages.create({
+        model: 'up-chat',
+        max_tokens: 40,
+        system: 'Be brief.',
+        messages: [{ role: 'user', content: 'Say hello.' }],
+      });
+      expect(message).toMatchObject({
+        type: 'message',
+        role: 'assistant',
+        model: 'up-chat',
+        content: [{ type: 'text', text: 'Hello there.' }],
+        stop_reason: 'end_turn',
+        usage: { input_tokens: 11, output_tokens: 2 },
+      });
+      expect(fake.last.body).toMatchObject({
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: 'Say hello.' },
+        ],
+        max_tokens: 40,
+      });
+
+      answerText(['A', ' long', ' story'], 'length');
+      const stream = anthropic.messages.stream({
+        model: 'up-chat',
+        max_tokens: 3,
+        messages: [{ role: 'user', content: 'Tell a story.' }],
+      });
+      const deltas: string[] = [];
+      stream.on('text', (text) => deltas.push(text));
+      const streamed = await stream.finalMessage();
+      expect(deltas).toEqual(['A', ' long', ' story']);
+      expect(streamed.content).toEqual([{ type: 'text', text: 'A long story' }]);
+      expect(streamed.stop_reason).toBe('max_tokens');
+      expect(streamed.usage).toMatchObject({ input_tokens: 11, output_tokens: 3 });
+    });
+
+    it('streams a tool_use block from upstream tool-call deltas, then sends the tool_result upstream as a tool message', async () => {
+      answerToolCall();
+      const tools = [
+        { name: 'get_weather', description: 'Weather of a city', input_schema: WEATHER_PARAMETERS },
+      ];
+      const question: Anthropic.MessageParam = { role: 'user', content: 'Weather in Oslo?' };
+      const stream = anthropic.messages.stream({
+        model: 'up-chat',
+        max_tokens: 100,
+        tools,
+        messages: [question],
+      });
+      const partials: string[] = [];
+      const starts: unknown[] = [];
+      stream.on('streamEvent', (event) => {
+        if (event.type === 'content_block_start') starts.push(event.content_block);
+        if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta') {
+          partials.push(event.delta.partial_json);
+        }
+      });
+      const first = await stream.finalMessage();
+      expect(starts).toEqual([
+        { type: 'tool_use', id: expect.stringMatching(/^toolu_/), name: 'get_weather', input: {} },
+      ]);
+      expect(partials).toEqual(ARGUMENT_PIECES);
+      expect(JSON.parse(partials.join(''))).toEqual({ city: 'Oslo' });
+      expect(first.stop_reason).toBe('tool_use');
+      expect(first.usage).toMatchObject({ input_tokens: 40, output_tokens: 9 });
+      const use = first.content.find((block) => block.type === 'tool_use');
+      if (use?.type !== 'tool_use') throw new Error('no tool_use block');
+      expect(use).toMatchObject({ name: 'get_weather', input: { city: 'Oslo' } });
+      expect(fake.last.body).toMatchObject({
+        tools: [{ type: 'function', function: { name: 'get_weather', parameters: WEATHER_PARAMETERS } }],
+      });
+
+      answerText(['Sunny', ' in Oslo.']);
+      const answer = await anthropic.messages.create({
+        model: 'up-chat',
+        max_tokens: 100,
+        tools,
+        messages: [
+          question,
+          { role: 'assistant', content: first.content },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny, 21 C' }] },
+        ],
+      });
+      expect(answer.content).toEqual([{ type: 'text', text: 'Sunny in Oslo.' }]);
+      expect(upstreamMessages()).toEqual([
+        { role: 'user', content: 'Weather in Oslo?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: use.id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: use.id, content: 'sunny, 21 C' },
+      ]);
+    });
+
+    it("maps an upstream 400 and 500 to each protocol's error shape", async () => {
+      const message = "This model's maximum context length is 4096 tokens.";
+      fake.handle(CHAT, (_request, res) =>
+        json(res, 400, { error: { message, type: 'invalid_request_error', param: 'messages', code: null } }),
+      );
+      const responses400 = await client.responses
+        .create({ model: 'up-chat', input: 'long' })
+        .catch((e: unknown) => e);
+      expect(responses400).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(responses400).toMatchObject({ status: 400, type: 'invalid_request_error' });
+      expect((responses400 as Error).message).toContain(message);
+      const messages400 = await anthropic.messages
+        .create({ model: 'up-chat', max_tokens: 10, messages: [{ role: 'user', content: 'long' }] })
+        .catch((e: unknown) => e);
+      expect(messages400).toBeInstanceOf(Anthropic.BadRequestError);
+      expect(messages400).toMatchObject({
+        status: 400,
+        error: {
+          type: 'error',
+          error: { type: 'invalid_request_error', message: expect.stringContaining(message) },
+        },
+      });
+
+      fake.handle(CHAT, (_request, res) =>
+        json(res, 500, { error: { message: 'CUDA out of memory in /srv/models/secret-path' } }),
+      );
+      const responses500 = await client.responses
+        .create({ model: 'up-chat', input: 'x' })
+        .catch((e: unknown) => e);
+      expect(responses500).toBeInstanceOf(OpenAI.APIError);
+      expect(responses500).toMatchObject({ status: 502, type: 'server_error', code: 'upstream_error' });
+      expect((responses500 as Error).message).not.toContain('CUDA');
+      const messages500 = await anthropic.messages
+        .create({ model: 'up-chat', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] })
+        .catch((e: unknown) => e);
+      expect(messages500).toBeInstanceOf(Anthropic.InternalServerError);
+      expect(messages500).toMatchObject({
+        status: 502,
+        error: { type: 'error', error: { type: 'api_error' } },
+      });
+      expect((messages500 as Error).message).not.toContain('CUDA');
+
+      // A stream opens before its job runs (its model has no fallbacks), so the same refusal arrives inside
+      // the 200: Responses' `error` event, which the SDK raises, then `response.failed`; Anthropic's `error`.
+      fake.handle(CHAT, (_request, res) =>
+        json(res, 400, { error: { message, type: 'invalid_request_error', param: 'messages', code: null } }),
+      );
+      const events: string[] = [];
+      const streamed400 = await (async () => {
+        for await (const event of client.responses.stream({ model: 'up-chat', input: 'long' })) {
+          events.push(event.type);
+        }
+      })().catch((e: unknown) => e);
+      expect(streamed400).toBeInstanceOf(OpenAI.APIError);
+      expect((streamed400 as Error).message).toContain(message);
+      expect(events).toEqual(['response.created', 'response.in_progress']);
+      const raw = await stack.post('/v1/responses', { model: 'up-chat', input: 'long', stream: true });
+      const named = (await raw.text()).split('\n').filter((line) => line.startsWith('event: '));
+      expect(named.slice(-2)).toEqual(['event: error', 'event: response.failed']);
+      const streamedMessages400 = await anthropic.messages
+        .stream({ model: 'up-chat', max_tokens: 10, messages: [{ role: 'user', content: 'long' }] })
+        .finalMessage()
+        .catch((e: unknown) => e);
+      expect(streamedMessages400).toBeInstanceOf(Anthropic.APIError);
+      expect(streamedMessages400).toMatchObject({
+        error: {
+          type: 'error',
+          error: { type: 'invalid_request_error', message: expect.stringContaining(message) },
+        },
+      });
+    });
+
+    it('keeps text and two tool calls of one upstream answer apart and in order, on both routes', async () => {
+      // Text first, then two calls one after the other, each call's id and name with its first fragment.
+      fake.handle(CHAT, async (_request, res) => {
+        startStream(res);
+        await sendEvent(res, chunk([{ role: 'assistant', content: 'Checking' }]));
+        await sendEvent(res, chunk([{ content: ' both.' }]));
+        for (const [index, city] of ['Oslo', 'Rome'].entries()) {
+          const id = `call_p${index}`;
+          const name = 'get_weather';
+          await sendEvent(
+            res,
+            chunk([
+              { tool_calls: [{ index, id, type: 'function', function: { name, arguments: '{"city":' } }] },
+            ]),
+          );
+          await sendEvent(res, chunk([{ tool_calls: [{ index, function: { arguments: `"${city}"}` } }] }]));
+        }
+        await sendEvent(
+          res,
+          chunk([{ finish_reason: 'tool_calls' }], { prompt_tokens: 30, completion_tokens: 20 }),
+        );
+        await sendEvent(res, '[DONE]');
+        res.end();
+      });
+      const tools = [
+        { type: 'function' as const, name: 'get_weather', parameters: WEATHER_PARAMETERS, strict: true },
+      ];
+      const stream = client.responses.stream({ model: 'up-chat', input: 'Oslo and Rome?', tools });
+      const added: string[] = [];
+      for await (const event of stream)
+        if (event.type === 'response.output_item.added') added.push(event.item.type);
+      const response = await stream.finalResponse();
+      expect(added).toEqual(['message', 'function_call', 'function_call']);
+      expect(response.output_text).toBe('Checking both.');
+      expect(response.output.slice(1)).toEqual([
+        expect.objectContaining({ type: 'function_call', call_id: 'call_p0', arguments: '{"city":"Oslo"}' }),
+        expect.objectContaining({ type: 'function_call', call_id: 'call_p1', arguments: '{"city":"Rome"}' }),
+      ]);
+
+      const anthropicTools = [{ name: 'get_weather', input_schema: WEATHER_PARAMETERS }];
+      const question: Anthropic.MessageParam = { role: 'user', content: 'Oslo and Rome?' };
+      for (const streamed of [false, true]) {
+        const message = streamed
+          ? await anthropic.messages
+              .stream({ model: 'up-chat', max_tokens: 100, tools: anthropicTools, messages: [question] })
+              .finalMessage()
+          : await anthropic.messages.create({
+              model: 'up-chat',
+              max_tokens: 100,
+              tools: anthropicTools,
+              messages: [question],
+            });
+        expect(message.stop_reason).toBe('tool_use');
+        expect(message.content).toEqual([
+          { type: 'text', text: 'Checking both.' },
+          { type: 'tool_use', id: 'toolu_p0', name: 'get_weather', input: { city: 'Oslo' } },
+          { type: 'tool_use', id: 'toolu_p1', name: 'get_weather', input: { city: 'Rome' } },
+        ]);
+      }
+    });
+
+    it('ends a stream whose upstream fails mid-answer with each protocol’s error, redacted', async () => {
+      fake.handle(CHAT, async (_request, res) => {
+        startStream(res);
+        await sendEvent(res, chunk([{ content: 'partial' }]));
+        await sendEvent(res, { error: { message: 'KV cache exhausted at http://10.1.2.3:8000/internal' } });
+        res.end();
+      });
+      const expected = 'The upstream model server failed during generation: KV cache exhausted at [url]';
+      const responses = await stack.post('/v1/responses', { model: 'up-chat', input: 'x', stream: true });
+      expect(responses.status).toBe(200);
+      const responsesText = await responses.text();
+      expect(responsesText).not.toContain('10.1.2.3');
+      const responsesEvents = responsesText
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice('data: '.length)) as { type: string; [field: string]: unknown });
+      expect(responsesEvents.map((e) => e.type)).toContain('response.output_text.delta');
+      expect(responsesEvents.slice(-2)).toEqual([
+        expect.objectContaining({ type: 'error', code: 'upstream_error', message: expected }),
+        expect.objectContaining({
+          type: 'response.failed',
+          response: expect.objectContaining({
+            status: 'failed',
+            error: { code: 'upstream_error', message: expected },
+          }) as unknown,
+        }),
+      ]);
+
+      const stream = anthropic.messages.stream({
+        model: 'up-chat',
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'x' }],
+      });
+      const deltas: string[] = [];
+      stream.on('text', (text) => deltas.push(text));
+      const failure = await stream.finalMessage().catch((e: unknown) => e);
+      expect(deltas).toEqual(['partial']);
+      expect(failure).toBeInstanceOf(Anthropic.APIError);
+      expect(failure).toMatchObject({
+        error: { type: 'error', error: { type: 'api_error', message: expected } },
+      });
+    });
+
+    it("relays each protocol's settings to the upstream in Chat Completions' words", async () => {
+      answerText(['{"city":"Oslo"}']);
+      const schema = { ...WEATHER_PARAMETERS, $schema: 'http://json-schema.org/draft-07/schema#' };
+      const response = await client.responses.create({
+        model: 'up-chat',
+        input: [
+          { role: 'developer', content: 'Answer in JSON.' },
+          { role: 'user', content: 'Weather?' },
+        ],
+        text: { format: { type: 'json_schema', name: 'weather', schema, strict: true } },
+        top_p: 0.5,
+        tools: [{ type: 'function', name: 'get_weather', parameters: WEATHER_PARAMETERS, strict: true }],
+        tool_choice: { type: 'function', name: 'get_weather' },
+        parallel_tool_calls: false,
+      });
+      expect(response.output_text).toBe('{"city":"Oslo"}');
+      expect(fake.last.body).toMatchObject({
+        messages: [
+          { role: 'system', content: 'Answer in JSON.' },
+          { role: 'user', content: 'Weather?' },
+        ],
+        top_p: 0.5,
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'weather', schema: WEATHER_PARAMETERS, strict: true },
+        },
+        tool_choice: { type: 'function', function: { name: 'get_weather' } },
+        parallel_tool_calls: false,
+      });
+
+      answerText(['ok']);
+      await anthropic.messages.create({
+        model: 'up-chat',
+        max_tokens: 20,
+        stop_sequences: ['END'],
+        tools: [{ name: 'get_weather', input_schema: WEATHER_PARAMETERS }],
+        tool_choice: { type: 'any', disable_parallel_tool_use: true },
+        messages: [{ role: 'user', content: 'Weather?' }],
+      });
+      expect(fake.last.body).toMatchObject({
+        max_tokens: 20,
+        stop: ['END'],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+      });
+    });
+
+    it('relays an image URL to the upstream as the URL, without fetching it, on both routes', async () => {
+      answerText(['A cat.']);
+      const response = await client.responses.create({
+        model: 'up-chat',
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 'What is this?' },
+              { type: 'input_image', image_url: IMAGE_URL, detail: 'low' },
+            ],
+          },
+        ],
+      });
+      expect(response.output_text).toBe('A cat.');
+      expect(upstreamMessages()).toEqual([
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is this?' },
+            { type: 'image_url', image_url: { url: IMAGE_URL, detail: 'low' } },
+          ],
+        },
+      ]);
+
+      answerText(['A cat.']);
+      const message = await anthropic.messages.create({
+        model: 'up-chat',
+        max_tokens: 20,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'image', source: { type: 'url', url: IMAGE_URL } },
+              { type: 'text', text: 'What is this?' },
+            ],
+          },
+        ],
+      });
+      expect(message.content).toEqual([{ type: 'text', text: 'A cat.' }]);
+      expect(upstreamMessages()).toEqual([
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url: IMAGE_URL } },
+            { type: 'text', text: 'What is this?' },
+          ],
+        },
+      ]);
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { GatewayError, REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
-import { toChatRequest } from './chat-request.translator';
+import { asResponsesError, toChatRequest } from './chat-request.translator';
 import { validateResponsesRequest } from './responses-request.validator';
 import type { ConversationItem } from './responses.types';
 
@@ -107,5 +107,22 @@ describe('toChatRequest', () => {
       translate({ text: { format: { type: 'json_schema', name: 'x', schema: { type: 'nonsense' } } } }),
     );
     expect(schema.param).toMatch(/^text\.format/);
+  });
+
+  it("names the Responses field in a backend's refusal of the chat request", () => {
+    const request = validateResponsesRequest({ model: 'm', input: 'x' });
+    const backend = GatewayError.invalidRequest(
+      'The model `m` accepts text only; messages[0].content has an image part.',
+      'messages[0].content',
+      'unsupported_content',
+    );
+    expect(asResponsesError(backend, request)).toMatchObject({
+      status: 400,
+      param: 'input',
+      code: 'unsupported_content',
+      message: 'The model `m` accepts text only; input has an image part.',
+    });
+    const unrelated = GatewayError.invalidRequest('no such model', 'model');
+    expect(asResponsesError(unrelated, request)).toBe(unrelated);
   });
 });

@@ -167,7 +167,11 @@ function responsesParam(chatParam: string, request: ResponsesRequest): string {
   return chatParam;
 }
 
-function asResponsesError(error: unknown, request: ResponsesRequest): unknown {
+/**
+ * A refusal that names a field of the chat request, renamed to the Responses field it came from; the chat
+ * request's rules here and a backend's refusals in the worker (a text-only model's image part) alike.
+ */
+export function asResponsesError(error: unknown, request: ResponsesRequest): unknown {
   if (!(error instanceof GatewayError) || error.param === null || error.status !== 400) return error;
   const param = responsesParam(error.param, request);
   if (param === error.param) return error;

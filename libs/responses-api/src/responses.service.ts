@@ -5,7 +5,7 @@ import { GatewayConfig } from '@mgw/config';
 import { assertChatParametersSupported, type RequestSizeLimits } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { RequestSessions, type Delivery, type RenderContext, type SessionRequest } from '@mgw/session';
-import { toChatRequest } from './chat-request.translator';
+import { asResponsesError, toChatRequest } from './chat-request.translator';
 import { historyOf, itemNotFound, requestIdOfItem, resolveInput } from './conversation';
 import { RESPONSES_STREAM_FORMAT, ResponseEventsRenderer } from './response-events.renderer';
 import { ResponseJsonRenderer, ResponseRecorder } from './response-json.renderer';
@@ -102,7 +102,11 @@ export class ResponsesService {
           renderer: (context, refuse) =>
             new ResponseJsonRenderer(base(context), refuse, request.store ? keep(context) : null),
         };
-    await this.sessions.run(session, delivery, reply);
+    try {
+      await this.sessions.run(session, delivery, reply);
+    } catch (error) {
+      throw asResponsesError(error, request);
+    }
     return undefined;
   }
 
