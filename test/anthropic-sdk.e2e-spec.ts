@@ -307,6 +307,33 @@ describe('the Anthropic SDK against the gateway', () => {
         'invalid x-api-key',
       );
     }
+    // An issued key's shape, unknown, and a disabled key: looked up in Redis, refused in the same words.
+    await expectRefusal(
+      await send({ 'x-api-key': `sk-gw-${'A'.repeat(43)}` }),
+      401,
+      'authentication_error',
+      'invalid x-api-key',
+    );
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const issued = (await (
+      await fetch(`${stack.baseUrl}/admin/keys`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ name: 'soon-disabled' }),
+      })
+    ).json()) as { id: string; key: string };
+    const disabled = await fetch(`${stack.baseUrl}/admin/keys/${issued.id}`, {
+      method: 'PATCH',
+      headers: admin,
+      body: JSON.stringify({ disabled: true }),
+    });
+    expect(disabled.status).toBe(200);
+    await expectRefusal(
+      await send({ 'x-api-key': issued.key }),
+      401,
+      'authentication_error',
+      'invalid x-api-key',
+    );
     const stranger = new Anthropic({ apiKey: 'sk-wrong', baseURL: stack.baseUrl, maxRetries: 0 });
     const refused = await stranger.messages
       .create({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
