@@ -355,7 +355,7 @@ describe('the Anthropic SDK against the gateway', () => {
       await send(key, '{"model": "sim-chat", '),
       400,
       'invalid_request_error',
-      expect.stringMatching(/^We could not parse the JSON body of your request/),
+      expect.stringMatching(/^The request body is not valid JSON: ./),
     );
     await expectRefusal(
       await send({ ...key, 'content-type': 'text/plain' }, 'hi'),
@@ -395,6 +395,11 @@ describe('the Anthropic SDK against the gateway', () => {
     );
 
     // The OpenAI routes keep OpenAI's words.
+    const openAiJson = await send(key, '{"model": "sim-chat", ', '/v1/chat/completions');
+    expect(openAiJson.status).toBe(400);
+    expect(await openAiJson.json()).toMatchObject({
+      error: { code: 'invalid_json', message: expect.stringMatching(/^We could not parse the JSON body/) },
+    });
     const openAi = await send({}, JSON.stringify(hi), '/v1/chat/completions');
     expect(openAi.status).toBe(401);
     expect(openAi.headers.get('request-id')).toBeNull();
