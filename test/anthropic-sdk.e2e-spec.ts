@@ -307,6 +307,33 @@ describe('the Anthropic SDK against the gateway', () => {
         'invalid x-api-key',
       );
     }
+    // An issued key's shape, unknown, and a disabled key: looked up in Redis, refused in the same words.
+    await expectRefusal(
+      await send({ 'x-api-key': `sk-gw-${'A'.repeat(43)}` }),
+      401,
+      'authentication_error',
+      'invalid x-api-key',
+    );
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const issued = (await (
+      await fetch(`${stack.baseUrl}/admin/keys`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ name: 'soon-disabled' }),
+      })
+    ).json()) as { id: string; key: string };
+    const disabled = await fetch(`${stack.baseUrl}/admin/keys/${issued.id}`, {
+      method: 'PATCH',
+      headers: admin,
+      body: JSON.stringify({ disabled: true }),
+    });
+    expect(disabled.status).toBe(200);
+    await expectRefusal(
+      await send({ 'x-api-key': issued.key }),
+      401,
+      'authentication_error',
+      'invalid x-api-key',
+    );
     const stranger = new Anthropic({ apiKey: 'sk-wrong', baseURL: stack.baseUrl, maxRetries: 0 });
     const refused = await stranger.messages
       .create({ model: 'sim-chat', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] })
@@ -328,7 +355,7 @@ describe('the Anthropic SDK against the gateway', () => {
       await send(key, '{"model": "sim-chat", '),
       400,
       'invalid_request_error',
-      expect.stringMatching(/^We could not parse the JSON body of your request/),
+      expect.stringMatching(/^The request body is not valid JSON: ./),
     );
     await expectRefusal(
       await send({ ...key, 'content-type': 'text/plain' }, 'hi'),
@@ -368,6 +395,11 @@ describe('the Anthropic SDK against the gateway', () => {
     );
 
     // The OpenAI routes keep OpenAI's words.
+    const openAiJson = await send(key, '{"model": "sim-chat", ', '/v1/chat/completions');
+    expect(openAiJson.status).toBe(400);
+    expect(await openAiJson.json()).toMatchObject({
+      error: { code: 'invalid_json', message: expect.stringMatching(/^We could not parse the JSON body/) },
+    });
     const openAi = await send({}, JSON.stringify(hi), '/v1/chat/completions');
     expect(openAi.status).toBe(401);
     expect(openAi.headers.get('request-id')).toBeNull();
@@ -420,9 +452,67 @@ describe('the Anthropic SDK against the gateway', () => {
         'tools.0.input_schema.type',
       ],
     ];
-    for (const [body, message] of cases) {
-      const res = await post(body, bearer);
-      expect(res.status).toBe(400);
+    const question = { role: 'user', content: 'What is the weather?' };
+    const toolUse = {
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: 'toolu_a1', name: 'get_weather', input: { city: 'Oslo' } }],
+    };
+    const withTool = (messages: unknown[], tools: unknown[] = [WEATHER_TOOL]) => ({
+      model: 'sim-chat',
+      max_tokens: 8,
+      tools,
+      messages,
+    });
+    // Checked on both routes: the body's rules are the same for a count.
+    const everywhere: Array<[unknown, string]> = [
+      // A result for an id the previous turn did not use.
+      [
+        withTool([
+          question,
+          toolUse,
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_b2', content: 'r' }] },
+        ]),
+        'messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_b2',
+      ],
+      // A tool use the next turn leaves unanswered.
+      [
+        withTool([question, toolUse, { role: 'user', content: 'and?' }]),
+        'messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_a1',
+      ],
+      [
+        { model: 'sim-chat', max_tokens: 8, messages: [{ role: 'tool', content: 'x' }] },
+        "messages.0.role: Input should be 'user' or 'assistant'",
+      ],
+      [
+        withTool(
+          [question],
+          [{ name: 'f', input_schema: { type: 'object', properties: { a: { type: 'nonsense' } } } }],
+        ),
+        'tools.0.input_schema: JSON schema is invalid. It must match JSON Schema draft 2020-12',
+      ],
+      [withTool([question], [{ name: 'f' }]), 'tools.0.input_schema: Field required'],
+      [
+        withTool([question], [{ name: 'f', input_schema: 'object' }]),
+        'tools.0.input_schema: Input should be an object',
+      ],
+    ];
+    const refusals: Array<[string, unknown, string]> = [
+      ...cases.map(([body, message]): [string, unknown, string] => ['/v1/messages', body, message]),
+      ...everywhere.flatMap(([body, message]): Array<[string, unknown, string]> => {
+        const { max_tokens: _bound, ...count } = body as { max_tokens: number };
+        return [
+          ['/v1/messages', body, message],
+          ['/v1/messages/count_tokens', count, message],
+        ];
+      }),
+    ];
+    for (const [path, body, message] of refusals) {
+      const res = await fetch(`${stack.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer },
+        body: JSON.stringify(body),
+      });
+      expect({ path, body, status: res.status }).toEqual({ path, body, status: 400 });
       expect(res.headers.get('request-id')).toEqual(expect.any(String));
       const error = (await res.json()) as { type: string; error: { type: string; message: string } };
       expect(error).toEqual({

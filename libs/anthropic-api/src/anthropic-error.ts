@@ -1,4 +1,5 @@
 import type { GatewayError } from '@mgw/contracts';
+import { INVALID_JSON_PREFIX } from '@mgw/http';
 import type { AnthropicErrorBody, AnthropicErrorType } from './messages.types';
 
 /** Anthropic's status for an overloaded API, which its SDKs retry. */
@@ -41,14 +42,20 @@ export const MISSING_KEY_MESSAGE = 'x-api-key header is required';
 export const INVALID_KEY_MESSAGE = 'invalid x-api-key';
 
 /**
- * The message in Anthropic's voice. The gateway's key refusals speak OpenAI's (they name a Bearer header
- * and OpenAI's wording), so a 401 gets Anthropic's words: `invalid_api_key` is a key that was sent and
- * refused (unknown, disabled, expired: Anthropic tells them apart no more than this), any other 401 a key
- * that was not sent. Every other message is the gateway's own, which names no protocol.
+ * The message in Anthropic's voice. The gateway's key refusals and its refusal of a body that is not JSON
+ * speak OpenAI's (a Bearer header, OpenAI's phrases), so they get Anthropic's words: for a 401,
+ * `invalid_api_key` is a key that was sent and refused (unknown, disabled, expired: Anthropic tells them
+ * apart no more than this), any other 401 a key that was not sent; the parser's own detail is kept. Every
+ * other message is the gateway's own, which names no protocol.
  */
 function messageOf(error: GatewayError): string {
-  if (error.status !== 401) return error.message;
-  return error.code === 'invalid_api_key' ? INVALID_KEY_MESSAGE : MISSING_KEY_MESSAGE;
+  if (error.status === 401) {
+    return error.code === 'invalid_api_key' ? INVALID_KEY_MESSAGE : MISSING_KEY_MESSAGE;
+  }
+  if (error.code === 'invalid_json' && error.message.startsWith(INVALID_JSON_PREFIX)) {
+    return `The request body is not valid JSON: ${error.message.slice(INVALID_JSON_PREFIX.length)}`;
+  }
+  return error.message;
 }
 
 /**

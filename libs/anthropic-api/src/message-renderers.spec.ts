@@ -1,5 +1,5 @@
 import { GatewayError, type ChatDoneMessage } from '@mgw/contracts';
-import type { SseWriter } from '@mgw/http';
+import { INVALID_JSON_PREFIX, type SseWriter } from '@mgw/http';
 import { toAnthropicError } from './anthropic-error';
 import { MessageJsonRenderer } from './message-json.renderer';
 import { MessageStreamRenderer } from './message-stream.renderer';
@@ -155,6 +155,24 @@ describe('toAnthropicError', () => {
       status,
       body: { type: 'error', error: { type, message: error.message } },
     });
+  });
+
+  it("answers a body that is not JSON in Anthropic's words, with the parser's detail", () => {
+    const unparsable = GatewayError.invalidRequest(
+      `${INVALID_JSON_PREFIX}Unexpected end of JSON input`,
+      null,
+      'invalid_json',
+    );
+    expect(toAnthropicError(unparsable).body.error).toEqual({
+      type: 'invalid_request_error',
+      message: 'The request body is not valid JSON: Unexpected end of JSON input',
+    });
+    const tooDeep = GatewayError.invalidRequest(
+      'The JSON body nests deeper than 64 levels.',
+      null,
+      'invalid_json',
+    );
+    expect(toAnthropicError(tooDeep).body.error.message).toBe(tooDeep.message);
   });
 
   it("answers key refusals in Anthropic's words, whatever the gateway's reason", () => {

@@ -116,6 +116,27 @@ describe('validateMessagesRequest', () => {
     ],
     ['an input_schema missing', { ...valid, tools: [{ name: 'a' }] }, 'tools.0.input_schema: Field required'],
     [
+      'an input_schema that is no JSON Schema (an unknown type)',
+      {
+        ...valid,
+        tools: [{ name: 'a', input_schema: { type: 'object', properties: { n: { type: 'int' } } } }],
+      },
+      'tools.0.input_schema: JSON schema is invalid. It must match JSON Schema draft 2020-12 (https://json-schema.org/draft/2020-12): /properties/n',
+    ],
+    [
+      'an input_schema whose required is not a list',
+      { ...valid, tools: [{ name: 'a', input_schema: { type: 'object', required: 'n' } }] },
+      'tools.0.input_schema: JSON schema is invalid. It must match JSON Schema draft 2020-12',
+    ],
+    [
+      'a 2020-12 input_schema with a tuple items list',
+      {
+        ...valid,
+        tools: [{ name: 'a', input_schema: { type: 'object', properties: { t: { items: [{}] } } } }],
+      },
+      'tools.0.input_schema: JSON schema is invalid',
+    ],
+    [
       'a server tool',
       { ...valid, tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
       'tools.0.type: only client tools',
@@ -140,6 +161,37 @@ describe('validateMessagesRequest', () => {
     expect(error).toBeInstanceOf(GatewayError);
     expect(error.status).toBe(400);
     expect(error.message).toContain(message);
+  });
+
+  it('takes a valid input_schema of 2020-12, or of draft-07 when it declares that draft', () => {
+    const withSchema = (input_schema: Record<string, unknown>) => ({
+      ...valid,
+      tools: [{ name: 'a', input_schema }],
+    });
+    const tuple = { type: 'object', properties: { t: { type: 'array', items: [{ type: 'string' }] } } };
+    expect(() =>
+      validateMessagesRequest(withSchema({ $schema: 'http://json-schema.org/draft-07/schema#', ...tuple })),
+    ).not.toThrow();
+    expect(() =>
+      validateMessagesRequest(
+        withSchema({
+          $schema: 'https://json-schema.org/draft/2020-12/schema',
+          type: 'object',
+          properties: {
+            t: { type: 'array', prefixItems: [{ type: 'string' }], items: false },
+            n: { type: ['integer', 'null'], exclusiveMinimum: 0 },
+            e: { enum: ['a', 'b'] },
+          },
+          $defs: { x: { type: 'string' } },
+          propertyNames: { pattern: '^[a-z]+$' },
+        }),
+      ),
+    ).not.toThrow();
+    expect(() =>
+      validateMessagesRequest(
+        withSchema({ $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', required: 'n' }),
+      ),
+    ).toThrow('It must match JSON Schema draft-07');
   });
 
   it('count_tokens takes no max_tokens', () => {

@@ -1,4 +1,5 @@
 import { describeValue, GatewayError, jsonSchemaProblem } from '@mgw/contracts';
+import { inputSchemaProblem } from './input-schema.validator';
 import type { CountTokensRequest, MessagesRequest, MessagesTool } from './messages.types';
 
 /**
@@ -265,7 +266,7 @@ function checkTool(value: unknown, path: string): MessagesTool {
   if (schema.type !== 'object') {
     throw invalid(`${path}.input_schema.type`, `Input should be 'object', got ${describeValue(schema.type)}`);
   }
-  const problem = jsonSchemaProblem(schema, true);
+  const problem = jsonSchemaProblem(schema, true) ?? inputSchemaProblem(schema);
   if (problem !== null) throw invalid(`${path}.input_schema`, problem);
   return tool as unknown as MessagesTool;
 }

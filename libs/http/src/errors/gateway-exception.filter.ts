@@ -12,6 +12,12 @@ import { GatewayMetrics, rejectionReasonOf } from '@mgw/observability';
 import { discardUnreadBody } from '../unread-body';
 import { errorShapeOf, type ErrorShape } from './error-shape';
 
+/**
+ * How a body that is not JSON is refused, before the parser's own words (OpenAI's phrase); a protocol with
+ * its own phrase swaps it (`invalid_json` is the error's code).
+ */
+export const INVALID_JSON_PREFIX = 'We could not parse the JSON body of your request: ';
+
 /** Framework errors (routing, body parsing, size limits) in the OpenAI vocabulary. */
 function fromHttpException(exception: HttpException, request: FastifyRequest): GatewayError {
   const status = exception.getStatus();
@@ -45,11 +51,7 @@ function fromHttpException(exception: HttpException, request: FastifyRequest): G
         "Unsupported Content-Type: send the body as JSON with 'Content-Type: application/json'.",
       );
     case 400:
-      return GatewayError.invalidRequest(
-        `We could not parse the JSON body of your request: ${exception.message}`,
-        null,
-        'invalid_json',
-      );
+      return GatewayError.invalidRequest(`${INVALID_JSON_PREFIX}${exception.message}`, null, 'invalid_json');
     default:
       return new GatewayError(
         status,

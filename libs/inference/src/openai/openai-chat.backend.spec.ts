@@ -1,6 +1,9 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { ChatInferenceRequest } from '../chat-backend.interface';
-import { toUpstreamChatRequest } from './openai-chat.backend';
-import { chatInferenceRequest } from '@mgw/testing';
+import { countPromptTokens } from '../text/token-count';
+import { OpenAIChatBackend, toUpstreamChatRequest } from './openai-chat.backend';
+import { catalogModel, chatInferenceRequest } from '@mgw/testing';
 
 function chatRequest(overrides: Partial<ChatInferenceRequest> = {}): ChatInferenceRequest {
   return chatInferenceRequest({ messages: [{ role: 'user', content: 'Weather in Paris?' }], ...overrides });
@@ -96,5 +99,39 @@ describe('toUpstreamChatRequest', () => {
     );
     expect(body).toMatchObject({ response_format: { type: 'json_object' }, logprobs: true });
     expect(body).not.toHaveProperty('top_logprobs');
+  });
+});
+
+describe('OpenAIChatBackend.countPromptTokens', () => {
+  it('estimates with o200k, tools included, and asks no upstream', async () => {
+    let asked = 0;
+    const upstream = createServer((_req, res) => {
+      asked++;
+      res.end();
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const { port } = upstream.address() as AddressInfo;
+    const backend = OpenAIChatBackend.fromCatalog(
+      catalogModel('chat', { kind: 'openai', baseUrl: `http://127.0.0.1:${port}/v1` }, 'llama'),
+      {
+        simChatTtftMs: 0,
+        simChatTokensPerS: 0,
+        simImageLatencyMs: 0,
+        concurrency: 1,
+        environment: new Map(),
+      },
+    );
+    try {
+      const tools = [{ name: 'f', parameters: { type: 'object', properties: {} }, strict: false }];
+      for (const request of [chatRequest(), chatRequest({ tools, toolChoice: { type: 'auto' } })]) {
+        expect(await backend.countPromptTokens(request, new AbortController().signal)).toBe(
+          countPromptTokens(request),
+        );
+      }
+      expect(asked).toBe(0);
+    } finally {
+      await backend.close();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
   });
 });
