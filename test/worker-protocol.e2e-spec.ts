@@ -82,7 +82,7 @@ describe('worker job protocol', () => {
       'chat',
       {
         ...envelope(requestId),
-        v: 99,
+        // Out of bounds: a job of this version that no gateway sends (tampering, or a bug).
         request: { messages: [{ role: 'user', content: 'x' }], temperature: 9 },
       },
       { jobId: requestId },
@@ -124,7 +124,7 @@ describe('worker job protocol', () => {
     await messagesOf(requestId, 'chat-done');
   });
 
-  it('refuses a job of the next protocol version, saying so in its log', async () => {
+  it('refuses a job of the next protocol version with a 503 to retry, saying so in its log', async () => {
     const requestId = randomBytes(16).toString('hex');
     const next = PROTOCOL_VERSIONS.job + 1;
     await queue.add(
@@ -133,7 +133,12 @@ describe('worker job protocol', () => {
       { jobId: requestId },
     );
     const [error] = await messagesOf(requestId, 'error');
-    expect(error).toMatchObject({ kind: 'error', seq: 0, error: { status: 500, code: 'internal_error' } });
+    // A rolling deploy's newer gateway reached an older worker: retryable, and saying why.
+    expect(error).toMatchObject({
+      kind: 'error',
+      seq: 0,
+      error: { status: 503, code: 'service_unavailable', message: expect.stringContaining('rollout') },
+    });
     await waitFor('the refusal in the worker log', () =>
       stack
         .logs('chat-worker')

@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { LoggerService } from '@nestjs/common';
 import {
   GatewayError,
+  ProtocolVersionError,
   REQUEST_ID_PATTERN,
   streamLogKeyFor,
   readJobData,
@@ -232,7 +233,9 @@ export class JobRunner {
 
   /**
    * A job that fails validation (a gateway of another protocol version, or tampering) is refused; if it
-   * says where its answer goes, the waiting client gets an opaque 500 now instead of waiting for its deadline.
+   * says where its answer goes, the waiting client is answered now instead of at its deadline: a 503 to
+   * retry when the job comes from a newer gateway (a rolling deploy that has not reached this worker yet),
+   * an opaque 500 otherwise.
    */
   private async parse<T extends Envelope>(
     job: Job<unknown>,
@@ -259,7 +262,11 @@ export class JobRunner {
       ) {
         await this.sendError(
           new ReplyStreamWriter(this.publisher, replyTo, requestId),
-          GatewayError.internal(requestId),
+          error instanceof ProtocolVersionError
+            ? GatewayError.serviceUnavailable(
+                "The model's workers run an older release than this gateway and cannot serve the request yet. Retry once the rollout completes.",
+              )
+            : GatewayError.internal(requestId),
         );
       }
       throw new Error(`invalid job payload: ${detail}`, { cause: error });
