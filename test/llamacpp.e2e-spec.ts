@@ -810,7 +810,7 @@ describe('the llamacpp backend', () => {
       });
 
       // Streamed, the refusal comes inside the 200 (a stream opens before its job runs): each protocol's
-      // error event, naming the same field.
+      // error event.
       const responsesStream = await stack.post('/v1/responses', {
         model: MODEL,
         stream: true,
@@ -828,7 +828,8 @@ describe('the llamacpp backend', () => {
       ]);
       expect(responsesEvents[2]).toMatchObject({
         code: 'unsupported_content',
-        message: expect.stringContaining('accepts text only') as unknown,
+        param: 'input',
+        message: expect.stringContaining('accepts text only; input has') as unknown,
       });
       const messagesStream = await stack.post('/v1/messages', {
         model: MODEL,
