@@ -682,11 +682,14 @@ describe('the llamacpp backend', () => {
     });
 
     it('answers messages.create and messages.stream with max_tokens as the stop reason and usage', async () => {
-      const message = await anthropic.messages.create({
+      const request = {
         model: MODEL,
         max_tokens: 8,
-        messages: [{ role: 'user', content: 'Tell me a story.' }],
-      });
+        // Greedy: a sampled end-of-turn token could end the random-weight answer before max_tokens.
+        temperature: 0,
+        messages: [{ role: 'user' as const, content: 'Tell me a story.' }],
+      };
+      const message = await anthropic.messages.create(request);
       expect(message).toMatchObject({
         type: 'message',
         role: 'assistant',
@@ -698,16 +701,14 @@ describe('the llamacpp backend', () => {
       expect(message.usage.output_tokens).toBe(8);
       expect(message.usage.input_tokens).toBeGreaterThan(0);
 
-      const stream = anthropic.messages.stream({
-        model: MODEL,
-        max_tokens: 8,
-        messages: [{ role: 'user', content: 'Tell me a story.' }],
-      });
+      const stream = anthropic.messages.stream(request);
       const deltas: string[] = [];
       stream.on('text', (text) => deltas.push(text));
       const streamed = await stream.finalMessage();
       expect(deltas.length).toBeGreaterThan(1);
       expect(streamed.content).toEqual([{ type: 'text', text: deltas.join('') }]);
+      // Greedy decoding: the stream says what the answer said.
+      expect(streamed.content).toEqual(message.content);
       expect(streamed.stop_reason).toBe('max_tokens');
       expect(streamed.usage).toMatchObject({ input_tokens: message.usage.input_tokens, output_tokens: 8 });
     });
