@@ -5,12 +5,13 @@ import { GatewayConfig } from '@mgw/config';
 import {
   assertChatParametersSupported,
   ChatCompletionRequestDto,
+  GatewayError,
   type RequestSizeLimits,
   validateDto,
 } from '@mgw/contracts';
 import { countPromptTokens, toChatInferenceRequest } from '@mgw/inference';
 import { ModelResolver, RequestSessions, type SessionRequest } from '@mgw/session';
-import { toChatCompletionRequest } from './chat-request.translator';
+import { inMessagesWords, translateMessagesRequest } from './chat-request.translator';
 import { MessageJsonRenderer } from './message-json.renderer';
 import { MESSAGES_STREAM_FORMAT, MessageStreamRenderer } from './message-stream.renderer';
 import type { CountTokensRequest, MessagesRequest } from './messages.types';
@@ -39,7 +40,8 @@ export class MessagesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const chat = this.chatRequestOf(body);
+    const { chat, sources } = this.chatRequestOf(body);
+    const named = (error: GatewayError) => inMessagesWords(error, sources);
     const request: SessionRequest<'chat'> = {
       kind: 'chat',
       requestId,
@@ -57,17 +59,21 @@ export class MessagesService {
         {
           mode: 'stream',
           format: MESSAGES_STREAM_FORMAT,
-          renderer: (sse, context) => new MessageStreamRenderer(sse, context),
+          renderer: (sse, context) => new MessageStreamRenderer(sse, context, named),
         },
         reply,
       );
       return;
     }
-    await this.sessions.run(
-      request,
-      { mode: 'json', renderer: (context, refuse) => new MessageJsonRenderer(context, refuse) },
-      reply,
-    );
+    try {
+      await this.sessions.run(
+        request,
+        { mode: 'json', renderer: (context, refuse) => new MessageJsonRenderer(context, refuse) },
+        reply,
+      );
+    } catch (error) {
+      throw error instanceof GatewayError ? named(error) : error;
+    }
   }
 
   /**
@@ -76,22 +82,24 @@ export class MessagesService {
    * The model must exist and be one the key may use; it need not have a live worker.
    */
   async countTokens(body: CountTokensRequest, principal: Principal): Promise<{ input_tokens: number }> {
-    const chat = this.chatRequestOf(body);
+    const { chat } = this.chatRequestOf(body);
     const resolution = await this.resolver.attempt(chat.model, 'chat', principal);
     if ('error' in resolution && resolution.declared === null) throw resolution.error;
     const { messages, tools, responseFormat } = toChatInferenceRequest(chat);
     return { input_tokens: countPromptTokens({ messages, tools, responseFormat }) };
   }
 
-  private chatRequestOf(
-    body: MessagesRequest | CountTokensRequest,
-  ): ChatCompletionRequestDto & { model: string } {
-    return validateDto(
-      ChatCompletionRequestDto,
-      toChatCompletionRequest(body),
-      this.limits,
-    ) as ChatCompletionRequestDto & {
-      model: string;
-    };
+  /** The chat job request, validated by the chat request's rules, whose refusals name the Messages field. */
+  private chatRequestOf(body: MessagesRequest | CountTokensRequest): {
+    chat: ChatCompletionRequestDto & { model: string };
+    sources: string[];
+  } {
+    const { chat, sources } = translateMessagesRequest(body);
+    try {
+      const validated = validateDto(ChatCompletionRequestDto, chat, this.limits);
+      return { chat: validated as ChatCompletionRequestDto & { model: string }, sources };
+    } catch (error) {
+      throw error instanceof GatewayError ? inMessagesWords(error, sources) : error;
+    }
   }
 }
