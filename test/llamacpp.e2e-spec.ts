@@ -806,7 +806,10 @@ describe('the llamacpp backend', () => {
         status: 400,
         error: {
           type: 'error',
-          error: { type: 'invalid_request_error', message: expect.stringContaining('accepts text only') },
+          error: {
+            type: 'invalid_request_error',
+            message: expect.stringContaining('accepts text only; messages.0.content has'),
+          },
         },
       });
 
@@ -844,7 +847,10 @@ describe('the llamacpp backend', () => {
       expect(messagesEvents.slice(-2)).toEqual(['event: error', expect.stringMatching(/^data: /)]);
       expect(JSON.parse(messagesEvents.at(-1)!.slice('data: '.length))).toEqual({
         type: 'error',
-        error: { type: 'invalid_request_error', message: expect.stringContaining('accepts text only') },
+        error: {
+          type: 'invalid_request_error',
+          message: expect.stringContaining('accepts text only; messages.0.content has'),
+        },
       });
       expect(imageFetches).toBe(0);
     });
