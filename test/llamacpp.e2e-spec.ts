@@ -718,11 +718,14 @@ describe('the llamacpp backend', () => {
     });
 
     it('answers messages.create and messages.stream with max_tokens as the stop reason and usage', async () => {
-      const message = await anthropic.messages.create({
+      const request = {
         model: MODEL,
         max_tokens: 8,
-        messages: [{ role: 'user', content: 'Tell me a story.' }],
-      });
+        // Greedy: a sampled end-of-turn token could end the random-weight answer before max_tokens.
+        temperature: 0,
+        messages: [{ role: 'user' as const, content: 'Tell me a story.' }],
+      };
+      const message = await anthropic.messages.create(request);
       expect(message).toMatchObject({
         type: 'message',
         role: 'assistant',
@@ -734,16 +737,14 @@ describe('the llamacpp backend', () => {
       expect(message.usage.output_tokens).toBe(8);
       expect(message.usage.input_tokens).toBeGreaterThan(0);
 
-      const stream = anthropic.messages.stream({
-        model: MODEL,
-        max_tokens: 8,
-        messages: [{ role: 'user', content: 'Tell me a story.' }],
-      });
+      const stream = anthropic.messages.stream(request);
       const deltas: string[] = [];
       stream.on('text', (text) => deltas.push(text));
       const streamed = await stream.finalMessage();
       expect(deltas.length).toBeGreaterThan(1);
       expect(streamed.content).toEqual([{ type: 'text', text: deltas.join('') }]);
+      // Greedy decoding: the stream says what the answer said.
+      expect(streamed.content).toEqual(message.content);
       expect(streamed.stop_reason).toBe('max_tokens');
       expect(streamed.usage).toMatchObject({ input_tokens: message.usage.input_tokens, output_tokens: 8 });
     });
@@ -841,12 +842,15 @@ describe('the llamacpp backend', () => {
         status: 400,
         error: {
           type: 'error',
-          error: { type: 'invalid_request_error', message: expect.stringContaining('accepts text only') },
+          error: {
+            type: 'invalid_request_error',
+            message: expect.stringContaining('accepts text only; messages.0.content has'),
+          },
         },
       });
 
       // Streamed, the refusal comes inside the 200 (a stream opens before its job runs): each protocol's
-      // error event, naming the same field.
+      // error event.
       const responsesStream = await stack.post('/v1/responses', {
         model: MODEL,
         stream: true,
@@ -864,7 +868,8 @@ describe('the llamacpp backend', () => {
       ]);
       expect(responsesEvents[2]).toMatchObject({
         code: 'unsupported_content',
-        message: expect.stringContaining('accepts text only') as unknown,
+        param: 'input',
+        message: expect.stringContaining('accepts text only; input has') as unknown,
       });
       const messagesStream = await stack.post('/v1/messages', {
         model: MODEL,
@@ -878,7 +883,10 @@ describe('the llamacpp backend', () => {
       expect(messagesEvents.slice(-2)).toEqual(['event: error', expect.stringMatching(/^data: /)]);
       expect(JSON.parse(messagesEvents.at(-1)!.slice('data: '.length))).toEqual({
         type: 'error',
-        error: { type: 'invalid_request_error', message: expect.stringContaining('accepts text only') },
+        error: {
+          type: 'invalid_request_error',
+          message: expect.stringContaining('accepts text only; messages.0.content has'),
+        },
       });
       expect(imageFetches).toBe(0);
     });

@@ -1064,6 +1064,62 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
       });
     });
 
+    it('translates an upstream that answers with one JSON completion instead of a stream, tool calls included', async () => {
+      fake.handle(CHAT, (_request, res) =>
+        json(res, 200, {
+          id: 'chatcmpl-whole',
+          object: 'chat.completion',
+          created: 1_700_000_000,
+          model: 'upstream-llama',
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: 'Looking it up.',
+                tool_calls: [
+                  {
+                    id: 'call_j1',
+                    type: 'function',
+                    function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+                  },
+                ],
+              },
+              finish_reason: 'tool_calls',
+            },
+          ],
+          usage: { prompt_tokens: 21, completion_tokens: 8, total_tokens: 29 },
+        }),
+      );
+      const response = await client.responses.create({
+        model: 'up-chat',
+        input: 'Weather in Oslo?',
+        tools: [{ type: 'function', name: 'get_weather', parameters: WEATHER_PARAMETERS, strict: true }],
+      });
+      expect(response.output_text).toBe('Looking it up.');
+      expect(response.output[1]).toMatchObject({
+        type: 'function_call',
+        call_id: 'call_j1',
+        name: 'get_weather',
+        arguments: '{"city":"Oslo"}',
+      });
+      expect(response.usage).toMatchObject({ input_tokens: 21, output_tokens: 8 });
+
+      const stream = anthropic.messages.stream({
+        model: 'up-chat',
+        max_tokens: 50,
+        tools: [{ name: 'get_weather', input_schema: WEATHER_PARAMETERS }],
+        messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      });
+      const message = await stream.finalMessage();
+      expect(message.content).toEqual([
+        { type: 'text', text: 'Looking it up.' },
+        { type: 'tool_use', id: 'toolu_j1', name: 'get_weather', input: { city: 'Oslo' } },
+      ]);
+      expect(message.stop_reason).toBe('tool_use');
+      expect(message.usage).toMatchObject({ input_tokens: 21, output_tokens: 8 });
+    });
+
     it('relays an image URL to the upstream as the URL, without fetching it, on both routes', async () => {
       answerText(['A cat.']);
       const response = await client.responses.create({

@@ -1,5 +1,9 @@
-import { ChatCompletionRequestDto, validateDto } from '@mgw/contracts';
-import { toChatCompletionRequest } from './chat-request.translator';
+import { ChatCompletionRequestDto, GatewayError, validateDto } from '@mgw/contracts';
+import {
+  inMessagesWords,
+  toChatCompletionRequest,
+  translateMessagesRequest,
+} from './chat-request.translator';
 import { validateMessagesRequest } from './messages-request.validator';
 
 describe('toChatCompletionRequest', () => {
@@ -90,6 +94,26 @@ describe('toChatCompletionRequest', () => {
     });
     // The result is a valid chat request.
     expect(() => validateDto(ChatCompletionRequestDto, chat)).not.toThrow();
+  });
+
+  it("names a chat message's refusal by the Messages field it came from", () => {
+    const { chat, sources } = translateMessagesRequest(body);
+    expect(sources).toHaveLength((chat.messages as unknown[]).length);
+    // The joined system prompt, then user 0, assistant 2, and user 3 as its tool result and its text.
+    expect(sources).toEqual(['system', 'messages.0', 'messages.2', 'messages.3', 'messages.3']);
+    const backend = GatewayError.invalidRequest(
+      'The model `m` accepts text only; messages[1].content has an image part.',
+      'messages[1].content',
+      'unsupported_content',
+    );
+    expect(inMessagesWords(backend, sources)).toMatchObject({
+      status: 400,
+      code: 'unsupported_content',
+      param: 'messages.0.content',
+      message: 'The model `m` accepts text only; messages.0.content has an image part.',
+    });
+    const unrelated = GatewayError.invalidRequest('max_tokens: too large', 'max_tokens');
+    expect(inMessagesWords(unrelated, sources)).toBe(unrelated);
   });
 
   it('marks an error result', () => {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { GatewayError } from '@mgw/contracts';
 import type {
   CountTokensRequest,
   ImageBlock,
@@ -104,14 +105,32 @@ function userOf(userId: string | null | undefined): string | undefined {
  * control, `service_tier`, effort) is left out.
  */
 export function toChatCompletionRequest(request: MessagesRequest | CountTokensRequest): PlainChatRequest {
+  return translateMessagesRequest(request).chat;
+}
+
+/** The chat request of a Messages request, and the Messages field each of its messages came from. */
+export interface TranslatedRequest {
+  chat: PlainChatRequest;
+  /** By chat message index: `system` (the joined system prompt) or `messages.<i>`. */
+  sources: string[];
+}
+
+/** `toChatCompletionRequest`, keeping where each chat message came from, to name it in a refusal. */
+export function translateMessagesRequest(request: MessagesRequest | CountTokensRequest): TranslatedRequest {
   const system: string[] = [];
   if (request.system !== undefined && request.system !== null) system.push(systemText(request.system));
   const messages: PlainMessage[] = [];
-  for (const message of request.messages) {
-    if (message.role === 'system') system.push(systemText(message.content));
-    else if (message.role === 'user') messages.push(...userMessages(message.content));
-    else messages.push(assistantMessage(message.content));
-  }
+  const sources: string[] = [];
+  request.messages.forEach((message, index) => {
+    if (message.role === 'system') {
+      system.push(systemText(message.content));
+      return;
+    }
+    const made =
+      message.role === 'user' ? userMessages(message.content) : [assistantMessage(message.content)];
+    messages.push(...made);
+    for (let i = 0; i < made.length; i++) sources.push(`messages.${index}`);
+  });
   const leading = system.filter((text) => text.length > 0).join('\n\n');
   const chat: PlainChatRequest = {
     model: request.model,
@@ -141,5 +160,19 @@ export function toChatCompletionRequest(request: MessagesRequest | CountTokensRe
         chat.parallel_tool_calls = false;
     }
   }
-  return chat;
+  return { chat, sources: leading.length > 0 ? ['system', ...sources] : sources };
+}
+
+/**
+ * A refusal in the Messages request's words: the chat request's rules and a backend's refusals (a
+ * text-only model's image part) name a chat message by its index (`messages[1]`), which the lifted system
+ * prompt and split tool results shift; it is named by the Messages field it came from (`messages.0`).
+ */
+export function inMessagesWords(error: GatewayError, sources: readonly string[]): GatewayError {
+  const rename = (text: string) =>
+    text.replace(/\bmessages\[(\d+)\]/g, (chat, index: string) => sources[Number(index)] ?? chat);
+  const message = rename(error.message);
+  if (message === error.message) return error;
+  const param = error.param === null ? null : rename(error.param);
+  return new GatewayError(error.status, error.type, error.code, message, param, error.headers);
 }

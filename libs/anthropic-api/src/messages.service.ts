@@ -5,11 +5,12 @@ import { GatewayConfig } from '@mgw/config';
 import {
   assertChatParametersSupported,
   ChatCompletionRequestDto,
+  GatewayError,
   type RequestSizeLimits,
   validateDto,
 } from '@mgw/contracts';
 import { RequestSessions, type SessionRequest } from '@mgw/session';
-import { toChatCompletionRequest } from './chat-request.translator';
+import { inMessagesWords, translateMessagesRequest } from './chat-request.translator';
 import { MessageJsonRenderer } from './message-json.renderer';
 import { MESSAGES_STREAM_FORMAT, MessageStreamRenderer } from './message-stream.renderer';
 import { TokenCountRenderer } from './token-count.renderer';
@@ -38,7 +39,8 @@ export class MessagesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const chat = this.chatRequestOf(body);
+    const { chat, sources } = this.chatRequestOf(body);
+    const named = (error: GatewayError) => inMessagesWords(error, sources);
     const request: SessionRequest<'chat'> = {
       kind: 'chat',
       requestId,
@@ -56,17 +58,21 @@ export class MessagesService {
         {
           mode: 'stream',
           format: MESSAGES_STREAM_FORMAT,
-          renderer: (sse, context) => new MessageStreamRenderer(sse, context),
+          renderer: (sse, context) => new MessageStreamRenderer(sse, context, named),
         },
         reply,
       );
       return;
     }
-    await this.sessions.run(
-      request,
-      { mode: 'json', renderer: (context, refuse) => new MessageJsonRenderer(context, refuse) },
-      reply,
-    );
+    try {
+      await this.sessions.run(
+        request,
+        { mode: 'json', renderer: (context, refuse) => new MessageJsonRenderer(context, refuse) },
+        reply,
+      );
+    } catch (error) {
+      throw error instanceof GatewayError ? named(error) : error;
+    }
   }
 
   /**
@@ -81,7 +87,7 @@ export class MessagesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const chat = this.chatRequestOf(body);
+    const { chat, sources } = this.chatRequestOf(body);
     const request: SessionRequest<'chat'> = {
       kind: 'chat',
       requestId,
@@ -93,22 +99,28 @@ export class MessagesService {
       checkModel: (model) => assertChatParametersSupported(chat, model),
       resume: 'off',
     };
-    await this.sessions.run(
-      request,
-      { mode: 'json', renderer: (_context, refuse) => new TokenCountRenderer(refuse) },
-      reply,
-    );
+    try {
+      await this.sessions.run(
+        request,
+        { mode: 'json', renderer: (_context, refuse) => new TokenCountRenderer(refuse) },
+        reply,
+      );
+    } catch (error) {
+      throw error instanceof GatewayError ? inMessagesWords(error, sources) : error;
+    }
   }
 
-  private chatRequestOf(
-    body: MessagesRequest | CountTokensRequest,
-  ): ChatCompletionRequestDto & { model: string } {
-    return validateDto(
-      ChatCompletionRequestDto,
-      toChatCompletionRequest(body),
-      this.limits,
-    ) as ChatCompletionRequestDto & {
-      model: string;
-    };
+  /** The chat job request, validated by the chat request's rules, whose refusals name the Messages field. */
+  private chatRequestOf(body: MessagesRequest | CountTokensRequest): {
+    chat: ChatCompletionRequestDto & { model: string };
+    sources: string[];
+  } {
+    const { chat, sources } = translateMessagesRequest(body);
+    try {
+      const validated = validateDto(ChatCompletionRequestDto, chat, this.limits);
+      return { chat: validated as ChatCompletionRequestDto & { model: string }, sources };
+    } catch (error) {
+      throw error instanceof GatewayError ? inMessagesWords(error, sources) : error;
+    }
   }
 }

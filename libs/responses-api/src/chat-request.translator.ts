@@ -152,11 +152,15 @@ function responseFormat(format: TextFormat): unknown {
   }
 }
 
-/** Chat names of the body's fields, and their Responses names, for the chat request's refusals. */
-function responsesParam(chatParam: string, request: ResponsesRequest): string {
+/**
+ * Chat names of the body's fields, and their Responses names, for the chat request's refusals. Without the
+ * request (a stream's failure, rendered again on a resume from its replies alone), a tool is named only as
+ * `tools`: its chat index is not its place among the request's tools once hosted ones are left out.
+ */
+function responsesParam(chatParam: string, request: ResponsesRequest | null): string {
   const tool = /^tools\[(\d+)\](?:\.function)?(.*)$/.exec(chatParam);
   if (tool !== null) {
-    const from = request.tools[Number(tool[1])];
+    const from = request?.tools[Number(tool[1])];
     return from === undefined ? 'tools' : `${from.param}${tool[2] ?? ''}`;
   }
   if (chatParam.startsWith('messages')) return 'input';
@@ -168,15 +172,20 @@ function responsesParam(chatParam: string, request: ResponsesRequest): string {
 }
 
 /**
- * A refusal that names a field of the chat request, renamed to the Responses field it came from; the chat
+ * A refusal that names a field of the chat request, renamed to the Responses field it came from: the chat
  * request's rules here and a backend's refusals in the worker (a text-only model's image part) alike.
  */
-export function asResponsesError(error: unknown, request: ResponsesRequest): unknown {
-  if (!(error instanceof GatewayError) || error.param === null || error.status !== 400) return error;
+export function inResponsesWords(error: GatewayError, request: ResponsesRequest | null = null): GatewayError {
+  if (error.param === null || error.status !== 400) return error;
   const param = responsesParam(error.param, request);
   if (param === error.param) return error;
   const message = error.message.split(error.param).join(param);
   return new GatewayError(error.status, error.type, error.code, message, param, error.headers);
+}
+
+/** What a request's session threw, its refusals in the Responses request's words. */
+export function asResponsesError(error: unknown, request: ResponsesRequest): unknown {
+  return error instanceof GatewayError ? inResponsesWords(error, request) : error;
 }
 
 /**

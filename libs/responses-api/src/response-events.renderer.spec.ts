@@ -118,6 +118,21 @@ describe('ResponseEventsRenderer', () => {
     expect(events.at(-1)!.data.response).toMatchObject({ status: 'failed', error: { message: 'boom' } });
   });
 
+  it("names the Responses field in a backend's refusal, as the 400 before the stream does", () => {
+    const { sse, events } = recorder();
+    const renderer = new ResponseEventsRenderer(sse, base);
+    renderer.error(
+      GatewayError.invalidRequest(
+        'The model `m` accepts text only; messages[1].content has an image part.',
+        'messages[1].content',
+        'unsupported_content',
+      ),
+    );
+    const message = 'The model `m` accepts text only; input has an image part.';
+    expect(events.at(-2)!.data).toMatchObject({ code: 'unsupported_content', param: 'input', message });
+    expect(events.at(-1)!.data.response).toMatchObject({ error: { code: 'unsupported_content', message } });
+  });
+
   it('gives the same response as JSON, incomplete at the length limit', () => {
     const renderer = new ResponseJsonRenderer(base, () => undefined);
     play(renderer);

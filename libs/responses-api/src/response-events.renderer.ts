@@ -1,6 +1,7 @@
 import type { ChatDoneMessage, GatewayError, ImageDoneMessage, ToolCallMessage } from '@mgw/contracts';
 import type { SseWriter } from '@mgw/http';
 import type { StreamFormat, StreamRenderer } from '@mgw/session';
+import { inResponsesWords } from './chat-request.translator';
 import { ResponseOutput, type ResponseBase } from './response-output';
 import type { ResponseObject } from './responses.types';
 
@@ -48,9 +49,13 @@ export class ResponseEventsRenderer implements StreamRenderer {
     this.end(response, response.status === 'incomplete' ? 'response.incomplete' : 'response.completed');
   }
 
-  /** A failure after the 200: `error`, then `response.failed` — never a clean-looking end. */
-  error(error: GatewayError): void {
+  /**
+   * A failure after the 200: `error`, then `response.failed` — never a clean-looking end. A backend's
+   * refusal names the Responses field, as the same refusal before the 200 does.
+   */
+  error(failure: GatewayError): void {
     this.start();
+    const error = inResponsesWords(failure);
     this.emit('error', { code: error.code ?? error.type, message: error.message, param: error.param });
     this.end(this.output.failed(error), 'response.failed');
   }
