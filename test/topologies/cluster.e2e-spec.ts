@@ -97,9 +97,12 @@ describe('on a Redis Cluster', () => {
     const queue = `${stack.namespace}:${queueNameFor('chat', 'sim-words', layout)}:wait`;
     const limits = names.rpm(keyId);
     const halfMoved = () => new Promise<void>((resolve) => setTimeout(resolve, 300));
+    // Each slot lands on a master whose script cache is empty: every script meets NOSCRIPT there first.
     const queueTarget = (await cluster.otherMasters(queue))[0]!;
+    await cluster.flushScripts(queueTarget);
     const movedKeys = await cluster.migrateSlot(queue, queueTarget, halfMoved);
     const limitsTarget = (await cluster.otherMasters(limits))[0]!;
+    await cluster.flushScripts(limitsTarget);
     await cluster.migrateSlot(limits, limitsTarget, halfMoved);
     moving = false;
     await Promise.all(lanes);
