@@ -176,6 +176,16 @@ export class RedisClusterHarness implements TestRedis {
     return this.nodes.filter((node) => node.port !== owner.port && ports.includes(node.port));
   }
 
+  /** Empties `node`'s script cache, as on a master that joined the cluster just now. */
+  async flushScripts(node: { port: number }): Promise<void> {
+    const client = new Redis(node.port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+    try {
+      await client.script('FLUSH');
+    } finally {
+      client.disconnect();
+    }
+  }
+
   /**
    * Moves `key`'s slot to the master `to` the way `redis-cli --cluster reshard` does, with traffic free to
    * flow: IMPORTING on the target, MIGRATING on the source, the slot's keys moved by MIGRATE in batches of

@@ -1,3 +1,4 @@
+import { accessNames } from '@mgw/access';
 import { keyLayoutOf, queueNameFor, type ModelKind } from '@mgw/contracts';
 import { RedisClusterHarness } from '../support/redis-topologies';
 import type { FakeOpenAIUpstream } from '../support/fake-openai-upstream';
@@ -67,11 +68,11 @@ describe('on a Redis Cluster', () => {
       body: JSON.stringify({ name: 'reshard', max_concurrent: 6, rpm: 10_000 }),
     });
     const { id: keyId, key } = (await created.json()) as { id: string; key: string };
-    const chat = (model: string, stream: boolean): Promise<Response> =>
+    const chat = (model: string, stream: boolean, content = 'tell a story'): Promise<Response> =>
       fetch(`${stack.baseUrl}/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'tell a story' }] }),
+        body: JSON.stringify({ model, stream, messages: [{ role: 'user', content }] }),
       });
 
     // Three lanes, each one request at a time (streams and answers in turn) until both slots have moved:
@@ -92,12 +93,16 @@ describe('on a Redis Cluster', () => {
     await waitFor('the load to flow', () => answers.length >= 3);
 
     const layout = keyLayoutOf(stack.redis);
+    const names = accessNames(stack.namespace, layout);
     const queue = `${stack.namespace}:${queueNameFor('chat', 'sim-words', layout)}:wait`;
-    const limits = `${stack.namespace}:limits:{${keyId}}:rpm`;
+    const limits = names.rpm(keyId);
     const halfMoved = () => new Promise<void>((resolve) => setTimeout(resolve, 300));
+    // Each slot lands on a master whose script cache is empty: every script meets NOSCRIPT there first.
     const queueTarget = (await cluster.otherMasters(queue))[0]!;
+    await cluster.flushScripts(queueTarget);
     const movedKeys = await cluster.migrateSlot(queue, queueTarget, halfMoved);
     const limitsTarget = (await cluster.otherMasters(limits))[0]!;
+    await cluster.flushScripts(limitsTarget);
     await cluster.migrateSlot(limits, limitsTarget, halfMoved);
     moving = false;
     await Promise.all(lanes);
@@ -121,15 +126,19 @@ describe('on a Redis Cluster', () => {
     // Limits stay exact: each admitted request is in the rpm window once, every slot came back, usage
     // counts each request once, and the key still admits exactly max_concurrent at a time.
     expect(await stack.redis.zcard(limits)).toBe(answers.length);
-    const concurrency = `${stack.namespace}:limits:{${keyId}}:concurrency`;
+    const concurrency = names.concurrency(keyId);
     await waitFor('every slot of the key back', async () => (await stack.redis.zcard(concurrency)) === 0);
-    await waitFor('the usage of the moved key', async () => {
+    const counted = await waitFor('the usage of the moved key', async () => {
       const res = await fetch(`${stack.baseUrl}/admin/usage?key=${keyId}`, { headers: admin });
-      return ((await res.json()) as { totals: { requests: number } }).totals.requests === answers.length;
+      const { requests } = ((await res.json()) as { totals: { requests: number } }).totals;
+      return requests >= answers.length ? requests : undefined;
     });
+    expect(counted).toBe(answers.length);
     const active = `${stack.namespace}:${queueNameFor('chat', 'sim-words', layout)}:active`;
     await waitFor('no job left active', async () => (await stack.redis.llen(active)) === 0);
-    const burst = await Promise.all(Array.from({ length: 7 }, () => chat('slow-chat', true)));
+    // Each holds its slot for about a second (ten words at ten a second), so all seven overlap.
+    const words = 'one two three four five six seven eight nine ten';
+    const burst = await Promise.all(Array.from({ length: 7 }, () => chat('slow-chat', true, words)));
     await Promise.all(burst.map((res) => res.text()));
     expect(burst.map((res) => res.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 429]);
 

@@ -252,3 +252,44 @@ describe('Dockerfile', () => {
     }
   });
 });
+
+describe('docker-compose.ha.yml (the `ha` profile: the stack on a Sentinel set)', () => {
+  const overlay = parse(interpolate(readText('docker-compose.ha.yml'), SECRETS), {
+    merge: true,
+  }) as ComposeFile & { services: Record<string, ComposeService & { profiles?: string[] }> };
+  const base = composeWith(SECRETS);
+  const sentinels = ['sentinel-1', 'sentinel-2', 'sentinel-3'];
+
+  it('adds a replica and three sentinels, in the ha profile only, watching the compose Redis', () => {
+    for (const name of ['redis-replica', ...sentinels]) {
+      expect({ name, profiles: overlay.services[name]!.profiles }).toEqual({ name, profiles: ['ha'] });
+      expect(overlay.services[name]!.image).toMatch(/^redis:7/);
+    }
+    const replica = overlay.services['redis-replica']!.command as string[];
+    expect(replica.slice(replica.indexOf('--replicaof'), replica.indexOf('--replicaof') + 3)).toEqual([
+      '--replicaof',
+      'redis',
+      '6379',
+    ]);
+    for (const name of sentinels) {
+      const script = (overlay.services[name]!.command as string[]).join(' ');
+      expect(script).toContain('sentinel monitor mgw redis 6379 2');
+      expect(script).toContain('--sentinel');
+    }
+  });
+
+  it('points every app at the sentinels instead of the URL, and each app accepts that environment', () => {
+    for (const name of APP_SERVICES) {
+      // Compose merges an override's environment into the base service's, key by key.
+      const merged = { ...base.services[name]!.environment, ...overlay.services[name]?.environment };
+      const env = Object.fromEntries(Object.entries(merged).map(([k, v]) => [k, String(v)]));
+      expect({ name, sentinels: env.REDIS_SENTINELS, url: env.REDIS_URL }).toEqual({
+        name,
+        sentinels: sentinels.map((host) => `${host}:26379`).join(','),
+        url: '',
+      });
+      const config = loadConfig(CONFIG_OF[name]!, env) as { redis: { topology: unknown } };
+      expect(config.redis.topology).toMatchObject({ kind: 'sentinel', masterName: 'mgw' });
+    }
+  });
+});
