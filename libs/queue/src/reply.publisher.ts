@@ -100,6 +100,15 @@ export class ReplyStreamWriter {
     if (this.failure) throw this.failure;
   }
 
+  /**
+   * Forgets a failed publish so the next message is tried again, numbered after the ones that failed: the
+   * gateway reads the gap as an interrupted stream and ends its request, which is all a last message after
+   * a Redis failure has to achieve.
+   */
+  retryAfterFailure(): void {
+    this.failure = null;
+  }
+
   /** Only the channel the stream goes to now counts: a frame sent before a redirect may go unheard. */
   private checkHeard(receivers: unknown, channel: string): void {
     if (receivers === 0 && channel === this.channel) this.onUnheard();

@@ -137,3 +137,30 @@ describe('JobRunner: how a job that stops early ends', () => {
     expect(errorsOf(sent)).toEqual([GatewayError.workerFailed('x').toWire().code]);
   });
 });
+
+describe('JobRunner: a failed job whose error meets a Redis failover', () => {
+  it('tries the error again until it goes out, numbered after the frames that were lost', async () => {
+    const { runner } = harness();
+    const published: { kind: string; seq: number }[] = [];
+    let failures = 3;
+    // Redis is away for the job's output and the first tries of its error, then back (a promotion).
+    (runner as unknown as { publisher: ReplyBatcher }).publisher = {
+      publish: (_channel: string, message: string) => {
+        if (failures-- > 0) return Promise.reject(new Error('Connection is closed.'));
+        published.push(JSON.parse(message) as { kind: string; seq: number });
+        return Promise.resolve(1);
+      },
+      gateOf: () => null,
+    } as unknown as ReplyBatcher;
+    const execute = async ({ writer }: JobContext<TestJob>) => {
+      await writer.send({ kind: 'delta', index: 0, content: 'lost' } as never);
+      await writer.flush();
+    };
+
+    await expect(runner.run(jobFor(60_000), TestJob, 'm', execute)).rejects.toThrow('Connection is closed.');
+    expect(published).toEqual([expect.objectContaining({ kind: 'error' })]);
+    // 'started', the delta and a first error were lost: the gateway sees the gap and ends its request.
+    expect(published[0]!.seq).toBeGreaterThan(2);
+    runner.close();
+  });
+});

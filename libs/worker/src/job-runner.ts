@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
 import type { LoggerService } from '@nestjs/common';
 import {
@@ -18,6 +19,9 @@ import {
   type ReplyBatcher,
   type ReplyObserver,
 } from '@mgw/queue';
+
+/** How long a job's error is tried again while Redis fails over (a promotion takes seconds). */
+const ERROR_PUBLISH_RETRY_MS = 20_000;
 
 export type JobOutcome = 'completed' | 'failed' | 'cancelled' | 'expired';
 
@@ -273,16 +277,32 @@ export class JobRunner {
     }
   }
 
+  /**
+   * Publishes a job's last message, its error. A Redis failover fails the job's publishes for the seconds
+   * until a replica is promoted; the error is tried again until it goes out, for at most
+   * `ERROR_PUBLISH_RETRY_MS`: a gateway that heard nothing before the failure waits for the job to run
+   * again, and the job has ended, so without this message its request would wait for its deadline.
+   */
   private async sendError(writer: ReplyStreamWriter, error: unknown): Promise<void> {
-    try {
-      await writer.send({ kind: 'error', error: toWireError(error) });
-      await writer.flush();
-    } catch (publishError) {
-      // The gateway's deadline still ends the request; nothing more can be done from here.
-      this.logger.error({
-        msg: `could not publish the error of request ${writer.requestId}: ${String(publishError)}`,
-        requestId: writer.requestId,
-      });
+    const message = { kind: 'error', error: toWireError(error) } as const;
+    const giveUpAt = Date.now() + ERROR_PUBLISH_RETRY_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await writer.send(message);
+        await writer.flush();
+        return;
+      } catch (publishError) {
+        if (Date.now() >= giveUpAt) {
+          // The gateway's deadline still ends the request; nothing more can be done from here.
+          this.logger.error({
+            msg: `could not publish the error of request ${writer.requestId}: ${String(publishError)}`,
+            requestId: writer.requestId,
+          });
+          return;
+        }
+        writer.retryAfterFailure();
+        await sleep(Math.min(100 * 2 ** attempt, 1000));
+      }
     }
   }
 

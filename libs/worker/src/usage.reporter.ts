@@ -1,24 +1,39 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LoggerService } from '@nestjs/common';
 import type { UsageAmounts, UsageRecorder, UsageSubject } from '@mgw/access';
 
+/** How long a job's usage is tried again while Redis fails over (a promotion takes seconds). */
+const RECORD_RETRY_MS = 20_000;
+
 /**
  * Records a job's usage once it ends. Accounting must never turn a finished answer into an error, so a
- * failure to record is logged, not thrown.
+ * failure to record is logged, not thrown. A failed write is tried again for a while: during a Redis
+ * failover the answer went out but its usage would be lost; a request's usage counts once by its id, so a
+ * write that landed although its reply was lost is not counted twice.
  */
 export class UsageReporter {
   constructor(
     private readonly recorder: UsageRecorder,
     private readonly logger: LoggerService,
+    private readonly retryMs = RECORD_RETRY_MS,
   ) {}
 
   async report(subject: UsageSubject, amounts: UsageAmounts): Promise<void> {
-    try {
-      await this.recorder.record(subject, amounts);
-    } catch (error) {
-      this.logger.error({
-        msg: `usage of request ${subject.requestId} not recorded: ${String(error)}`,
-        requestId: subject.requestId,
-      });
+    const giveUpAt = Date.now() + this.retryMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.recorder.record(subject, amounts);
+        return;
+      } catch (error) {
+        if (Date.now() >= giveUpAt) {
+          this.logger.error({
+            msg: `usage of request ${subject.requestId} not recorded: ${String(error)}`,
+            requestId: subject.requestId,
+          });
+          return;
+        }
+        await sleep(Math.min(100 * 2 ** attempt, 1000));
+      }
     }
   }
 }

@@ -1,0 +1,35 @@
+import type { UsageRecorder } from '@mgw/access';
+import { UsageReporter } from './usage.reporter';
+
+const SUBJECT = { requestId: 'r1', keyId: 'key_1', model: 'm' } as never;
+const AMOUNTS = { promptTokens: 3, completionTokens: 4 } as never;
+
+function reporter(failures: number, retryMs: number) {
+  const errors: string[] = [];
+  let calls = 0;
+  const recorder = {
+    record: () =>
+      ++calls <= failures ? Promise.reject(new Error('Connection is closed.')) : Promise.resolve(),
+  } as unknown as UsageRecorder;
+  const logger = {
+    log: () => undefined,
+    error: (m: { msg: string }) => errors.push(m.msg),
+    warn: () => undefined,
+  };
+  return { usage: new UsageReporter(recorder, logger, retryMs), errors, calls: () => calls };
+}
+
+describe('UsageReporter', () => {
+  it('records a usage whose first writes meet a Redis failover, without an error', async () => {
+    const { usage, errors, calls } = reporter(2, 10_000);
+    await usage.report(SUBJECT, AMOUNTS);
+    expect(calls()).toBe(3);
+    expect(errors).toEqual([]);
+  });
+
+  it('gives up after its retry window and logs it, never throwing', async () => {
+    const { usage, errors } = reporter(Number.POSITIVE_INFINITY, 250);
+    await expect(usage.report(SUBJECT, AMOUNTS)).resolves.toBeUndefined();
+    expect(errors).toEqual(['usage of request r1 not recorded: Error: Connection is closed.']);
+  });
+});
