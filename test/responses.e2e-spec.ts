@@ -20,6 +20,8 @@ const CATALOG = {
 };
 /** Enough words for slow-chat to echo for about a second and a half. */
 const LONG_TEXT = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+/** About seven seconds of slow-chat: longer than a gateway's drain takes to cut its connections. */
+const LONGER_TEXT = Array.from({ length: 280 }, (_, i) => `word${i}`).join(' ');
 const WEATHER_TOOL = {
   type: 'function' as const,
   name: 'get_weather',
@@ -283,6 +285,82 @@ describe('the Responses API with the openai SDK', () => {
     expect(numbers).toEqual(numbers.map((_, i) => i + 6));
     expect(text).toContain('event: response.completed');
     expect((await client.responses.retrieve(id)).output_text).toBe(LONG_TEXT);
+  });
+
+  /**
+   * A background stream opened on a gateway of its own, read for a few events, then that gateway stopped by
+   * `signal` while the client still reads; after `awayMs` the client resumes on the stack's gateway from the
+   * last event it got. Answers the events each connection saw.
+   */
+  async function backgroundStreamAcrossStop(signal: 'SIGTERM' | 'SIGKILL', label: string, awayMs = 0) {
+    const port = await freePort();
+    // A drain shorter than the stream: one that waited for it, or ended it, would show.
+    stack.spawnExtra(`gateway:${label}`, {
+      PORT: String(port),
+      GATEWAY_DRAIN_TIMEOUT_MS: '1000',
+      // A chat stream nobody resumes stops this soon after its gateway is gone; a background one must not.
+      RESUME_GRACE_MS: '300',
+      LOG_LEVEL: 'log',
+    });
+    const other = new OpenAI({ apiKey: stack.apiKey, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+    await waitFor(`gateway ${label}`, async () => (await other.models.list()).data.length > 0);
+    const stream = await other.responses.create({
+      model: 'slow-chat',
+      input: LONGER_TEXT,
+      background: true,
+      stream: true,
+    });
+    const first: Array<{ sequence_number: number; type: string }> = [];
+    let id = '';
+    let stopped: Promise<NodeJS.Signals | number | null> | undefined;
+    try {
+      for await (const event of stream) {
+        first.push(event);
+        if (event.type === 'response.created') id = event.response.id;
+        if (first.length === 6) stopped = stack.stopApp(`gateway:${label}`, signal);
+      }
+    } catch {
+      // The connection was cut: what a client of a stopped gateway sees.
+    }
+    expect(await stopped).toBe(signal);
+    await new Promise((resolve) => setTimeout(resolve, awayMs));
+    const last = first.at(-1)!.sequence_number;
+    const resumed = await fetch(`${stack.baseUrl}/v1/responses/${id}?stream=true&starting_after=${last}`, {
+      headers: stack.headers(),
+    });
+    expect(resumed.status).toBe(200);
+    const text = await resumed.text();
+    return { id, first, last, text };
+  }
+
+  function expectResumedToTheEnd(run: Awaited<ReturnType<typeof backgroundStreamAcrossStop>>): void {
+    const { first, last, text } = run;
+    // The stop cut the first connection before the end, with no gap in what it delivered.
+    expect(first.map((event) => event.type)).not.toContain('response.completed');
+    expect(first.map((event) => event.sequence_number)).toEqual(first.map((_, i) => i));
+    // The other gateway carries on from there, without a gap, to the end.
+    const numbers = [...text.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]));
+    expect(numbers.length).toBeGreaterThan(0);
+    expect(numbers).toEqual(numbers.map((_, i) => i + last + 1));
+    expect(text).toContain('event: response.completed');
+    expect(text).not.toContain('event: error');
+  }
+
+  it('a background stream runs on through the drain (SIGTERM) of the gateway that accepted it, and resumes on another to response.completed', async () => {
+    const run = await backgroundStreamAcrossStop('SIGTERM', 'drained');
+    expectResumedToTheEnd(run);
+    expect((await client.responses.retrieve(run.id)).output_text).toBe(LONGER_TEXT);
+    // The drain neither waited for it nor ended it: it let go of it.
+    expect(stack.logs('gateway:drained')).toContain('draining 0 open request(s)');
+    expect(stack.logs('gateway:drained')).not.toContain('drain timeout');
+    expect(stack.logs('gateway:drained')).not.toMatch(/"level":"(error|fatal)"/);
+  });
+
+  it('a background stream runs on when the gateway that accepted it is killed (-9), unheard past the resume grace, and resumes on another to response.completed', async () => {
+    const run = await backgroundStreamAcrossStop('SIGKILL', 'killed', 1500);
+    expectResumedToTheEnd(run);
+    const done = await client.responses.retrieve(run.id);
+    expect([done.status, done.output_text]).toEqual(['completed', LONGER_TEXT]);
   });
 
   it('keeps a background response going through the restart of the gateway that accepted it', async () => {

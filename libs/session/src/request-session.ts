@@ -176,7 +176,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     this.deadlineMs = deadlineMsOf(input.kind, config);
     this.state = idle({
       delivery: delivery.mode,
-      outlivesClient: input.outlivesClient === true || delivery.mode === 'background',
+      outlivesClient: input.outlivesClient === true || this.background,
       resumeGrace: config.resumeGraceMs > 0,
       deadlineMs: this.deadlineMs,
       // A cold start that would outlast half the keep-alive bound hands over to a fallback before the 200
@@ -212,9 +212,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     return this.state.name === 'ended';
   }
 
-  /** A request without a client (a background response): its job runs on without this gateway. */
+  /** A background request (with or without a client): its job runs on without this gateway. */
   get background(): boolean {
-    return this.delivery.mode === 'background';
+    return this.delivery.mode === 'background' || this.input.background === true;
   }
 
   /**
@@ -607,7 +607,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    */
   private resumeOptions(): ResumeOptions {
     const options = this.deps.streams.resumeOptions();
-    if (this.delivery.mode !== 'background') return options;
+    if (!this.background) return options;
     return { ...options, graceMs: Math.min(MAX_RESUME_GRACE_MS, this.deadlineMs) };
   }
 

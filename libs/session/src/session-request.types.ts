@@ -31,6 +31,12 @@ export interface SessionRequest<K extends ModelKind> {
   resume?: 'on' | 'off';
   /** The job runs to its end even if the client leaves (a stored completion). */
   outlivesClient?: boolean;
+  /**
+   * A background request (a background response, streamed or not): its job runs to its end without its
+   * client and without this gateway, which a drain or a crash lets go of instead of ending (its stream is
+   * resumed on another replica).
+   */
+  background?: boolean;
 }
 
 /** What a renderer needs to know of the request it renders. */
