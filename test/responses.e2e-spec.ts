@@ -16,6 +16,13 @@ const CATALOG = {
       owned_by: 'model-gateway',
       backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 40 },
     },
+    {
+      id: 'tiny-chat',
+      type: 'chat',
+      owned_by: 'model-gateway',
+      contextTokens: 16,
+      backend: { kind: 'simulator', mode: 'echo' },
+    },
   ],
 };
 /** Enough words for slow-chat to echo for about a second and a half. */
@@ -65,7 +72,7 @@ describe('the Responses API with the openai SDK', () => {
       catalog: CATALOG,
       env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
       without: ['image-worker'],
-      waitForModels: ['sim-chat', 'slow-chat'],
+      waitForModels: ['sim-chat', 'slow-chat', 'tiny-chat'],
     });
     client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
   });
@@ -225,6 +232,40 @@ describe('the Responses API with the openai SDK', () => {
       expect(answer.error.type).toBe('invalid_request_error');
     }
     expect(await stack.redis.keys(`${stack.namespace}:responses:*:r:*`)).toEqual(keysBefore);
+  });
+
+  it("refuses a prompt over the model's context window at the gateway, a chain's stored history included, as a 400 naming input; stores nothing", async () => {
+    // tiny-chat has 16 tokens: at least 17 tokens is anything over 16 × 256 characters.
+    const longer = 'y'.repeat(16 * 256 + 1);
+    const keysBefore = await stack.redis.keys(`${stack.namespace}:responses:*:r:*`);
+    const direct = await errorOf(client.responses.create({ model: 'tiny-chat', input: longer }));
+    expect([direct.status, direct.code, direct.param]).toEqual([400, 'context_length_exceeded', 'input']);
+    // "at least": the gateway's lower bound refused it, not the worker's exact count.
+    expect(direct.message).toContain('at least 17 tokens');
+    // A short turn whose stored history (3,000 characters in, the same echoed back) does not fit.
+    const first = await client.responses.create({ model: 'sim-chat', input: 'y'.repeat(3000) });
+    const keysWithFirst = await stack.redis.keys(`${stack.namespace}:responses:*:r:*`);
+    const chained = await errorOf(
+      client.responses.create({ model: 'tiny-chat', input: 'hi', previous_response_id: first.id }),
+    );
+    expect([chained.status, chained.code, chained.param]).toEqual([400, 'context_length_exceeded', 'input']);
+    const streamed = await errorOf(
+      client.responses.create({
+        model: 'tiny-chat',
+        input: 'hi',
+        previous_response_id: first.id,
+        stream: true,
+      }),
+    );
+    expect([streamed.status, streamed.code]).toEqual([400, 'context_length_exceeded']);
+    // Only the first turn was stored.
+    expect(keysWithFirst.length).toBe(keysBefore.length + 1);
+    expect((await stack.redis.keys(`${stack.namespace}:responses:*:r:*`)).sort()).toEqual(
+      keysWithFirst.sort(),
+    );
+    // The same short turn fits without the history.
+    const alone = await client.responses.create({ model: 'tiny-chat', input: 'hi' });
+    expect(alone.status).toBe('completed');
   });
 
   it('runs a background response to completion while polled, and cancels another', async () => {

@@ -4,9 +4,11 @@ import {
   GatewayError,
   MAX_RESUME_GRACE_MS,
   type CancelMessage,
+  type ChatCompletionRequestDto,
   jobProtocolVersionOf,
   type DoneMessage,
   type JobEnvelopeFields,
+  type ModelEntry,
   type ModelKind,
   type ProtocolError,
   type ReattachMessage,
@@ -28,6 +30,7 @@ import type {
   SessionState,
   TimerName,
 } from './machine/session.types';
+import { checkContextWindow } from './models/context-window.check';
 import { admissionFallsBack, fallbacksFor, type FallbackReason } from './models/fallback.policy';
 import type { ModelResolver, ResolvedModel, Unresolved } from './models/model.resolver';
 import type { ResumeGate } from './resume/resume.gate';
@@ -461,6 +464,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const fallbacks = requested ? fallbacksFor(entry, principal) : null;
     try {
       this.input.checkModel?.(entry);
+      this.checkContext(entry);
     } catch (error) {
       if (requested) return this.refused(this.asGatewayError(error), null, fallbacks);
       return this.refused(
@@ -609,6 +613,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const options = this.deps.streams.resumeOptions();
     if (!this.background) return options;
     return { ...options, graceMs: Math.min(MAX_RESUME_GRACE_MS, this.deadlineMs) };
+  }
+
+  /** A chat prompt that cannot fit `model`'s context window is refused here, whichever API it came by. */
+  private checkContext(model: ModelEntry): void {
+    if (this.input.kind !== 'chat') return;
+    const { messages } = this.input.request as ChatCompletionRequestDto;
+    checkContextWindow(messages, model, this.input.promptParam);
   }
 
   /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */

@@ -237,6 +237,35 @@ describe('RequestSessions', () => {
     expect([recorded, cancels, sessions.find('req-background-stream-1')]).toEqual([['moved'], [], undefined]);
   });
 
+  it("refuses a chat prompt over the model's context window before it is queued, naming the front-end's prompt field", async () => {
+    world.models.set('tiny-chat', { model: { ...entry('tiny-chat'), contextTokens: 4 } });
+    const refusal = await sessions
+      .run(
+        {
+          kind: 'chat',
+          requestId: 'req-too-long-1',
+          principal,
+          model: 'tiny-chat',
+          request: { model: 'tiny-chat', messages: [{ role: 'user', content: 'y'.repeat(5 * 256) }] },
+          tokenEstimate: 0,
+          promptParam: 'input',
+        },
+        { mode: 'json', renderer: () => ({ done: () => undefined, error: () => undefined }) } as never,
+        fakeReply() as never,
+      )
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(refusal).toBeInstanceOf(GatewayError);
+    expect((refusal as GatewayError).toBody().error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
+      param: 'input',
+    });
+    expect(enqueued).toEqual([]);
+  });
+
   it('stops a request that runs elsewhere: off its queue, or its worker (from its replay log) told', async () => {
     await sessions.stop('req-elsewhere-1', 'chat', 'sim-chat', GatewayError.clientClosed());
     expect(cancels).toEqual([]);
