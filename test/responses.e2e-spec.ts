@@ -234,6 +234,99 @@ describe('the Responses API with the openai SDK', () => {
     expect(await stack.redis.keys(`${stack.namespace}:responses:*:r:*`)).toEqual(keysBefore);
   });
 
+  it('refuses more bad input the same way, streamed, in the background or in a chain, and stores nothing for it', async () => {
+    const mine = await client.responses.create({ model: 'sim-chat', input: 'mine' });
+    const theirs = await (await newClient()).responses.create({ model: 'sim-chat', input: 'theirs' });
+    const unknownId = `resp_${randomBytes(12).toString('hex')}`;
+    const cases: Array<[Record<string, unknown>, string, string | null]> = [
+      // Unknown item types, also where a stream or a background response was asked for.
+      [{ input: [{ type: 'mystery_item' }], stream: true }, 'input[0].type', null],
+      [{ input: [{ type: 'mystery_item' }], background: true }, 'input[0].type', null],
+      [{ input: [{ type: 'message', role: 'narrator', content: 'x' }] }, 'input[0].role', null],
+      // A function_call_output whose call_id no call in the conversation has, with or without a chain.
+      [
+        {
+          previous_response_id: mine.id,
+          input: [{ type: 'function_call_output', call_id: 'call_nope', output: 'x' }],
+        },
+        'input',
+        null,
+      ],
+      // Foreign, unknown and malformed previous responses: OpenAI's one refusal.
+      [
+        { previous_response_id: theirs.id, input: 'x' },
+        'previous_response_id',
+        'previous_response_not_found',
+      ],
+      [
+        { previous_response_id: unknownId, input: 'x' },
+        'previous_response_id',
+        'previous_response_not_found',
+      ],
+      [{ previous_response_id: 'nope', input: 'x', background: true }, 'previous_response_id', null],
+      // text.format schemas that are not one.
+      [
+        { input: 'x', text: { format: { type: 'json_schema', schema: { type: 'object' } } } },
+        'text.format.name',
+        null,
+      ],
+      [
+        { input: 'x', text: { format: { type: 'json_schema', name: 'x', schema: 'object' } } },
+        'text.format.schema',
+        null,
+      ],
+      [{ input: 'x', text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema', null],
+      [{ input: 'x', text: { format: { type: 'yaml' } } }, 'text.format.type', null],
+      [
+        {
+          input: 'x',
+          text: {
+            format: {
+              type: 'json_schema',
+              name: 'x',
+              schema: { type: 'object', properties: { a: { type: ['string', 'date'] } } },
+            },
+          },
+        },
+        'text.format.schema',
+        'invalid_json_schema',
+      ],
+      // Oversized: more tools than 128, more metadata pairs than 16.
+      [
+        {
+          input: 'x',
+          tools: Array.from({ length: 129 }, (_, i) => ({ ...WEATHER_TOOL, name: `tool_${i}` })),
+        },
+        'tools',
+        null,
+      ],
+      [
+        { input: 'x', metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) },
+        'metadata',
+        null,
+      ],
+    ];
+    const keysBefore = (await stack.redis.keys(`${stack.namespace}:responses:*`)).sort();
+    for (const [body, param, code] of cases) {
+      const res = await stack.post('/v1/responses', { model: 'sim-chat', ...body });
+      const answer = (await res.json()) as { error: { param: string; type: string; code: string | null } };
+      expect([JSON.stringify(body).slice(0, 80), res.status, answer.error.param]).toEqual([
+        JSON.stringify(body).slice(0, 80),
+        400,
+        param,
+      ]);
+      expect(answer.error.type).toBe('invalid_request_error');
+      if (code !== null) expect(answer.error.code).toBe(code);
+    }
+    // Nothing stored: no record, no log, no index entry.
+    expect((await stack.redis.keys(`${stack.namespace}:responses:*`)).sort()).toEqual(keysBefore);
+    const indexes = keysBefore.filter((key) => key.endsWith(':index'));
+    const members = await Promise.all(indexes.map((key) => stack.redis.zcard(key)));
+    expect(members.reduce((sum, n) => sum + n, 0)).toBe(
+      keysBefore.filter((key) => key.includes(':r:')).length,
+    );
+  });
+
   it("refuses a prompt over the model's context window at the gateway, a chain's stored history included, as a 400 naming input; stores nothing", async () => {
     // tiny-chat has 16 tokens: at least 17 tokens is anything over 16 × 256 characters.
     const longer = 'y'.repeat(16 * 256 + 1);
