@@ -291,7 +291,24 @@ describe('the Responses API with the openai SDK', () => {
         'text.format.schema',
         'invalid_json_schema',
       ],
-      // Oversized: more tools than 128, more metadata pairs than 16.
+      // Oversized: more content parts in one message than CHAT_MAX_CONTENT_PARTS (256) where they stay parts
+      // (with an image; text-only parts join into one text), more tools than 128, more metadata pairs than 16.
+      [
+        {
+          input: [
+            {
+              role: 'user',
+              content: [
+                { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' },
+                ...Array.from({ length: 300 }, () => ({ type: 'input_text', text: 'x' })),
+              ],
+            },
+          ],
+        },
+        // The chat message's index is not the item's (history and instructions come first): `input`.
+        'input',
+        null,
+      ],
       [
         {
           input: 'x',
