@@ -373,6 +373,12 @@ describe('the Responses API with the openai SDK', () => {
     expect((await stack.redis.keys(`${stack.namespace}:responses:*:r:*`)).sort()).toEqual(
       keysWithFirst.sort(),
     );
+    // Under the gateway's bound but over the worker's exact count: the worker's refusal names input too.
+    const counted = await errorOf(
+      client.responses.create({ model: 'tiny-chat', input: 'word '.repeat(100) }),
+    );
+    expect([counted.status, counted.code, counted.param]).toEqual([400, 'context_length_exceeded', 'input']);
+    expect(counted.message).not.toContain('at least');
     // The same short turn fits without the history.
     const alone = await client.responses.create({ model: 'tiny-chat', input: 'hi' });
     expect(alone.status).toBe('completed');

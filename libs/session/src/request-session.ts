@@ -185,6 +185,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       // A cold start that would outlast half the keep-alive bound hands over to a fallback before the 200
       // commits the stream to the model still waiting for its worker.
       startWaitBoundMs: stream && keepAliveMs > 0 ? Math.floor(keepAliveMs / 2) : undefined,
+      ...(input.promptParam !== undefined && { promptParam: input.promptParam }),
     });
     this.sse =
       delivery.mode === 'stream' && reply !== null
