@@ -25,6 +25,14 @@ const CATALOG = {
       owned_by: 'model-gateway',
       backend: { kind: 'simulator', mode: 'words', failAfterTokens: 3 },
     },
+    // A context of 16 tokens: a longer prompt is refused at the gateway.
+    {
+      id: 'sim-tiny',
+      type: 'chat',
+      owned_by: 'model-gateway',
+      contextTokens: 16,
+      backend: { kind: 'simulator', mode: 'echo' },
+    },
     // Declared, never served here: Anthropic's 529 overloaded_error.
     { id: 'sim-idle', type: 'chat', owned_by: 'model-gateway', backend: { kind: 'simulator', mode: 'echo' } },
   ],
@@ -50,9 +58,9 @@ describe('the Anthropic SDK against the gateway', () => {
     stack = await Stack.start({
       catalog: CATALOG,
       env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
-      appEnv: { 'chat-worker': { WORKER_MODELS: 'sim-chat,sim-chat-words,sim-fail' } },
+      appEnv: { 'chat-worker': { WORKER_MODELS: 'sim-chat,sim-chat-words,sim-fail,sim-tiny' } },
       without: ['image-worker'],
-      waitForModels: ['sim-chat', 'sim-chat-words'],
+      waitForModels: ['sim-chat', 'sim-chat-words', 'sim-tiny'],
     });
     client = new Anthropic({ apiKey: stack.apiKey, baseURL: stack.baseUrl, maxRetries: 0 });
   });
@@ -409,6 +417,29 @@ describe('the Anthropic SDK against the gateway', () => {
         message: expect.stringContaining("You didn't provide an API key"),
       },
     });
+  });
+
+  it("refuses a prompt over the model's context window at the gateway, in Anthropic's error shape", async () => {
+    const tooLong = await client.messages
+      .create({
+        model: 'sim-tiny',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'y'.repeat(16 * 256 + 1) }],
+      })
+      .catch((error: unknown) => error);
+    expect(tooLong).toBeInstanceOf(BadRequestError);
+    expect(tooLong).toMatchObject({
+      status: 400,
+      error: { type: 'error', error: { type: 'invalid_request_error' } },
+    });
+    // "at least": the gateway's lower bound refused it before a job was queued, not the worker's exact count.
+    expect((tooLong as BadRequestError).message).toContain('at least 17 tokens');
+    const fits = await client.messages.create({
+      model: 'sim-tiny',
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(fits.stop_reason).toBe('end_turn');
   });
 
   it('refuses bad input with Anthropic 400s naming the field, and takes the key from x-api-key or Bearer', async () => {

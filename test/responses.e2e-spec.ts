@@ -16,10 +16,19 @@ const CATALOG = {
       owned_by: 'model-gateway',
       backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 40 },
     },
+    {
+      id: 'tiny-chat',
+      type: 'chat',
+      owned_by: 'model-gateway',
+      contextTokens: 16,
+      backend: { kind: 'simulator', mode: 'echo' },
+    },
   ],
 };
 /** Enough words for slow-chat to echo for about a second and a half. */
 const LONG_TEXT = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+/** About seven seconds of slow-chat: longer than a gateway's drain takes to cut its connections. */
+const LONGER_TEXT = Array.from({ length: 280 }, (_, i) => `word${i}`).join(' ');
 const WEATHER_TOOL = {
   type: 'function' as const,
   name: 'get_weather',
@@ -63,7 +72,7 @@ describe('the Responses API with the openai SDK', () => {
       catalog: CATALOG,
       env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
       without: ['image-worker'],
-      waitForModels: ['sim-chat', 'slow-chat'],
+      waitForModels: ['sim-chat', 'slow-chat', 'tiny-chat'],
     });
     client = new OpenAI({ apiKey: stack.apiKey, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
   });
@@ -225,6 +234,156 @@ describe('the Responses API with the openai SDK', () => {
     expect(await stack.redis.keys(`${stack.namespace}:responses:*:r:*`)).toEqual(keysBefore);
   });
 
+  it('refuses more bad input the same way, streamed, in the background or in a chain, and stores nothing for it', async () => {
+    const mine = await client.responses.create({ model: 'sim-chat', input: 'mine' });
+    const theirs = await (await newClient()).responses.create({ model: 'sim-chat', input: 'theirs' });
+    const unknownId = `resp_${randomBytes(12).toString('hex')}`;
+    const cases: Array<[Record<string, unknown>, string, string | null]> = [
+      // Unknown item types, also where a stream or a background response was asked for.
+      [{ input: [{ type: 'mystery_item' }], stream: true }, 'input[0].type', null],
+      [{ input: [{ type: 'mystery_item' }], background: true }, 'input[0].type', null],
+      [{ input: [{ type: 'message', role: 'narrator', content: 'x' }] }, 'input[0].role', null],
+      // A function_call_output whose call_id no call in the conversation has, with or without a chain.
+      [
+        {
+          previous_response_id: mine.id,
+          input: [{ type: 'function_call_output', call_id: 'call_nope', output: 'x' }],
+        },
+        'input',
+        null,
+      ],
+      // Foreign, unknown and malformed previous responses: OpenAI's one refusal.
+      [
+        { previous_response_id: theirs.id, input: 'x' },
+        'previous_response_id',
+        'previous_response_not_found',
+      ],
+      [
+        { previous_response_id: unknownId, input: 'x' },
+        'previous_response_id',
+        'previous_response_not_found',
+      ],
+      [{ previous_response_id: 'nope', input: 'x', background: true }, 'previous_response_id', null],
+      // text.format schemas that are not one.
+      [
+        { input: 'x', text: { format: { type: 'json_schema', schema: { type: 'object' } } } },
+        'text.format.name',
+        null,
+      ],
+      [
+        { input: 'x', text: { format: { type: 'json_schema', name: 'x', schema: 'object' } } },
+        'text.format.schema',
+        null,
+      ],
+      [{ input: 'x', text: { format: { type: 'json_schema', name: 'x' } } }, 'text.format.schema', null],
+      [{ input: 'x', text: { format: { type: 'yaml' } } }, 'text.format.type', null],
+      [
+        {
+          input: 'x',
+          text: {
+            format: {
+              type: 'json_schema',
+              name: 'x',
+              schema: { type: 'object', properties: { a: { type: ['string', 'date'] } } },
+            },
+          },
+        },
+        'text.format.schema',
+        'invalid_json_schema',
+      ],
+      // Oversized: more content parts in one message than CHAT_MAX_CONTENT_PARTS (256) where they stay parts
+      // (with an image; text-only parts join into one text), more tools than 128, more metadata pairs than 16.
+      [
+        {
+          input: [
+            {
+              role: 'user',
+              content: [
+                { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' },
+                ...Array.from({ length: 300 }, () => ({ type: 'input_text', text: 'x' })),
+              ],
+            },
+          ],
+        },
+        // The chat message's index is not the item's (history and instructions come first): `input`.
+        'input',
+        null,
+      ],
+      [
+        {
+          input: 'x',
+          tools: Array.from({ length: 129 }, (_, i) => ({ ...WEATHER_TOOL, name: `tool_${i}` })),
+        },
+        'tools',
+        null,
+      ],
+      [
+        { input: 'x', metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) },
+        'metadata',
+        null,
+      ],
+    ];
+    const keysBefore = (await stack.redis.keys(`${stack.namespace}:responses:*`)).sort();
+    for (const [body, param, code] of cases) {
+      const res = await stack.post('/v1/responses', { model: 'sim-chat', ...body });
+      const answer = (await res.json()) as { error: { param: string; type: string; code: string | null } };
+      expect([JSON.stringify(body).slice(0, 80), res.status, answer.error.param]).toEqual([
+        JSON.stringify(body).slice(0, 80),
+        400,
+        param,
+      ]);
+      expect(answer.error.type).toBe('invalid_request_error');
+      if (code !== null) expect(answer.error.code).toBe(code);
+    }
+    // Nothing stored: no record, no log, no index entry.
+    expect((await stack.redis.keys(`${stack.namespace}:responses:*`)).sort()).toEqual(keysBefore);
+    const indexes = keysBefore.filter((key) => key.endsWith(':index'));
+    const members = await Promise.all(indexes.map((key) => stack.redis.zcard(key)));
+    expect(members.reduce((sum, n) => sum + n, 0)).toBe(
+      keysBefore.filter((key) => key.includes(':r:')).length,
+    );
+  });
+
+  it("refuses a prompt over the model's context window at the gateway, a chain's stored history included, as a 400 naming input; stores nothing", async () => {
+    // tiny-chat has 16 tokens: at least 17 tokens is anything over 16 × 256 characters.
+    const longer = 'y'.repeat(16 * 256 + 1);
+    const keysBefore = await stack.redis.keys(`${stack.namespace}:responses:*:r:*`);
+    const direct = await errorOf(client.responses.create({ model: 'tiny-chat', input: longer }));
+    expect([direct.status, direct.code, direct.param]).toEqual([400, 'context_length_exceeded', 'input']);
+    // "at least": the gateway's lower bound refused it, not the worker's exact count.
+    expect(direct.message).toContain('at least 17 tokens');
+    // A short turn whose stored history (3,000 characters in, the same echoed back) does not fit.
+    const first = await client.responses.create({ model: 'sim-chat', input: 'y'.repeat(3000) });
+    const keysWithFirst = await stack.redis.keys(`${stack.namespace}:responses:*:r:*`);
+    const chained = await errorOf(
+      client.responses.create({ model: 'tiny-chat', input: 'hi', previous_response_id: first.id }),
+    );
+    expect([chained.status, chained.code, chained.param]).toEqual([400, 'context_length_exceeded', 'input']);
+    const streamed = await errorOf(
+      client.responses.create({
+        model: 'tiny-chat',
+        input: 'hi',
+        previous_response_id: first.id,
+        stream: true,
+      }),
+    );
+    expect([streamed.status, streamed.code]).toEqual([400, 'context_length_exceeded']);
+    // Only the first turn was stored.
+    expect(keysWithFirst.length).toBe(keysBefore.length + 1);
+    expect((await stack.redis.keys(`${stack.namespace}:responses:*:r:*`)).sort()).toEqual(
+      keysWithFirst.sort(),
+    );
+    // Under the gateway's bound but over the worker's exact count: the worker's refusal names input too.
+    const counted = await errorOf(
+      client.responses.create({ model: 'tiny-chat', input: 'word '.repeat(100) }),
+    );
+    expect([counted.status, counted.code, counted.param]).toEqual([400, 'context_length_exceeded', 'input']);
+    expect(counted.message).not.toContain('at least');
+    // The same short turn fits without the history.
+    const alone = await client.responses.create({ model: 'tiny-chat', input: 'hi' });
+    expect(alone.status).toBe('completed');
+  });
+
   it('runs a background response to completion while polled, and cancels another', async () => {
     const queued = await client.responses.create({ model: 'slow-chat', input: LONG_TEXT, background: true });
     expect(queued).toMatchObject({ status: 'queued', background: true });
@@ -283,6 +442,82 @@ describe('the Responses API with the openai SDK', () => {
     expect(numbers).toEqual(numbers.map((_, i) => i + 6));
     expect(text).toContain('event: response.completed');
     expect((await client.responses.retrieve(id)).output_text).toBe(LONG_TEXT);
+  });
+
+  /**
+   * A background stream opened on a gateway of its own, read for a few events, then that gateway stopped by
+   * `signal` while the client still reads; after `awayMs` the client resumes on the stack's gateway from the
+   * last event it got. Answers the events each connection saw.
+   */
+  async function backgroundStreamAcrossStop(signal: 'SIGTERM' | 'SIGKILL', label: string, awayMs = 0) {
+    const port = await freePort();
+    // A drain shorter than the stream: one that waited for it, or ended it, would show.
+    stack.spawnExtra(`gateway:${label}`, {
+      PORT: String(port),
+      GATEWAY_DRAIN_TIMEOUT_MS: '1000',
+      // A chat stream nobody resumes stops this soon after its gateway is gone; a background one must not.
+      RESUME_GRACE_MS: '300',
+      LOG_LEVEL: 'log',
+    });
+    const other = new OpenAI({ apiKey: stack.apiKey, baseURL: `http://127.0.0.1:${port}/v1`, maxRetries: 0 });
+    await waitFor(`gateway ${label}`, async () => (await other.models.list()).data.length > 0);
+    const stream = await other.responses.create({
+      model: 'slow-chat',
+      input: LONGER_TEXT,
+      background: true,
+      stream: true,
+    });
+    const first: Array<{ sequence_number: number; type: string }> = [];
+    let id = '';
+    let stopped: Promise<NodeJS.Signals | number | null> | undefined;
+    try {
+      for await (const event of stream) {
+        first.push(event);
+        if (event.type === 'response.created') id = event.response.id;
+        if (first.length === 6) stopped = stack.stopApp(`gateway:${label}`, signal);
+      }
+    } catch {
+      // The connection was cut: what a client of a stopped gateway sees.
+    }
+    expect(await stopped).toBe(signal);
+    await new Promise((resolve) => setTimeout(resolve, awayMs));
+    const last = first.at(-1)!.sequence_number;
+    const resumed = await fetch(`${stack.baseUrl}/v1/responses/${id}?stream=true&starting_after=${last}`, {
+      headers: stack.headers(),
+    });
+    expect(resumed.status).toBe(200);
+    const text = await resumed.text();
+    return { id, first, last, text };
+  }
+
+  function expectResumedToTheEnd(run: Awaited<ReturnType<typeof backgroundStreamAcrossStop>>): void {
+    const { first, last, text } = run;
+    // The stop cut the first connection before the end, with no gap in what it delivered.
+    expect(first.map((event) => event.type)).not.toContain('response.completed');
+    expect(first.map((event) => event.sequence_number)).toEqual(first.map((_, i) => i));
+    // The other gateway carries on from there, without a gap, to the end.
+    const numbers = [...text.matchAll(/"sequence_number":(\d+)/g)].map((m) => Number(m[1]));
+    expect(numbers.length).toBeGreaterThan(0);
+    expect(numbers).toEqual(numbers.map((_, i) => i + last + 1));
+    expect(text).toContain('event: response.completed');
+    expect(text).not.toContain('event: error');
+  }
+
+  it('a background stream runs on through the drain (SIGTERM) of the gateway that accepted it, and resumes on another to response.completed', async () => {
+    const run = await backgroundStreamAcrossStop('SIGTERM', 'drained');
+    expectResumedToTheEnd(run);
+    expect((await client.responses.retrieve(run.id)).output_text).toBe(LONGER_TEXT);
+    // The drain neither waited for it nor ended it: it let go of it.
+    expect(stack.logs('gateway:drained')).toContain('draining 0 open request(s)');
+    expect(stack.logs('gateway:drained')).not.toContain('drain timeout');
+    expect(stack.logs('gateway:drained')).not.toMatch(/"level":"(error|fatal)"/);
+  });
+
+  it('a background stream runs on when the gateway that accepted it is killed (-9), unheard past the resume grace, and resumes on another to response.completed', async () => {
+    const run = await backgroundStreamAcrossStop('SIGKILL', 'killed', 1500);
+    expectResumedToTheEnd(run);
+    const done = await client.responses.retrieve(run.id);
+    expect([done.status, done.output_text]).toEqual(['completed', LONGER_TEXT]);
   });
 
   it('keeps a background response going through the restart of the gateway that accepted it', async () => {

@@ -12,7 +12,6 @@ import { CHAT_STREAM_FORMAT, ChatEventWriter } from './chat-event.writer';
 import { streamResumeChoice } from './chat-stream.resumer';
 import { CompletionAssembler } from './completion.assembler';
 import { CompletionJsonRenderer } from './completion-json.renderer';
-import { checkContextWindow } from './context-window.check';
 
 /** The chunks' and the completion's `created` (seconds). */
 const createdOf = (context: RenderContext): number => Math.floor(context.createdMs / 1000);
@@ -46,10 +45,7 @@ export class ChatCompletionsService {
       model: body.model,
       request: body,
       tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
-      checkModel: (model) => {
-        assertChatParametersSupported(body, model);
-        checkContextWindow(body.messages, model);
-      },
+      checkModel: (model) => assertChatParametersSupported(body, model),
       ...(resume !== undefined && { resume }),
       // A completion to store is finished and kept even when its client leaves before the answer.
       ...(!stream && store && { outlivesClient: true }),

@@ -52,7 +52,7 @@ export class ResponsesStreamResumer {
           { requestId, model: context.model, createdMs: record?.createdMs ?? context.createdMs, echo },
           after,
         ),
-      outlivesClient: echo.background,
+      background: echo.background,
       notFound: () => responseNotFound(id),
       expired: () =>
         new GatewayError(

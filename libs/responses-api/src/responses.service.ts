@@ -70,9 +70,13 @@ export class ResponsesService {
       request: chat,
       tokenEstimate: estimateChatTokens(chat, this.config.tpmDefaultMaxTokens),
       checkModel: (model) => assertChatParametersSupported(chat, model),
+      // The prompt is the conversation: a chain whose stored history is too long is refused as its input.
+      promptParam: 'input',
       ...(request.stream && { resume: request.background ? 'on' : streamResumeChoice(reply) }),
-      // A response to store (or one in the background) is finished and kept even when its client leaves.
-      ...((request.store && !request.stream) || request.background ? { outlivesClient: true } : {}),
+      // A response to store is finished and kept even when its client leaves; a background one also runs on
+      // without this gateway (a drain or a crash lets go of it; its stream resumes on another replica).
+      ...(request.store && !request.stream && { outlivesClient: true }),
+      ...(request.background && { background: true }),
     };
     const base = (context: RenderContext): ResponseBase => ({
       requestId,

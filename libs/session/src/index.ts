@@ -6,6 +6,7 @@ export * from './connections/redis-connections.provider';
 export * from './lifecycle/gateway-shutdown';
 export * from './machine/session.machine';
 export * from './machine/session.types';
+export * from './models/context-window.check';
 export * from './models/fallback.policy';
 export * from './models/model.resolver';
 export * from './request-session';

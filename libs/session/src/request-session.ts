@@ -4,9 +4,11 @@ import {
   GatewayError,
   MAX_RESUME_GRACE_MS,
   type CancelMessage,
+  type ChatCompletionRequestDto,
   jobProtocolVersionOf,
   type DoneMessage,
   type JobEnvelopeFields,
+  type ModelEntry,
   type ModelKind,
   type ProtocolError,
   type ReattachMessage,
@@ -28,6 +30,7 @@ import type {
   SessionState,
   TimerName,
 } from './machine/session.types';
+import { checkContextWindow } from './models/context-window.check';
 import { admissionFallsBack, fallbacksFor, type FallbackReason } from './models/fallback.policy';
 import type { ModelResolver, ResolvedModel, Unresolved } from './models/model.resolver';
 import type { ResumeGate } from './resume/resume.gate';
@@ -176,12 +179,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     this.deadlineMs = deadlineMsOf(input.kind, config);
     this.state = idle({
       delivery: delivery.mode,
-      outlivesClient: input.outlivesClient === true || delivery.mode === 'background',
+      outlivesClient: input.outlivesClient === true || this.background,
       resumeGrace: config.resumeGraceMs > 0,
       deadlineMs: this.deadlineMs,
       // A cold start that would outlast half the keep-alive bound hands over to a fallback before the 200
       // commits the stream to the model still waiting for its worker.
       startWaitBoundMs: stream && keepAliveMs > 0 ? Math.floor(keepAliveMs / 2) : undefined,
+      ...(input.promptParam !== undefined && { promptParam: input.promptParam }),
     });
     this.sse =
       delivery.mode === 'stream' && reply !== null
@@ -212,9 +216,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     return this.state.name === 'ended';
   }
 
-  /** A request without a client (a background response): its job runs on without this gateway. */
+  /** A background request (with or without a client): its job runs on without this gateway. */
   get background(): boolean {
-    return this.delivery.mode === 'background';
+    return this.delivery.mode === 'background' || this.input.background === true;
   }
 
   /**
@@ -461,6 +465,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const fallbacks = requested ? fallbacksFor(entry, principal) : null;
     try {
       this.input.checkModel?.(entry);
+      this.checkContext(entry);
     } catch (error) {
       if (requested) return this.refused(this.asGatewayError(error), null, fallbacks);
       return this.refused(
@@ -609,8 +614,15 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    */
   private resumeOptions(): ResumeOptions {
     const options = this.deps.streams.resumeOptions();
-    if (this.delivery.mode !== 'background') return options;
+    if (!this.background) return options;
     return { ...options, graceMs: Math.min(MAX_RESUME_GRACE_MS, this.deadlineMs) };
+  }
+
+  /** A chat prompt that cannot fit `model`'s context window is refused here, whichever API it came by. */
+  private checkContext(model: ModelEntry): void {
+    if (this.input.kind !== 'chat') return;
+    const { messages } = this.input.request as ChatCompletionRequestDto;
+    checkContextWindow(messages, model, this.input.promptParam);
   }
 
   /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */

@@ -19,6 +19,7 @@ describe('RequestSessions', () => {
   let world: SessionWorld;
   let sessions: RequestSessions;
   let logged: ReplyMessage[];
+  let enqueued: Array<{ resume?: { graceMs: number } }>;
 
   const reply = (requestId: string, seq: number, message: Record<string, unknown>) =>
     handlers.get(requestId)!.onMessage({ requestId, seq, ...message } as unknown as ReplyMessage);
@@ -31,6 +32,7 @@ describe('RequestSessions', () => {
   beforeEach(() => {
     cancels = [];
     logged = [];
+    enqueued = [];
     removeResult = true;
     metrics = new GatewayMetrics({ defaultMetrics: false });
     world = new SessionWorld(() => undefined);
@@ -40,7 +42,10 @@ describe('RequestSessions', () => {
     const runtime = {
       router: { ...deps.router, channel: 'mgw:reply:gw-test' },
       producer: {
-        enqueue: () => Promise.resolve(),
+        enqueue: (_kind: string, job: { resume?: { graceMs: number } }) => {
+          enqueued.push(job);
+          return Promise.resolve();
+        },
         removeWaiting: () => Promise.resolve(removeResult),
         isPending: () => Promise.resolve(false),
       },
@@ -193,6 +198,72 @@ describe('RequestSessions', () => {
     expect(sessions.failAll(GatewayError.serviceUnavailable('stopping'))).toBe(0);
     sessions.onApplicationShutdown();
     expect([recorded, cancels, sessions.find('req-background-1')]).toEqual([['moved'], [], undefined]);
+  });
+
+  it("runs a background response's stream without holding the drain; its job waits for a resume as long as it may run, and is let go at shutdown", async () => {
+    const recorded: string[] = [];
+    const renderer: StreamRenderer = {
+      delta: () => undefined,
+      toolCall: () => undefined,
+      image: () => undefined,
+      done: () => void recorded.push('done'),
+      error: () => void recorded.push('error'),
+      moved: () => void recorded.push('moved'),
+    };
+    void sessions
+      .run(
+        {
+          kind: 'chat',
+          requestId: 'req-background-stream-1',
+          principal,
+          model: 'sim-chat',
+          request: { model: 'sim-chat', messages: [] },
+          tokenEstimate: 0,
+          resume: 'on',
+          background: true,
+        },
+        { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
+        fakeReply() as never,
+      )
+      .catch(() => undefined);
+    await flush();
+    reply('req-background-stream-1', 0, { kind: 'started', workerId: 'w1' });
+    // Not the RESUME_GRACE_MS of a chat stream (0 here): the whole deadline.
+    expect(enqueued.map((job) => job.resume?.graceMs)).toEqual([world.config.chatDeadlineMs]);
+    expect(sessions.size).toBe(0);
+    expect(await sessions.settled(10)).toBe(true);
+    expect(sessions.failAll(GatewayError.serviceUnavailable('stopping'))).toBe(0);
+    sessions.onApplicationShutdown();
+    expect([recorded, cancels, sessions.find('req-background-stream-1')]).toEqual([['moved'], [], undefined]);
+  });
+
+  it("refuses a chat prompt over the model's context window before it is queued, naming the front-end's prompt field", async () => {
+    world.models.set('tiny-chat', { model: { ...entry('tiny-chat'), contextTokens: 4 } });
+    const refusal = await sessions
+      .run(
+        {
+          kind: 'chat',
+          requestId: 'req-too-long-1',
+          principal,
+          model: 'tiny-chat',
+          request: { model: 'tiny-chat', messages: [{ role: 'user', content: 'y'.repeat(5 * 256) }] },
+          tokenEstimate: 0,
+          promptParam: 'input',
+        },
+        { mode: 'json', renderer: () => ({ done: () => undefined, error: () => undefined }) } as never,
+        fakeReply() as never,
+      )
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(refusal).toBeInstanceOf(GatewayError);
+    expect((refusal as GatewayError).toBody().error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
+      param: 'input',
+    });
+    expect(enqueued).toEqual([]);
   });
 
   it('stops a request that runs elsewhere: off its queue, or its worker (from its replay log) told', async () => {

@@ -29,8 +29,8 @@ export interface ResumedStream {
   format: StreamFormat;
   renderer: (sse: SseWriter, context: RenderContext) => StreamRenderer;
   reply: FastifyReply;
-  /** Its job runs to its end even when this client leaves. */
-  outlivesClient?: boolean;
+  /** A background response's stream: its job runs to its end without this client or this gateway. */
+  background?: boolean;
 }
 
 /**
@@ -116,7 +116,7 @@ export class RequestSessions implements OnApplicationShutdown {
         model: meta.model,
         request: { model: meta.model, messages: [] },
         tokenEstimate: 0,
-        ...(stream.outlivesClient === true && { outlivesClient: true }),
+        ...(stream.background === true && { background: true }),
       },
       { mode: 'stream', format, renderer: stream.renderer },
       reply,

@@ -22,8 +22,13 @@ export interface SessionRequest<K extends ModelKind> {
   request: JobDataOf<K>['request'];
   /** Tokens the request may use, for the key's token budget (0 when the kind uses none). */
   tokenEstimate: number;
-  /** Checks of the request against a model it may be served by (what it supports, its context). */
+  /**
+   * Checks of the request against a model it may be served by (what it supports). A chat request's prompt
+   * is also checked against the model's context window by the session itself, for every front-end.
+   */
   checkModel?: (model: ModelEntry) => void;
+  /** The front-end's field that carries the prompt, named when it does not fit (default `messages`). */
+  promptParam?: string;
   /**
    * The client's own choice about resuming a stream (`x-stream-resume`): 'on', 'off', or undefined for the
    * model's catalog default (`streamResume`).
@@ -36,6 +41,12 @@ export interface SessionRequest<K extends ModelKind> {
    * the prompt's tokens and no choices. Give it a `tokenEstimate` of 0: a count uses no tokens of the key.
    */
   countOnly?: boolean;
+  /**
+   * A background request (a background response, streamed or not): its job runs to its end without its
+   * client and without this gateway, which a drain or a crash lets go of instead of ending (its stream is
+   * resumed on another replica).
+   */
+  background?: boolean;
 }
 
 /** What a renderer needs to know of the request it renders. */

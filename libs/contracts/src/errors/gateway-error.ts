@@ -52,10 +52,15 @@ export class GatewayError extends Error {
    * OpenAI's refusal of a prompt longer than the model's context. `atLeast`: the count is a lower bound
    * (the gateway's estimate), not the model's own count.
    */
-  static contextLengthExceeded(contextTokens: number, promptTokens: number, atLeast: boolean): GatewayError {
+  static contextLengthExceeded(
+    contextTokens: number,
+    promptTokens: number,
+    atLeast: boolean,
+    param = 'messages',
+  ): GatewayError {
     return GatewayError.invalidRequest(
       `This model's maximum context length is ${contextTokens} tokens. However, your messages resulted in ${atLeast ? 'at least ' : ''}${promptTokens} tokens. Please reduce the length of the messages.`,
-      'messages',
+      param,
       'context_length_exceeded',
     );
   }

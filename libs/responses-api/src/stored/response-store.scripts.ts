@@ -101,20 +101,27 @@ return 1
 /**
  * A conversation's history in one round trip: the turns from a response back along \`prev\` must all be
  * stored (a deleted, expired or evicted one ends the conversation), and the newest's log holds the items.
+ * A caller that holds a log's first bytes already names them (a log's prefix never changes) and gets the rest.
  * KEYS: 1 key index (for the slot)
- * ARGV: 1 record-name prefix, 2 the newest response id, 3 the most turns to follow
- * Returns: {1, the items, JSON without brackets} or {0, the id of the first turn not found}.
+ * ARGV: 1 record-name prefix, 2 the newest response id, 3 the most turns to follow, 4 a log the caller holds
+ *       the start of ('' for none), 5 how many of its bytes
+ * Returns: {1, log, end, the items: the log's first \`end\` bytes}, {2, log, end, the bytes after the held
+ * ones, up to \`end\`} or {0, the id of the first turn not found}.
  */
 export const CHAIN_SCRIPT = new LuaScript(`
-local prefix, id, max = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local prefix, id, max, held, heldEnd = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local newest = redis.call('HMGET', prefix .. id, 'log', 'end', 'prev')
 if not newest[1] then return {0, id} end
 local prev = newest[3]
 for depth = 2, max + 1 do
   if not prev or prev == '' then
-    local at = tonumber(newest[2]) or 0
-    if at <= 0 then return {1, ''} end
-    return {1, redis.call('GETRANGE', newest[1], 0, at - 1)}
+    local log, at = newest[1], tonumber(newest[2]) or 0
+    if log == held and at >= heldEnd then
+      if at == heldEnd then return {2, log, at, ''} end
+      return {2, log, at, redis.call('GETRANGE', log, heldEnd, at - 1)}
+    end
+    if at <= 0 then return {1, log, 0, ''} end
+    return {1, log, at, redis.call('GETRANGE', log, 0, at - 1)}
   end
   if depth > max then return {0, prev} end
   id = prev

@@ -6,6 +6,7 @@ import type { RedisConnections } from '@mgw/session';
 import { responseObject, UNSTORED_ECHO } from '../response-output';
 import type { ResponseStatus } from '../responses.types';
 import { ResponseStore, type StoredResponse } from './response.store';
+import { CHAIN_SCRIPT } from './response-store.scripts';
 
 /** The stored responses' scripts against a real Redis, in a namespace of its own. */
 describe('ResponseStore (real Redis)', () => {
@@ -201,5 +202,55 @@ describe('ResponseStore (real Redis)', () => {
     await store.delete(keyId, chain[0]!.id);
     expect(await redis.exists(logs[0]!)).toBe(0);
     expect(await store.chain(keyId, previous!)).toEqual({ missing: chain[0]!.id });
+  });
+
+  it('reads a conversation it read before by the bytes it lacks, with the same items as a cold read, and still sees a turn gone', async () => {
+    store = roomyStore();
+    const cold = () => roomyStore();
+    const answers: unknown[][] = [];
+    const run = CHAIN_SCRIPT.run.bind(CHAIN_SCRIPT);
+    const spy = jest.spyOn(CHAIN_SCRIPT, 'run').mockImplementation(async (...args) => {
+      const answer = (await run(...args)) as unknown[];
+      answers.push(answer);
+      return answer;
+    });
+    let previous: string | null = null;
+    const turns: StoredResponse[] = [];
+    for (let t = 0; t < 12; t++) {
+      const entry = turn(previous, `t${t}`);
+      await store.save(keyId, entry);
+      turns.push(entry);
+      previous = entry.id;
+      // Every turn is read here, as a gateway reads the previous turn before the next.
+      expect(await store.chain(keyId, entry.id)).toEqual(await cold().chain(keyId, entry.id));
+    }
+    // After the first, each read here got only the turn it lacked; the cold ones got everything.
+    const deltas = answers.filter((answer) => answer[0] === 2);
+    expect(deltas.length).toBe(11);
+    for (const delta of deltas) expect((delta[3] as string).length).toBeLessThan(400);
+    expect((answers.at(-1)![3] as string).length).toBeGreaterThan(2000);
+    spy.mockRestore();
+    // A branch from an older turn, and that older turn again: same as cold.
+    const branch = turn(turns[4]!.id, 'branch');
+    await store.save(keyId, branch);
+    expect(texts(await store.chain(keyId, branch.id))).toEqual(texts(await cold().chain(keyId, branch.id)));
+    expect(texts(await store.chain(keyId, turns[4]!.id))).toEqual(
+      texts(await cold().chain(keyId, turns[4]!.id)),
+    );
+    // A background turn whose output arrives after it was read: the output is what the next read adds.
+    const running = turn(previous, 'bg', 'queued');
+    await store.save(keyId, running);
+    expect(texts(await store.chain(keyId, running.id)).slice(-1)).toEqual(['bg']);
+    const done = {
+      ...running.response,
+      status: 'completed' as const,
+      output: turn(null, 'bg').response.output,
+    };
+    expect(await store.finish(keyId, done)).toBe(true);
+    expect(texts(await store.chain(keyId, running.id)).slice(-2)).toEqual(['bg', 're: bg']);
+    expect(await store.chain(keyId, running.id)).toEqual(await cold().chain(keyId, running.id));
+    // A turn deleted meanwhile ends the conversation, cached or not.
+    await store.delete(keyId, turns[7]!.id);
+    expect(await store.chain(keyId, running.id)).toEqual({ missing: turns[7]!.id });
   });
 });

@@ -11,6 +11,7 @@ import {
   FINISH_RESPONSE_SCRIPT,
   SAVE_RESPONSE_SCRIPT,
 } from './response-store.scripts';
+import { ConversationLogCache } from './conversation-log.cache';
 import { readStoredItems, StoredResponseError } from './stored-items.reader';
 
 /** 2: a turn's history lives in a shared log (`log`, `end`) instead of per turn (`items`). */
@@ -67,6 +68,7 @@ function readResponse(text: string | null | undefined, status?: string | null): 
 export class ResponseStore {
   private readonly logger = new Logger('StoredResponses');
   private readonly redis: Redis;
+  private readonly logs = new ConversationLogCache();
 
   constructor(
     @Inject(RedisConnections) connections: RedisConnections,
@@ -82,6 +84,7 @@ export class ResponseStore {
   /** Answers how many of the key's oldest responses it evicted (-1: already past its retention). */
   async save(keyId: string, entry: StoredResponse): Promise<number> {
     const names = this.namesFor(keyId);
+    if (entry.previousId !== null) this.logs.inherit(entry.id, entry.previousId);
     const result = await SAVE_RESPONSE_SCRIPT.run(
       this.redis,
       [names.record(entry.id), names.index, names.record(entry.previousId ?? entry.id), names.log(entry.id)],
@@ -150,20 +153,45 @@ export class ResponseStore {
    */
   async chain(keyId: string, id: string): Promise<{ items: ConversationItem[] } | { missing: string }> {
     const names = this.namesFor(keyId);
+    // The log is named by its key's names, so a hint never crosses keys.
+    const hint = this.logs.hintFor(id);
+    // Taken now: another read may drop them from the cache while this one waits.
+    const heldItems = hint === null ? null : this.logs.itemsAt(hint);
+    const held = hint !== null && heldItems !== null ? { ...hint, items: heldItems } : null;
     const result = (await CHAIN_SCRIPT.run(
       this.redis,
       [names.index],
-      [names.recordPrefix, id, MAX_CHAIN_TURNS],
+      [names.recordPrefix, id, MAX_CHAIN_TURNS, held?.log ?? '', held?.end ?? 0],
     )) as unknown[];
-    if (result[0] !== 1) return { missing: String(result[1]) };
+    if (result[0] !== 1 && result[0] !== 2) return { missing: String(result[1]) };
     try {
-      const log = result[1];
-      if (typeof log !== 'string') throw new StoredResponseError('the log is not a string');
-      return { items: readStoredItems(parse(`[${log}]`, 'log'), 'log') };
+      const [, log, end, text] = result;
+      if (typeof log !== 'string' || typeof end !== 'number' || typeof text !== 'string')
+        throw new StoredResponseError('the chain script answered no log');
+      const items = this.itemsOf(result[0] === 2 ? held : null, log, end, text);
+      this.logs.store(id, log, end, items);
+      return { items };
     } catch (error) {
       this.logger.warn(`the conversation of ${id} (key ${keyId}) does not read: ${String(error)}`);
       return { missing: id };
     }
+  }
+
+  /**
+   * A history from the log's bytes: all of them, or those after the `held` ones (whose items this gateway
+   * parsed and checked before); what is read is parsed and checked here.
+   */
+  private itemsOf(
+    held: { log: string; items: ConversationItem[] } | null,
+    log: string,
+    end: number,
+    text: string,
+  ): ConversationItem[] {
+    if (held === null) return end === 0 ? [] : readStoredItems(parse(`[${text}]`, 'log'), 'log');
+    if (held.log !== log) throw new StoredResponseError('the script continued another log');
+    if (text === '') return held.items;
+    if (!text.startsWith(',')) throw new StoredResponseError('the log does not continue');
+    return held.items.concat(readStoredItems(parse(`[${text.slice(1)}]`, 'log'), 'log'));
   }
 
   async delete(keyId: string, id: string): Promise<boolean> {

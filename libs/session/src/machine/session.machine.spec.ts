@@ -502,4 +502,23 @@ describe('the session machine', () => {
       step(SAMPLE_STATES['running (json, a fallback left, no output)'], { type: 'reply', message: client }),
     ).toBe('ended job_finished | hold release, end job_finished, reject 400');
   });
+
+  it("names the front-end's prompt field in a worker's context-length refusal", () => {
+    const running = SAMPLE_STATES['running (json, a fallback left, no output)'];
+    const refusal: ReplyMessage = {
+      requestId: 'r',
+      seq: 1,
+      kind: 'error',
+      error: GatewayError.contextLengthExceeded(10, 20, false).toWire(),
+    };
+    const rejected = (state: SessionState) =>
+      transition(state, { type: 'reply', message: refusal }).effects.find(
+        (effect) => effect.type === 'reject',
+      );
+    expect(rejected(running)).toMatchObject({
+      error: { param: 'messages', code: 'context_length_exceeded' },
+    });
+    const responses = { ...running, plan: { ...running.plan, promptParam: 'input' } } as SessionState;
+    expect(rejected(responses)).toMatchObject({ error: { param: 'input', code: 'context_length_exceeded' } });
+  });
 });

@@ -15,8 +15,8 @@ export interface ResumeRequest {
   format: StreamFormat;
   /** A renderer of the stream from its first message (events before the resume position unwritten). */
   renderer: (sse: SseWriter, context: RenderContext) => StreamRenderer;
-  /** The stream's job runs to its end even when this client leaves (a background response's). */
-  outlivesClient?: boolean;
+  /** A background response's stream: its job runs to its end without this client or this gateway. */
+  background?: boolean;
   /** The protocol's 404 for a stream that does not exist, or that this key may not see. */
   notFound(): GatewayError;
   /** The protocol's 404 for a stream past its retention. */
@@ -62,7 +62,7 @@ export class StreamResumer {
       format,
       renderer: request.renderer,
       reply,
-      outlivesClient: request.outlivesClient === true,
+      background: request.background === true,
     });
   }
 

@@ -12,8 +12,14 @@ export const MAX_CHARS_PER_TOKEN = 256;
  * catalog). The gateway has no tokenizer, so it refuses only when a lower bound of the count (characters
  * over the longest token, nothing for framing or images) is already over: it never refuses a prompt that
  * fits. The worker counts exactly and refuses the rest. A model without `contextTokens` costs nothing.
+ * Every chat front-end's request reaches it as chat messages (the session runs it); `param` names the
+ * front-end's own field that carries the prompt.
  */
-export function checkContextWindow(messages: ChatCompletionRequestDto['messages'], model: ModelEntry): void {
+export function checkContextWindow(
+  messages: ChatCompletionRequestDto['messages'],
+  model: ModelEntry,
+  param = 'messages',
+): void {
   const contextTokens = model.contextTokens;
   if (contextTokens === undefined) return;
   let chars = 0;
@@ -27,5 +33,5 @@ export function checkContextWindow(messages: ChatCompletionRequestDto['messages'
     }
   }
   const atLeast = Math.ceil(chars / MAX_CHARS_PER_TOKEN);
-  if (atLeast > contextTokens) throw GatewayError.contextLengthExceeded(contextTokens, atLeast, true);
+  if (atLeast > contextTokens) throw GatewayError.contextLengthExceeded(contextTokens, atLeast, true, param);
 }

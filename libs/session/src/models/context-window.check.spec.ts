@@ -46,4 +46,15 @@ describe('checkContextWindow', () => {
     });
     expect((error as GatewayError).status).toBe(400);
   });
+
+  it("names the front-end's own prompt field", () => {
+    const call = () =>
+      checkContextWindow(messages('y'.repeat(2 * MAX_CHARS_PER_TOKEN + 1)), model(2), 'input');
+    expect(call).toThrow(GatewayError);
+    try {
+      call();
+    } catch (error) {
+      expect((error as GatewayError).param).toBe('input');
+    }
+  });
 });
