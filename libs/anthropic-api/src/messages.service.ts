@@ -41,17 +41,9 @@ export class MessagesService {
   ): Promise<void> {
     const { chat, sources } = this.chatRequestOf(body);
     const named = (error: GatewayError) => inMessagesWords(error, sources);
-    const request: SessionRequest<'chat'> = {
-      kind: 'chat',
-      requestId,
-      principal,
-      model: chat.model,
-      request: chat,
+    const request = this.sessionRequest(requestId, principal, chat, {
       tokenEstimate: estimateChatTokens(chat, this.config.tpmDefaultMaxTokens),
-      checkModel: (model) => assertChatParametersSupported(chat, model),
-      // A Messages stream has no resume route: it ends with its client.
-      resume: 'off',
-    };
+    });
     if (body.stream === true) {
       await this.sessions.run(
         request,
@@ -88,17 +80,7 @@ export class MessagesService {
     principal: Principal,
   ): Promise<void> {
     const { chat, sources } = this.chatRequestOf(body);
-    const request: SessionRequest<'chat'> = {
-      kind: 'chat',
-      requestId,
-      principal,
-      model: chat.model,
-      request: chat,
-      tokenEstimate: 0,
-      countOnly: true,
-      checkModel: (model) => assertChatParametersSupported(chat, model),
-      resume: 'off',
-    };
+    const request = this.sessionRequest(requestId, principal, chat, { tokenEstimate: 0, countOnly: true });
     try {
       await this.sessions.run(
         request,
@@ -108,6 +90,25 @@ export class MessagesService {
     } catch (error) {
       throw error instanceof GatewayError ? inMessagesWords(error, sources) : error;
     }
+  }
+
+  private sessionRequest(
+    requestId: string,
+    principal: Principal,
+    chat: ChatCompletionRequestDto & { model: string },
+    extra: Pick<SessionRequest<'chat'>, 'tokenEstimate' | 'countOnly'>,
+  ): SessionRequest<'chat'> {
+    return {
+      kind: 'chat',
+      requestId,
+      principal,
+      model: chat.model,
+      request: chat,
+      checkModel: (model) => assertChatParametersSupported(chat, model),
+      // A Messages stream has no resume route: it ends with its client.
+      resume: 'off',
+      ...extra,
+    };
   }
 
   /** The chat job request, validated by the chat request's rules, whose refusals name the Messages field. */
