@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redactRedisUrl, type RedisNode, type RedisSettings } from '@mgw/config';
 import type { ComponentLogger } from '@mgw/contracts';
@@ -70,6 +71,23 @@ export function isClusterConnection(redis: Redis): boolean {
 
 /** Capped exponential back-off: recover quickly after a restart or a failover without hammering Redis. */
 const backOff = (attempt: number) => Math.min(50 * 2 ** attempt, 1000);
+
+/**
+ * Runs `operation` until it succeeds or `windowMs` has passed, waiting between tries as a reconnecting
+ * connection does, and rethrows its last error. A failover takes seconds: a write that must not be lost
+ * (a job's last message, its usage) rides it out instead of failing at once.
+ */
+export async function retryThroughFailover<T>(operation: () => Promise<T>, windowMs: number): Promise<T> {
+  const giveUpAt = Date.now() + windowMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await operation();
+    } catch (error) {
+      if (Date.now() >= giveUpAt) throw error;
+      await sleep(backOff(attempt));
+    }
+  }
+}
 
 /** How each role treats commands issued while Redis is away (see `RedisRole`). */
 function roleOptions(role: RedisRole): Pick<RedisOptions, 'enableOfflineQueue' | 'maxRetriesPerRequest'> {

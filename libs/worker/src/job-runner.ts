@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job } from 'bullmq';
 import type { LoggerService } from '@nestjs/common';
 import {
@@ -14,6 +13,7 @@ import {
 import {
   JobStopped,
   ReplyStreamWriter,
+  retryThroughFailover,
   type ControlListener,
   type JobStop,
   type ReplyBatcher,
@@ -285,24 +285,19 @@ export class JobRunner {
    */
   private async sendError(writer: ReplyStreamWriter, error: unknown): Promise<void> {
     const message = { kind: 'error', error: toWireError(error) } as const;
-    const giveUpAt = Date.now() + ERROR_PUBLISH_RETRY_MS;
-    for (let attempt = 0; ; attempt++) {
-      try {
+    try {
+      await retryThroughFailover(async () => {
+        // Even a first try: the job's output may have failed already, and its error must still go out.
+        writer.retryAfterFailure();
         await writer.send(message);
         await writer.flush();
-        return;
-      } catch (publishError) {
-        if (Date.now() >= giveUpAt) {
-          // The gateway's deadline still ends the request; nothing more can be done from here.
-          this.logger.error({
-            msg: `could not publish the error of request ${writer.requestId}: ${String(publishError)}`,
-            requestId: writer.requestId,
-          });
-          return;
-        }
-        writer.retryAfterFailure();
-        await sleep(Math.min(100 * 2 ** attempt, 1000));
-      }
+      }, ERROR_PUBLISH_RETRY_MS);
+    } catch (publishError) {
+      // The gateway's deadline still ends the request; nothing more can be done from here.
+      this.logger.error({
+        msg: `could not publish the error of request ${writer.requestId}: ${String(publishError)}`,
+        requestId: writer.requestId,
+      });
     }
   }
 

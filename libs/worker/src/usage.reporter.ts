@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { LoggerService } from '@nestjs/common';
 import type { UsageAmounts, UsageRecorder, UsageSubject } from '@mgw/access';
+import { retryThroughFailover } from '@mgw/queue';
 
 /** How long a job's usage is tried again while Redis fails over (a promotion takes seconds). */
 const RECORD_RETRY_MS = 20_000;
@@ -19,21 +19,13 @@ export class UsageReporter {
   ) {}
 
   async report(subject: UsageSubject, amounts: UsageAmounts): Promise<void> {
-    const giveUpAt = Date.now() + this.retryMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.recorder.record(subject, amounts);
-        return;
-      } catch (error) {
-        if (Date.now() >= giveUpAt) {
-          this.logger.error({
-            msg: `usage of request ${subject.requestId} not recorded: ${String(error)}`,
-            requestId: subject.requestId,
-          });
-          return;
-        }
-        await sleep(Math.min(100 * 2 ** attempt, 1000));
-      }
+    try {
+      await retryThroughFailover(() => this.recorder.record(subject, amounts), this.retryMs);
+    } catch (error) {
+      this.logger.error({
+        msg: `usage of request ${subject.requestId} not recorded: ${String(error)}`,
+        requestId: subject.requestId,
+      });
     }
   }
 }
