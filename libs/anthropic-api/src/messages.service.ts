@@ -40,7 +40,6 @@ export class MessagesService {
     principal: Principal,
   ): Promise<void> {
     const { chat, sources } = this.chatRequestOf(body);
-    const named = (error: GatewayError) => inMessagesWords(error, sources);
     const request = this.sessionRequest(requestId, principal, chat, {
       tokenEstimate: estimateChatTokens(chat, this.config.tpmDefaultMaxTokens),
     });
@@ -50,7 +49,8 @@ export class MessagesService {
         {
           mode: 'stream',
           format: MESSAGES_STREAM_FORMAT,
-          renderer: (sse, context) => new MessageStreamRenderer(sse, context, named),
+          renderer: (sse, context) =>
+            new MessageStreamRenderer(sse, context, (error) => inMessagesWords(error, sources)),
         },
         reply,
       );
@@ -63,7 +63,7 @@ export class MessagesService {
         reply,
       );
     } catch (error) {
-      throw error instanceof GatewayError ? named(error) : error;
+      throw inMessagesWordsIfRefusal(error, sources);
     }
   }
 
@@ -88,7 +88,7 @@ export class MessagesService {
         reply,
       );
     } catch (error) {
-      throw error instanceof GatewayError ? inMessagesWords(error, sources) : error;
+      throw inMessagesWordsIfRefusal(error, sources);
     }
   }
 
@@ -121,7 +121,12 @@ export class MessagesService {
       const validated = validateDto(ChatCompletionRequestDto, chat, this.limits);
       return { chat: validated as ChatCompletionRequestDto & { model: string }, sources };
     } catch (error) {
-      throw error instanceof GatewayError ? inMessagesWords(error, sources) : error;
+      throw inMessagesWordsIfRefusal(error, sources);
     }
   }
+}
+
+/** A refusal told in the Messages request's words; any other error passes as it is. */
+function inMessagesWordsIfRefusal(error: unknown, sources: string[]): unknown {
+  return error instanceof GatewayError ? inMessagesWords(error, sources) : error;
 }
