@@ -200,20 +200,22 @@ export function toChatRequest(
   limits: Readonly<RequestSizeLimits>,
 ): ChatCompletionRequestDto {
   const format = responseFormat(request.textFormat);
-  const chat: Record<string, unknown> = {
-    ...(request.model !== undefined && { model: request.model }),
-    messages: toChatMessages(request.instructions, conversation),
-    ...(request.tools.length > 0 && {
-      tools: request.tools.map(({ tool }) => chatTool(tool)),
-      tool_choice: chatToolChoice(request.toolChoice),
-      parallel_tool_calls: request.parallelToolCalls,
-    }),
-    ...(format !== undefined && { response_format: format }),
-    ...(request.temperature !== null && { temperature: request.temperature }),
-    ...(request.topP !== null && { top_p: request.topP }),
-    ...(request.maxOutputTokens !== null && { max_completion_tokens: request.maxOutputTokens }),
-    ...request.passThrough,
-  };
+  // Set field by field: on every request's path, where conditional spreads cost a µs each.
+  const chat: Record<string, unknown> = { messages: toChatMessages(request.instructions, conversation) };
+  if (request.model !== undefined) chat.model = request.model;
+  if (request.tools.length > 0) {
+    chat.tools = request.tools.map(({ tool }) => chatTool(tool));
+    chat.tool_choice = chatToolChoice(request.toolChoice);
+    chat.parallel_tool_calls = request.parallelToolCalls;
+  }
+  if (format !== undefined) chat.response_format = format;
+  if (request.temperature !== null) chat.temperature = request.temperature;
+  if (request.topP !== null) chat.top_p = request.topP;
+  if (request.maxOutputTokens !== null) chat.max_completion_tokens = request.maxOutputTokens;
+  const { user, safety_identifier, prompt_cache_key } = request.passThrough;
+  if (user !== undefined) chat.user = user;
+  if (safety_identifier !== undefined) chat.safety_identifier = safety_identifier;
+  if (prompt_cache_key !== undefined) chat.prompt_cache_key = prompt_cache_key;
   if ((chat.messages as unknown[]).length === 0) {
     throw GatewayError.invalidRequest(
       "Invalid 'input': the conversation has no message for the model.",

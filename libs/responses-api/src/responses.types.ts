@@ -103,8 +103,12 @@ export interface ResponsesRequest {
   metadata: Record<string, string>;
   /** The request's own settings, echoed in the response object as OpenAI does. */
   echo: ResponseEcho;
-  /** Fields passed on to the chat request as they are. */
-  passThrough: { user?: string; safety_identifier?: string; prompt_cache_key?: string };
+  /** Fields passed on to the chat request as they are (undefined: not sent). */
+  passThrough: {
+    user: string | undefined;
+    safety_identifier: string | undefined;
+    prompt_cache_key: string | undefined;
+  };
 }
 
 /** The request settings a response object repeats. */
