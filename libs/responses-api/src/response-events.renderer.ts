@@ -19,6 +19,8 @@ export class ResponseEventsRenderer implements StreamRenderer {
   private next = 0;
   private started = false;
   private readonly output: ResponseOutput;
+  /** The JSON every text delta of the open message starts with, up to its `delta`. */
+  private deltaHead: { itemId: string; json: string } | null = null;
 
   constructor(
     private readonly sse: SseWriter,
@@ -27,7 +29,10 @@ export class ResponseEventsRenderer implements StreamRenderer {
     /** Told the final response before the last event is written (a stored response is kept first). */
     private readonly onEnd: ((response: ResponseObject) => Promise<void>) | null = null,
   ) {
-    this.output = new ResponseOutput(base, (type, fields) => this.emit(type, fields));
+    this.output = new ResponseOutput(base, {
+      event: (type, fields) => this.emit(type, fields),
+      textDelta: (itemId, outputIndex, delta) => this.emitTextDelta(itemId, outputIndex, delta),
+    });
   }
 
   delta(_choice: number, content: string): void {
@@ -90,5 +95,18 @@ export class ResponseEventsRenderer implements StreamRenderer {
     const body = JSON.stringify(fields);
     const data = `{"type":${JSON.stringify(type)},${body.slice(1, -1)},"sequence_number":${sequence}}`;
     this.sse.event(type, data, sequence);
+  }
+
+  /** A token: its event's JSON is the message's fixed head, the delta, and the sequence number. */
+  private emitTextDelta(itemId: string, outputIndex: number, delta: string): void {
+    const sequence = this.next++;
+    if (sequence <= this.after) return;
+    let head = this.deltaHead;
+    if (head?.itemId !== itemId) {
+      const json = `{"type":"response.output_text.delta","item_id":${JSON.stringify(itemId)},"output_index":${outputIndex},"content_index":0,"delta":`;
+      head = this.deltaHead = { itemId, json };
+    }
+    const data = `${head.json}${JSON.stringify(delta)},"logprobs":[],"sequence_number":${sequence}}`;
+    this.sse.event('response.output_text.delta', data, sequence);
   }
 }

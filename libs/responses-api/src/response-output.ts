@@ -33,8 +33,16 @@ export interface ResponseBase {
   echo: ResponseEcho;
 }
 
-/** A streamed event's own fields (its `type` and `sequence_number` are added by whoever writes it). */
-export type Emit = (type: string, fields: Record<string, unknown>) => void;
+/** Where a response's output is told as the Responses stream's events while it is built. */
+export interface OutputEvents {
+  /** An event's own fields (its `type` and `sequence_number` are added by whoever writes it). */
+  event(type: string, fields: Record<string, unknown>): void;
+  /**
+   * `response.output_text.delta` (`content_index` 0, no logprobs): the event of every token, so it has its
+   * own path, which a writer can serve without building its fields.
+   */
+  textDelta(itemId: string, outputIndex: number, delta: string): void;
+}
 
 /**
  * A response object at `status`, with the output given. One literal, in the order OpenAI writes the fields:
@@ -82,7 +90,7 @@ export function responseObject(
 
 /**
  * A response's output as the job's replies build it: text into one assistant `message` item, each tool call
- * into a `function_call` item, in the order they began. With `emit`, every step is also told as the
+ * into a `function_call` item, in the order they began. With `events`, every step is also told as the
  * Responses stream's events (`response.output_item.added`, `…output_text.delta`, …); without, it only
  * collects. Items are numbered by their place in `output`, so ids and events follow from the replies alone
  * and are the same on every replay.
@@ -90,12 +98,14 @@ export function responseObject(
 export class ResponseOutput {
   readonly items: OutputItem[] = [];
   private message: OutputMessage | null = null;
+  /** Where the open message is in `items`. */
+  private messageIndex = -1;
   private readonly calls = new Map<number, OutputFunctionCall>();
   private chars = 0;
 
   constructor(
     private readonly base: ResponseBase,
-    private readonly emit: Emit | null = null,
+    private readonly events: OutputEvents | null = null,
     private readonly maxChars = MAX_RESPONSE_CHARS,
   ) {}
 
@@ -113,23 +123,18 @@ export class ResponseOutput {
         content: [],
       });
       this.message = message;
+      this.messageIndex = this.items.length - 1;
       const part: OutputText = { type: 'output_text', text: '', annotations: [], logprobs: [] };
       message.content.push(part);
-      this.emit?.('response.content_part.added', {
+      this.events?.event('response.content_part.added', {
         item_id: message.id,
-        output_index: this.items.length - 1,
+        output_index: this.messageIndex,
         content_index: 0,
         part: { ...part },
       });
     }
     message.content[0]!.text += content;
-    this.emit?.('response.output_text.delta', {
-      item_id: message.id,
-      output_index: this.items.indexOf(message),
-      content_index: 0,
-      delta: content,
-      logprobs: [],
-    });
+    this.events?.textDelta(message.id, this.messageIndex, content);
     return true;
   }
 
@@ -152,7 +157,7 @@ export class ResponseOutput {
     }
     if (piece.arguments !== '') {
       call.arguments += piece.arguments;
-      this.emit?.('response.function_call_arguments.delta', {
+      this.events?.event('response.function_call_arguments.delta', {
         item_id: call.id,
         output_index: this.items.indexOf(call),
         delta: piece.arguments,
@@ -207,7 +212,7 @@ export class ResponseOutput {
 
   private open<T extends OutputItem>(item: T): T {
     this.items.push(item);
-    this.emit?.('response.output_item.added', {
+    this.events?.event('response.output_item.added', {
       output_index: this.items.length - 1,
       item: structuredClone(item),
     });
@@ -221,20 +226,20 @@ export class ResponseOutput {
     message.status = status;
     const index = this.items.indexOf(message);
     const part = message.content[0]!;
-    this.emit?.('response.output_text.done', {
+    this.events?.event('response.output_text.done', {
       item_id: message.id,
       output_index: index,
       content_index: 0,
       text: part.text,
       logprobs: [],
     });
-    this.emit?.('response.content_part.done', {
+    this.events?.event('response.content_part.done', {
       item_id: message.id,
       output_index: index,
       content_index: 0,
       part,
     });
-    this.emit?.('response.output_item.done', { output_index: index, item: message });
+    this.events?.event('response.output_item.done', { output_index: index, item: message });
   }
 
   private closeCalls(status: OutputFunctionCall['status'] = 'completed'): void {
@@ -242,13 +247,13 @@ export class ResponseOutput {
       if (call.status !== 'in_progress') continue;
       call.status = status;
       const index = this.items.indexOf(call);
-      this.emit?.('response.function_call_arguments.done', {
+      this.events?.event('response.function_call_arguments.done', {
         item_id: call.id,
         output_index: index,
         name: call.name,
         arguments: call.arguments,
       });
-      this.emit?.('response.output_item.done', { output_index: index, item: { ...call } });
+      this.events?.event('response.output_item.done', { output_index: index, item: { ...call } });
     }
   }
 }

@@ -51,10 +51,14 @@ export class ResponsesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<ResponseObject | undefined> {
-    const history = await this.history(principal, request.previousResponseId);
+    // A request that continues nothing and refers to nothing (most of them) reads nothing stored.
+    const previousId = request.previousResponseId;
+    const history = previousId === null ? [] : await this.stored.chain(principal, previousId);
     const byId = new Map<string, ConversationItem>();
     for (const item of history) if (item.id !== undefined) byId.set(item.id, item);
-    const references = await this.referencedTurns(principal, request, byId);
+    const references = request.input.some((item) => item.type === 'item_reference')
+      ? await this.referencedTurns(principal, request, byId)
+      : new Map<string, ConversationItem>();
     const input = resolveInput(requestId, request.input, (id, param) => {
       const item = byId.get(id) ?? references.get(id);
       if (item === undefined) throw itemNotFound(id, param);
@@ -176,12 +180,6 @@ export class ResponsesService {
       response: queued,
     });
     return queued;
-  }
-
-  /** The stored conversation `previous_response_id` continues, oldest item first. */
-  private async history(principal: Principal, previousId: string | null): Promise<ConversationItem[]> {
-    if (previousId === null) return [];
-    return this.stored.chain(principal, previousId);
   }
 
   /** The stored turns `item_reference`s outside the conversation point into, by item id. */
