@@ -27,6 +27,7 @@ export class ReplyStreamWriter {
   private inFlight = new Map<Promise<unknown>, Promise<unknown>>();
   private failure: Error | null = null;
   private lastSend = Date.now();
+  private readonly requestIdJson: string;
 
   constructor(
     private readonly transport: ReplyBatcher,
@@ -36,7 +37,9 @@ export class ReplyStreamWriter {
     private readonly observer?: ReplyObserver,
     /** Set for a resumable stream: every message is also kept in its replay log. */
     private readonly log?: ReplyLog,
-  ) {}
+  ) {
+    this.requestIdJson = JSON.stringify(requestId);
+  }
 
   /** The gateway channel the stream goes to now. */
   get target(): string {
@@ -117,12 +120,10 @@ export class ReplyStreamWriter {
   private encode(message: OutgoingReply): string {
     this.lastSend = Date.now();
     this.observer?.onSend(message);
-    return JSON.stringify({
-      v: replyProtocolVersionOf(message.kind),
-      requestId: this.requestId,
-      seq: this.seq++,
-      ...message,
-    });
+    // The envelope is written around the message's own JSON (`{"kind":…}` never empty): merging it into a new
+    // object for every token cost more than serializing the message.
+    const body = JSON.stringify(message);
+    return `{"v":${replyProtocolVersionOf(message.kind)},"requestId":${this.requestIdJson},"seq":${this.seq++},${body.slice(1)}`;
   }
 
   /** `channel`: where a published frame went (null for a stored payload). */
