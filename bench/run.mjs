@@ -1,4 +1,4 @@
-// `npm run bench`: runs scenarios S1–S7 of issue #5 (and S1, S4 on the Responses API: R1, R4; on the Messages API: M1, M4) against the real stack and an in-process baseline, prints a
+// `npm run bench`: runs scenarios S1–S7 of issue #5 (and the Responses API: R1, R4, and the Messages API: M1, M4, each against chat completions on the same stack) against the real stack and an in-process baseline, prints a
 // markdown table and writes bench/results/<timestamp>.json. See bench/README.md.
 //   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>]
 //                    [--out <file>]
@@ -82,6 +82,16 @@ function cpuWindow(pids) {
     );
     return { cores, seconds };
   };
+}
+
+/** The gateway column's load for its warm-up time alone, nothing measured. */
+async function warmUp(stack, scenario) {
+  const options = scenario.options(stack.gatewayUrl, stack.headers());
+  await runLoad(
+    scenario.load,
+    { ...options, warmupSeconds: 0, durationSeconds: Math.max(options.warmupSeconds ?? 0, 0.3) },
+    () => undefined,
+  );
 }
 
 async function measure(stack, scenario, target) {
@@ -196,6 +206,9 @@ async function runScenario(scenario) {
   try {
     stack = await BenchStack.start(root, scenario);
     current = stack;
+    // Both columns of a `versus` scenario run on one gateway, one after the other: the gateway's own path is
+    // warmed first, so the second run does not get alone the JIT warm-up the first gave their shared code.
+    if (scenario.versus !== undefined) await warmUp(stack, scenario);
     const baseline = await measure(stack, scenario, 'baseline');
     const gateway = await measure(stack, scenario, 'gateway');
     const rows = scenario.rows(gateway.result, baseline.result, {

@@ -65,42 +65,5 @@ export function markdown(report) {
         (scenario.intact ? '' : ` · **lost, reordered or failed requests**: ${problems(scenario)}`),
     );
   }
-  lines.push(...sideBySide(report));
   return `${lines.join('\n')}\n`;
-}
-
-/** Each Responses scenario next to the chat completions scenario it repeats (R1 beside S1, R4 beside S4). */
-const PAIRS = [
-  ['S1', 'R1'],
-  ['S4', 'R4'],
-];
-
-function sideBySide(report) {
-  const byId = new Map(report.scenarios.filter((s) => !s.error).map((s) => [s.id, s]));
-  const lines = [];
-  for (const [chatId, responsesId] of PAIRS) {
-    const chat = byId.get(chatId);
-    const responses = byId.get(responsesId);
-    if (!chat || !responses) continue;
-    if (lines.length === 0) {
-      lines.push(
-        '',
-        'The Responses API beside chat completions (gateway figures; added = gateway − its own baseline):',
-        '',
-        '| figure | chat completions | Responses API | Responses / chat | added, chat | added, Responses |',
-        '|---|---:|---:|---:|---:|---:|',
-      );
-    }
-    chat.rows.forEach((row, index) => {
-      const other = responses.rows[index];
-      if (!other) return;
-      const unit = row.unit ? ` ${row.unit}` : '';
-      const ratio = row.gateway ? `${(other.gateway / row.gateway).toFixed(2)}×` : '–';
-      lines.push(
-        `| ${chatId}/${responsesId} ${other.figure}${unit} | ${format(row.gateway, row.unit)} | ` +
-          `${format(other.gateway, other.unit)} | ${ratio} | ${format(row.added, row.unit)} | ${format(other.added, other.unit)} |`,
-      );
-    });
-  }
-  return lines;
 }

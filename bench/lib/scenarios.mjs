@@ -136,6 +136,82 @@ function nonStreamAt64(id, title, path, body, duration) {
   };
 }
 
+/**
+ * S1's load on another API's front-end (`path`, `body`) against the same request as chat completions on the
+ * same stack: both columns are the gateway, so the ratio is what the front-end's translation costs.
+ */
+function nonStreamVersusChat(id, title, path, body, duration) {
+  const load = (url, headers, loadPath, loadBody) => ({
+    url: `${url}${loadPath}`,
+    method: 'POST',
+    headers,
+    body: loadBody,
+    connections: 64,
+    warmupSeconds: duration.warmup,
+    durationSeconds: duration.duration,
+  });
+  return {
+    id,
+    unit: perRequest,
+    title,
+    versus: 'chat',
+    catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+    appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+    load: 'http-load.mjs',
+    options: (url, headers) => load(url, headers, path, body),
+    baselineOptions: (url, headers) =>
+      load(url, headers, '/v1/chat/completions', chatBody('bench-echo', SHORT)),
+    rows: (g, b) => [
+      row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond),
+      row('throughput ÷ chat', '×', g.requestsPerSecond / b.requestsPerSecond, 1, {
+        at: 'min',
+        limit: 0.9,
+      }),
+      row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
+      row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99),
+      row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
+    ],
+    intact: (r) => r.errors === 0 && r.ok > 0,
+  };
+}
+
+/** S4's load (251 deltas a stream), 64 at a time, on another API's front-end against chat completions. */
+function streamsVersusChat(id, title, path, body, duration) {
+  const load = (url, headers, loadPath, loadBody) => ({
+    mode: 'loop',
+    url: `${url}${loadPath}`,
+    headers,
+    body: loadBody,
+    concurrency: 64,
+    warmupSeconds: duration.warmup,
+    durationSeconds: duration.duration,
+    expectText: ECHO_251,
+    expectDeltas: 251,
+  });
+  return {
+    id,
+    unit: perStream,
+    title,
+    versus: 'chat',
+    catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
+    appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
+    load: 'stream-load.mjs',
+    options: (url, headers) => load(url, headers, path, body),
+    baselineOptions: (url, headers) =>
+      load(url, headers, '/v1/chat/completions', chatBody('bench-echo', ECHO_251, { stream: true })),
+    rows: (g, b) => [
+      row('relayed chunks', '/s', g.deltasPerSecond, b.deltasPerSecond),
+      row('chunks ÷ chat', '×', g.deltasPerSecond / b.deltasPerSecond, 1, { at: 'min', limit: 0.9 }),
+      row('TTFT p50', 'ms', g.ttftMs.p50, b.ttftMs.p50),
+      row('lost/reordered/failed streams', '', g.corrupted + g.errors, b.corrupted + b.errors, {
+        at: 'max',
+        limit: 0,
+      }),
+    ],
+    intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete > 0,
+  };
+}
+
 /** S4's load — fast streams of 251 deltas, `concurrency` at a time — on `path` with `body`. */
 function fastStreams(id, title, path, body, concurrency, duration) {
   return {
@@ -320,103 +396,34 @@ export function scenarios(args) {
       ],
       intact: (r) => r.errors === 0 && r.ok > 0,
     },
-    nonStreamAt64(
+    nonStreamVersusChat(
       'R1',
-      'non-stream Responses API (S1 on /v1/responses), c=64',
+      'non-stream Responses API (S1 on /v1/responses), c=64 (baseline: chat completions, same stack)',
       '/v1/responses',
       responsesBody('bench-echo', SHORT),
       d.R1,
     ),
-    fastStreams(
+    streamsVersusChat(
       'R4',
-      'Responses API streams (S4 on /v1/responses, 251 deltas each), 64 at a time',
+      'Responses API streams (S4 on /v1/responses, 251 deltas each), 64 at a time (baseline: chat completions, same stack)',
       '/v1/responses',
       responsesBody('bench-echo', ECHO_251, { stream: true }),
-      64,
       d.R4,
     ),
-    {
-      id: 'M1',
-      unit: perRequest,
-      title: 'non-stream Messages API (S1 on /v1/messages), c=64 (baseline: chat completions, same stack)',
-      // Both columns are the gateway: the Messages front-end against chat completions, same requests.
-      versus: 'chat',
-      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
-      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
-      load: 'http-load.mjs',
-      options: (url, headers) => ({
-        url: `${url}/v1/messages`,
-        method: 'POST',
-        headers,
-        body: messagesBody('bench-echo', SHORT),
-        connections: 64,
-        warmupSeconds: d.M1.warmup,
-        durationSeconds: d.M1.duration,
-      }),
-      baselineOptions: (url, headers) => ({
-        url: `${url}/v1/chat/completions`,
-        method: 'POST',
-        headers,
-        body: chatBody('bench-echo', SHORT),
-        connections: 64,
-        warmupSeconds: d.M1.warmup,
-        durationSeconds: d.M1.duration,
-      }),
-      rows: (g, b) => [
-        row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond),
-        row('throughput ÷ chat', '×', g.requestsPerSecond / b.requestsPerSecond, 1, {
-          at: 'min',
-          limit: 0.9,
-        }),
-        row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
-        row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99),
-        row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
-      ],
-      intact: (r) => r.errors === 0 && r.ok > 0,
-    },
-    {
-      id: 'M4',
-      unit: perStream,
-      title:
-        'Messages API streams (S4 on /v1/messages, 251 chunks each), 64 at a time (baseline: chat completions, same stack)',
-      versus: 'chat',
-      catalog: { models: [chatModel('bench-echo', { mode: 'echo' })] },
-      appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '64' } },
-      load: 'stream-load.mjs',
-      options: (url, headers) => ({
-        mode: 'loop',
-        protocol: 'messages',
-        url: `${url}/v1/messages`,
-        headers,
-        body: messagesBody('bench-echo', ECHO_251, { stream: true }),
-        concurrency: 64,
-        warmupSeconds: d.M4.warmup,
-        durationSeconds: d.M4.duration,
-        expectText: ECHO_251,
-        expectDeltas: 251,
-      }),
-      baselineOptions: (url, headers) => ({
-        mode: 'loop',
-        url: `${url}/v1/chat/completions`,
-        headers,
-        body: chatBody('bench-echo', ECHO_251, { stream: true }),
-        concurrency: 64,
-        warmupSeconds: d.M4.warmup,
-        durationSeconds: d.M4.duration,
-        expectText: ECHO_251,
-        expectDeltas: 251,
-      }),
-      rows: (g, b) => [
-        row('relayed chunks', '/s', g.deltasPerSecond, b.deltasPerSecond),
-        row('chunks ÷ chat', '×', g.deltasPerSecond / b.deltasPerSecond, 1, { at: 'min', limit: 0.9 }),
-        row('TTFT p50', 'ms', g.ttftMs.p50, b.ttftMs.p50),
-        row('lost/reordered/failed streams', '', g.corrupted + g.errors, b.corrupted + b.errors, {
-          at: 'max',
-          limit: 0,
-        }),
-      ],
-      intact: (r) => r.errors === 0 && r.corrupted === 0 && r.complete > 0,
-    },
+    nonStreamVersusChat(
+      'M1',
+      'non-stream Messages API (S1 on /v1/messages), c=64 (baseline: chat completions, same stack)',
+      '/v1/messages',
+      messagesBody('bench-echo', SHORT),
+      d.M1,
+    ),
+    streamsVersusChat(
+      'M4',
+      'Messages API streams (S4 on /v1/messages, 251 chunks each), 64 at a time (baseline: chat completions, same stack)',
+      '/v1/messages',
+      messagesBody('bench-echo', ECHO_251, { stream: true }),
+      d.M4,
+    ),
     {
       id: 'S9',
       unit: perRequest,
