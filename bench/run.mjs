@@ -155,21 +155,35 @@ function cpuRow(unit, gateway, baseline) {
  * The gateway path's CPU per unit of work, process by process (gateway, registry, workers, redis), from
  * /proc: where the next performance work should look.
  */
-function cpuByProcessRows(unit, { cpu, windowSeconds, result }) {
-  const count = unit.count(result);
-  if (!cpu || !count) return [];
-  return Object.entries(cpu)
+/**
+ * Each process's share of the server CPU per unit; for a `versus` scenario, whose baseline column runs on
+ * the same processes, the baseline's share too, so a difference shows where it is spent.
+ */
+function cpuByProcessRows(unit, gateway, baseline) {
+  const perUnit = ({ cpu, windowSeconds, result }, label) => {
+    const count = unit.count(result);
+    const cores = cpu?.[label];
+    return cores === null || cores === undefined || !count
+      ? undefined
+      : (cores * windowSeconds * 1000) / count;
+  };
+  if (!gateway.cpu || !unit.count(gateway.result)) return [];
+  return Object.entries(gateway.cpu)
     .filter(([label, cores]) => label !== 'load' && cores !== null)
-    .map(([label, cores]) => ({
-      figure: `… of which ${label}`,
-      unit: 'ms',
-      gateway: (cores * windowSeconds * 1000) / count,
-      baseline: undefined,
-      added: undefined,
-      ratio: undefined,
-      target: '',
-      met: null,
-    }));
+    .map(([label]) => {
+      const g = perUnit(gateway, label);
+      const b = baseline ? perUnit(baseline, label) : undefined;
+      return {
+        figure: `… of which ${label}`,
+        unit: 'ms',
+        gateway: g,
+        baseline: b,
+        added: b === undefined ? undefined : g - b,
+        ratio: b ? g / b : undefined,
+        target: '',
+        met: null,
+      };
+    });
 }
 
 function versions() {
@@ -216,7 +230,10 @@ async function runScenario(scenario) {
       baseline: baseline.rss,
     });
     if (scenario.unit)
-      rows.push(cpuRow(scenario.unit, gateway, baseline), ...cpuByProcessRows(scenario.unit, gateway));
+      rows.push(
+        cpuRow(scenario.unit, gateway, baseline),
+        ...cpuByProcessRows(scenario.unit, gateway, scenario.versus !== undefined ? baseline : undefined),
+      );
     const intact = scenario.intact(gateway.result) && scenario.intact(baseline.result);
     return { id: scenario.id, title: scenario.title, rows, intact, gateway, baseline };
   } catch (error) {
