@@ -1,6 +1,6 @@
 // `npm run bench`: runs scenarios S1–S7 of issue #5 (and the Responses API: R1, R4, and the Messages API: M1, M4, each against chat completions on the same stack) against the real stack and an in-process baseline, prints a
 // markdown table and writes bench/results/<timestamp>.json. See bench/README.md.
-//   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>]
+//   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>] [--rounds <n>]
 //                    [--out <file>]
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -36,6 +36,7 @@ function parseArgs(argv) {
     else if (flag === '--streams') args.streams = Math.floor(number());
     else if (flag === '--hold') args.hold = number();
     else if (flag === '--out') args.out = value();
+    else if (flag === '--rounds') args.rounds = Math.max(1, Math.floor(number()));
     else throw new Error(`unknown option ${flag} (see bench/README.md)`);
   }
   return args;
@@ -81,6 +82,49 @@ function cpuWindow(pids) {
       }),
     );
     return { cores, seconds };
+  };
+}
+
+/** Counts that add up over rounds; every other number of a load's result is averaged. */
+const SUMMED = new Set(['requests', 'ok', 'errors', 'non2xx', 'streams', 'complete', 'corrupted', 'deltas']);
+
+function combineResults(results) {
+  const [first] = results;
+  if (results.length === 1 || typeof first !== 'object' || first === null) return first;
+  const combined = {};
+  for (const [key, value] of Object.entries(first)) {
+    const values = results.map((result) => result?.[key]);
+    if (typeof value === 'number') {
+      const sum = values.reduce((total, v) => total + (typeof v === 'number' ? v : 0), 0);
+      combined[key] = SUMMED.has(key) ? sum : sum / values.length;
+    } else if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      combined[key] = combineResults(values);
+    } else combined[key] = value;
+  }
+  return combined;
+}
+
+/**
+ * Rounds of one column as one measurement: counts summed, rates and percentiles the mean of the rounds', CPU
+ * the cores each process used over all the measured windows together.
+ */
+function combineMeasurements(measurements) {
+  if (measurements.length === 1) return measurements[0];
+  const windowSeconds = measurements.reduce((total, m) => total + (m.windowSeconds ?? 0), 0);
+  const labels = Object.keys(measurements[0].cpu ?? {});
+  const cpu = Object.fromEntries(
+    labels.map((label) => {
+      const used = measurements.map((m) =>
+        (m.cpu?.[label] ?? null) === null ? null : m.cpu[label] * m.windowSeconds,
+      );
+      return [label, used.includes(null) ? null : used.reduce((a, b) => a + b, 0) / windowSeconds];
+    }),
+  );
+  return {
+    result: combineResults(measurements.map((m) => m.result)),
+    cpu: measurements[0].cpu ? cpu : null,
+    windowSeconds,
+    rss: measurements[0].rss,
   };
 }
 
@@ -214,7 +258,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-async function runScenario(scenario) {
+async function runScenario(scenario, args) {
   process.stderr.write(`bench: ${scenario.id} ${scenario.title} …\n`);
   let stack = null;
   try {
@@ -223,8 +267,17 @@ async function runScenario(scenario) {
     // Both columns of a `versus` scenario run on one gateway, one after the other: the gateway's own path is
     // warmed first, so the second run does not get alone the JIT warm-up the first gave their shared code.
     if (scenario.versus !== undefined) await warmUp(stack, scenario);
-    const baseline = await measure(stack, scenario, 'baseline');
-    const gateway = await measure(stack, scenario, 'gateway');
+    // With --rounds, a versus scenario's two columns take turns, so a machine that drifts (other tenants, clock
+    // speed) weighs on both alike; each column is then its rounds combined.
+    const rounds = scenario.versus !== undefined ? (args.rounds ?? 1) : 1;
+    const baselines = [];
+    const gateways = [];
+    for (let round = 0; round < rounds; round++) {
+      baselines.push(await measure(stack, scenario, 'baseline'));
+      gateways.push(await measure(stack, scenario, 'gateway'));
+    }
+    const baseline = combineMeasurements(baselines);
+    const gateway = combineMeasurements(gateways);
     const rows = scenario.rows(gateway.result, baseline.result, {
       gateway: gateway.rss,
       baseline: baseline.rss,
@@ -263,12 +316,12 @@ async function main() {
   );
   const results = [];
   for (const scenario of chosen) {
-    let entry = await runScenario(scenario);
+    let entry = await runScenario(scenario, args);
     // On a shared machine another tenant's cleanup may kill our apps by name; that says nothing about the
     // gateway, so such a run is repeated once rather than reported.
     if (entry.killedFromOutside) {
       process.stderr.write(`bench: ${scenario.id}: a process was killed from outside; running it again\n`);
-      entry = await runScenario(scenario);
+      entry = await runScenario(scenario, args);
     }
     delete entry.killedFromOutside;
     results.push(entry);
