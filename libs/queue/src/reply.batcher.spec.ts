@@ -188,6 +188,8 @@ describe('ReplyBatcher on a Redis Cluster', () => {
     afterEach(() => jest.useRealTimers());
 
     it('backs off from 25 ms to 250 ms between re-sends and gives the frames up as unheard after 10 s', async () => {
+      const logger = { warn: jest.fn() };
+      batcher = new ReplyBatcher(redis as unknown as Redis, undefined, logger);
       redis.hears = () => 0;
       let outcome: number | null = null;
       void batcher.publish(CHANNEL, message(0)).then((receivers) => (outcome = receivers));
@@ -206,6 +208,8 @@ describe('ReplyBatcher on a Redis Cluster', () => {
       // Given up at the first re-send that finds the window passed.
       expect(sentAt.at(-1)).toBeGreaterThanOrEqual(10_000);
       expect(sentAt.at(-1)).toBeLessThanOrEqual(10_250);
+      expect(logger.warn).toHaveBeenCalledTimes(1);
+      expect(logger.warn).toHaveBeenCalledWith(expect.stringContaining(`${CHANNEL}: its gateway lives`));
     });
   });
 });

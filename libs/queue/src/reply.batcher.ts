@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers';
 import type { Redis } from 'ioredis';
-import { encodeReplyFrame, keyLayoutOf, MAX_REPLY_FRAME_MESSAGES, replyLivenessKeyFor } from '@mgw/contracts';
+import {
+  encodeReplyFrame,
+  keyLayoutOf,
+  MAX_REPLY_FRAME_MESSAGES,
+  replyLivenessKeyFor,
+  type ComponentLogger,
+} from '@mgw/contracts';
 import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
@@ -90,6 +96,10 @@ class UnheardFrames {
     });
   }
 
+  get size(): number {
+    return this.frames.length;
+  }
+
   get first(): HeldFrame | undefined {
     return this.frames[0];
   }
@@ -135,6 +145,7 @@ export class ReplyBatcher {
     private readonly redis: Redis,
     /** Flow control: holds back the streams of a gateway that fell behind (see SubscriberBacklogMonitor). */
     private readonly backlog?: SubscriberBacklogMonitor,
+    private readonly logger?: Pick<ComponentLogger, 'warn'>,
   ) {
     this.cluster = keyLayoutOf(redis) === 'cluster';
   }
@@ -320,7 +331,13 @@ export class ReplyBatcher {
         // Not known: the window still bounds how long the frames are kept.
         () => false,
       );
-      if (gone || Date.now() - held.heardAt >= RESEND_WINDOW_MS) held.giveUp();
+      if (gone) held.giveUp();
+      else if (Date.now() - held.heardAt >= RESEND_WINDOW_MS) {
+        this.logger?.warn(
+          `${channel}: its gateway lives but heard none of ${held.size} frame(s) for ${RESEND_WINDOW_MS} ms; given up as unheard`,
+        );
+        held.giveUp();
+      }
     }
     this.unheard.delete(channel);
   }
