@@ -170,6 +170,7 @@ describe('on a Redis Cluster', () => {
   }, 60_000);
 
   it("keeps every open stream whole while a reshard moves the gateway's reply channel", async () => {
+    const STREAMS = 7;
     const created = await fetch(`${stack.baseUrl}/admin/keys`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
@@ -186,20 +187,27 @@ describe('on a Redis Cluster', () => {
       });
     const channel = await replyChannelOf(cluster, stack.namespace);
 
-    const streams = await Promise.all(Array.from({ length: 8 }, () => chat(true)));
-    expect(streams.map((res) => res.status)).toEqual(Array<number>(8).fill(200));
+    // The answer first, so its job runs while the slot moves (the chat worker runs eight at a time).
+    const active = `${stack.namespace}:${queueNameFor('chat', 'slow-chat', keyLayoutOf(stack.redis))}:active`;
+    await waitFor('no job left from before', async () => (await stack.redis.llen(active)) === 0);
+    const answer = chat(false).then(async (res) => ({ status: res.status, body: await res.text() }));
+    await waitFor('the answer under way', async () => (await stack.redis.llen(active)) === 1);
+    const streams = await Promise.all(Array.from({ length: STREAMS }, () => chat(true)));
+    expect(streams.map((res) => res.status)).toEqual(Array<number>(STREAMS).fill(200));
     const received: SseEvent[][] = streams.map(() => []);
     const ended = streams.map(async (res, i) => {
       for await (const event of readSse(res.body!)) received[i]!.push(event);
     });
-    const answer = chat(false).then(async (res) => ({ status: res.status, body: await res.text() }));
     await waitFor('every stream under way', () => received.every((events) => events.length >= 3));
 
     const target = (await cluster.otherMasters(channel))[0]!;
     await cluster.migrateSlot(channel, target, () => new Promise((resolve) => setTimeout(resolve, 100)));
     expect((await cluster.masterOf(channel)).port).toBe(target.port);
-    // Every stream is still open: the rest of each goes over the channel's new master.
-    expect(received.map((events) => events.at(-1)?.data === '[DONE]')).toEqual(Array<boolean>(8).fill(false));
+    // Every stream and the answer are still being written: the rest of each goes over the new master.
+    expect(received.map((events) => events.at(-1)?.data === '[DONE]')).toEqual(
+      Array<boolean>(STREAMS).fill(false),
+    );
+    expect(await stack.redis.llen(active)).toBe(STREAMS + 1);
     await Promise.all(ended);
 
     // Each stream whole: every word once and in order, its finish_reason, [DONE], and no error event.
@@ -214,7 +222,7 @@ describe('on a Redis Cluster', () => {
     const logs = outcomes.every((o) => o.text === words && o.errors.length === 0)
       ? ''
       : `${stack.logs('gateway').slice(-3000)}\n${stack.logs('chat-worker').slice(-3000)}`;
-    expect({ outcomes, logs }).toEqual({ outcomes: Array<typeof whole>(8).fill(whole), logs: '' });
+    expect({ outcomes, logs }).toEqual({ outcomes: Array<typeof whole>(STREAMS).fill(whole), logs: '' });
     const { status, body } = await answer;
     expect(status).toBe(200);
     expect(
