@@ -1,8 +1,15 @@
 import { accessNames } from '@mgw/access';
-import { keyLayoutOf, queueNameFor, type ModelKind } from '@mgw/contracts';
-import { RedisClusterHarness } from '../support/redis-topologies';
+import {
+  keyLayoutOf,
+  queueNameFor,
+  replyChannelFor,
+  replyLivenessKeyFor,
+  type ModelKind,
+} from '@mgw/contracts';
+import { closeRedisClients, RedisClusterHarness } from '../support/redis-topologies';
 import type { FakeOpenAIUpstream } from '../support/fake-openai-upstream';
 import type { Stack } from '../support/stack';
+import { readSse, type SseEvent } from '../support/sse';
 import { waitFor } from '../support/wait-for';
 import {
   ADMIN_TOKEN,
@@ -12,12 +19,29 @@ import {
   startPoolUpstreams,
   startTopologyStack,
   TOPOLOGY_CATALOG,
+  textOf,
 } from './topology-suite';
 
 interface Answer {
   status: number;
   stream: boolean;
   body: string;
+}
+
+/** The stack's one gateway's reply channel, found by its liveness key (`replyLivenessKeyFor`). */
+async function replyChannelOf(cluster: RedisClusterHarness, namespace: string): Promise<string> {
+  const suffix = replyLivenessKeyFor('');
+  const masters = await cluster.masters();
+  try {
+    const found: string[] = [];
+    for (const master of masters) {
+      found.push(...(await master.keys(replyChannelFor(namespace, '*') + suffix)));
+    }
+    expect(found).toHaveLength(1);
+    return found[0]!.slice(0, -suffix.length);
+  } finally {
+    await closeRedisClients(masters);
+  }
 }
 
 /** The gateway on a real 3-master / 3-replica Redis Cluster (test/support/redis-topologies.ts). */
@@ -143,6 +167,67 @@ describe('on a Redis Cluster', () => {
     expect(burst.map((res) => res.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 429]);
 
     for (const label of stack.processes.keys()) expect(stack.logs(label)).not.toMatch(REDIS_ROUTING_ERRORS);
+  }, 60_000);
+
+  it("keeps every open stream whole while a reshard moves the gateway's reply channel", async () => {
+    const STREAMS = 7;
+    const created = await fetch(`${stack.baseUrl}/admin/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'reply-reshard' }),
+    });
+    const { key } = (await created.json()) as { key: string };
+    // Thirty words at ten a second: every answer is still being written when the slot moves.
+    const words = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
+    const chat = (stream: boolean): Promise<Response> =>
+      fetch(`${stack.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'slow-chat', stream, messages: [{ role: 'user', content: words }] }),
+      });
+    const channel = await replyChannelOf(cluster, stack.namespace);
+
+    // The answer first, so its job runs while the slot moves (the chat worker runs eight at a time).
+    const active = `${stack.namespace}:${queueNameFor('chat', 'slow-chat', keyLayoutOf(stack.redis))}:active`;
+    await waitFor('no job left from before', async () => (await stack.redis.llen(active)) === 0);
+    const answer = chat(false).then(async (res) => ({ status: res.status, body: await res.text() }));
+    await waitFor('the answer under way', async () => (await stack.redis.llen(active)) === 1);
+    const streams = await Promise.all(Array.from({ length: STREAMS }, () => chat(true)));
+    expect(streams.map((res) => res.status)).toEqual(Array<number>(STREAMS).fill(200));
+    const received: SseEvent[][] = streams.map(() => []);
+    const ended = streams.map(async (res, i) => {
+      for await (const event of readSse(res.body!)) received[i]!.push(event);
+    });
+    await waitFor('every stream under way', () => received.every((events) => events.length >= 3));
+
+    const target = (await cluster.otherMasters(channel))[0]!;
+    await cluster.migrateSlot(channel, target, () => new Promise((resolve) => setTimeout(resolve, 100)));
+    expect((await cluster.masterOf(channel)).port).toBe(target.port);
+    // Every stream and the answer are still being written: the rest of each goes over the new master.
+    expect(received.map((events) => events.at(-1)?.data === '[DONE]')).toEqual(
+      Array<boolean>(STREAMS).fill(false),
+    );
+    expect(await stack.redis.llen(active)).toBe(STREAMS + 1);
+    await Promise.all(ended);
+
+    // Each stream whole: every word once and in order, its finish_reason, [DONE], and no error event.
+    const outcomes = received.map((events) => ({
+      text: textOf(events),
+      finish: events.some((e) => e.data.includes('"finish_reason":"stop"')),
+      errors: events.filter((e) => e.data.includes('"error"')).map((e) => e.data),
+      last: events.at(-1)?.data,
+    }));
+    const whole = { text: words, finish: true, errors: [], last: '[DONE]' };
+    // On a surprise, the gateway's and the worker's last lines say why.
+    const logs = outcomes.every((o) => o.text === words && o.errors.length === 0)
+      ? ''
+      : `${stack.logs('gateway').slice(-3000)}\n${stack.logs('chat-worker').slice(-3000)}`;
+    expect({ outcomes, logs }).toEqual({ outcomes: Array<typeof whole>(STREAMS).fill(whole), logs: '' });
+    const { status, body } = await answer;
+    expect(status).toBe(200);
+    expect(
+      (JSON.parse(body) as { choices: { message: { content: string } }[] }).choices[0]!.message.content,
+    ).toBe(words);
   }, 60_000);
 
   describeFailover(

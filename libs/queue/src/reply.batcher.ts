@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers';
 import type { Redis } from 'ioredis';
-import { encodeReplyFrame, keyLayoutOf, MAX_REPLY_FRAME_MESSAGES, replyLivenessKeyFor } from '@mgw/contracts';
+import {
+  encodeReplyFrame,
+  keyLayoutOf,
+  MAX_REPLY_FRAME_MESSAGES,
+  replyLivenessKeyFor,
+  type ComponentLogger,
+} from '@mgw/contracts';
 import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
@@ -21,6 +27,23 @@ return redis.call('PUBLISH', ARGV[1], ARGV[2])
 `;
 
 const PUBLISH_LOGGED_SHA = createHash('sha1').update(PUBLISH_LOGGED_SCRIPT).digest('hex');
+
+/**
+ * On a Cluster, the waits before each re-send of an unheard frame: a gateway resubscribes on its channel's
+ * new master within milliseconds of a reshard, so the first re-sends come soon, then no more than four a
+ * second while it takes longer.
+ */
+const RESEND_FIRST_MS = 25;
+const RESEND_MAX_MS = 250;
+
+/**
+ * How long an unheard frame of a live gateway is re-sent before it is given up as unheard. A gateway that
+ * lost its subscription to a reshard finds it again by the next slot refresh of its own — ioredis refreshes
+ * every 5 s — so twice that covers even a gateway that missed one; past it the gateway has ended the
+ * requests anyway (its WORKER_SILENCE_MS, 3 s by default), and a worker should not keep frames for a
+ * gateway that cannot hear them.
+ */
+const RESEND_WINDOW_MS = 10_000;
 
 /** Where a resumable stream's frames are also kept, and for how long (see `streamLogKeyFor`). */
 export interface ReplyLog {
@@ -46,6 +69,53 @@ class Frame {
   }
 }
 
+/** A frame that reached no subscriber of its live gateway, waiting to be sent again. */
+interface HeldFrame {
+  /** Its place in the channel's order (see `ReplyBatcher.order`). */
+  order: number;
+  encoded: string;
+  resolve(receivers: number): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * A channel's unheard frames, in the order they were sent: the first is sent again until it is heard, then
+ * the others behind it; frames sent meanwhile join them, so the channel keeps its order.
+ */
+class UnheardFrames {
+  private readonly frames: HeldFrame[] = [];
+  /** When the gateway last heard one of them (or, till then, when the first was held). */
+  heardAt = Date.now();
+
+  hold(order: number, encoded: string): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      // A frame comes back unheard after frames sent later may have joined already: it goes before them.
+      let at = this.frames.length;
+      while (at > 0 && this.frames[at - 1]!.order > order) at--;
+      this.frames.splice(at, 0, { order, encoded, resolve, reject });
+    });
+  }
+
+  get size(): number {
+    return this.frames.length;
+  }
+
+  get first(): HeldFrame | undefined {
+    return this.frames[0];
+  }
+
+  /** `frame` was heard (or failed): it leaves, and the next one is first. */
+  remove(frame: HeldFrame): void {
+    const at = this.frames.indexOf(frame);
+    if (at !== -1) this.frames.splice(at, 1);
+  }
+
+  /** Every frame left resolves as unheard: its gateway is gone, or cannot hear it. */
+  giveUp(): void {
+    for (const frame of this.frames.splice(0)) frame.resolve(0);
+  }
+}
+
 /**
  * The worker's reply transport: every message bound for one gateway instance within one event-loop turn goes
  * out as one PUBLISH (a frame, see `parseReplyFrame`). A non-streaming answer from a fast backend, or the
@@ -66,11 +136,16 @@ export class ReplyBatcher {
   private readonly tails = new Map<string, Promise<unknown>>();
   /** On a Cluster: payloads being stored, which the frames sent meanwhile wait for (see `store`). */
   private readonly storing = new Set<Promise<unknown>>();
+  /** On a Cluster: the channels whose live gateway did not hear a frame, with the frames held for it. */
+  private readonly unheard = new Map<string, UnheardFrames>();
+  /** On a Cluster: the order frames are sent in, which a frame that comes back unheard keeps when held. */
+  private order = 0;
 
   constructor(
     private readonly redis: Redis,
     /** Flow control: holds back the streams of a gateway that fell behind (see SubscriberBacklogMonitor). */
     private readonly backlog?: SubscriberBacklogMonitor,
+    private readonly logger?: Pick<ComponentLogger, 'warn'>,
   ) {
     this.cluster = keyLayoutOf(redis) === 'cluster';
   }
@@ -191,11 +266,12 @@ export class ReplyBatcher {
    * in its log; a later frame of the channel waits for it, so the channel keeps its order.
    */
   private sendSharded(channel: string, frame: Frame, encoded: string): void {
+    const order = this.order++;
     const logs = frame.logs ? [...frame.logs] : [];
     const before = this.tails.get(channel);
     const stores = [...this.storing];
     if (logs.length === 0 && !before && stores.length === 0) {
-      this.spublish(channel, encoded).then(frame.resolve, frame.reject);
+      this.spublish(channel, encoded, order).then(frame.resolve, frame.reject);
       return;
     }
     const appended = logs.map(([log, messages]) =>
@@ -205,7 +281,7 @@ export class ReplyBatcher {
       ]),
     );
     const waits = [before, ...stores].map((earlier) => earlier?.catch(() => undefined));
-    const published = Promise.all([...waits, ...appended]).then(() => this.spublish(channel, encoded));
+    const published = Promise.all([...waits, ...appended]).then(() => this.spublish(channel, encoded, order));
     this.tails.set(channel, published);
     published
       .finally(() => {
@@ -217,10 +293,74 @@ export class ReplyBatcher {
   /**
    * SPUBLISH counts the subscribers of one node, which may be none for a moment while a failover or a
    * reshard moves the channel's slot: a gateway is only taken for gone when its liveness key is gone too.
+   * While it lives, a frame it did not hear is not delivered: it is held and sent again (see `resend`), and
+   * so is every later frame of its channel, behind it. Resolves with the subscribers that heard it, or 0.
+   * A later frame already on its way can still be heard first: the gateway puts such messages back in
+   * order (see `ReplyRouter`).
    */
-  private async spublish(channel: string, encoded: string): Promise<number> {
+  private async spublish(channel: string, encoded: string, order: number): Promise<number> {
+    const held = this.unheard.get(channel);
+    if (held) return held.hold(order, encoded);
     const receivers = (await this.redis.spublish(channel, encoded)) as number;
     if (receivers > 0) return receivers;
-    return this.redis.exists(replyLivenessKeyFor(channel));
+    if (!this.unheard.has(channel) && (await this.redis.exists(replyLivenessKeyFor(channel))) === 0) return 0;
+    const holding = this.unheard.get(channel);
+    if (holding) return holding.hold(order, encoded);
+    const unheard = new UnheardFrames();
+    this.unheard.set(channel, unheard);
+    const heard = unheard.hold(order, encoded);
+    void this.resend(channel, unheard);
+    return heard;
+  }
+
+  /**
+   * Sends `channel`'s held frames again, in order, each once the one before it was heard, backing off while
+   * none is: until they are all heard, their gateway is gone (its liveness key expired), or nothing was heard
+   * for the window. Only the SPUBLISH is repeated: a frame's replay logs were appended once, before it first
+   * went out.
+   */
+  private async resend(channel: string, held: UnheardFrames): Promise<void> {
+    let wait = RESEND_FIRST_MS;
+    while (held.first) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      const heard = await this.resendInOrder(channel, held);
+      if (!held.first) break;
+      wait = heard ? RESEND_FIRST_MS : Math.min(2 * wait, RESEND_MAX_MS);
+      const gone = await this.redis.exists(replyLivenessKeyFor(channel)).then(
+        (alive) => alive === 0,
+        // Not known: the window still bounds how long the frames are kept.
+        () => false,
+      );
+      if (gone) held.giveUp();
+      else if (Date.now() - held.heardAt >= RESEND_WINDOW_MS) {
+        this.logger?.warn(
+          `${channel}: its gateway lives but heard none of ${held.size} frame(s) for ${RESEND_WINDOW_MS} ms; given up as unheard`,
+        );
+        held.giveUp();
+      }
+    }
+    this.unheard.delete(channel);
+  }
+
+  /** Sends the held frames one after the other until one is not heard; true if any was. */
+  private async resendInOrder(channel: string, held: UnheardFrames): Promise<boolean> {
+    let heard = false;
+    for (let frame = held.first; frame; frame = held.first) {
+      let receivers: number;
+      try {
+        receivers = (await this.redis.spublish(channel, frame.encoded)) as number;
+      } catch (error) {
+        // Redis refused it (a failover under way): that frame fails as any other would; the rest go on.
+        held.remove(frame);
+        frame.reject(error);
+        continue;
+      }
+      if (receivers === 0) return heard;
+      heard = true;
+      held.heardAt = Date.now();
+      held.remove(frame);
+      frame.resolve(receivers);
+    }
+    return heard;
   }
 }

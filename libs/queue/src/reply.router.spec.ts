@@ -358,4 +358,125 @@ describe('ReplyRouter', () => {
       expect(router.size).toBe(1);
     });
   });
+
+  describe('with a reorder window (on a Redis Cluster)', () => {
+    const window = { ms: 2_000, maxMessages: 4 };
+
+    beforeEach(async () => {
+      jest.useFakeTimers();
+      router = new ReplyRouter(
+        new PubSubDispatcher(subscriber as unknown as Redis),
+        'mgw:reply:gw-2',
+        logger,
+        window,
+      );
+      await router.start();
+    });
+    afterEach(() => jest.useRealTimers());
+
+    const send = (raw: string) => publish(raw, 'mgw:reply:gw-2');
+
+    it('puts messages that overtook a missing one back in order once it arrives', () => {
+      const a = new RecordingHandler();
+      router.register(A, a);
+      send(startedRaw(A));
+      send(deltaRaw(A, 2));
+      send(deltaRaw(A, 3));
+      expect(a.seqs).toEqual([0]);
+      jest.advanceTimersByTime(window.ms - 1);
+      send(deltaRaw(A, 1));
+      send(doneRaw(A, 4));
+      expect(a.seqs).toEqual([0, 1, 2, 3, 4]);
+      expect(a.protocolErrors).toEqual([]);
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('fails the request as on a gap when the missing message does not come within the window', () => {
+      const a = new RecordingHandler();
+      router.register(A, a);
+      send(startedRaw(A));
+      send(deltaRaw(A, 3));
+      send(deltaRaw(A, 2));
+      jest.advanceTimersByTime(window.ms - 1);
+      expect(a.protocolErrors).toEqual([]);
+      jest.advanceTimersByTime(1);
+      expect(a.seqs).toEqual([0]);
+      expect(a.protocolErrors.map((e) => e.message)).toEqual([
+        `Malformed reply message: expected message 1 of request ${A}, got 2`,
+      ]);
+      expect(router.size).toBe(0);
+      send(deltaRaw(A, 1));
+      expect(a.seqs).toEqual([0]);
+    });
+
+    it('gives a second gap a window of its own once the first one is filled', () => {
+      const a = new RecordingHandler();
+      router.register(A, a);
+      send(startedRaw(A));
+      send(deltaRaw(A, 2));
+      send(deltaRaw(A, 4));
+      jest.advanceTimersByTime(window.ms - 100);
+      send(deltaRaw(A, 1));
+      expect(a.seqs).toEqual([0, 1, 2]);
+      jest.advanceTimersByTime(window.ms - 1);
+      send(deltaRaw(A, 3));
+      expect(a.seqs).toEqual([0, 1, 2, 3, 4]);
+      expect(a.protocolErrors).toEqual([]);
+    });
+
+    it('fails the request at once when more messages than the bound overtake a missing one', () => {
+      const a = new RecordingHandler();
+      router.register(A, a);
+      send(startedRaw(A));
+      for (let seq = 2; seq < 2 + window.maxMessages; seq++) send(deltaRaw(A, seq));
+      expect(a.protocolErrors).toEqual([]);
+      send(deltaRaw(A, 2 + window.maxMessages));
+      expect(a.seqs).toEqual([0]);
+      expect(a.protocolErrors).toHaveLength(1);
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('still fails a duplicate, held or delivered', () => {
+      const a = new RecordingHandler();
+      const b = new RecordingHandler();
+      router.register(A, a);
+      router.register(B, b);
+      send(startedRaw(A));
+      send(deltaRaw(A, 2));
+      send(deltaRaw(A, 2));
+      expect(a.protocolErrors).toHaveLength(1);
+      send(startedRaw(B));
+      send(deltaRaw(B, 1));
+      send(deltaRaw(B, 1));
+      expect(b.protocolErrors).toHaveLength(1);
+    });
+
+    it('forgets what it held for a request that ended, and its timer', () => {
+      const a = new RecordingHandler();
+      router.register(A, a);
+      send(startedRaw(A));
+      send(deltaRaw(A, 2));
+      router.unregister(A);
+      expect(jest.getTimerCount()).toBe(0);
+      jest.advanceTimersByTime(window.ms);
+      expect(a.protocolErrors).toEqual([]);
+      expect(a.seqs).toEqual([0]);
+    });
+
+    it('stops handing over held messages once one of them ended the request', () => {
+      const a = new RecordingHandler();
+      router.register(A, a);
+      const onMessage = a.onMessage.bind(a);
+      a.onMessage = (message) => {
+        onMessage(message);
+        if (message.kind === 'chat-done') router.unregister(A);
+      };
+      send(startedRaw(A));
+      send(doneRaw(A, 2));
+      send(deltaRaw(A, 3));
+      send(deltaRaw(A, 1));
+      expect(a.seqs).toEqual([0, 1, 2]);
+      expect(router.size).toBe(0);
+    });
+  });
 });

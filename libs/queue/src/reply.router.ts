@@ -26,11 +26,27 @@ interface Route {
   nextSeq: number | null;
   /** Nothing but `started`/`alive` seen: a restart of the job on another worker is still invisible to the client. */
   noOutput: boolean;
+  /** Messages that arrived ahead of a missing one, by seq, while it may still come (see `ReorderWindow`). */
+  ahead: Map<number, ReplyMessage> | null;
+  /** Ends the wait for the missing message. */
+  gapTimer: NodeJS.Timeout | null;
+}
+
+/**
+ * How long, and for how many messages, a request waits for a missing message while later ones arrive. On a
+ * Redis Cluster a worker sends a frame its gateway did not hear again (a reshard moved the channel), and a
+ * frame it had already sent behind it may be heard first; everywhere else a gap is a lost message at once.
+ */
+export interface ReorderWindow {
+  ms: number;
+  maxMessages: number;
 }
 
 /**
  * Demultiplexes this gateway instance's single reply channel to in-flight requests by request id.
  * There is one SUBSCRIBE per process, made at start: nothing on the request path touches subscriptions.
+ * Each request gets its messages in seq order or fails; with a reorder window (a Cluster's) a message that
+ * overtook a missing one waits for it, for that window, instead of failing its request at once.
  */
 export class ReplyRouter {
   private readonly routes = new Map<string, Route>();
@@ -39,6 +55,8 @@ export class ReplyRouter {
     private readonly pubsub: PubSubDispatcher,
     readonly channel: string,
     private readonly logger: Pick<ComponentLogger, 'warn'>,
+    /** Null: a message out of order fails its request at once. */
+    private readonly reorder: ReorderWindow | null = null,
   ) {}
 
   async start(): Promise<void> {
@@ -59,7 +77,14 @@ export class ReplyRouter {
   }
 
   register(requestId: string, handler: ReplyHandler): void {
-    this.routes.set(requestId, { handler, owner: handler, nextSeq: 0, noOutput: true });
+    this.replace(requestId, {
+      handler,
+      owner: handler,
+      nextSeq: 0,
+      noOutput: true,
+      ahead: null,
+      gapTimer: null,
+    });
   }
 
   /**
@@ -67,13 +92,21 @@ export class ReplyRouter {
    * at whatever sequence number came next (`handler` checks them against the replay log).
    */
   registerResumed(requestId: string, handler: ReplyHandler, owner: object): void {
-    this.routes.set(requestId, { handler, owner, nextSeq: null, noOutput: false });
+    this.replace(requestId, { handler, owner, nextSeq: null, noOutput: false, ahead: null, gapTimer: null });
   }
 
   /** With `owner`, only that request's route goes (a resumed request may have replaced it already). */
   unregister(requestId: string, owner?: object): void {
-    if (owner !== undefined && this.routes.get(requestId)?.owner !== owner) return;
+    const route = this.routes.get(requestId);
+    if (!route || (owner !== undefined && route.owner !== owner)) return;
     this.routes.delete(requestId);
+    dropAhead(route);
+  }
+
+  private replace(requestId: string, route: Route): void {
+    const before = this.routes.get(requestId);
+    if (before) dropAhead(before);
+    this.routes.set(requestId, route);
   }
 
   /** One PUBLISH: a frame of one or more messages, each routed on its own. */
@@ -109,26 +142,66 @@ export class ReplyRouter {
       // A job re-run after its worker died restarts at 0; harmless while the client has seen nothing yet.
       const restartedBeforeOutput = message.kind === 'started' && message.seq === 0 && route.noOutput;
       if (!restartedBeforeOutput) {
-        this.fail(
-          message.requestId,
-          new ProtocolError(
-            `expected message ${route.nextSeq} of request ${message.requestId}, got ${message.seq}`,
-          ),
-        );
+        if (message.seq > route.nextSeq && this.holdAhead(route, message)) return;
+        this.fail(message.requestId, gapError(message.requestId, route.nextSeq, message.seq));
         return;
       }
+      dropAhead(route); // held for the run that stopped
     }
-    route.nextSeq = message.seq + 1;
-    route.noOutput &&= message.kind === 'started' || message.kind === 'alive';
-    route.handler.onMessage(message);
+    this.deliver(route, message);
+  }
+
+  /** Hands `message` to its request, then every held message that now comes next. */
+  private deliver(route: Route, message: ReplyMessage): void {
+    for (let next: ReplyMessage | undefined = message; next;) {
+      route.ahead?.delete(next.seq);
+      route.nextSeq = next.seq + 1;
+      route.noOutput &&= next.kind === 'started' || next.kind === 'alive';
+      route.handler.onMessage(next);
+      if (this.routes.get(next.requestId) !== route) return; // that message ended the request
+      next = route.ahead?.get(route.nextSeq);
+    }
+    if (!route.ahead) return;
+    // Held messages left: another one is missing, and gets a window of its own.
+    if (route.ahead.size === 0) dropAhead(route);
+    else this.awaitGap(message.requestId, route);
+  }
+
+  /**
+   * Within the reorder window (a Cluster's), keeps a message that came ahead of a missing one until the
+   * missing one arrives; false when it must fail its request instead.
+   */
+  private holdAhead(route: Route, message: ReplyMessage): boolean {
+    if (!this.reorder) return false;
+    route.ahead ??= new Map();
+    if (route.ahead.has(message.seq) || route.ahead.size >= this.reorder.maxMessages) return false;
+    route.ahead.set(message.seq, message);
+    if (!route.gapTimer) this.awaitGap(message.requestId, route);
+    return true;
+  }
+
+  /** Gives the missing message of `route` the reorder window to come (again, after one that came). */
+  private awaitGap(requestId: string, route: Route): void {
+    if (route.gapTimer) clearTimeout(route.gapTimer);
+    route.gapTimer = setTimeout(() => this.gapExpired(requestId, route), this.reorder?.ms);
+    route.gapTimer.unref();
+  }
+
+  /** The missing message did not come within the window: it is lost, and the request ends as on a gap. */
+  private gapExpired(requestId: string, route: Route): void {
+    route.gapTimer = null;
+    if (this.routes.get(requestId) !== route || !route.ahead || route.ahead.size === 0) return;
+    this.fail(requestId, gapError(requestId, route.nextSeq ?? 0, Math.min(...route.ahead.keys())));
   }
 
   /** Whatever was published while we were not subscribed is gone, so no open request can complete. */
   private failAll(): void {
     if (this.routes.size === 0) return;
     this.logger.warn(`reply subscription lost: ending ${this.routes.size} open request(s)`);
-    const handlers = [...this.routes.values()].map((route) => route.handler);
+    const routes = [...this.routes.values()];
     this.routes.clear();
+    for (const route of routes) dropAhead(route);
+    const handlers = routes.map((route) => route.handler);
     for (const handler of handlers) handler.onConnectionLost();
   }
 
@@ -136,6 +209,17 @@ export class ReplyRouter {
     const route = this.routes.get(requestId);
     if (!route) return;
     this.routes.delete(requestId);
+    dropAhead(route);
     route.handler.onProtocolError(error);
   }
+}
+
+function dropAhead(route: Route): void {
+  if (route.gapTimer) clearTimeout(route.gapTimer);
+  route.gapTimer = null;
+  route.ahead = null;
+}
+
+function gapError(requestId: string, expected: number, got: number): ProtocolError {
+  return new ProtocolError(`expected message ${expected} of request ${requestId}, got ${got}`);
 }

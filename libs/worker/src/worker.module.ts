@@ -94,6 +94,7 @@ const queueProviders: Provider[] = [
           { pauseBytes: config.replyBacklogPauseBytes, maxPauseMs: config.replyBacklogMaxPauseMs },
           logger,
         ),
+        logger,
       ),
     inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_LOGGER],
   },

@@ -1,4 +1,4 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
 import { PubSubDispatcher } from '@mgw/queue';
 import { RedisConnections } from './redis-connections.provider';
@@ -18,7 +18,8 @@ export class ConnectionsModule {
         RedisConnections,
         {
           provide: PubSubDispatcher,
-          useFactory: (redis: RedisConnections) => new PubSubDispatcher(redis.subscriber),
+          useFactory: (redis: RedisConnections) =>
+            new PubSubDispatcher(redis.subscriber, new Logger('Gateway')),
           inject: [RedisConnections],
         },
       ],

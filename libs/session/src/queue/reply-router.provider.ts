@@ -1,12 +1,21 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
 import { keyLayoutOf, replyChannelFor, replyLivenessKeyFor } from '@mgw/contracts';
-import { PubSubDispatcher, ReplyRouter } from '@mgw/queue';
+import { PubSubDispatcher, ReplyRouter, type ReorderWindow } from '@mgw/queue';
 import { RedisConnections } from '../connections/redis-connections.provider';
 
 /** How often the liveness key is renewed, and how long it outlives the last renewal. */
 const LIVENESS_RENEW_MS = 5_000;
 const LIVENESS_TTL_MS = 15_000;
+
+/**
+ * On a Cluster, how long a request waits for a message that later ones overtook (see `ReorderWindow`): its
+ * worker sends it again at most 250 ms apart once this gateway hears the channel again, so it comes well
+ * within this even on a busy event loop, and the wait stays under the worker silence limit (3 s by default).
+ * The messages that can overtake are those a worker had on their way when it found one unheard — it holds
+ * the later ones back — so a few frames' worth; the bound only keeps a broken worker from filling memory.
+ */
+const CLUSTER_REORDER_WINDOW: ReorderWindow = { ms: 2_000, maxMessages: 256 };
 
 /**
  * `ReplyRouter` on this instance's reply channel, subscribed once at start. On a Redis Cluster it also keeps
@@ -24,8 +33,9 @@ export class GatewayReplyRouter extends ReplyRouter implements OnModuleInit, OnA
     @Inject(GatewayConfig) config: GatewayConfig,
   ) {
     const channel = replyChannelFor(config.namespace, redis.instanceId);
-    super(pubsub, channel, new Logger('Gateway'));
-    this.liveness = keyLayoutOf(redis.commands) === 'cluster' ? replyLivenessKeyFor(channel) : null;
+    const cluster = keyLayoutOf(redis.commands) === 'cluster';
+    super(pubsub, channel, new Logger('Gateway'), cluster ? CLUSTER_REORDER_WINDOW : null);
+    this.liveness = cluster ? replyLivenessKeyFor(channel) : null;
   }
 
   async onModuleInit(): Promise<void> {
