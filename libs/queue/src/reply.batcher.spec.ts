@@ -1,28 +1,10 @@
 import type { Redis } from 'ioredis';
 import { parseReplyFrame, replyLivenessKeyFor } from '@mgw/contracts';
 import { ReplyBatcher } from './reply.batcher';
+import { deferred, settle, type Deferred } from '../../../test/support/deferred';
 
 const CHANNEL = 'mgw:reply:gw-1';
 const OTHER = 'mgw:reply:gw-2';
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (reason: unknown) => void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (reason: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Lets every already-settled promise callback run, and every frame queued so far leave. */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 interface Spublish {
   channel: string;

@@ -2,30 +2,12 @@ import type { Redis } from 'ioredis';
 import { MAX_REPLY_FRAME_MESSAGES, parseReplyFrame, replyProtocolVersionOf } from '@mgw/contracts';
 import { ReplyBatcher } from './reply.batcher';
 import { ReplyStreamWriter, type OutgoingReply } from './reply.publisher';
+import { deferred, settle, type Deferred } from '../../../test/support/deferred';
 
 const CHANNEL = 'mgw:reply:gw-1';
 const REQUEST_ID = 'req_abc123';
 /** Every message carries the reply protocol's version. */
 const v = replyProtocolVersionOf('delta');
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (reason: unknown) => void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (reason: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Lets every already-settled promise callback run, and every frame queued so far leave. */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 interface Publish {
   channel: string;

@@ -1,6 +1,7 @@
 import { GatewayError, type ModelEntry, type ModelLookup } from '@mgw/contracts';
 import { ModelDirectory, type ModelDirectoryOptions } from './model.directory';
 import type { RegistryClient } from './registry.client';
+import { deferred, settle, type Deferred } from '../../../test/support/deferred';
 
 const TIMEOUT_MS = 250;
 const FRESH_MS = 1_000;
@@ -10,25 +11,6 @@ interface FakeClient {
   getModel: jest.Mock<Promise<ModelLookup>, [string, number]>;
   listModels: jest.Mock<Promise<ModelEntry[]>, [number]>;
 }
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (error: Error) => void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Lets every already-settled promise callback run. */
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function entry(id: string, liveWorkers: number): ModelEntry {
   return {
