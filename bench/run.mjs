@@ -168,66 +168,60 @@ async function measure(stack, scenario, target) {
   return { result, cpu, windowSeconds, rss };
 }
 
-/**
- * Server-side CPU (every process but the load generator) per unit of work: unlike throughput on a shared
- * machine, this barely moves with what else runs, so it is the figure optimisations are judged by.
- */
-function cpuRow(unit, gateway, baseline) {
-  const perUnit = ({ cpu, windowSeconds, result }) => {
-    const count = unit.count(result);
-    if (!cpu || !count) return undefined;
-    const cores = Object.entries(cpu)
-      .filter(([label, value]) => label !== 'load' && value !== null)
-      .reduce((sum, [, value]) => sum + value, 0);
-    return (cores * windowSeconds * 1000) / count;
-  };
-  const g = perUnit(gateway);
-  const b = perUnit(baseline);
+/** Milliseconds of CPU per unit of work, from the cores (null: not read) used over a measurement's window. */
+function msPerUnit(unit, { windowSeconds, result }, cores) {
+  const count = unit.count(result);
+  return cores === null || cores === undefined || !count ? undefined : (cores * windowSeconds * 1000) / count;
+}
+
+/** A CPU figure of both columns (`baseline` undefined: the gateway column's alone). */
+function cpuFigure(figure, gateway, baseline) {
   return {
-    figure: `server CPU per ${unit.name}`,
+    figure,
     unit: 'ms',
-    gateway: g,
-    baseline: b,
-    added: g !== undefined && b !== undefined ? g - b : undefined,
-    ratio: g !== undefined && b ? g / b : undefined,
+    gateway,
+    baseline,
+    added: gateway !== undefined && baseline !== undefined ? gateway - baseline : undefined,
+    ratio: gateway !== undefined && baseline ? gateway / baseline : undefined,
     target: '',
     met: null,
   };
 }
 
 /**
- * The gateway path's CPU per unit of work, process by process (gateway, registry, workers, redis), from
- * /proc: where the next performance work should look.
+ * Server-side CPU (every process but the load generator) per unit of work: unlike throughput on a shared
+ * machine, this barely moves with what else runs, so it is the figure optimisations are judged by.
  */
+function cpuRow(unit, gateway, baseline) {
+  const server = ({ cpu }) =>
+    cpu
+      ? Object.entries(cpu)
+          .filter(([label, value]) => label !== 'load' && value !== null)
+          .reduce((sum, [, value]) => sum + value, 0)
+      : undefined;
+  return cpuFigure(
+    `server CPU per ${unit.name}`,
+    msPerUnit(unit, gateway, server(gateway)),
+    msPerUnit(unit, baseline, server(baseline)),
+  );
+}
+
 /**
- * Each process's share of the server CPU per unit; for a `versus` scenario, whose baseline column runs on
- * the same processes, the baseline's share too, so a difference shows where it is spent.
+ * The gateway path's CPU per unit of work, process by process (gateway, registry, workers, redis), from
+ * /proc: where the next performance work should look. For a `versus` scenario, whose baseline column runs
+ * on the same processes, the baseline's share too, so a difference shows where it is spent.
  */
 function cpuByProcessRows(unit, gateway, baseline) {
-  const perUnit = ({ cpu, windowSeconds, result }, label) => {
-    const count = unit.count(result);
-    const cores = cpu?.[label];
-    return cores === null || cores === undefined || !count
-      ? undefined
-      : (cores * windowSeconds * 1000) / count;
-  };
   if (!gateway.cpu || !unit.count(gateway.result)) return [];
   return Object.entries(gateway.cpu)
     .filter(([label, cores]) => label !== 'load' && cores !== null)
-    .map(([label]) => {
-      const g = perUnit(gateway, label);
-      const b = baseline ? perUnit(baseline, label) : undefined;
-      return {
-        figure: `… of which ${label}`,
-        unit: 'ms',
-        gateway: g,
-        baseline: b,
-        added: b === undefined ? undefined : g - b,
-        ratio: b ? g / b : undefined,
-        target: '',
-        met: null,
-      };
-    });
+    .map(([label, cores]) =>
+      cpuFigure(
+        `… of which ${label}`,
+        msPerUnit(unit, gateway, cores),
+        baseline ? msPerUnit(unit, baseline, baseline.cpu?.[label]) : undefined,
+      ),
+    );
 }
 
 function versions() {
