@@ -30,8 +30,15 @@ function toBase64(vector: Float32Array): string {
   return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
 }
 
+/** What the relay's upstream answers for a text starting with `raw`: a vector far from unit length. */
+function rawVector(text: string): Float32Array {
+  const vector = simulatedEmbedding(text, RELAY_DIMENSIONS);
+  return vector.map((x, i) => x * 3 + (i % 3) - 1);
+}
+
 /**
- * The upstream of the relay model: answers each batch with the simulator's vectors of its texts, after
+ * The upstream of the relay model: answers each batch with the simulator's vectors of its texts (a text
+ * starting with `raw` gets `rawVector`, as an upstream that does not normalise would send), after
  * `gate` opens (each call waits for it), and records how many inputs each call carried.
  */
 class ScriptedEmbeddingUpstream {
@@ -53,7 +60,9 @@ class ScriptedEmbeddingUpstream {
           data: inputs.map((text, index) => ({
             object: 'embedding',
             index,
-            embedding: toBase64(simulatedEmbedding(text, RELAY_DIMENSIONS)),
+            embedding: toBase64(
+              text.startsWith('raw') ? rawVector(text) : simulatedEmbedding(text, RELAY_DIMENSIONS),
+            ),
           })),
           usage: { prompt_tokens: inputs.length, total_tokens: inputs.length },
         }),
@@ -227,6 +236,42 @@ describe('embeddings', () => {
     ).rejects.toMatchObject({ status: 404, param: 'model' });
   });
 
+  it("relays an upstream's vector exactly as sent, and cut and rescaled to unit length only when fewer dimensions are asked", async () => {
+    const text = 'raw vector of an upstream that does not normalise';
+    const sent = rawVector(text);
+    expect(norm(Array.from(sent))).toBeGreaterThan(2);
+    const floats = await client.embeddings.create({
+      model: 'relay-embed',
+      input: text,
+      encoding_format: 'float',
+    });
+    expect(floats.data[0]!.embedding).toEqual(Array.from(sent));
+    const base64 = await client.embeddings.create({
+      model: 'relay-embed',
+      input: text,
+      encoding_format: 'base64',
+    });
+    expect(base64.data[0]!.embedding).toBe(toBase64(sent));
+    const all = await client.embeddings.create({
+      model: 'relay-embed',
+      input: text,
+      encoding_format: 'float',
+      dimensions: RELAY_DIMENSIONS,
+    });
+    expect(all.data[0]!.embedding).toEqual(Array.from(sent));
+    const short = await client.embeddings.create({
+      model: 'relay-embed',
+      input: text,
+      encoding_format: 'float',
+      dimensions: 4,
+    });
+    const cut = short.data[0]!.embedding;
+    expect(cut).toHaveLength(4);
+    expect(norm(cut)).toBeCloseTo(1, 5);
+    const scale = 1 / norm(Array.from(sent.subarray(0, 4)));
+    cut.forEach((x, i) => expect(x).toBeCloseTo(sent[i]! * scale, 5));
+  });
+
   it('batches 500 concurrent single-input requests into far fewer upstream calls, each client getting its own vector', async () => {
     upstream.calls.length = 0;
     const texts = Array.from({ length: 500 }, (_, i) => `request number ${i} about topic ${i % 17}`);
@@ -241,9 +286,9 @@ describe('embeddings', () => {
         return ((await res.json()) as { data: { embedding: number[] }[] }).data[0]!.embedding;
       }),
     );
-    // Its own text's vector (the relay rescales to unit length in float32: equal up to rounding), not a neighbour's.
+    // Its own text's vector, exactly as the upstream sent it, not a neighbour's.
     answers.forEach((vector, i) => {
-      expect(similarity(vector, expected(texts[i]!, RELAY_DIMENSIONS))).toBeCloseTo(1, 5);
+      expect(vector).toEqual(expected(texts[i]!, RELAY_DIMENSIONS));
       expect(similarity(vector, expected(texts[(i + 1) % 500]!, RELAY_DIMENSIONS))).toBeLessThan(0.999);
     });
     const sent = upstream.calls.flat();

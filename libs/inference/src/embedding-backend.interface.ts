@@ -14,7 +14,10 @@ export interface EmbeddingBatchRequest {
 export interface EmbeddingBackend extends BackendLifecycle {
   /** Calls it serves at once (the batcher gathers the next batch meanwhile); absent: one. */
   readonly parallelCalls?: number;
-  /** One unit vector per input, in order, each of `request.dimensions` values. */
+  /**
+   * One vector per input, in order, each of `request.dimensions` values: the model's own numbers (a relay
+   * returns its upstream's as sent), cut and rescaled to unit length only when the model gives more.
+   */
   embed(request: EmbeddingBatchRequest, signal: AbortSignal): Promise<Float32Array[]>;
   close(): Promise<void>;
 }

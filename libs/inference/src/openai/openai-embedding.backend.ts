@@ -1,7 +1,7 @@
 import type { CatalogModel } from '@mgw/config';
 import type { BackendSettings } from '../backend-settings';
 import type { EmbeddingBackend, EmbeddingBatchRequest } from '../embedding-backend.interface';
-import { normalize, shorten } from '../embedding.vectors';
+import { shorten } from '../embedding.vectors';
 import type { UpstreamPool } from '../pool/upstream-pool';
 import type { OpenAIUpstreamClient } from './openai-upstream.client';
 import { PooledUpstreams } from './pooled-upstreams';
@@ -12,7 +12,7 @@ import { upstreamProtocolError } from './upstream-error.mapper';
  * Embeddings through an OpenAI-compatible upstream (vLLM, TEI's OpenAI route, Ollama, OpenAI): one
  * `POST /embeddings` per batch the worker gathered, through the model's upstream pool (slots, circuits,
  * retries on another upstream, errors mapped as for chat). Vectors come back as base64 float32, the
- * smallest form, and are checked: one per input, in order, at least the model's length.
+ * smallest form and the exact values, and are checked: one per input, in order, at least the model's length.
  */
 export class OpenAIEmbeddingBackend implements EmbeddingBackend {
   private readonly upstreams: PooledUpstreams;
@@ -82,8 +82,10 @@ function readVector(value: unknown, index: number): Float32Array {
 }
 
 /**
- * The `count` vectors of an upstream's answer, in input order (by `index`), each cut to `dimensions` and at
- * unit length (servers differ on normalising).
+ * The `count` vectors of an upstream's answer, in input order (by `index`). A vector of `dimensions` values
+ * stays as the upstream sent it (an upstream that does not normalise, or a model whose norm carries meaning,
+ * keeps its numbers); a longer one is cut to `dimensions` and rescaled to unit length, as shorter
+ * text-embedding-3 vectors are.
  */
 export function readUpstreamVectors(text: string, count: number, dimensions: number): Float32Array[] {
   let parsed: unknown;
@@ -114,7 +116,7 @@ export function readUpstreamVectors(text: string, count: number, dimensions: num
         `returned ${vector.length} dimensions where the catalog declares ${dimensions}`,
       );
     }
-    vectors[index] = vector.length === dimensions ? normalize(vector) : shorten(vector, dimensions);
+    vectors[index] = vector.length === dimensions ? vector : shorten(vector, dimensions);
   });
   return vectors as Float32Array[];
 }
