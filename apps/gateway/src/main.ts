@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { createGatewayApp } from '@mgw/api';
+import { createGatewayApp, listenGateway } from '@mgw/api';
 import { loadGatewayConfig } from '@mgw/config';
 import { createAppLogger, exitIfShutdownStalls, runApp } from '@mgw/observability';
 import { GatewayModule } from './gateway.module';
@@ -11,8 +11,8 @@ runApp('gateway', async () => {
   app.enableShutdownHooks();
   // Room for the announced delay, the drain and the final flush; past it the process exits rather than hang.
   exitIfShutdownStalls('gateway', config.shutdownDelayMs + config.drainTimeoutMs + 15_000);
-  await app.listen(config.port, config.host);
-  logger.log(`listening on http://${config.host}:${config.port}`);
+  const [api, operator] = await listenGateway(app, config);
+  logger.log(`listening on ${api}${operator ? `; operator routes (/admin, /metrics) on ${operator}` : ''}`);
   if (config.generatedDevKey) {
     logger.warn(
       `no GATEWAY_API_KEYS set: generated a development key for this run: ${config.generatedDevKey}`,

@@ -4,7 +4,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { RouteOptions } from 'fastify';
 import type { GatewayConfig } from '@mgw/config';
 import { AccessLog, type PinoLoggerService } from '@mgw/observability';
-import { configureGatewayHttp, fastifyOptionsFor } from '@mgw/http';
+import { configureGatewayHttp, fastifyOptionsFor, OperatorListener } from '@mgw/http';
 import { serveApiDocs } from '@mgw/api-docs';
 
 export interface GatewayAppOptions {
@@ -16,7 +16,8 @@ export interface GatewayAppOptions {
  * The gateway's HTTP application, wired as it serves: Fastify options, the HTTP behaviour below Nest's
  * routing, and the routes outside Nest's controllers (the API document and its reference page). Every
  * route the gateway serves is registered through here, so the test that compares the routes with the
- * document sees them all. The caller listens.
+ * document sees them all. With ADMIN_PORT set, the operator's routes are kept to a second listener
+ * (`OperatorListener`), installed here before any route exists. The caller listens (`listenGateway`).
  */
 export async function createGatewayApp(
   root: DynamicModule,
@@ -32,8 +33,22 @@ export async function createGatewayApp(
       bodyParser: false,
     },
   );
-  if (options.onRoute) app.getHttpAdapter().getInstance().addHook('onRoute', options.onRoute);
+  const fastify = app.getHttpAdapter().getInstance();
+  if (options.onRoute) fastify.addHook('onRoute', options.onRoute);
+  OperatorListener.install(fastify, config);
   configureGatewayHttp(app, new AccessLog(logger.pino));
   await serveApiDocs(app);
   return app;
+}
+
+/**
+ * Opens the gateway's listeners: the API's on HOST:PORT and, when ADMIN_PORT is set, the operator's.
+ * Resolves to their addresses, API first.
+ */
+export async function listenGateway(app: NestFastifyApplication, config: GatewayConfig): Promise<string[]> {
+  await app.listen(config.port, config.host);
+  const addresses = [await app.getUrl()];
+  const operator = OperatorListener.of(app.getHttpAdapter().getInstance());
+  if (operator) addresses.push(await operator.listen());
+  return addresses;
 }

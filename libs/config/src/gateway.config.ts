@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Expose, Transform } from 'class-transformer';
-import { IsOptional, IsString, Matches, MinLength } from 'class-validator';
+import { IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
 import { REQUEST_SIZE_CEILINGS, REQUEST_SIZE_DEFAULTS } from '@mgw/contracts';
 import { ConfigError, loadConfig } from './load-config';
 import { SharedConfig } from './shared.config';
-import { EnvBool, EnvInt, ToList, Trimmed } from './env.decorators';
+import { EnvBool, EnvInt, ToInt, ToList, Trimmed } from './env.decorators';
 import { StrongInProduction } from './production-secret.validator';
 
 const API_KEY_FORMAT = /^\S{8,512}$/;
@@ -18,6 +18,31 @@ export class GatewayConfig extends SharedConfig {
   @Trimmed()
   @MinLength(1)
   host = '0.0.0.0';
+
+  /**
+   * A second listener for the operator's routes (`/admin/*`, `/metrics`; the probes and the console are on
+   * both): set, they are served only here and answer 404 on PORT, so an ingress can expose only the API.
+   * Unset: one listener serves everything.
+   */
+  @Expose({ name: 'ADMIN_PORT' })
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' && value.trim() === '' ? undefined : value,
+  )
+  @ToInt()
+  @IsOptional()
+  @IsInt({ message: 'ADMIN_PORT must be an integer between 1 and 65535' })
+  @Min(1, { message: 'ADMIN_PORT must be an integer between 1 and 65535' })
+  @Max(65535, { message: 'ADMIN_PORT must be an integer between 1 and 65535' })
+  adminPort: number | undefined = undefined;
+
+  /** The operator listener's address; HOST when unset (e.g. `127.0.0.1` keeps it off the network). */
+  @Expose({ name: 'ADMIN_HOST' })
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' ? value.trim() || undefined : value,
+  )
+  @IsOptional()
+  @IsString({ message: 'ADMIN_HOST must be a string' })
+  adminHost: string | undefined = undefined;
 
   /**
    * Comma-separated Bearer keys. Empty in development: one is generated and printed. In production each
@@ -206,6 +231,12 @@ export function loadGatewayConfig(env: NodeJS.ProcessEnv): GatewayConfig {
     const key = `sk-gw-dev-${randomBytes(24).toString('base64url')}`;
     config.apiKeys = [key];
     config.generatedDevKey = key;
+  }
+  if (config.adminPort !== undefined && config.adminPort === config.port) {
+    throw new ConfigError([`ADMIN_PORT: must differ from PORT (both are ${config.port})`]);
+  }
+  if (config.adminHost !== undefined && config.adminPort === undefined) {
+    throw new ConfigError(['ADMIN_HOST: set only with ADMIN_PORT (the operator listener it places)']);
   }
   if (config.adminToken !== undefined && config.apiKeys.includes(config.adminToken)) {
     throw new ConfigError(['GATEWAY_ADMIN_TOKEN: must not also be one of GATEWAY_API_KEYS']);

@@ -14,3 +14,4 @@ export * from './serving.phase';
 export * from './sse.writer';
 export * from './static-site';
 export * from './unread-body';
+export * from './operator-listener';
