@@ -179,6 +179,39 @@ describe('loadGatewayConfig', () => {
     expect(loadGatewayConfig({ [name]: value })[key]).toBe(Number(value));
   });
 
+  describe('the operator listener (ADMIN_PORT, ADMIN_HOST)', () => {
+    it('is off by default, and off when ADMIN_PORT is blank', () => {
+      expect(loadGatewayConfig({}).adminPort).toBeUndefined();
+      expect(loadGatewayConfig({ ADMIN_PORT: ' ' }).adminPort).toBeUndefined();
+    });
+
+    it('reads the port and the host, the host defaulting to HOST', () => {
+      const config = loadGatewayConfig({ PORT: '8080', ADMIN_PORT: ' 9090 ', ADMIN_HOST: ' 127.0.0.1 ' });
+      expect(config.adminPort).toBe(9090);
+      expect(config.adminHost).toBe('127.0.0.1');
+      expect(loadGatewayConfig({ ADMIN_PORT: '9090' }).adminHost).toBeUndefined();
+    });
+
+    it.each(['0', '65536', 'admin', '90.5', '-1'])('refuses ADMIN_PORT=%p naming it', (port) => {
+      const error = configError({ ADMIN_PORT: port });
+      expect(error.problems).toContainEqual(
+        expect.stringContaining('ADMIN_PORT must be an integer between 1 and 65535'),
+      );
+    });
+
+    it('refuses an ADMIN_PORT equal to PORT, naming both', () => {
+      const error = configError({ PORT: '8080', ADMIN_PORT: '8080' });
+      expect(error.problems).toEqual(['ADMIN_PORT: must differ from PORT (both are 8080)']);
+      expect(configError({ ADMIN_PORT: '8080' }).problems).toHaveLength(1);
+    });
+
+    it('refuses ADMIN_HOST without ADMIN_PORT', () => {
+      expect(configError({ ADMIN_HOST: '127.0.0.1' }).problems).toEqual([
+        'ADMIN_HOST: set only with ADMIN_PORT (the operator listener it places)',
+      ]);
+    });
+  });
+
   describe('secrets in production', () => {
     const production = (env: NodeJS.ProcessEnv) => ({ NODE_ENV: 'production', ...env });
 
