@@ -97,11 +97,12 @@ describe('docker-compose.yml', () => {
     expect(flag('--appendonly')).toBe('no');
   });
 
-  it('publishes the gateway on port 8080 and points every app at the compose Redis', () => {
-    expect(services.gateway!.ports).toEqual(['8080:8080']);
-    expect(composeWith({ ...configured, GATEWAY_PORT: '18080' }).services.gateway!.ports).toEqual([
-      '18080:8080',
-    ]);
+  it('publishes the gateway on port 8080, its operator listener on 127.0.0.1 only, and points every app at the compose Redis', () => {
+    expect(services.gateway!.ports).toEqual(['8080:8080', '127.0.0.1:9464:9464']);
+    expect(
+      composeWith({ ...configured, GATEWAY_PORT: '18080', GATEWAY_ADMIN_PORT: '19464' }).services.gateway!
+        .ports,
+    ).toEqual(['18080:8080', '127.0.0.1:19464:9464']);
     for (const name of APP_SERVICES) {
       expect(new URL(String(services[name]!.environment!.REDIS_URL)).host).toBe('redis:6379');
     }
@@ -178,6 +179,7 @@ describe('docker-compose.yml', () => {
       expect(() => loadWorkerConfig(envOf('chat-worker'), 'chat')).not.toThrow();
       expect(() => loadWorkerConfig(envOf('image-worker'), 'image')).not.toThrow();
       expect(loadGatewayConfig(envOf('gateway')).port).toBe(8080);
+      expect(loadGatewayConfig(envOf('gateway')).adminPort).toBe(9464);
       expect(loadGatewayConfig(envOf('gateway')).isProduction).toBe(true);
     }
   });

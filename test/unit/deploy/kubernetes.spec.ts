@@ -402,6 +402,18 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
     }
   });
 
+  it("exposes only the gateway's API port to clients, its operator listener on the gateway-admin Service", () => {
+    const container = containerOf(one('Deployment', 'gateway'));
+    const portOf = (name: string) => container.ports!.find((p) => p.name === name)!.containerPort;
+    expect(envOf(container).ADMIN_PORT).toBe(String(portOf('admin')));
+    expect(portOf('admin')).not.toBe(portOf('http'));
+    const targets = (name: string) =>
+      (one('Service', name).spec.ports as { targetPort: string }[]).map((p) => p.targetPort);
+    expect(targets('gateway')).toEqual(['http']);
+    expect(one('Service', 'gateway').metadata.labels?.['mgw.dev/scrape']).toBeUndefined();
+    expect(targets('gateway-admin')).toEqual(['admin']);
+  });
+
   it('scrapes the gateway, the registry and every worker through the ServiceMonitor', () => {
     const monitor = all('ServiceMonitor')[0]!;
     const selector = monitor.spec.selector.matchLabels as Record<string, string>;
@@ -420,7 +432,8 @@ describeWithKubectl('deploy/k8s (kubectl kustomize)', () => {
       );
       expect(port).toBeDefined();
       const containerPort = containerOf(deployment).ports!.find((p) => p.name === port!.targetPort);
-      expect(containerPort?.containerPort).toBe(deployment.metadata.name === 'gateway' ? 8080 : 9464);
+      // The gateway's operator listener (ADMIN_PORT) and the others' METRICS_PORT.
+      expect(containerPort?.containerPort).toBe(9464);
     }
   });
 

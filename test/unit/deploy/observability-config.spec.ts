@@ -35,9 +35,9 @@ interface Dashboard {
   templating: { list: { name: string; query: { query: string } | string }[] };
 }
 
-/** Where each app serves /metrics: the gateway on its HTTP PORT, the others on METRICS_PORT (9464). */
+/** Where each app serves /metrics: the gateway on its operator listener (ADMIN_PORT), the others on METRICS_PORT. */
 const METRICS_PORT_OF: Record<string, number> = {
-  gateway: 8080,
+  gateway: 9464,
   registry: 9464,
   'chat-worker': 9464,
   'image-worker': 9464,
@@ -72,6 +72,12 @@ describe('deploy/prometheus/prometheus.yml', () => {
       expect(compose.services[service]).toBeDefined();
     },
   );
+
+  it('scrapes the gateway on the port compose gives its operator listener, not on its API port', () => {
+    const env = compose.services.gateway!.environment as Record<string, unknown>;
+    expect(String(env.ADMIN_PORT)).toBe(String(METRICS_PORT_OF.gateway));
+    expect(String(env.PORT)).not.toBe(String(METRICS_PORT_OF.gateway));
+  });
 
   it('scrapes only services compose runs', () => {
     for (const job of config.scrape_configs) {
