@@ -59,6 +59,8 @@ export function bannerLines(baseUrl, env, { production, devKey }) {
   const admin = (env.GATEWAY_ADMIN_TOKEN ?? '').trim()
     ? "on: the admin API and the console's operator views take GATEWAY_ADMIN_TOKEN"
     : "off: set GATEWAY_ADMIN_TOKEN for the admin API (keys, usage) and the console's operator views";
+  const adminPort = (env.ADMIN_PORT ?? '').trim();
+  const operatorUrl = adminPort && gatewayBaseUrl({ PORT: adminPort, HOST: env.ADMIN_HOST || env.HOST });
   return [
     `The gateway is up at ${baseUrl}`,
     '',
@@ -66,6 +68,9 @@ export function bannerLines(baseUrl, env, { production, devKey }) {
     `Console    ${baseUrl}/console`,
     `API docs   ${baseUrl}/docs  (OpenAPI: ${baseUrl}/openapi.json)`,
     `Admin      ${admin}`,
+    ...(operatorUrl
+      ? [`Operator   ${operatorUrl}  (ADMIN_PORT: /admin, /metrics, the console's Keys, Usage and Models)`]
+      : []),
     '',
     'Try it:',
     `  curl ${baseUrl}/v1/models -H ${header}`,

@@ -1,4 +1,4 @@
-import { errorOf } from './api.client';
+import { ApiError, errorOf, withListenerHint } from './api.client';
 
 describe('errorOf', () => {
   it('reads the OpenAI error shape and describes it as status, code and message', () => {
@@ -18,5 +18,25 @@ describe('errorOf', () => {
     );
     expect(errorOf(200, { choices: [] })).toBeNull();
     expect(errorOf(200, null)).toBeNull();
+  });
+});
+
+describe('withListenerHint', () => {
+  const unknownUrl = (path: string) =>
+    new ApiError(404, `Unknown request URL: GET ${path}.`, 'unknown_url', 'invalid_request_error');
+
+  it('names the operator listener when the admin API is not on this port', () => {
+    expect(withListenerHint('/admin/keys', unknownUrl('/admin/keys')).message).toContain('ADMIN_PORT');
+  });
+
+  it('names the API port when the API is not on this port', () => {
+    expect(withListenerHint('/v1/models', unknownUrl('/v1/models')).message).toContain('API port');
+  });
+
+  it('leaves every other error as it is', () => {
+    const missing = new ApiError(404, 'No such key.', 'key_not_found', 'invalid_request_error');
+    expect(withListenerHint('/admin/keys/k1', missing)).toBe(missing);
+    const elsewhere = unknownUrl('/nowhere');
+    expect(withListenerHint('/nowhere', elsewhere)).toBe(elsewhere);
   });
 });

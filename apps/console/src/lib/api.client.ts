@@ -30,6 +30,20 @@ export function errorOf(status: number, value: unknown): ApiError | null {
   return new ApiError(status, message, stringOrNull(error.code), stringOrNull(error.type));
 }
 
+/**
+ * A gateway with an operator listener (ADMIN_PORT) serves `/admin` only there and `/v1` only on its API port:
+ * the route's 404 then says which port this view needs.
+ */
+export function withListenerHint(path: string, error: ApiError): ApiError {
+  if (error.status !== 404 || error.code !== 'unknown_url') return error;
+  const hint = path.startsWith('/admin/')
+    ? 'This port does not serve the admin API: the gateway serves it on its operator listener (ADMIN_PORT). Open the console there for Keys, Usage and Models.'
+    : path.startsWith('/v1/')
+      ? "This port is the gateway's operator listener, which does not serve the API. Open the console on the API port for Chat, Images and Embeddings."
+      : null;
+  return hint === null ? error : new ApiError(error.status, hint, error.code, error.type);
+}
+
 export async function errorOfResponse(response: Response): Promise<ApiError> {
   const text = await response.text().catch(() => '');
   let parsed: unknown = null;
@@ -38,10 +52,10 @@ export async function errorOfResponse(response: Response): Promise<ApiError> {
   } catch {
     // not JSON: the status line says what there is to say
   }
-  return (
+  const error =
     errorOf(response.status, parsed) ??
-    new ApiError(response.status, text.slice(0, 200) || response.statusText, null, null)
-  );
+    new ApiError(response.status, text.slice(0, 200) || response.statusText, null, null);
+  return response.url ? withListenerHint(new URL(response.url).pathname, error) : error;
 }
 
 export interface RequestOptions {
