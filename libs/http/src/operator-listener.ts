@@ -109,7 +109,8 @@ export class OperatorListener {
     if (!this.server.listening) return;
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
-    await Promise.race([closed, sleep(FLUSH_MS)]);
+    // Unref'd: a close that finishes sooner leaves no timer holding the process.
+    await Promise.race([closed, sleep(FLUSH_MS, undefined, { ref: false })]);
     this.server.closeAllConnections();
     await closed;
   }
