@@ -47,7 +47,7 @@ export async function createGatewayApp(
  */
 export async function listenGateway(app: NestFastifyApplication, config: GatewayConfig): Promise<string[]> {
   await app.listen(config.port, config.host);
-  const addresses = [await app.getUrl()];
+  const addresses = [`http://${config.host}:${config.port}`];
   const operator = OperatorListener.of(app.getHttpAdapter().getInstance());
   if (operator) addresses.push(await operator.listen());
   return addresses;
