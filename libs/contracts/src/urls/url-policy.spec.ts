@@ -20,6 +20,7 @@ describe('urlInputProblem', () => {
       'https://100.128.0.0/x.png',
       'https://172.32.0.1/x.png',
       'https://11.0.0.1/x.png',
+      'https://images.example.invalid/cat.png',
     ])('lets %s through', (url) => {
       expect(passes(url)).toBeNull();
     });

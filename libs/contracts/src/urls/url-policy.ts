@@ -18,10 +18,11 @@ export type UrlInputPolicy = (typeof URL_INPUT_POLICIES)[number];
 export const DEFAULT_URL_INPUT_POLICY: UrlInputPolicy = 'public';
 
 /**
- * Suffixes of names that only mean something inside a network: mDNS and Kubernetes (`.local`,
- * `.cluster.local`, `.svc`), cloud-internal zones (`.internal`), home and office networks (`.lan`, `.home`,
- * `.home.arpa`, `.corp`, `.intranet`, `.private`, `.localdomain`), the special-use names that never resolve
- * publicly (`.localhost`, `.test`, `.invalid`, `.example`, `.onion`), and reverse-lookup names (`.arpa`).
+ * Suffixes of names that only mean something inside a network: `localhost`, mDNS and Kubernetes (`.local`,
+ * `.cluster.local`, `.svc`), cloud-internal zones (`.internal`, where `metadata.google.internal` lives), home
+ * and office networks (`.lan`, `.home`, `.home.arpa`, `.corp`, `.intranet`, `.private`, `.localdomain`), and
+ * reverse-lookup names (`.arpa`). The other special-use names (`.test`, `.invalid`, `.example`) resolve
+ * nowhere, so they reach nothing either way and pass.
  */
 const INTERNAL_SUFFIXES: readonly string[] = [
   'localhost',
@@ -35,10 +36,6 @@ const INTERNAL_SUFFIXES: readonly string[] = [
   'lan',
   'svc',
   'arpa',
-  'test',
-  'invalid',
-  'example',
-  'onion',
 ];
 
 /** Cloud metadata services known by a public-looking name. */
