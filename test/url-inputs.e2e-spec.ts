@@ -254,6 +254,35 @@ describe('URL inputs: the per-model policy on every route', () => {
     });
   });
 
+  it('refuses the URL-carrying parts it takes on no route (input_file, document) as unknown part types', async () => {
+    const before = fake.work.length;
+    const file = await post('/v1/responses', {
+      model: 'url-any',
+      store: false,
+      input: [{ role: 'user', content: [{ type: 'input_file', file_url: PRIVATE_URL }] }],
+    });
+    expect(file).toMatchObject({
+      status: 400,
+      body: { error: { type: 'invalid_request_error', param: 'input[0].content[0].type' } },
+    });
+    const document = await post(
+      '/v1/messages',
+      {
+        model: 'url-any',
+        max_tokens: 20,
+        messages: [
+          { role: 'user', content: [{ type: 'document', source: { type: 'url', url: PRIVATE_URL } }] },
+        ],
+      },
+      { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01' },
+    );
+    expect(document).toMatchObject({
+      status: 400,
+      body: { type: 'error', error: { type: 'invalid_request_error' } },
+    });
+    expect(fake.work.length).toBe(before);
+  });
+
   describe('URLs that arrive through expansion (Responses)', () => {
     let stored = '';
     let storedItem = '';
