@@ -1,6 +1,7 @@
 import { ChatCompletionRequestDto, GatewayError, validateDto } from '@mgw/contracts';
 import {
   inMessagesWords,
+  messagesPartName,
   toChatCompletionRequest,
   translateMessagesRequest,
 } from './chat-request.translator';
@@ -114,6 +115,43 @@ describe('toChatCompletionRequest', () => {
     });
     const unrelated = GatewayError.invalidRequest('max_tokens: too large', 'max_tokens');
     expect(inMessagesWords(unrelated, sources)).toBe(unrelated);
+  });
+
+  it("names an image's URL by its Messages block, past the tool results a turn's parts follow", () => {
+    const translated = translateMessagesRequest(
+      validateMessagesRequest({
+        model: 'm',
+        max_tokens: 1,
+        system: 'Be brief.',
+        messages: [
+          { role: 'user', content: 'Use the tool.' },
+          {
+            role: 'assistant',
+            content: [{ type: 'tool_use', id: 'toolu_1', name: 'look', input: {} }],
+          },
+          {
+            role: 'user',
+            content: [
+              { type: 'tool_result', tool_use_id: 'toolu_1', content: 'done' },
+              { type: 'text', text: 'And these:' },
+              { type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } },
+              { type: 'image', source: { type: 'url', url: 'http://10.0.0.1/b.png' } },
+            ],
+          },
+        ],
+      }),
+    );
+    // system, messages.0, messages.1, then messages.2 as its tool result and its parts.
+    const parts = translated.chat.messages as Array<{ content: unknown }>;
+    expect(parts[4]!.content).toEqual([
+      { type: 'text', text: 'And these:' },
+      { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
+      { type: 'image_url', image_url: { url: 'http://10.0.0.1/b.png' } },
+    ]);
+    const name = messagesPartName(translated);
+    expect(name(4, 2)).toBe('messages.2.content.3.source.url');
+    expect(name(4, 0)).toBe('messages.2.content.1.source.url');
+    expect(name(3, 0)).toBe('messages.2');
   });
 
   it('marks an error result', () => {

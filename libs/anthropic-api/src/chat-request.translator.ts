@@ -41,19 +41,27 @@ function toolResultText(block: ToolResultBlock): string {
   return block.is_error === true ? `Error: ${text}` : text;
 }
 
-/** One user turn: its tool results first (chat answers a call with a `tool` message), then its other content. */
+/**
+ * One user turn: its tool results first (chat answers a call with a `tool` message), then its other content,
+ * whose parts' block indices go to `blocks`.
+ */
 function userMessages(
   content: string | Exclude<InputMessage, { role: 'system' }>['content'],
+  blocks: number[],
 ): PlainMessage[] {
   if (typeof content === 'string') return [{ role: 'user', content }];
   const messages: PlainMessage[] = [];
   const parts: ContentPart[] = [];
-  for (const block of content) {
+  content.forEach((block, index) => {
     if (block.type === 'tool_result') {
       messages.push({ role: 'tool', tool_call_id: block.tool_use_id, content: toolResultText(block) });
-    } else if (block.type === 'text') parts.push({ type: 'text', text: block.text });
+      return;
+    }
+    if (block.type === 'text') parts.push({ type: 'text', text: block.text });
     else if (block.type === 'image') parts.push(imageUrl(block));
-  }
+    else return;
+    blocks.push(index);
+  });
   if (parts.length > 0 || messages.length === 0) messages.push({ role: 'user', content: parts });
   return messages;
 }
@@ -113,6 +121,19 @@ export interface TranslatedRequest {
   chat: PlainChatRequest;
   /** By chat message index: `system` (the joined system prompt) or `messages.<i>`. */
   sources: string[];
+  /** By chat message index: the block index of each of its content parts (absent: no parts). */
+  blocks: Array<readonly number[] | undefined>;
+}
+
+/** The Messages name of a chat request's content part (an image's URL, for a refusal of it). */
+export function messagesPartName(
+  translated: Pick<TranslatedRequest, 'sources' | 'blocks'>,
+): (message: number, part: number) => string {
+  return (message, part) => {
+    const source = translated.sources[message] ?? 'messages';
+    const block = translated.blocks[message]?.[part];
+    return block === undefined ? source : `${source}.content.${block}.source.url`;
+  };
 }
 
 /** `toChatCompletionRequest`, keeping where each chat message came from, to name it in a refusal. */
@@ -121,15 +142,23 @@ export function translateMessagesRequest(request: MessagesRequest | CountTokensR
   if (request.system !== undefined && request.system !== null) system.push(systemText(request.system));
   const messages: PlainMessage[] = [];
   const sources: string[] = [];
+  const blocks: Array<readonly number[] | undefined> = [];
   request.messages.forEach((message, index) => {
     if (message.role === 'system') {
       system.push(systemText(message.content));
       return;
     }
+    const partBlocks: number[] = [];
     const made =
-      message.role === 'user' ? userMessages(message.content) : [assistantMessage(message.content)];
+      message.role === 'user'
+        ? userMessages(message.content, partBlocks)
+        : [assistantMessage(message.content)];
     messages.push(...made);
-    for (let i = 0; i < made.length; i++) sources.push(`messages.${index}`);
+    for (let i = 0; i < made.length; i++) {
+      sources.push(`messages.${index}`);
+      // The content parts, when there are any, are the turn's last message.
+      blocks.push(i === made.length - 1 ? partBlocks : undefined);
+    }
   });
   const leading = system.filter((text) => text.length > 0).join('\n\n');
   const chat: PlainChatRequest = {
@@ -160,7 +189,9 @@ export function translateMessagesRequest(request: MessagesRequest | CountTokensR
         chat.parallel_tool_calls = false;
     }
   }
-  return { chat, sources: leading.length > 0 ? ['system', ...sources] : sources };
+  return leading.length > 0
+    ? { chat, sources: ['system', ...sources], blocks: [undefined, ...blocks] }
+    : { chat, sources, blocks };
 }
 
 /**

@@ -9,8 +9,8 @@ import {
   type RequestSizeLimits,
   validateDto,
 } from '@mgw/contracts';
-import { RequestSessions, type SessionRequest } from '@mgw/session';
-import { inMessagesWords, translateMessagesRequest } from './chat-request.translator';
+import { RequestSessions, type SessionRequest, type UrlPartNamer } from '@mgw/session';
+import { inMessagesWords, messagesPartName, translateMessagesRequest } from './chat-request.translator';
 import { MessageJsonRenderer } from './message-json.renderer';
 import { MESSAGES_STREAM_FORMAT, MessageStreamRenderer } from './message-stream.renderer';
 import { TokenCountRenderer } from './token-count.renderer';
@@ -39,9 +39,10 @@ export class MessagesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const { chat, sources } = this.chatRequestOf(body);
+    const { chat, sources, urlPartName } = this.chatRequestOf(body);
     const request = this.sessionRequest(requestId, principal, chat, {
       tokenEstimate: estimateChatTokens(chat, this.config.tpmDefaultMaxTokens),
+      urlPartName,
     });
     if (body.stream === true) {
       await this.sessions.run(
@@ -79,8 +80,12 @@ export class MessagesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const { chat, sources } = this.chatRequestOf(body);
-    const request = this.sessionRequest(requestId, principal, chat, { tokenEstimate: 0, countOnly: true });
+    const { chat, sources, urlPartName } = this.chatRequestOf(body);
+    const request = this.sessionRequest(requestId, principal, chat, {
+      tokenEstimate: 0,
+      countOnly: true,
+      urlPartName,
+    });
     try {
       await this.sessions.run(
         request,
@@ -96,7 +101,7 @@ export class MessagesService {
     requestId: string,
     principal: Principal,
     chat: ChatCompletionRequestDto & { model: string },
-    extra: Pick<SessionRequest<'chat'>, 'tokenEstimate' | 'countOnly'>,
+    extra: Pick<SessionRequest<'chat'>, 'tokenEstimate' | 'countOnly' | 'urlPartName'>,
   ): SessionRequest<'chat'> {
     return {
       kind: 'chat',
@@ -115,11 +120,17 @@ export class MessagesService {
   private chatRequestOf(body: MessagesRequest | CountTokensRequest): {
     chat: ChatCompletionRequestDto & { model: string };
     sources: string[];
+    urlPartName: UrlPartNamer;
   } {
-    const { chat, sources } = translateMessagesRequest(body);
+    const translated = translateMessagesRequest(body);
+    const { chat, sources } = translated;
     try {
       const validated = validateDto(ChatCompletionRequestDto, chat, this.limits);
-      return { chat: validated as ChatCompletionRequestDto & { model: string }, sources };
+      return {
+        chat: validated as ChatCompletionRequestDto & { model: string },
+        sources,
+        urlPartName: messagesPartName(translated),
+      };
     } catch (error) {
       throw inMessagesWordsIfRefusal(error, sources);
     }

@@ -289,6 +289,32 @@ describe('streamResume', () => {
   });
 });
 
+describe('urlInputs', () => {
+  it('is a model’s URL policy: public, any or none, absent (public) when not declared', () => {
+    const models = parseCatalog(
+      catalog(
+        { ...chat, urlInputs: 'public' },
+        { ...chat, id: 'any-chat', urlInputs: 'any' },
+        { ...chat, id: 'none-chat', urlInputs: 'none' },
+        { ...chat, id: 'plain-chat' },
+      ),
+      PATH,
+    ).models;
+    expect(models.map((m) => m.urlInputs)).toEqual(['public', 'any', 'none', undefined]);
+    expect(models[3]).not.toHaveProperty('urlInputs');
+  });
+
+  it.each([['private'], ['Public'], [true], [null], [1]])(
+    'refuses %p, naming the model, the field and the values it takes',
+    (value) => {
+      const { problems } = problemsOf(catalog({ ...chat, urlInputs: value }));
+      expect(problems).toEqual([
+        `catalog ${PATH}: models[0] (model "sim-chat"): urlInputs must be 'public' or 'any' or 'none'`,
+      ]);
+    },
+  );
+});
+
 describe('loadCatalog', () => {
   let dir: string;
 

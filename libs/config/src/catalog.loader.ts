@@ -12,6 +12,9 @@ import {
   type FieldRecord,
   type ModelKind,
   type ModelType,
+  DEFAULT_URL_INPUT_POLICY,
+  URL_INPUT_POLICIES,
+  type UrlInputPolicy,
 } from '@mgw/contracts';
 import { ConfigError } from './load-config';
 
@@ -62,6 +65,11 @@ export interface CatalogModel {
    * the model itself. No alias names a model or another model's alias. Absent: none.
    */
   aliases?: string[];
+  /**
+   * Which URLs the model's requests may carry in their parts (`public`, `any`, `none`; see
+   * `urlInputProblem` in contracts), checked by the gateway before a request is queued. Absent: `public`.
+   */
+  urlInputs?: UrlInputPolicy;
   /** Embedding models only: how their worker batches their inputs (see `EmbeddingSpec`). */
   embedding?: EmbeddingSpec;
 }
@@ -101,6 +109,7 @@ const MODEL_FIELDS = [
   'fallbacks',
   'streamResume',
   'aliases',
+  'urlInputs',
 ];
 /** Room for every well-known name of a model and its dated versions. */
 export const MAX_ALIASES = 32;
@@ -156,6 +165,9 @@ function readModel(
     }
   }
   if (entry.aliases !== undefined) model.aliases = readAliases(entry.aliases, name, read);
+  if (entry.urlInputs !== undefined) {
+    model.urlInputs = read.oneOf(entry, 'urlInputs', URL_INPUT_POLICIES, DEFAULT_URL_INPUT_POLICY);
+  }
   return model;
 }
 

@@ -39,3 +39,4 @@ export * from './dto/backend-parameters';
 export * from './openai/stored-completion.types';
 export * from './dto/stored-completion-query.dto';
 export * from './admin/model-status.types';
+export * from './urls/url-policy';

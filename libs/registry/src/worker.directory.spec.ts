@@ -429,6 +429,30 @@ describe('WorkerDirectory', () => {
     expect(byId.get('stray')).not.toHaveProperty('supportedParameters');
   });
 
+  it("carries the catalog's urlInputs into the model entry, and nothing when it sets none", () => {
+    const guarded = new WorkerDirectory(
+      parseCatalog(
+        JSON.stringify({
+          models: [
+            {
+              id: 'sim-chat',
+              type: 'chat',
+              owned_by: 'model-gateway',
+              urlInputs: 'none',
+              backend: { kind: 'simulator' },
+            },
+          ],
+        }),
+        'guarded-catalog.json',
+      ),
+      TTL_MS,
+      () => clock,
+    );
+    const lookup = guarded.lookup('sim-chat');
+    expect(lookup.state !== 'unknown' && lookup.model.urlInputs).toBe('none');
+    expect(directory.lookup('sim-chat')).not.toHaveProperty('model.urlInputs');
+  });
+
   it("carries the catalog's contextTokens into the model entry, and nothing when it sets none", () => {
     const sized = new WorkerDirectory(
       parseCatalog(

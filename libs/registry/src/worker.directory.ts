@@ -45,6 +45,7 @@ export class WorkerDirectory {
           ...(m.fallbacks === undefined || m.fallbacks.length === 0 ? {} : { fallbacks: [...m.fallbacks] }),
           ...(m.streamResume === undefined ? {} : { streamResume: m.streamResume }),
           ...(m.aliases === undefined || m.aliases.length === 0 ? {} : { aliases: [...m.aliases] }),
+          ...(m.urlInputs === undefined ? {} : { urlInputs: m.urlInputs }),
         },
       ]),
     );

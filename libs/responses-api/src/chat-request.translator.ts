@@ -54,16 +54,20 @@ function partsOf(content: string | InputContentPart[]): string | ChatPart[] {
 export function toChatMessages(
   instructions: string | null,
   items: readonly ConversationItem[],
+  origins?: number[],
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
   if (instructions !== null && instructions !== '') messages.push({ role: 'system', content: instructions });
   const calls = new Set<string>();
   const answered = new Set<string>();
-  for (const item of items) {
+  for (let at = 0; at < items.length; at++) {
+    const item = items[at]!;
     switch (item.type) {
       case 'message': {
         const role = item.role === 'developer' ? 'system' : item.role;
         const content = role === 'user' ? partsOf(item.content) : textOf(item.content);
+        // Where each chat message with content parts came from, to name its parts (`responsesPartName`).
+        if (origins !== undefined) origins[messages.length] = at;
         messages.push({ role, content });
         break;
       }
@@ -198,10 +202,13 @@ export function toChatRequest(
   request: ResponsesRequest,
   conversation: readonly ConversationItem[],
   limits: Readonly<RequestSizeLimits>,
+  origins?: number[],
 ): ChatCompletionRequestDto {
   const format = responseFormat(request.textFormat);
   // Set field by field: on every request's path, where conditional spreads cost a µs each.
-  const chat: Record<string, unknown> = { messages: toChatMessages(request.instructions, conversation) };
+  const chat: Record<string, unknown> = {
+    messages: toChatMessages(request.instructions, conversation, origins),
+  };
   if (request.model !== undefined) chat.model = request.model;
   if (request.tools.length > 0) {
     chat.tools = request.tools.map(({ tool }) => chatTool(tool));

@@ -7,6 +7,7 @@ import { GatewayMetrics } from '@mgw/observability';
 import { RequestSessions, type Delivery, type RenderContext, type SessionRequest } from '@mgw/session';
 import { asResponsesError, toChatRequest } from './chat-request.translator';
 import { historyOf, itemNotFound, requestIdOfItem, resolveInput } from './conversation';
+import { responsesPartName } from './responses-part.name';
 import { RESPONSES_STREAM_FORMAT, ResponseEventsRenderer } from './response-events.renderer';
 import { ResponseJsonRenderer, ResponseRecorder } from './response-json.renderer';
 import { responseIdFor, responseObject, type ResponseBase } from './response-output';
@@ -64,7 +65,8 @@ export class ResponsesService {
       if (item === undefined) throw itemNotFound(id, param);
       return item;
     });
-    const chat = toChatRequest(request, [...history, ...input], this.limits);
+    const origins: number[] = [];
+    const chat = toChatRequest(request, [...history, ...input], this.limits, origins);
     for (const type of request.hostedTools) this.metrics.hostedToolDropped(type);
     const session: SessionRequest<'chat'> = {
       kind: 'chat',
@@ -76,6 +78,7 @@ export class ResponsesService {
       checkModel: (model) => assertChatParametersSupported(chat, model),
       // The prompt is the conversation: a chain whose stored history is too long is refused as its input.
       promptParam: 'input',
+      urlPartName: responsesPartName(request, history.length, origins),
       ...(request.stream && { resume: request.background ? 'on' : streamResumeChoice(reply) }),
       // A response to store is finished and kept even when its client leaves; a background one also runs on
       // without this gateway (a drain or a crash lets go of it; its stream resumes on another replica).

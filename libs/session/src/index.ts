@@ -9,6 +9,7 @@ export * from './machine/session.types';
 export * from './models/context-window.check';
 export * from './models/fallback.policy';
 export * from './models/model.resolver';
+export * from './models/url-inputs.check';
 export * from './request-session';
 export * from './request-sessions';
 export * from './resume/stream-log.store';

@@ -23,6 +23,10 @@ interface Plan {
   /** The requested model has no live worker: its job waits this long for one. */
   startWithinMs?: number;
   checkModel?: (model: ModelEntry) => void;
+  /** The requested model's catalog URL policy. */
+  urlInputs?: ModelEntry['urlInputs'];
+  /** The chat job request, when not a plain `hi`. */
+  request?: JobDataOf<'chat'>['request'];
   /** The model asked for, when not `a` (declared by the test). */
   requested?: string;
   /** Deliver as a stream (whose keep-alive bound also bounds a cold start while a fallback remains). */
@@ -70,7 +74,10 @@ class World {
   async attempts(plan: Plan = {}): Promise<RequestSession<'chat'>> {
     const { world } = this;
     if (!this.models.has('a')) {
-      const model = entry('a', plan.fallbacks ? { fallbacks: plan.fallbacks } : {});
+      const model = entry('a', {
+        ...(plan.fallbacks && { fallbacks: plan.fallbacks }),
+        ...(plan.urlInputs && { urlInputs: plan.urlInputs }),
+      });
       this.models.set('a', {
         model,
         ...(plan.startWithinMs !== undefined && { startWithinMs: plan.startWithinMs }),
@@ -91,7 +98,12 @@ class World {
           },
         };
     this.session = world.session<'chat'>(
-      { requestId, model: plan.requested ?? 'a', ...(plan.checkModel && { checkModel: plan.checkModel }) },
+      {
+        requestId,
+        model: plan.requested ?? 'a',
+        ...(plan.checkModel && { checkModel: plan.checkModel }),
+        ...(plan.request && { request: plan.request }),
+      },
       delivery,
       this.response,
     );
@@ -256,6 +268,40 @@ describe('RequestSession: fallbacks after a job fails before any output', () => 
     world.fail(upstreamFailed());
     await settle();
     expect(world.events.slice(-3)).toEqual(['fallback b→c unavailable', 'enqueue c', 'switched c']);
+  });
+
+  describe("a model's URL policy (urlInputs)", () => {
+    const withImage = (url: string) =>
+      ({
+        model: 'a',
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }],
+      }) as unknown as JobDataOf<'chat'>['request'];
+
+    it('refuses a URL the requested model does not take before anything is queued, and tries no fallback', async () => {
+      await world.attempts({ fallbacks: ['b'], request: withImage('http://169.254.169.254/latest/') });
+      await settle();
+      expect(world.events).toEqual(['failed 400 invalid_image_url']);
+      expect(world.failures[0]!.param).toBe('messages[0].content[0].image_url.url');
+    });
+
+    it('skips a fallback whose policy refuses the URL, as a model the request does not fit', async () => {
+      world.models.set('b', { model: entry('b', { urlInputs: 'none' }) });
+      world.models.set('c', { model: entry('c', { urlInputs: 'any' }) });
+      await world.attempts({
+        fallbacks: ['b', 'c'],
+        urlInputs: 'any',
+        request: withImage('http://10.0.0.7/cat.png'),
+      });
+      world.fail(upstreamFailed());
+      await settle();
+      expect(world.events).toEqual([
+        'enqueue a',
+        'fallback a→b failed',
+        'fallback b→c unavailable',
+        'enqueue c',
+        'switched c',
+      ]);
+    });
   });
 
   it('answers with the requested model’s own error when no fallback can serve', async () => {

@@ -31,6 +31,7 @@ import type {
   TimerName,
 } from './machine/session.types';
 import { checkContextWindow } from './models/context-window.check';
+import { checkUrlInputs } from './models/url-inputs.check';
 import { admissionFallsBack, fallbacksFor, type FallbackReason } from './models/fallback.policy';
 import type { ModelResolver, ResolvedModel, Unresolved } from './models/model.resolver';
 import type { ResumeGate } from './resume/resume.gate';
@@ -465,7 +466,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const fallbacks = requested ? fallbacksFor(entry, principal) : null;
     try {
       this.input.checkModel?.(entry);
-      this.checkContext(entry);
+      this.checkPrompt(entry);
     } catch (error) {
       if (requested) return this.refused(this.asGatewayError(error), null, fallbacks);
       return this.refused(
@@ -618,10 +619,14 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     return { ...options, graceMs: Math.min(MAX_RESUME_GRACE_MS, this.deadlineMs) };
   }
 
-  /** A chat prompt that cannot fit `model`'s context window is refused here, whichever API it came by. */
-  private checkContext(model: ModelEntry): void {
+  /**
+   * A chat prompt that cannot fit `model`'s context window, or that carries a URL `model`'s catalog policy
+   * does not let through to its upstream, is refused here, whichever API it came by.
+   */
+  private checkPrompt(model: ModelEntry): void {
     if (this.input.kind !== 'chat') return;
     const { messages } = this.input.request as ChatCompletionRequestDto;
+    checkUrlInputs(messages, model, this.input.urlPartName);
     checkContextWindow(messages, model, this.input.promptParam);
   }
 

@@ -10,6 +10,7 @@ import type {
 } from '@mgw/contracts';
 import type { SseWriter } from '@mgw/http';
 import type { JobDataOf } from '@mgw/queue';
+import type { UrlPartNamer } from './models/url-inputs.check';
 
 /** A protocol's request as the session takes it: the internal job request plus protocol-neutral options. */
 export interface SessionRequest<K extends ModelKind> {
@@ -29,6 +30,11 @@ export interface SessionRequest<K extends ModelKind> {
   checkModel?: (model: ModelEntry) => void;
   /** The front-end's field that carries the prompt, named when it does not fit (default `messages`). */
   promptParam?: string;
+  /**
+   * The front-end's name of a URL part of a chat job request, named when the model's URL policy refuses
+   * its URL (default: the chat request's `messages[i].content[j].image_url.url`).
+   */
+  urlPartName?: UrlPartNamer;
   /**
    * The client's own choice about resuming a stream (`x-stream-resume`): 'on', 'off', or undefined for the
    * model's catalog default (`streamResume`).

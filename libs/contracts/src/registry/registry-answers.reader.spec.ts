@@ -20,6 +20,7 @@ describe('the registry answers a gateway reads', () => {
       supportedParameters: ['tools'],
       fallbacks: ['other'],
       streamResume: 'on',
+      urlInputs: 'none',
     };
     expect(readModelEntry(entry)).toEqual(entry);
     expect(readModelLookup(registryAnswer({ state: 'live', model: entry }))).toEqual({
@@ -30,5 +31,10 @@ describe('the registry answers a gateway reads', () => {
 
   it('refuses a resume default it does not know', () => {
     expect(() => readModelEntry({ ...ENTRY, streamResume: 'sometimes' })).toThrow(/streamResume/);
+  });
+
+  it('refuses a URL policy it does not know, and leaves an absent one absent (public)', () => {
+    expect(() => readModelEntry({ ...ENTRY, urlInputs: 'private' })).toThrow(/urlInputs/);
+    expect(readModelEntry(ENTRY)).not.toHaveProperty('urlInputs');
   });
 });

@@ -2,6 +2,7 @@ import { MODEL_TYPES, type ModelType } from '../model-types';
 import { protocolVersionOf, registryProtocolVersionOf } from '../protocol/protocol-version';
 import { ProtocolError } from '../protocol/protocol.error';
 import { FailFast, RecordReader, type FieldRecord } from '../validation/record.reader';
+import { DEFAULT_URL_INPUT_POLICY, URL_INPUT_POLICIES } from '../urls/url-policy';
 import { STREAM_RESUME_DEFAULTS, type ModelEntry, type ModelLookup } from './registry.messages';
 
 /** An answer of the registry as it travels: the registry protocol's version beside what it answers. */
@@ -65,6 +66,9 @@ export function readModelEntry(value: unknown): ModelEntry {
   if (fallbacks !== undefined) entry.fallbacks = fallbacks;
   if (record.streamResume !== undefined) {
     entry.streamResume = read.oneOf(record, 'streamResume', STREAM_RESUME_DEFAULTS, 'off');
+  }
+  if (record.urlInputs !== undefined) {
+    entry.urlInputs = read.oneOf(record, 'urlInputs', URL_INPUT_POLICIES, DEFAULT_URL_INPUT_POLICY);
   }
   // Optional within the version: a registry that does not know aliases leaves it out.
   const aliases = optionalStrings(record, 'aliases');

@@ -17,6 +17,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { MODEL_TYPES, type ModelType } from '../model-types';
+import type { UrlInputPolicy } from '../urls/url-policy';
 
 export class ServedModelDto {
   @MaxLength(256)
@@ -124,6 +125,11 @@ export interface ModelEntry {
    * list shows each as a model of its own. Absent when the catalog declares none.
    */
   aliases?: string[];
+  /**
+   * The catalog's policy for URLs in a request's parts (`urlInputs`): which the gateway lets through to the
+   * model's upstream. Absent: `public`.
+   */
+  urlInputs?: UrlInputPolicy;
 }
 
 export type ModelLookup =
