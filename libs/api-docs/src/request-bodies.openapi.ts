@@ -51,7 +51,8 @@ const imagePart: SchemaObject = {
         url: {
           type: 'string',
           minLength: 1,
-          description: 'An `https:` URL or a `data:image/...;base64,` URI.',
+          description:
+            "An `http(s):` URL or a `data:image/...;base64,` URI. Which URLs pass is the model's catalog policy (`urlInputs`): by default only those of public hosts; `data:` URIs always. A refused one is a 400 `invalid_image_url` naming the part.",
         },
         detail: { enum: [...CHAT_LIMITS.imageParts.detail] },
       },
