@@ -38,7 +38,7 @@ export class ResponsesService {
     @Inject(StoredResponses) private readonly stored: StoredResponses,
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
   ) {
-    this.limits = { contentParts: config.chatMaxContentParts, textChars: config.chatMaxTextChars };
+    this.limits = config.requestSizeLimits();
   }
 
   /**
