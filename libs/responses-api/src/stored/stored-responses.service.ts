@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '@mgw/access';
 import { GatewayError, type ReplyMessage } from '@mgw/contracts';
 import { RequestSessions, StreamLogStore } from '@mgw/session';
+import type { ExpansionBudget } from '../expansion.budget';
 import { echoOf, ResponseOutput, requestIdOfResponse } from '../response-output';
 import type { ConversationItem, ResponseDeleted, ResponseObject } from '../responses.types';
 import { FINAL_STATUSES, ResponseStore, type StoredResponse } from './response.store';
@@ -128,11 +129,16 @@ export class StoredResponses {
     await this.store.delete(principal.keyId, id).catch(() => false);
   }
 
-  /** The stored conversation `previous_response_id` continues, oldest item first. */
-  async chain(principal: Principal, id: string): Promise<ConversationItem[]> {
+  /**
+   * The stored conversation `previous_response_id` continues, oldest item first, each item charged to
+   * `budget` (a history longer than its byte limit is refused before it is read).
+   */
+  async chain(principal: Principal, id: string, budget: ExpansionBudget): Promise<ConversationItem[]> {
     if (requestIdOfResponse(id) === null) throw previousResponseNotFound(id);
-    const chain = await reachable(this.store.chain(principal.keyId, id));
+    const chain = await reachable(this.store.chain(principal.keyId, id, budget.maxBytes));
     if ('missing' in chain) throw previousResponseNotFound(id);
+    if ('tooLarge' in chain) throw budget.overBytes(chain.tooLarge, 'previous_response_id');
+    for (const item of chain.items) budget.charge(item, 'previous_response_id');
     return chain.items;
   }
 
