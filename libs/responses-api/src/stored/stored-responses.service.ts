@@ -94,6 +94,8 @@ function replayed(stored: StoredResponse, log: readonly ReplyMessage[]): Respons
 @Injectable()
 export class StoredResponses {
   private readonly logger = new Logger('StoredResponses');
+  /** Reads of `find` under way, by key id and response id. */
+  private readonly reading = new Map<string, Promise<StoredResponse | null>>();
 
   constructor(
     @Inject(ResponseStore) private readonly store: ResponseStore,
@@ -142,8 +144,17 @@ export class StoredResponses {
     return chain.items;
   }
 
+  /**
+   * A stored response, for a reference into it. Requests that ask for the same one at once share one read
+   * (and one parse): many requests referring to one large response cost it once, not once each.
+   */
   async find(principal: Principal, id: string): Promise<StoredResponse | null> {
-    return reachable(this.store.get(principal.keyId, id));
+    const name = `${principal.keyId} ${id}`;
+    const pending = this.reading.get(name);
+    if (pending !== undefined) return pending;
+    const read = reachable(this.store.get(principal.keyId, id)).finally(() => this.reading.delete(name));
+    this.reading.set(name, read);
+    return read;
   }
 
   async retrieve(principal: Principal, id: string): Promise<ResponseObject> {
