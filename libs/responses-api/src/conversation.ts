@@ -37,13 +37,15 @@ export function requestIdOfItem(itemId: string): string | null {
  * A turn's input as it is kept: references resolved (`resolve` finds an item by id, reading what it must),
  * reasoning items left out (no backend here reads them), and every item given an id — its own, or
  * `<kind>_<request id>_i<n>`. Each item is charged to `budget` as it is resolved, so a reference repeated
- * past a limit is refused when it passes it, not after the whole input was put together.
+ * past a limit is refused when it passes it, not after the whole input was put together. Without a budget
+ * (an input that continues nothing and refers to nothing: the body's own limits bounded it) nothing is
+ * counted.
  */
 export async function resolveInput(
   requestId: string,
   input: readonly InputItem[],
   resolve: (id: string, param: string) => ConversationItem | Promise<ConversationItem>,
-  budget: ExpansionBudget,
+  budget: ExpansionBudget | null,
 ): Promise<ConversationItem[]> {
   const items: ConversationItem[] = [];
   for (let index = 0; index < input.length; index++) {
@@ -54,7 +56,7 @@ export async function resolveInput(
       case 'item_reference': {
         const found = resolve(item.id, `input[${index}].id`);
         const resolved = found instanceof Promise ? await found : found;
-        budget.charge(resolved, 'input');
+        budget?.charge(resolved, 'input');
         items.push(resolved);
         continue;
       }
@@ -64,7 +66,7 @@ export async function resolveInput(
         const own: ConversationItem = Object.assign({}, item, {
           id: item.id ?? `${prefix}_${requestId}_i${index}`,
         });
-        budget.charge(own, 'input');
+        budget?.charge(own, 'input');
         items.push(own);
       }
     }

@@ -73,9 +73,11 @@ export class ResponsesService {
     // does is let through the key's cheap checks first, so a refused one reads nothing either.
     const previousId = request.previousResponseId;
     const refers = request.input.some((item) => item.type === 'item_reference');
-    if (previousId !== null || refers) await this.checkBeforeStoredReads(request, principal);
-    const budget = new ExpansionBudget(this.expansionLimits);
-    const history = previousId === null ? [] : await this.stored.chain(principal, previousId, budget);
+    const expands = previousId !== null || refers;
+    if (expands) await this.checkBeforeStoredReads(request, principal);
+    const budget = expands ? new ExpansionBudget(this.expansionLimits) : null;
+    const history =
+      previousId === null || budget === null ? [] : await this.stored.chain(principal, previousId, budget);
     const byId = new Map<string, ConversationItem>();
     for (const item of history) if (item.id !== undefined) byId.set(item.id, item);
     const input = await resolveInput(
