@@ -121,6 +121,15 @@ describe('resolveInput with a budget', () => {
       new ExpansionBudget(LIMITS),
     );
     expect(items).toEqual([{ type: 'message', role: 'user', content: 'hi', id: 'msg_req_i0' }]);
+    // Without a budget (nothing stored to expand) nothing is counted: the body's own limits held it.
+    await expect(
+      resolveInput(
+        'req',
+        [{ type: 'message', role: 'user', content: 'x'.repeat(10_000) }],
+        () => user(''),
+        null,
+      ),
+    ).resolves.toHaveLength(1);
     const tight = new ExpansionBudget({ ...LIMITS, textChars: 1 });
     await expect(
       resolveInput('req', [{ type: 'message', role: 'user', content: 'hi' }], () => user('never'), tight),
