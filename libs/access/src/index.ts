@@ -11,6 +11,7 @@ export * from './limits/slot.keeper';
 export { REFRESH_SCRIPT as SLOT_REFRESH_SCRIPT } from './limits/limit.scripts';
 export * from './limits/rate-limit.headers';
 export * from './limits/token.estimate';
+export * from './limits/image-tokens.estimate';
 export * from './usage/usage.days';
 export * from './usage/usage.recorder';
 export * from './usage/usage.reader';

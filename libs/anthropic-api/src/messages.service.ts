@@ -30,7 +30,7 @@ export class MessagesService {
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(RequestSessions) private readonly sessions: RequestSessions,
   ) {
-    this.limits = { contentParts: config.chatMaxContentParts, textChars: config.chatMaxTextChars };
+    this.limits = config.requestSizeLimits();
   }
 
   async create(

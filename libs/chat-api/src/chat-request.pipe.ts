@@ -11,7 +11,7 @@ export class ChatRequestPipe implements PipeTransform<unknown, ChatCompletionReq
   private readonly limits: Readonly<RequestSizeLimits>;
 
   constructor(@Inject(GatewayConfig) config: GatewayConfig) {
-    this.limits = { contentParts: config.chatMaxContentParts, textChars: config.chatMaxTextChars };
+    this.limits = config.requestSizeLimits();
   }
 
   transform(value: unknown): ChatCompletionRequestDto {

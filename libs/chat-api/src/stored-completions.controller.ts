@@ -10,6 +10,7 @@ import {
   Query,
   Req,
   Res,
+  UseGuards,
 } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -26,6 +27,7 @@ import { ApiErrors, ApiJson, ApiJsonBody } from '@mgw/api-docs';
 import { ChatStreamResumer, requestIdOfCompletion, resumePosition } from './chat-stream.resumer';
 import { StoredCompletions } from '@mgw/stored-completions';
 import { Auth, requirePrincipal, DtoValidationPipe } from '@mgw/http';
+import { StoredReadGuard } from '@mgw/session';
 
 const completionId = ApiParam({
   name: 'id',
@@ -44,11 +46,15 @@ const order = ApiQuery({
   description: 'By creation time; `asc` by default.',
 });
 
-/** OpenAI's stored-completion routes; `POST /v1/chat/completions` itself is `ChatCompletionsController`. */
+/**
+ * OpenAI's stored-completion routes; `POST /v1/chat/completions` itself is `ChatCompletionsController`.
+ * Each call counts against its key's `rpm` (`StoredReadGuard`).
+ */
 @Controller('v1/chat/completions')
 @Auth('required')
+@UseGuards(StoredReadGuard)
 @ApiTags('Stored completions')
-@ApiErrors(400, 401, 503)
+@ApiErrors(400, 401, 429, 503)
 export class StoredCompletionsController {
   constructor(
     @Inject(StoredCompletions) private readonly stored: StoredCompletions,

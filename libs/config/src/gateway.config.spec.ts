@@ -30,6 +30,12 @@ describe('loadGatewayConfig', () => {
     expect(config.headersTimeoutMs).toBe(20_000);
     expect(config.chatMaxContentParts).toBe(256);
     expect(config.chatMaxTextChars).toBe(10_000_000);
+    expect(config.requestSizeLimits()).toEqual({
+      contentParts: 256,
+      textChars: 10_000_000,
+      imageParts: 256,
+      imageBytes: 10 * 1024 * 1024,
+    });
     expect(config.modelsRequireAuth).toBe(true);
     expect(config.defaultChatModel).toBe('sim-chat');
     expect(config.defaultImageModel).toBe('sim-image');
@@ -157,6 +163,9 @@ describe('loadGatewayConfig', () => {
     ['CHAT_MAX_TEXT_CHARS', '0'],
     ['CHAT_MAX_TEXT_CHARS', '100000001'],
     ['CHAT_MAX_TEXT_CHARS', 'lots'],
+    ['CHAT_MAX_IMAGE_PARTS', '0'],
+    ['CHAT_MAX_IMAGE_PARTS', '65537'],
+    ['CHAT_MAX_IMAGE_BYTES', 'big'],
   ])('refuses %s=%p naming it', (name, value) => {
     expect(configError({ [name]: value }).message).toContain(name);
   });
@@ -168,6 +177,8 @@ describe('loadGatewayConfig', () => {
     ['HEADERS_TIMEOUT_MS', '100', 'headersTimeoutMs'],
     ['CHAT_MAX_CONTENT_PARTS', '1', 'chatMaxContentParts'],
     ['CHAT_MAX_TEXT_CHARS', '1', 'chatMaxTextChars'],
+    ['CHAT_MAX_IMAGE_PARTS', '1', 'chatMaxImageParts'],
+    ['CHAT_MAX_IMAGE_BYTES', '1', 'chatMaxImageBytes'],
   ] as const)('accepts the lower bound %s=%p', (name, value, key) => {
     expect(loadGatewayConfig({ [name]: value })[key]).toBe(Number(value));
   });
@@ -175,6 +186,8 @@ describe('loadGatewayConfig', () => {
   it.each([
     ['CHAT_MAX_CONTENT_PARTS', '4096', 'chatMaxContentParts'],
     ['CHAT_MAX_TEXT_CHARS', '100000000', 'chatMaxTextChars'],
+    ['CHAT_MAX_IMAGE_PARTS', '65536', 'chatMaxImageParts'],
+    ['CHAT_MAX_IMAGE_BYTES', '1073741824', 'chatMaxImageBytes'],
   ] as const)('accepts the ceiling %s=%p (what a worker re-checks jobs against)', (name, value, key) => {
     expect(loadGatewayConfig({ [name]: value })[key]).toBe(Number(value));
   });

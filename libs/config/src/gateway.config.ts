@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Expose, Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
-import { REQUEST_SIZE_CEILINGS, REQUEST_SIZE_DEFAULTS } from '@mgw/contracts';
+import { REQUEST_SIZE_CEILINGS, REQUEST_SIZE_DEFAULTS, type RequestSizeLimits } from '@mgw/contracts';
 import { ConfigError, loadConfig } from './load-config';
 import { SharedConfig } from './shared.config';
 import { EnvBool, EnvInt, ToInt, ToList, Trimmed } from './env.decorators';
@@ -91,6 +91,24 @@ export class GatewayConfig extends SharedConfig {
   /** Characters of text across a chat request's messages; more are refused before the body is validated. */
   @EnvInt('CHAT_MAX_TEXT_CHARS', 1, REQUEST_SIZE_CEILINGS.textChars)
   chatMaxTextChars = REQUEST_SIZE_DEFAULTS.textChars;
+
+  /** Image parts across a chat request's messages (sent whole or expanded from stored items). */
+  @EnvInt('CHAT_MAX_IMAGE_PARTS', 1, REQUEST_SIZE_CEILINGS.imageParts)
+  chatMaxImageParts = REQUEST_SIZE_DEFAULTS.imageParts;
+
+  /** Bytes of image URLs across a chat request's messages (a `data:` URL counts its whole text). */
+  @EnvInt('CHAT_MAX_IMAGE_BYTES', 1, REQUEST_SIZE_CEILINGS.imageBytes)
+  chatMaxImageBytes = REQUEST_SIZE_DEFAULTS.imageBytes;
+
+  /** The size bounds every chat-shaped route holds a request to, sent whole or expanded. */
+  requestSizeLimits(): RequestSizeLimits {
+    return {
+      contentParts: this.chatMaxContentParts,
+      textChars: this.chatMaxTextChars,
+      imageParts: this.chatMaxImageParts,
+      imageBytes: this.chatMaxImageBytes,
+    };
+  }
 
   @EnvInt('CHAT_DEADLINE_MS', 100)
   chatDeadlineMs = 10 * 60_000;

@@ -1,4 +1,5 @@
 import { GatewayError } from '@mgw/contracts';
+import type { ExpansionBudget } from './expansion.budget';
 import type { ConversationItem, InputItem, OutputItem, ResponseObject } from './responses.types';
 
 /** A response's output as the items of the next turn's conversation. */
@@ -33,29 +34,43 @@ export function requestIdOfItem(itemId: string): string | null {
 }
 
 /**
- * A turn's input as it is kept: references resolved (`resolve` finds an item by id), reasoning items left
- * out (no backend here reads them), and every item given an id — its own, or `<kind>_<request id>_i<n>`.
+ * A turn's input as it is kept: references resolved (`resolve` finds an item by id, reading what it must),
+ * reasoning items left out (no backend here reads them), and every item given an id — its own, or
+ * `<kind>_<request id>_i<n>`. Each item is charged to `budget` as it is resolved, so a reference repeated
+ * past a limit is refused when it passes it, not after the whole input was put together. Without a budget
+ * (an input that continues nothing and refers to nothing: the body's own limits bounded it) nothing is
+ * counted.
  */
-export function resolveInput(
+export async function resolveInput(
   requestId: string,
   input: readonly InputItem[],
-  resolve: (id: string, param: string) => ConversationItem,
-): ConversationItem[] {
+  resolve: (id: string, param: string) => ConversationItem | Promise<ConversationItem>,
+  budget: ExpansionBudget | null,
+): Promise<ConversationItem[]> {
   const items: ConversationItem[] = [];
-  input.forEach((item, index) => {
+  for (let index = 0; index < input.length; index++) {
+    const item = input[index]!;
     switch (item.type) {
       case 'reasoning':
-        return;
-      case 'item_reference':
-        items.push(resolve(item.id, `input[${index}].id`));
-        return;
+        continue;
+      case 'item_reference': {
+        const found = resolve(item.id, `input[${index}].id`);
+        const resolved = found instanceof Promise ? await found : found;
+        budget?.charge(resolved, 'input');
+        items.push(resolved);
+        continue;
+      }
       default: {
         const prefix = item.type === 'message' ? 'msg' : item.type === 'function_call' ? 'fc' : 'fco';
         // Copied with Object.assign: a spread followed by `id` is several times slower, on every request.
-        items.push(Object.assign({}, item, { id: item.id ?? `${prefix}_${requestId}_i${index}` }));
+        const own: ConversationItem = Object.assign({}, item, {
+          id: item.id ?? `${prefix}_${requestId}_i${index}`,
+        });
+        budget?.charge(own, 'input');
+        items.push(own);
       }
     }
-  });
+  }
   return items;
 }
 

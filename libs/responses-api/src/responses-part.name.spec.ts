@@ -8,7 +8,7 @@ import type { ConversationItem } from './responses.types';
 const image = (url: string) => ({ type: 'input_image', image_url: url });
 
 describe('responsesPartName', () => {
-  it('names a part by the input item, the reference or the stored turn it came from', () => {
+  it('names a part by the input item, the reference or the stored turn it came from', async () => {
     const history: ConversationItem[] = [
       { type: 'message', id: 'msg_old_1', role: 'user', content: [image('http://10.0.0.1/old.png')] },
       { type: 'message', id: 'msg_old_2', role: 'assistant', content: [{ type: 'output_text', text: 'ok' }] },
@@ -31,7 +31,7 @@ describe('responsesPartName', () => {
         { type: 'item_reference', id: 'msg_kept_1' },
       ],
     });
-    const input = resolveInput('req_name_1', request.input, () => stored);
+    const input = await resolveInput('req_name_1', request.input, () => stored, null);
     const origins: number[] = [];
     const chat = toChatRequest(request, [...history, ...input], REQUEST_SIZE_CEILINGS, origins);
     const urls = (chat.messages as Array<{ content: unknown }>).map((message) =>

@@ -11,6 +11,7 @@ import {
   Query,
   Req,
   Res,
+  UseGuards,
 } from '@nestjs/common';
 import {
   ApiBody,
@@ -24,6 +25,7 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
 import { Auth, requestIdOf, requirePrincipal } from '@mgw/http';
+import { StoredReadGuard } from '@mgw/session';
 import { ResponsesRequestPipe } from './responses-request.pipe';
 import {
   CreateResponseRequestDoc,
@@ -74,7 +76,10 @@ function itemPageQuery(query: Record<string, unknown>): ItemPageQuery {
   return { ...(after !== undefined && { after }), limit: count, order: order ?? 'desc' };
 }
 
-/** OpenAI's Responses API: create, retrieve (or resume the stream), cancel, delete, input items. */
+/**
+ * OpenAI's Responses API: create, retrieve (or resume the stream), cancel, delete, input items. Each call on
+ * a stored response counts against its key's `rpm` (`StoredReadGuard`).
+ */
 @Controller('v1/responses')
 @Auth('required')
 @ApiTags('Responses')
@@ -114,6 +119,7 @@ export class ResponsesController {
   }
 
   @Get(':id')
+  @UseGuards(StoredReadGuard)
   @ApiOperation({
     operationId: 'getResponse',
     summary: 'Retrieve a response, or resume its stream',
@@ -139,6 +145,7 @@ export class ResponsesController {
   }
 
   @Get(':id/input_items')
+  @UseGuards(StoredReadGuard)
   @ApiOperation({ operationId: 'listInputItems', summary: "List a response's input items" })
   @responseId
   @ApiQuery({ name: 'after', required: false })
@@ -158,6 +165,7 @@ export class ResponsesController {
   }
 
   @Post(':id/cancel')
+  @UseGuards(StoredReadGuard)
   @HttpCode(200)
   @ApiOperation({ operationId: 'cancelResponse', summary: 'Cancel a background response' })
   @responseId
@@ -167,6 +175,7 @@ export class ResponsesController {
   }
 
   @Delete(':id')
+  @UseGuards(StoredReadGuard)
   @ApiOperation({ operationId: 'deleteResponse', summary: 'Delete a stored response' })
   @responseId
   @json('The response is deleted.', RESPONSE_DELETED_SCHEMA)

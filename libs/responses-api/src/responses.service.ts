@@ -2,11 +2,19 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { estimateChatTokens, type Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { assertChatParametersSupported, type RequestSizeLimits } from '@mgw/contracts';
+import { assertChatParametersSupported, CHAT_LIMITS, type RequestSizeLimits } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
-import { RequestSessions, type Delivery, type RenderContext, type SessionRequest } from '@mgw/session';
+import {
+  AdmissionService,
+  ModelResolver,
+  RequestSessions,
+  type Delivery,
+  type RenderContext,
+  type SessionRequest,
+} from '@mgw/session';
 import { asResponsesError, toChatRequest } from './chat-request.translator';
 import { historyOf, itemNotFound, requestIdOfItem, resolveInput } from './conversation';
+import { ExpansionBudget, type ExpansionLimits } from './expansion.budget';
 import { responsesPartName } from './responses-part.name';
 import { RESPONSES_STREAM_FORMAT, ResponseEventsRenderer } from './response-events.renderer';
 import { ResponseJsonRenderer, ResponseRecorder } from './response-json.renderer';
@@ -32,14 +40,24 @@ function streamResumeChoice(reply: FastifyReply): 'on' | 'off' | undefined {
 export class ResponsesService {
   private readonly logger = new Logger('Responses');
   private readonly limits: Readonly<RequestSizeLimits>;
+  private readonly expansionLimits: Readonly<ExpansionLimits>;
 
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(RequestSessions) private readonly sessions: RequestSessions,
     @Inject(StoredResponses) private readonly stored: StoredResponses,
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
+    @Inject(ModelResolver) private readonly models: ModelResolver,
+    @Inject(AdmissionService) private readonly admission: AdmissionService,
   ) {
-    this.limits = { contentParts: config.chatMaxContentParts, textChars: config.chatMaxTextChars };
+    this.limits = config.requestSizeLimits();
+    this.expansionLimits = {
+      bytes: config.bodyLimitBytes,
+      textChars: this.limits.textChars,
+      imageParts: this.limits.imageParts,
+      imageBytes: this.limits.imageBytes,
+      messages: CHAT_LIMITS.messages.max,
+    };
   }
 
   /**
@@ -52,19 +70,23 @@ export class ResponsesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<ResponseObject | undefined> {
-    // A request that continues nothing and refers to nothing (most of them) reads nothing stored.
+    // A request that continues nothing and refers to nothing (most of them) reads nothing stored; one that
+    // does is let through the key's cheap checks first, so a refused one reads nothing either.
     const previousId = request.previousResponseId;
-    const history = previousId === null ? [] : await this.stored.chain(principal, previousId);
+    const refers = request.input.some((item) => item.type === 'item_reference');
+    const expands = previousId !== null || refers;
+    if (expands) await this.checkBeforeStoredReads(request, principal);
+    const budget = expands ? new ExpansionBudget(this.expansionLimits) : null;
+    const history =
+      previousId === null || budget === null ? [] : await this.stored.chain(principal, previousId, budget);
     const byId = new Map<string, ConversationItem>();
     for (const item of history) if (item.id !== undefined) byId.set(item.id, item);
-    const references = request.input.some((item) => item.type === 'item_reference')
-      ? await this.referencedTurns(principal, request, byId)
-      : new Map<string, ConversationItem>();
-    const input = resolveInput(requestId, request.input, (id, param) => {
-      const item = byId.get(id) ?? references.get(id);
-      if (item === undefined) throw itemNotFound(id, param);
-      return item;
-    });
+    const input = await resolveInput(
+      requestId,
+      request.input,
+      refers ? this.referenceResolver(principal, byId) : (id, param) => byId.get(id) ?? fail(id, param),
+      budget,
+    );
     const origins: number[] = [];
     const chat = toChatRequest(request, [...history, ...input], this.limits, origins);
     for (const type of request.hostedTools) this.metrics.hostedToolDropped(type);
@@ -185,26 +207,41 @@ export class ResponsesService {
     return queued;
   }
 
-  /** The stored turns `item_reference`s outside the conversation point into, by item id. */
-  private async referencedTurns(
-    principal: Principal,
-    request: ResponsesRequest,
-    known: ReadonlyMap<string, ConversationItem>,
-  ): Promise<Map<string, ConversationItem>> {
-    const found = new Map<string, ConversationItem>();
-    const wanted = new Set<string>();
-    request.input.forEach((item) => {
-      if (item.type !== 'item_reference' || known.has(item.id)) return;
-      const owner = requestIdOfItem(item.id);
-      if (owner !== null) wanted.add(responseIdFor(owner));
-    });
-    for (const id of wanted) {
-      const turn = await this.stored.find(principal, id);
-      if (turn === null) continue;
-      for (const item of historyOf([turn])) if (item.id !== undefined) found.set(item.id, item);
-    }
-    if (found.size === 0 && wanted.size > 0)
-      this.logger.debug(`references into ${[...wanted].join(', ')} found nothing`);
-    return found;
+  /**
+   * The key's cheap checks before anything stored is read: the model it asks for (scope, kind) and its
+   * limits (counted once, by the admission that follows).
+   */
+  private async checkBeforeStoredReads(request: ResponsesRequest, principal: Principal): Promise<void> {
+    const model = request.model ?? this.config.defaultChatModel;
+    const resolution = await this.models.attempt(model, 'chat', principal);
+    if ('error' in resolution && resolution.declared === null) throw resolution.error;
+    await this.admission.precheck(principal);
   }
+
+  /**
+   * Finds a referenced item in the conversation, else in the stored turn its id names, read when a
+   * reference first needs it (each turn once): references past a limit stop the reads where they pass it.
+   */
+  private referenceResolver(
+    principal: Principal,
+    known: Map<string, ConversationItem>,
+  ): (id: string, param: string) => ConversationItem | Promise<ConversationItem> {
+    const read = new Set<string>();
+    return (id, param) => {
+      const item = known.get(id);
+      if (item !== undefined) return item;
+      const owner = requestIdOfItem(id);
+      if (owner === null || read.has(owner)) return fail(id, param);
+      read.add(owner);
+      return this.stored.find(principal, responseIdFor(owner)).then((turn) => {
+        if (turn === null) this.logger.debug(`a reference into ${responseIdFor(owner)} found nothing`);
+        else for (const found of historyOf([turn])) if (found.id !== undefined) known.set(found.id, found);
+        return known.get(id) ?? fail(id, param);
+      });
+    };
+  }
+}
+
+function fail(id: string, param: string): never {
+  throw itemNotFound(id, param);
 }

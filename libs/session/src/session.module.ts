@@ -61,6 +61,7 @@ export class SessionModule {
         UsageReader,
         KeyAuthenticator,
         Limiter,
+        AdmissionService,
         ModelResolver,
         RequestSessions,
         StreamLogStore,

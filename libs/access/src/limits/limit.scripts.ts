@@ -170,6 +170,17 @@ return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
 `);
 
 /**
+ * The key's limits checked without counting anything (KEYS 1-4 and ARGV as ADMIT_KEY_SCRIPT): whether a
+ * request would be refused before the work that precedes its admission is done.
+ * Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms.
+ */
+export const CHECK_KEY_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}
+local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
+local reqReset, tokReset = resetsOf(c, KEYS[1])
+return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
+`);
+
+/**
  * A Cluster's second admission step, in the model's slot: ADMIT_SCRIPT's queue half (KEYS 5-8 as 1-4, same
  * ARGV). Returns: status ('ok' or 'overloaded'), queue depth, jobs served in the last minute.
  */

@@ -74,6 +74,44 @@ describe('Limiter (real Redis)', () => {
     await redis.quit();
   });
 
+  describe('the key alone (before stored reads, stored reads)', () => {
+    it('checks the limits without counting: as often as asked, the window stays as it was', async () => {
+      const who = principal({ rpm: 2 });
+      ticketOf(await admit(who, T0));
+      for (let i = 0; i < 5; i++) expect((await limiter.checkKey(who, T0 + 10)).allowed).toBe(true);
+      ticketOf(await admit(who, T0 + 20));
+      const full = await limiter.checkKey(who, T0 + 30);
+      expect(full).toMatchObject({ allowed: false, reason: 'requests', retryAfterMs: 60_000 - 30 });
+      expect(full.state).toMatchObject({ rpm: 2, requestsUsed: 2 });
+    });
+
+    it('refuses a check at max_concurrent; tokens are weighed by the admission, with its estimate', async () => {
+      const busy = principal({ maxConcurrent: 1 });
+      ticketOf(await admit(busy, T0));
+      expect(await limiter.checkKey(busy, T0 + 10)).toMatchObject({ allowed: false, reason: 'concurrency' });
+      const spent = principal({ tpm: 100 });
+      ticketOf(await admit(spent, T0, { tokenEstimate: 100 }));
+      expect((await limiter.checkKey(spent, T0 + 10)).allowed).toBe(true);
+      expect(await admit(spent, T0 + 20, { tokenEstimate: 1 })).toMatchObject({
+        admitted: false,
+        reason: 'tokens',
+      });
+    });
+
+    it('counts a stored read against rpm alone: the next admission sees it, concurrency is not held', async () => {
+      const who = principal({ rpm: 3, maxConcurrent: 1 });
+      const reads = [await limiter.countRequest(who, T0), await limiter.countRequest(who, T0 + 1)];
+      expect(reads.map((read) => [read.allowed, read.state.requestsUsed])).toEqual([
+        [true, 1],
+        [true, 2],
+      ]);
+      ticketOf(await admit(who, T0 + 2));
+      const refused = await limiter.countRequest(who, T0 + 3);
+      expect(refused).toMatchObject({ allowed: false, reason: 'requests', retryAfterMs: 60_000 - 3 });
+      expect(refused.state).toMatchObject({ rpm: 3, requestsUsed: 3 });
+    });
+  });
+
   describe('requests per minute (sliding window)', () => {
     it('admits exactly the limit, then says when the oldest admission leaves the window', async () => {
       const who = principal({ rpm: 3 });

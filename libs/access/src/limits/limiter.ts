@@ -7,6 +7,7 @@ import {
   ADMIT_KEY_SCRIPT,
   ADMIT_MODEL_SCRIPT,
   ADMIT_SCRIPT,
+  CHECK_KEY_SCRIPT,
   REFRESH_SCRIPT,
   ROLLBACK_SCRIPT,
 } from './limit.scripts';
@@ -64,6 +65,14 @@ export interface Ticket {
   leased: boolean;
 }
 
+/** The key's limits alone, checked or counted without a model: refused, or not, and where they stand. */
+export interface KeyDecision {
+  allowed: boolean;
+  reason: RefusalReason;
+  retryAfterMs: number;
+  state: LimitState;
+}
+
 /** How long an admission counts towards the queue depth before its job must be in the queue. */
 const ADMITTING_MS = 10_000;
 
@@ -102,7 +111,7 @@ export class Limiter {
   async admit(request: AdmissionRequest, now = 0): Promise<AdmissionDecision> {
     const { principal, kind, model } = request;
     const ticket: Ticket = {
-      id: `${this.ticketPrefix}${(this.tickets++).toString(36)}`,
+      id: this.nextTicketId(),
       keyId: principal.keyId,
       requestId: request.requestId,
       kind,
@@ -153,6 +162,81 @@ export class Limiter {
       state,
       depth,
       servedLastMinute: served,
+    };
+  }
+
+  /**
+   * Whether the key's limits (requests, tokens already used, concurrency) would refuse a request now,
+   * counting nothing: one round trip before work that must not be done for a request refused anyway.
+   */
+  async checkKey(principal: Principal, now = 0): Promise<KeyDecision> {
+    const ticket = this.nextTicketId();
+    return this.keyDecision(
+      principal,
+      (await CHECK_KEY_SCRIPT.run(this.redis, this.keyKeys(principal.keyId, ticket), [
+        now,
+        ticket,
+        principal.rpm ?? 0,
+        principal.tpm ?? 0,
+        principal.maxConcurrent ?? 0,
+        0,
+        this.slotTtlMs,
+        0,
+        0,
+      ])) as Reply,
+    );
+  }
+
+  /**
+   * Counts one request against the key's `rpm` alone, or refuses it: a read of stored objects holds no
+   * concurrency slot and reserves no tokens.
+   */
+  async countRequest(principal: Principal, now = 0): Promise<KeyDecision> {
+    const ticket = this.nextTicketId();
+    const rpmOnly = { ...principal, tpm: null, maxConcurrent: null };
+    return this.keyDecision(
+      rpmOnly,
+      (await ADMIT_KEY_SCRIPT.run(this.redis, this.keyKeys(principal.keyId, ticket), [
+        now,
+        ticket,
+        principal.rpm ?? 0,
+        0,
+        0,
+        0,
+        this.slotTtlMs,
+        0,
+        0,
+      ])) as Reply,
+    );
+  }
+
+  private nextTicketId(): string {
+    return `${this.ticketPrefix}${(this.tickets++).toString(36)}`;
+  }
+
+  private keyKeys(keyId: string, requestId: string): string[] {
+    return [
+      this.names.rpm(keyId),
+      this.names.tpm(keyId),
+      this.names.concurrency(keyId),
+      this.names.reservation(requestId, keyId),
+    ];
+  }
+
+  private keyDecision(principal: Principal, reply: Reply): KeyDecision {
+    const [status, retryAfterMs, requestsUsed, requestsResetMs, tokensUsed, tokensResetMs] = reply;
+    return {
+      allowed: status === 'ok',
+      reason: status as RefusalReason,
+      retryAfterMs,
+      state: {
+        rpm: principal.rpm,
+        requestsUsed,
+        requestsResetMs,
+        tpm: principal.tpm,
+        tokensUsed,
+        tokensResetMs,
+      },
     };
   }
 

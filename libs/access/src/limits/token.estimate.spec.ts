@@ -62,4 +62,15 @@ describe('chat token estimate', () => {
     // Arguments (~100) and the tool result (~100) on top of the framing of three messages.
     expect(estimatePromptTokens(parsed)).toBeGreaterThan(200);
   });
+
+  it('counts an image part by its size, not a flat figure', () => {
+    const image = (bytes: number) => ({
+      type: 'image_url',
+      image_url: { url: `data:image/jpeg;base64,${Buffer.alloc(bytes, 7).toString('base64')}` },
+    });
+    const prompt = (bytes: number) =>
+      estimatePromptTokens(request({ messages: [{ role: 'user', content: [image(bytes)] }] }).messages);
+    expect(prompt(1000)).toBe(4 + 85 + 170);
+    expect(prompt(4_000_000)).toBe(4 + 85 + 170 * 4);
+  });
 });

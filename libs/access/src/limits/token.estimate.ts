@@ -1,10 +1,9 @@
 import type { ChatCompletionRequestDto } from '@mgw/contracts';
+import { estimateImageTokens } from './image-tokens.estimate';
 
 /** Per message: role and framing tokens that every chat template adds. */
 const PER_MESSAGE_TOKENS = 4;
 const CHARS_PER_TOKEN = 4;
-/** An image part counts like the simulator's flat rate; real backends vary, and reconciliation corrects it. */
-const IMAGE_PART_TOKENS = 85;
 /** Per tool call or tool definition: the framing a chat template wraps around it. */
 const PER_TOOL_TOKENS = 8;
 
@@ -13,7 +12,8 @@ const textTokens = (text: string): number => Math.ceil(text.length / CHARS_PER_T
 /**
  * A cheap upper-leaning guess of a chat prompt's tokens (about four characters each), for reserving
  * against a TPM limit before the real count is known. The worker replaces it with the actual usage.
- * Tool calls an assistant message echoes back count with their name and arguments.
+ * Tool calls an assistant message echoes back count with their name and arguments; an image part by its
+ * size (see `estimateImageTokens`).
  */
 export function estimatePromptTokens(messages: ChatCompletionRequestDto['messages']): number {
   let tokens = 0;
@@ -22,8 +22,15 @@ export function estimatePromptTokens(messages: ChatCompletionRequestDto['message
     const content: unknown = message.content;
     if (typeof content === 'string') tokens += textTokens(content);
     else if (Array.isArray(content)) {
-      for (const part of content as Array<{ type?: string; text?: string }>) {
-        tokens += part.type === 'text' ? textTokens(part.text ?? '') : IMAGE_PART_TOKENS;
+      for (const part of content as Array<{
+        type?: string;
+        text?: string;
+        image_url?: { url?: string; detail?: string };
+      }>) {
+        tokens +=
+          part.type === 'text'
+            ? textTokens(part.text ?? '')
+            : estimateImageTokens(part.image_url?.url, part.image_url?.detail);
       }
     }
     const calls = message.tool_calls;

@@ -9,6 +9,7 @@ import {
 } from './chat-completion-request.dto';
 import { JSON_SCHEMA_LIMITS } from './json-schema.bounds';
 import { validateDto } from './validate-dto';
+import { REQUEST_SIZE_DEFAULTS } from './request-size.limits';
 
 const base = (): Record<string, unknown> => ({
   model: 'sim-chat',
@@ -971,7 +972,7 @@ describe('messages valid as sent', () => {
 
   it('keeps a valid body of 4096 messages × 95 parts as sent: no message or part is copied', () => {
     const plain = manyParts();
-    const dto = validateDto(ChatCompletionRequestDto, plain, { contentParts: 256, textChars: 1000 });
+    const dto = validateDto(ChatCompletionRequestDto, plain, { ...REQUEST_SIZE_DEFAULTS, textChars: 1000 });
     expect(dto).toBeInstanceOf(ChatCompletionRequestDto);
     expect(dto.messages).toBe(plain.messages);
     expect(dto.messages[4095]!.content).toBe(plain.messages[4095]!.content);

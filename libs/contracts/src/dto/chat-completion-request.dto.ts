@@ -277,14 +277,23 @@ function messagesProblem(messages: readonly ChatMessageDto[]): FieldProblem | nu
 }
 
 /** The text of a message's content: a string, or its text parts (other parts and non-strings count 0). */
-function contentTextLength(content: unknown[] | string): number {
-  if (typeof content === 'string') return content.length;
-  let length = 0;
+/** What a message's content adds to a request's size: characters of text, image parts, image URL bytes. */
+interface ContentSize {
+  textChars: number;
+  imageParts: number;
+  imageBytes: number;
+}
+
+function addContentSize(content: unknown[], size: ContentSize): void {
   for (const part of content) {
-    const text = (part as { text?: unknown } | null)?.text;
-    if (typeof text === 'string') length += text.length;
+    const { text, image_url: image } = (part ?? {}) as { text?: unknown; image_url?: { url?: unknown } };
+    if (typeof text === 'string') size.textChars += text.length;
+    else if (typeof image === 'object' && image !== null) {
+      size.imageParts += 1;
+      // A URL is ASCII once parsed from JSON (percent-encoded or base64), so its length is its bytes.
+      if (typeof image.url === 'string') size.imageBytes += image.url.length;
+    }
   }
-  return length;
 }
 
 /**
@@ -304,7 +313,7 @@ export function chatRequestSizeProblem(
         `expected at most ${CHAT_LIMITS.messages.max} messages, got an array of ${list.length}.`,
       );
     }
-    let textChars = 0;
+    const size: ContentSize = { textChars: 0, imageParts: 0, imageBytes: 0 };
     for (let i = 0; i < list.length; i++) {
       const message = list[i] as { content?: unknown; tool_calls?: unknown } | null;
       if (typeof message !== 'object' || message === null) continue;
@@ -322,15 +331,27 @@ export function chatRequestSizeProblem(
             `expected at most ${limits.contentParts} content parts, got an array of ${content.length}.`,
           );
         }
-        textChars += contentTextLength(content);
+        addContentSize(content, size);
       } else if (typeof content === 'string') {
-        textChars += content.length;
+        size.textChars += content.length;
       }
     }
-    if (textChars > limits.textChars) {
+    if (size.textChars > limits.textChars) {
       return invalid(
         'messages',
-        `expected at most ${limits.textChars} characters of text across all messages, got ${textChars}.`,
+        `expected at most ${limits.textChars} characters of text across all messages, got ${size.textChars}.`,
+      );
+    }
+    if (size.imageParts > limits.imageParts) {
+      return invalid(
+        'messages',
+        `expected at most ${limits.imageParts} image parts across all messages, got ${size.imageParts}.`,
+      );
+    }
+    if (size.imageBytes > limits.imageBytes) {
+      return invalid(
+        'messages',
+        `expected at most ${limits.imageBytes} bytes of image URLs across all messages, got ${size.imageBytes}.`,
       );
     }
   }

@@ -1,13 +1,18 @@
 /**
- * Size bounds of a chat request that an operator configures (the gateway's `CHAT_MAX_CONTENT_PARTS` and
- * `CHAT_MAX_TEXT_CHARS`). They are checked on the plain body before anything transforms or validates it,
- * so a body made of many small elements is refused at the cost of reading a few lengths.
+ * Size bounds of a chat request that an operator configures (the gateway's `CHAT_MAX_CONTENT_PARTS`,
+ * `CHAT_MAX_TEXT_CHARS`, `CHAT_MAX_IMAGE_PARTS` and `CHAT_MAX_IMAGE_BYTES`). They are checked on the plain
+ * body before anything transforms or validates it, so a body made of many small elements is refused at the
+ * cost of reading a few lengths.
  */
 export interface RequestSizeLimits {
   /** Content parts of one message. */
   contentParts: number;
   /** Characters of text across every message's content (string content and text parts). */
   textChars: number;
+  /** Image parts across every message. */
+  imageParts: number;
+  /** Bytes of image URLs across every message (a `data:` URL counts its whole text). */
+  imageBytes: number;
 }
 
 /**
@@ -17,6 +22,8 @@ export interface RequestSizeLimits {
 export const REQUEST_SIZE_DEFAULTS: Readonly<RequestSizeLimits> = {
   contentParts: 256,
   textChars: 10_000_000,
+  imageParts: 256,
+  imageBytes: 10 * 1024 * 1024,
 };
 
 /**
@@ -27,4 +34,6 @@ export const REQUEST_SIZE_DEFAULTS: Readonly<RequestSizeLimits> = {
 export const REQUEST_SIZE_CEILINGS: Readonly<RequestSizeLimits> = {
   contentParts: 4096,
   textChars: 100_000_000,
+  imageParts: 65_536,
+  imageBytes: 1024 * 1024 * 1024,
 };

@@ -138,6 +138,30 @@ describe('chat request size bounds, read before the body is transformed', () => 
     );
   });
 
+  it('counts image parts across all messages against the configured bound', () => {
+    const limits = { ...REQUEST_SIZE_DEFAULTS, imageParts: 2 };
+    const image = { type: 'image_url', image_url: { url: 'https://example.com/a.png' } };
+    const atBound = body({ messages: [user([image, text('x')]), user([image])] });
+    expect(validate(atBound, limits).messages).toHaveLength(2);
+    const error = rejection(body({ messages: [user([image, image]), user([image])] }), limits);
+    expect(error.param).toBe('messages');
+    expect(error.message).toBe(
+      `Invalid 'messages': expected at most 2 image parts across all messages, got 3.`,
+    );
+  });
+
+  it('counts the bytes of image URLs (a data URL as its whole text) against the configured bound', () => {
+    const url = `data:image/png;base64,${'A'.repeat(78)}`;
+    const image = { type: 'image_url', image_url: { url } };
+    const limits = { ...REQUEST_SIZE_DEFAULTS, imageBytes: 2 * url.length };
+    expect(validate(body({ messages: [user([image]), user([image])] }), limits).messages).toHaveLength(2);
+    const error = rejection(body({ messages: [user([image, image]), user([image])] }), limits);
+    expect(error.param).toBe('messages');
+    expect(error.message).toBe(
+      `Invalid 'messages': expected at most 200 bytes of image URLs across all messages, got 300.`,
+    );
+  });
+
   it('leaves shapes it does not bound to class-validator, which names them as before', () => {
     expect(rejection(body({ messages: [null, 'x'] })).param).toBe('messages[0]');
     expect(rejection(body({ messages: 'hi' })).param).toBe('messages');

@@ -89,6 +89,19 @@ describe('ResponseStore (real Redis)', () => {
     expect(await store.chain(keyId, third.id)).toEqual({ missing: second.id });
   });
 
+  it('answers the length of a history over the byte bound instead of its bytes', async () => {
+    const first = turn(null, 'x'.repeat(500));
+    const second = turn(first.id, 'two');
+    for (const entry of [first, second]) await store.save(keyId, entry);
+    const whole = await store.chain(keyId, second.id);
+    expect('items' in whole && whole.items).toHaveLength(4);
+    const length = Number(
+      await redis.hget(storedResponseNamesFor(namespace, keyId).record(second.id), 'end'),
+    );
+    expect(await store.chain(keyId, second.id, length)).toEqual(whole);
+    expect(await store.chain(keyId, second.id, length - 1)).toEqual({ tooLarge: length });
+  });
+
   it('keeps a key within STORE_MAX_PER_KEY by evicting its oldest', async () => {
     const entries = [1, 2, 3, 4].map((n) => turn(null, `t${n}`));
     for (const entry of entries) await store.save(keyId, entry);

@@ -148,10 +148,15 @@ export class ResponseStore {
 
   /**
    * The conversation that ends with response `id`, oldest item first; or the id of the first turn that is
-   * not stored (deleted, expired, another key's). One script and one parse, whatever the length; the items
-   * are checked against the stored shape (a log that does not read ends the conversation, logged).
+   * not stored (deleted, expired, another key's); or, when its history holds more than `maxBytes` (0: no
+   * bound), that length, read from the record alone. One script and one parse, whatever the length; the
+   * items are checked against the stored shape (a log that does not read ends the conversation, logged).
    */
-  async chain(keyId: string, id: string): Promise<{ items: ConversationItem[] } | { missing: string }> {
+  async chain(
+    keyId: string,
+    id: string,
+    maxBytes = 0,
+  ): Promise<{ items: ConversationItem[] } | { missing: string } | { tooLarge: number }> {
     const names = this.namesFor(keyId);
     // The log is named by its key's names, so a hint never crosses keys.
     const hint = this.logs.hintFor(id);
@@ -161,8 +166,9 @@ export class ResponseStore {
     const result = (await CHAIN_SCRIPT.run(
       this.redis,
       [names.index],
-      [names.recordPrefix, id, MAX_CHAIN_TURNS, held?.log ?? '', held?.end ?? 0],
+      [names.recordPrefix, id, MAX_CHAIN_TURNS, held?.log ?? '', held?.end ?? 0, maxBytes],
     )) as unknown[];
+    if (result[0] === 3) return { tooLarge: Number(result[1]) };
     if (result[0] !== 1 && result[0] !== 2) return { missing: String(result[1]) };
     try {
       const [, log, end, text] = result;

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '@mgw/access';
 import { GatewayError, type ReplyMessage } from '@mgw/contracts';
 import { RequestSessions, StreamLogStore } from '@mgw/session';
+import type { ExpansionBudget } from '../expansion.budget';
 import { echoOf, ResponseOutput, requestIdOfResponse } from '../response-output';
 import type { ConversationItem, ResponseDeleted, ResponseObject } from '../responses.types';
 import { FINAL_STATUSES, ResponseStore, type StoredResponse } from './response.store';
@@ -93,6 +94,8 @@ function replayed(stored: StoredResponse, log: readonly ReplyMessage[]): Respons
 @Injectable()
 export class StoredResponses {
   private readonly logger = new Logger('StoredResponses');
+  /** Reads of `find` under way, by key id and response id. */
+  private readonly reading = new Map<string, Promise<StoredResponse | null>>();
 
   constructor(
     @Inject(ResponseStore) private readonly store: ResponseStore,
@@ -128,16 +131,30 @@ export class StoredResponses {
     await this.store.delete(principal.keyId, id).catch(() => false);
   }
 
-  /** The stored conversation `previous_response_id` continues, oldest item first. */
-  async chain(principal: Principal, id: string): Promise<ConversationItem[]> {
+  /**
+   * The stored conversation `previous_response_id` continues, oldest item first, each item charged to
+   * `budget` (a history longer than its byte limit is refused before it is read).
+   */
+  async chain(principal: Principal, id: string, budget: ExpansionBudget): Promise<ConversationItem[]> {
     if (requestIdOfResponse(id) === null) throw previousResponseNotFound(id);
-    const chain = await reachable(this.store.chain(principal.keyId, id));
+    const chain = await reachable(this.store.chain(principal.keyId, id, budget.maxBytes));
     if ('missing' in chain) throw previousResponseNotFound(id);
+    if ('tooLarge' in chain) throw budget.overBytes(chain.tooLarge, 'previous_response_id');
+    for (const item of chain.items) budget.charge(item, 'previous_response_id');
     return chain.items;
   }
 
+  /**
+   * A stored response, for a reference into it. Requests that ask for the same one at once share one read
+   * (and one parse): many requests referring to one large response cost it once, not once each.
+   */
   async find(principal: Principal, id: string): Promise<StoredResponse | null> {
-    return reachable(this.store.get(principal.keyId, id));
+    const name = `${principal.keyId} ${id}`;
+    const pending = this.reading.get(name);
+    if (pending !== undefined) return pending;
+    const read = reachable(this.store.get(principal.keyId, id)).finally(() => this.reading.delete(name));
+    this.reading.set(name, read);
+    return read;
   }
 
   async retrieve(principal: Principal, id: string): Promise<ResponseObject> {

@@ -6,6 +6,7 @@ import {
   rateLimitHeaders,
   retryAfterSeconds,
   type AdmissionDecision,
+  type KeyDecision,
   type Principal,
   type Ticket,
 } from '@mgw/access';
@@ -83,6 +84,42 @@ export class AdmissionService implements OnApplicationShutdown {
     const headers = rateLimitHeaders(decision.state);
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
     return this.admitted(decision.ticket, principal, headers);
+  }
+
+  /**
+   * The key's cheap checks (requests, tokens already used, concurrency) before work that precedes admission
+   * and reads stored objects (a conversation's history, referenced items): throws the 429 admission would
+   * throw, counting nothing. The request's admission then counts it once, as any other.
+   */
+  async precheck(principal: Principal): Promise<void> {
+    if (principal.rpm === null && principal.tpm === null && principal.maxConcurrent === null) return;
+    const decision = await this.keyStep(principal.keyId, () => this.limiter.checkKey(principal));
+    if (!decision.allowed) throw this.keyRefusal(decision);
+  }
+
+  /**
+   * Counts a read of stored objects (retrieve, list, delete, cancel, resume) against the key's `rpm`, or
+   * throws its 429; answers the key's rate-limit headers for the response.
+   */
+  async countStoredRead(principal: Principal): Promise<Record<string, string>> {
+    if (principal.rpm === null) return {};
+    const decision = await this.keyStep(principal.keyId, () => this.limiter.countRequest(principal));
+    if (!decision.allowed) throw this.keyRefusal(decision);
+    return rateLimitHeaders(decision.state);
+  }
+
+  private async keyStep(keyId: string, step: () => Promise<KeyDecision>): Promise<KeyDecision> {
+    try {
+      return await step();
+    } catch (error) {
+      this.logger.warn(`key ${keyId}: the limit check failed: ${String(error)}`);
+      throw GatewayError.serviceUnavailable('The rate limiter is not reachable. Try again shortly.');
+    }
+  }
+
+  private keyRefusal(decision: KeyDecision): GatewayError {
+    const refused = { ...decision, admitted: false as const, depth: 0, servedLastMinute: 0 };
+    return this.refusal(refused, '', 0, 0, rateLimitHeaders(decision.state));
   }
 
   /**
