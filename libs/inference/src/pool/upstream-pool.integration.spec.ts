@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { GatewayError } from '@mgw/contracts';
-import { UpstreamPool, type PoolChannel, type PoolRuntime, type UpstreamSlot } from './upstream-pool';
+import {
+  UpstreamPool,
+  type PoolChannel,
+  type PoolRuntime,
+  type PoolSettings,
+  type PoolUpstream,
+  type UpstreamSlot,
+} from './upstream-pool';
 
 /** A subscriber connection shared by the pools of one test "process", as the worker's PubSubDispatcher is. */
 class Channel implements PoolChannel {
@@ -18,6 +25,13 @@ class Channel implements PoolChannel {
 }
 
 const never = () => new Promise<void>(() => undefined);
+
+const ROUTING: Pick<PoolSettings, 'routing' | 'prefixMinTokens' | 'prefixWaitMs' | 'loadIntervalMs'> = {
+  routing: 'least-loaded',
+  prefixMinTokens: 256,
+  prefixWaitMs: 0,
+  loadIntervalMs: 1000,
+};
 
 /**
  * Two pools of one model, as two worker processes hold them, against a real Redis: the slots are one
@@ -40,7 +54,7 @@ describe('UpstreamPool (real Redis)', () => {
     const pool = new UpstreamPool(
       'm',
       upstreams.map((u) => ({ ...u, probe })),
-      { maxAttempts: 3, failureThreshold: 2, probeIntervalMs: 100 },
+      { maxAttempts: 3, failureThreshold: 2, probeIntervalMs: 100, ...ROUTING },
     );
     const runtime: PoolRuntime = {
       redis,
