@@ -46,7 +46,7 @@ describe('prefix-aware routing', () => {
       method: body === undefined ? 'GET' : 'POST',
       ...(body !== undefined && { body: JSON.stringify(body) }),
     });
-    return (await res.json()) as unknown;
+    return await res.json();
   };
   const reset = () => Promise.all(ports.map((_, i) => control(i, '/_reset', {})));
   const logs = async () => (await Promise.all(ports.map((_, i) => control(i, '/_log')))) as Served[][];
@@ -230,7 +230,9 @@ describe('prefix-aware routing', () => {
     await control(0, '/_outside', { waiting: 0 });
     await waitFor('u0 without outside load in the metrics', async () => (await outside()) === 0);
     const idle = await burst();
-    console.log(`48 short requests per upstream — u0 with 8 outside waiting: ${busy.join('/')}; after: ${idle.join('/')}`);
+    console.log(
+      `48 short requests per upstream — u0 with 8 outside waiting: ${busy.join('/')}; after: ${idle.join('/')}`,
+    );
     const othersMean = (counts: number[]) => (counts[1]! + counts[2]! + counts[3]!) / 3;
     // With 8 outside it has one slot for the pool's work against the others' four.
     expect(busy[0]).toBeLessThan(othersMean(busy) / 2);

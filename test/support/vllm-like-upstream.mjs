@@ -216,7 +216,9 @@ async function handle(engine, req, res) {
     return json(res, 200, {});
   }
   if (req.method === 'POST' && path === '/v1/chat/completions') return engine.chat(await readBody(req), res);
-  return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' } });
+  return json(res, 404, {
+    error: { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' },
+  });
 }
 
 const servers = [];

@@ -194,7 +194,10 @@ interface UpstreamDefaults {
   loadMetrics: EngineLoadFormat | null;
 }
 
-function parseLoadMetrics(reader: BackendOptionReader, fallback: EngineLoadFormat | null): EngineLoadFormat | null {
+function parseLoadMetrics(
+  reader: BackendOptionReader,
+  fallback: EngineLoadFormat | null,
+): EngineLoadFormat | null {
   if (!reader.has('loadMetrics')) return fallback;
   if (reader.raw('loadMetrics') === null) return null;
   return reader.oneOf('loadMetrics', ENGINE_LOAD_FORMATS, ENGINE_LOAD_FORMATS[0]);

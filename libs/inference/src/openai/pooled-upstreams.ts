@@ -58,7 +58,11 @@ export class PooledUpstreams {
   }
 
   /** `prefixKey`: the request's prompt prefix key, for a pool with prefix routing (null: none). */
-  run<T>(signal: AbortSignal, attempt: UpstreamAttempt<T>, prefixKey: string | null = null): AsyncGenerator<T> {
+  run<T>(
+    signal: AbortSignal,
+    attempt: UpstreamAttempt<T>,
+    prefixKey: string | null = null,
+  ): AsyncGenerator<T> {
     return this.pool.run(
       signal,
       (index, s) => attempt(this.clients[index]!, this.options.upstreams[index]!, s),

@@ -15,9 +15,11 @@ describe('parseEngineLoad', () => {
   });
 
   it("reads older vLLM's KV-cache gauge, SGLang's and llama.cpp server's names", () => {
-    expect(
-      parseEngineLoad('vllm:num_requests_running 1\nvllm:gpu_cache_usage_perc 0.5\n', 'vllm'),
-    ).toEqual({ running: 1, waiting: 0, kvCacheUsage: 0.5 });
+    expect(parseEngineLoad('vllm:num_requests_running 1\nvllm:gpu_cache_usage_perc 0.5\n', 'vllm')).toEqual({
+      running: 1,
+      waiting: 0,
+      kvCacheUsage: 0.5,
+    });
     expect(
       parseEngineLoad(
         'sglang:num_running_reqs{tp_rank="0"} 4\nsglang:num_queue_reqs{tp_rank="0"} 2\nsglang:token_usage 0.9',

@@ -322,7 +322,10 @@ describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
   }
 
   /** Starts a request with `key` that holds its slot until released; resolves once it runs. */
-  async function hold(pool: UpstreamPool, key: string | null): Promise<{ upstream: number; release(): void }> {
+  async function hold(
+    pool: UpstreamPool,
+    key: string | null,
+  ): Promise<{ upstream: number; release(): void }> {
     let release!: () => void;
     const done = new Promise<void>((resolve) => (release = resolve));
     let started!: (upstream: number) => void;

@@ -433,8 +433,8 @@ export class UpstreamPool {
   }
 
   private async reportLoads(runtime: PoolRuntime): Promise<void> {
-    const report = runtime.observer?.engineLoad;
-    if (report === undefined) return;
+    const observer = runtime.observer;
+    if (observer?.engineLoad === undefined) return;
     const published = this.upstreams
       .map((upstream, index) => ({ upstream, index }))
       .filter(({ upstream }) => upstream.readLoad !== undefined);
@@ -444,10 +444,10 @@ export class UpstreamPool {
     published.forEach(({ upstream }, i) => {
       const reading = readings[i]!;
       if (reading.outside === undefined) {
-        report.call(runtime.observer, upstream.name, null);
+        observer.engineLoad!(upstream.name, null);
         return;
       }
-      report.call(runtime.observer, upstream.name, {
+      observer.engineLoad!(upstream.name, {
         running: Number(reading.running),
         waiting: Number(reading.waiting),
         kvCacheUsage: reading.kv === undefined || reading.kv === '' ? null : Number(reading.kv),
