@@ -1,5 +1,6 @@
 import type { InferenceMessage } from '../chat-backend.interface';
-import { estimatePromptTokens, promptPrefixKey, rendezvousOrder } from './prompt-prefix';
+import { estimatePromptTokens, promptPrefixKey } from './prompt-prefix';
+import { rendezvousOrder } from './rendezvous-order';
 
 const system = 'You are a careful assistant. '.repeat(200); // ~1,450 tokens
 const request = (messages: InferenceMessage[], promptCacheKey?: string) => ({

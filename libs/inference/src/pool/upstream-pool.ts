@@ -11,7 +11,7 @@ import {
   type UpstreamEvent,
 } from '@mgw/contracts';
 import type { EngineLoad } from './engine-load.parser';
-import { rendezvousOrder } from './prompt-prefix';
+import { rendezvousOrder } from './rendezvous-order';
 import { ACQUIRE_SLOT_SCRIPT, PREFIX_PLACEMENT_SCRIPT, RELEASE_SLOT_SCRIPT } from './slot.scripts';
 import { UpstreamCircuit, type CircuitState, type HealthSignal } from './upstream-circuit';
 
