@@ -277,7 +277,9 @@ describe('openai backend options', () => {
         "catalog model \"llama\": backend.upstreams[0].loadMetrics must be 'vllm' or 'sglang' or 'llamacpp'",
       ]);
       // Prefix routing with one upstream is fine: there is nowhere else to go.
-      expect(problemsOf({ baseUrl: 'http://a/v1', routing: 'prefix' })).toEqual([]);
+      expect(
+        parseOpenAIBackendOptions(model({ baseUrl: 'http://a/v1', routing: 'prefix' }), settings).pool,
+      ).toMatchObject({ routing: 'prefix' });
     });
 
     it('refuses an empty or oversized list, and the shorthand fields next to it', () => {
