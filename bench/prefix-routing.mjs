@@ -55,6 +55,8 @@ const upstreams = ports.map((port, i) => ({
   name: `u${i}`,
   baseUrl: `http://127.0.0.1:${port}/v1`,
   maxConcurrency: SLOTS,
+  // Stated: the bench's in-process baseline builds the backend without a worker concurrency to default to.
+  maxConnections: 16,
 }));
 const model = (id, routing) => ({
   id,
@@ -66,6 +68,10 @@ const stack = await BenchStack.start(root, {
   catalog: { models: [model('prefix-chat', 'prefix'), model('ll-chat', 'least-loaded')] },
   env: { DEFAULT_CHAT_MODEL: 'prefix-chat' },
   appEnv: { 'chat-worker': { WORKER_CONCURRENCY: '32' } },
+}).catch(async (error) => {
+  fixture.kill('SIGTERM');
+  await once(fixture, 'exit');
+  throw error;
 });
 
 async function ask(id, messages) {
