@@ -150,6 +150,13 @@ export class UpstreamPool {
    * the subscriber connection, the failed acquisition's answer on another one).
    */
   private wakeups = 0;
+  /**
+   * Requests waiting for a slot on their preferred upstream, by upstream: woken by every slot freed there
+   * (not one waiter of the whole pool, which may be a fetcher that takes the slot for another job).
+   */
+  private readonly placementWaiters = new Map<number, Set<() => void>>();
+  /** Slots freed per upstream, as the notifications counted them (see `wakeups`). */
+  private readonly freed: number[];
   private stopped = false;
   private lastReady = true;
   private loadTimer: NodeJS.Timeout | null = null;
@@ -161,6 +168,7 @@ export class UpstreamPool {
     readonly settings: PoolSettings,
   ) {
     this.circuits = upstreams.map(() => new UpstreamCircuit(settings.failureThreshold));
+    this.freed = upstreams.map(() => 0);
   }
 
   /** Some upstream is up: the model can take requests. */
@@ -353,6 +361,7 @@ export class UpstreamPool {
       signal.throwIfAborted();
       const id = `${this.slotPrefix}${(this.slotsTaken++).toString(36)}`;
       const wakeupsBefore = this.wakeups;
+      const freedBefore = this.freed.slice();
       const [chosen, how] = (await PREFIX_PLACEMENT_SCRIPT.run(runtime.redis, keys, [
         0,
         runtime.slotTtlMs,
@@ -374,9 +383,14 @@ export class UpstreamPool {
         runtime.observer?.routed?.('preferred');
         return lease;
       }
+      const preferred = order[chosen - 1]!;
       const remaining = deadline - performance.now();
       if (remaining <= 0 || this.stopped) settle = true;
-      else if (this.wakeups === wakeupsBefore) await this.wait(signal, Math.min(remaining, MAX_WAIT_MS));
+      else if (this.freed[preferred] === freedBefore[preferred] && this.wakeups === wakeupsBefore) {
+        let waiters = this.placementWaiters.get(preferred);
+        if (waiters === undefined) this.placementWaiters.set(preferred, (waiters = new Set()));
+        await this.wait(signal, Math.min(remaining, MAX_WAIT_MS), waiters);
+      }
     }
   }
 
@@ -543,6 +557,11 @@ export class UpstreamPool {
       return;
     }
     if (event.kind === 'free') {
+      const freed = this.upstreams.findIndex((u) => u.name === event.upstream);
+      if (freed >= 0) {
+        this.freed[freed]!++;
+        for (const wake of [...(this.placementWaiters.get(freed) ?? [])]) wake();
+      }
       this.wakeOne();
       return;
     }
@@ -567,16 +586,16 @@ export class UpstreamPool {
   }
 
   /** Resolves when woken, after `ms`, or when `signal` aborts (the caller checks it next). */
-  private wait(signal: AbortSignal, ms: number): Promise<void> {
+  private wait(signal: AbortSignal, ms: number, waiters: Set<() => void> = this.waiters): Promise<void> {
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
         signal.removeEventListener('abort', wake);
-        this.waiters.delete(wake);
+        waiters.delete(wake);
         resolve();
       };
       const timer = setTimeout(wake, ms);
-      this.waiters.add(wake);
+      waiters.add(wake);
       signal.addEventListener('abort', wake, { once: true });
     });
   }
@@ -590,6 +609,7 @@ export class UpstreamPool {
   private wakeAll(): void {
     this.wakeups++;
     for (const wake of [...this.waiters]) wake();
+    for (const waiters of this.placementWaiters.values()) for (const wake of [...waiters]) wake();
   }
 
   /** A slot just taken on `upstream`, kept alive until released. */
