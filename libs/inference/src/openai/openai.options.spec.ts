@@ -179,7 +179,7 @@ describe('openai backend options', () => {
         probeIntervalMs: 500,
         routing: 'prefix',
         prefixMinTokens: 256,
-        prefixWaitMs: 250,
+        prefixWaitMs: 500,
         loadIntervalMs: 1000,
       });
       expect(options.upstreams).toEqual([
@@ -207,7 +207,7 @@ describe('openai backend options', () => {
         probeIntervalMs: 2000,
         routing: 'prefix',
         prefixMinTokens: 256,
-        prefixWaitMs: 250,
+        prefixWaitMs: 500,
         loadIntervalMs: 1000,
       });
       expect(

@@ -48,7 +48,7 @@ export const OPENAI_LIMITS = {
   probeIntervalMs: { min: 100, max: 600_000, default: 2000 },
   /** About a few hundred tokens: below that, a prompt's prefill is too short for its cache to matter. */
   prefixMinTokens: { min: 0, max: 1_000_000, default: 256 },
-  prefixWaitMs: { min: 0, max: 60_000, default: 250 },
+  prefixWaitMs: { min: 0, max: 60_000, default: 500 },
   loadMetricsIntervalMs: { min: 100, max: 60_000, default: 1000 },
 } as const;
 
