@@ -145,6 +145,12 @@ describe('prefix-aware routing', () => {
     });
     stack.spawnExtra('chat-worker:2', { WORKER_CONCURRENCY: '16' });
     await stack.waitUntilServing(['prefix-chat', 'll-chat']);
+    // Connections and code paths warmed on both models, so that neither routing's latency pays for it.
+    await Promise.all(
+      Array.from({ length: 32 }, (_, i) =>
+        ask(i % 2 === 0 ? 'prefix-chat' : 'll-chat', [{ role: 'user', content: `warm-up ${i}` }]),
+      ),
+    );
   }, 60_000);
 
   afterAll(async () => {
