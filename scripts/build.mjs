@@ -1,7 +1,7 @@
 // Compiles every app and lib in one pass, then rewrites the @mgw/* path aliases into relative requires,
 // so `node dist/apps/<app>/src/main.js` runs without a loader; then bundles the web console (dist/console/).
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildConsole } from './build-console.mjs';
@@ -15,6 +15,10 @@ for (const [cmd, args] of [
 ]) {
   const result = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
+}
+// Redis scripts live in .lua files next to the code that runs them; tsc does not copy them.
+for (const file of readdirSync(join(root, 'libs'), { recursive: true })) {
+  if (String(file).endsWith('.lua')) cpSync(join(root, 'libs', file), join(root, 'dist', 'libs', file));
 }
 try {
   await buildConsole(root);

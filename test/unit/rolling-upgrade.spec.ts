@@ -442,7 +442,15 @@ const upstreamEvent: Family = {
     const pool = new UpstreamPool(
       'sim-chat',
       [{ name: 'u1', maxConcurrency: 1, probe: () => Promise.reject(new Error('down')) }],
-      { maxAttempts: 1, failureThreshold: 1, probeIntervalMs: 60_000 },
+      {
+        maxAttempts: 1,
+        failureThreshold: 1,
+        probeIntervalMs: 60_000,
+        routing: 'least-loaded',
+        prefixMinTokens: 256,
+        prefixWaitMs: 0,
+        loadIntervalMs: 1000,
+      },
     );
     await pool.start({
       redis: { publish: () => Promise.resolve(0) } as unknown as Redis,

@@ -61,6 +61,11 @@ export interface ChatInferenceRequest {
    * for models whose backend declares them (`backend-parameters.ts` in libs/contracts), i.e. one that relays them upstream.
    */
   relayedParameters?: Readonly<Record<string, unknown>>;
+  /**
+   * OpenAI's `prompt_cache_key`, when the client sent one: requests with the same key share a prompt prefix.
+   * A pool with prefix routing places them by it (pool/prompt-prefix.ts); it is not sent upstream.
+   */
+  promptCacheKey?: string;
 }
 
 export type ChatInferenceEvent =

@@ -111,6 +111,7 @@ export function toChatInferenceRequest(dto: ChatCompletionRequestDto): ChatInfer
     logprobs,
     topLogprobs: logprobs ? (dto.top_logprobs ?? 0) : 0,
     ...(relayedParameters && { relayedParameters }),
+    ...(typeof dto.prompt_cache_key === 'string' && { promptCacheKey: dto.prompt_cache_key }),
   };
 }
 

@@ -668,7 +668,10 @@ export class ExtendedChatCompletionRequestDto
   @IsIn(SERVICE_TIERS, { message: expected(`one of ${SERVICE_TIERS.join(', ')}`) })
   override service_tier?: (typeof SERVICE_TIERS)[number];
 
-  /** Advisory: prompt caching, where a backend has it, is keyed by the backend itself. */
+  /**
+   * Prompt caching, where a backend has it, is keyed by the backend itself; an openai pool with prefix routing
+   * places the request by it (never relayed upstream).
+   */
   @IsOptional()
   @MaxLength(ADVISORY_STRING_MAX, {
     message: expected(`a string of at most ${ADVISORY_STRING_MAX} characters`),

@@ -13,6 +13,7 @@ import type { UpstreamPool } from '../pool/upstream-pool';
 import { ChatStreamReader } from './chat-stream.reader';
 import type { OpenAIUpstreamClient } from './openai-upstream.client';
 import { PooledUpstreams } from './pooled-upstreams';
+import { promptPrefixKey } from '../pool/prompt-prefix';
 import { parseOpenAIBackendOptions, type OpenAIBackendOptions } from './openai.options';
 import { readServerSentEvents } from './server-sent-events.reader';
 import { countPromptTokensInSlices, TimeSlicer } from '../text/token-count';
@@ -116,8 +117,12 @@ export class OpenAIChatBackend implements ChatBackend {
   }
 
   generate(request: ChatInferenceRequest, signal: AbortSignal): AsyncGenerator<ChatInferenceEvent> {
-    return this.upstreams.run(signal, (client, upstream, s) =>
-      this.attempt(client, upstream.upstreamModel, request, s),
+    const pool = this.upstreams.pool;
+    const prefixKey = pool.routesByPrefix ? promptPrefixKey(request, pool.settings.prefixMinTokens) : null;
+    return this.upstreams.run(
+      signal,
+      (client, upstream, s) => this.attempt(client, upstream.upstreamModel, request, s),
+      prefixKey,
     );
   }
 

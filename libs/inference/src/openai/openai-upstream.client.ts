@@ -10,6 +10,8 @@ import { upstreamStatusError, upstreamTransportError, type UpstreamHeaders } fro
 export const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
 /** Enough of an error body to find its message; the rest is dropped unread. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** vLLM's exposition with its histograms is some 100 KB; beyond this it is not a metrics page. */
+const MAX_METRICS_BYTES = 4 * 1024 * 1024;
 
 export interface UpstreamResponse {
   headers: UpstreamHeaders;
@@ -109,6 +111,25 @@ export class OpenAIUpstreamClient {
     if (response.statusCode < 200 || response.statusCode >= 300) {
       throw new Error(`GET /models answered ${response.statusCode}`);
     }
+  }
+
+  /**
+   * The server's Prometheus metrics: `GET /metrics` at the base URL's path less a trailing `/v1` (vLLM,
+   * SGLang and llama.cpp server publish it at the root). Rejects unless 2xx within the signal's time.
+   */
+  async metrics(signal: AbortSignal): Promise<string> {
+    const root = this.options.baseUrl.pathname.replace(/\/v1$/, '');
+    const response = await this.pool.request({
+      method: 'GET',
+      path: `${root}/metrics`,
+      headers: { ...this.headers, accept: 'text/plain' },
+      signal,
+    });
+    const text = await readCapped(response.body, MAX_METRICS_BYTES).finally(() => response.body.destroy());
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw new Error(`GET /metrics answered ${response.statusCode}`);
+    }
+    return text;
   }
 
   /** What to throw for `error`, caught while talking to the upstream under `signal`. */

@@ -46,6 +46,7 @@ describe('openai backend options', () => {
       headers: {},
       maxConnections: 8,
       maxConcurrency: 8,
+      loadMetrics: null,
     });
     expect(options.baseUrl.pathname).toBe('/v1');
   });
@@ -74,6 +75,7 @@ describe('openai backend options', () => {
       headers: { 'x-tenant': 'blue', 'openai-organization': 'org-1' },
       maxConnections: 3,
       maxConcurrency: 8,
+      loadMetrics: null,
     });
   });
 
@@ -142,7 +144,7 @@ describe('openai backend options', () => {
         apiKey: 'sk-x',
       }),
     ).toEqual([
-      'catalog model "llama": backend.apiKey is not an option of the openai backend (known: baseUrl, apiKeyEnv, upstreamModel, timeoutMs, headers, maxConnections, maxConcurrency, upstreams, maxAttempts, failureThreshold, probeIntervalMs)',
+      'catalog model "llama": backend.apiKey is not an option of the openai backend (known: baseUrl, apiKeyEnv, upstreamModel, timeoutMs, headers, maxConnections, maxConcurrency, loadMetrics, upstreams, maxAttempts, failureThreshold, probeIntervalMs, routing, prefixMinTokens, prefixWaitMs, loadMetricsIntervalMs)',
       'catalog model "llama": backend.upstreamModel must be a non-empty string of at most 256 characters',
       'catalog model "llama": backend.timeoutMs must be an integer from 1 to 3600000',
       'catalog model "llama": backend.maxConnections must be an integer from 1 to 10000',
@@ -171,7 +173,15 @@ describe('openai backend options', () => {
         }),
         settings,
       );
-      expect(options.pool).toEqual({ maxAttempts: 2, failureThreshold: 5, probeIntervalMs: 500 });
+      expect(options.pool).toEqual({
+        maxAttempts: 2,
+        failureThreshold: 5,
+        probeIntervalMs: 500,
+        routing: 'prefix',
+        prefixMinTokens: 256,
+        prefixWaitMs: 500,
+        loadIntervalMs: 1000,
+      });
       expect(options.upstreams).toEqual([
         {
           name: '0',
@@ -182,6 +192,7 @@ describe('openai backend options', () => {
           headers: { 'x-tenant': 'blue' },
           maxConnections: 8,
           maxConcurrency: 4,
+          loadMetrics: null,
         },
         expect.objectContaining({ name: 'gpu-b', timeoutMs: 900, maxConcurrency: 8, apiKey: 'sk-secret' }),
         expect.objectContaining({ name: '2', upstreamModel: 'other', headers: {}, maxConcurrency: 2 }),
@@ -190,7 +201,15 @@ describe('openai backend options', () => {
 
     it('defaults the pool settings, and the shorthand concurrency to the worker concurrency', () => {
       const options = parseOpenAIBackendOptions(model({ baseUrl: 'http://h/v1' }), settings);
-      expect(options.pool).toEqual({ maxAttempts: 3, failureThreshold: 3, probeIntervalMs: 2000 });
+      expect(options.pool).toEqual({
+        maxAttempts: 3,
+        failureThreshold: 3,
+        probeIntervalMs: 2000,
+        routing: 'prefix',
+        prefixMinTokens: 256,
+        prefixWaitMs: 500,
+        loadIntervalMs: 1000,
+      });
       expect(
         parseOpenAIUpstreamOptions(model({ baseUrl: 'http://h/v1', maxConcurrency: 3 }), settings),
       ).toMatchObject({ maxConcurrency: 3 });
@@ -208,7 +227,7 @@ describe('openai backend options', () => {
           ],
         }),
       ).toEqual([
-        'catalog model "llama": backend.upstreams[1].port is not an option of an upstream of the openai backend (known: name, baseUrl, apiKeyEnv, upstreamModel, timeoutMs, headers, maxConnections, maxConcurrency)',
+        'catalog model "llama": backend.upstreams[1].port is not an option of an upstream of the openai backend (known: name, baseUrl, apiKeyEnv, upstreamModel, timeoutMs, headers, maxConnections, maxConcurrency, loadMetrics)',
         'catalog model "llama": backend.upstreams[4] must be an object',
         'catalog model "llama": backend.upstreams[0].maxConcurrency must be an integer from 1 to 100000',
         'catalog model "llama": backend.upstreams[1].baseUrl must use http or https, not ftp',
@@ -218,6 +237,49 @@ describe('openai backend options', () => {
         'catalog model "llama": backend.upstreams[3].name "0" is used by another upstream',
         'catalog model "llama": backend.upstreams[3].maxConcurrency is required: the requests this server takes at once',
       ]);
+    });
+
+    it('reads the routing and engine-load options: load format per upstream, the top-level one as default', () => {
+      const options = parseOpenAIBackendOptions(
+        model({
+          upstreams: [...two, { baseUrl: 'http://c/v1', maxConcurrency: 1, loadMetrics: 'llamacpp' }],
+          loadMetrics: 'vllm',
+          routing: 'least-loaded',
+          prefixMinTokens: 1024,
+          prefixWaitMs: 0,
+          loadMetricsIntervalMs: 500,
+        }),
+        settings,
+      );
+      expect(options.pool).toMatchObject({
+        routing: 'least-loaded',
+        prefixMinTokens: 1024,
+        prefixWaitMs: 0,
+        loadIntervalMs: 500,
+      });
+      expect(options.upstreams.map((u) => u.loadMetrics)).toEqual(['vllm', 'vllm', 'llamacpp']);
+    });
+
+    it('names the field of a routing option that makes no sense', () => {
+      expect(
+        problemsOf({
+          upstreams: [{ baseUrl: 'http://a/v1', maxConcurrency: 1, loadMetrics: 'prometheus' }],
+          routing: 'random',
+          prefixWaitMs: -1,
+          prefixMinTokens: 'many',
+          loadMetricsIntervalMs: 10,
+        }),
+      ).toEqual([
+        "catalog model \"llama\": backend.routing must be 'prefix' or 'least-loaded'",
+        'catalog model "llama": backend.prefixMinTokens must be an integer from 0 to 1000000',
+        'catalog model "llama": backend.prefixWaitMs must be an integer from 0 to 60000',
+        'catalog model "llama": backend.loadMetricsIntervalMs must be an integer from 100 to 60000',
+        "catalog model \"llama\": backend.upstreams[0].loadMetrics must be 'vllm' or 'sglang' or 'llamacpp'",
+      ]);
+      // Prefix routing with one upstream is fine: there is nowhere else to go.
+      expect(
+        parseOpenAIBackendOptions(model({ baseUrl: 'http://a/v1', routing: 'prefix' }), settings).pool,
+      ).toMatchObject({ routing: 'prefix' });
     });
 
     it('refuses an empty or oversized list, and the shorthand fields next to it', () => {

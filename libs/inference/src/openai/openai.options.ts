@@ -1,7 +1,8 @@
 import type { CatalogModel } from '@mgw/config';
 import type { StringPattern } from '@mgw/contracts';
 import { BackendOptionReader } from '../backend-options.reader';
-import type { PoolSettings } from '../pool/upstream-pool';
+import { ENGINE_LOAD_FORMATS, type EngineLoadFormat } from '../pool/engine-load.parser';
+import { POOL_ROUTINGS, type PoolSettings } from '../pool/upstream-pool';
 import type { BackendSettings } from '../backend-settings';
 
 export { OPENAI_BACKEND_KIND } from '@mgw/contracts';
@@ -24,6 +25,8 @@ export interface OpenAIUpstreamOptions {
   maxConnections: number;
   /** Requests in flight on this upstream at most, summed over every worker process of the model. */
   maxConcurrency: number;
+  /** The format of the load the server publishes at `{origin}{path without /v1}/metrics`; null = none read. */
+  loadMetrics: EngineLoadFormat | null;
 }
 
 /** A catalog model's `openai` backend: its upstreams, and how requests move between them. */
@@ -43,6 +46,10 @@ export const OPENAI_LIMITS = {
   maxAttempts: { min: 1, max: 10, default: 3 },
   failureThreshold: { min: 1, max: 100, default: 3 },
   probeIntervalMs: { min: 100, max: 600_000, default: 2000 },
+  /** About a few hundred tokens: below that, a prompt's prefill is too short for its cache to matter. */
+  prefixMinTokens: { min: 0, max: 1_000_000, default: 256 },
+  prefixWaitMs: { min: 0, max: 60_000, default: 500 },
+  loadMetricsIntervalMs: { min: 100, max: 60_000, default: 1000 },
 } as const;
 
 /** Options of one upstream, in `upstreams[i]` or (for the one-upstream shorthand) at the top level. */
@@ -54,6 +61,7 @@ const UPSTREAM_KEYS = [
   'headers',
   'maxConnections',
   'maxConcurrency',
+  'loadMetrics',
 ] as const;
 
 const OPTION_KEYS = [
@@ -63,6 +71,10 @@ const OPTION_KEYS = [
   'maxAttempts',
   'failureThreshold',
   'probeIntervalMs',
+  'routing',
+  'prefixMinTokens',
+  'prefixWaitMs',
+  'loadMetricsIntervalMs',
 ] as const;
 
 const ELEMENT_KEYS = ['name', ...UPSTREAM_KEYS] as const;
@@ -179,6 +191,16 @@ interface UpstreamDefaults {
   timeoutMs: number;
   headers: Record<string, string>;
   maxConnections: number;
+  loadMetrics: EngineLoadFormat | null;
+}
+
+function parseLoadMetrics(
+  reader: BackendOptionReader,
+  fallback: EngineLoadFormat | null,
+): EngineLoadFormat | null {
+  if (!reader.has('loadMetrics')) return fallback;
+  if (reader.raw('loadMetrics') === null) return null;
+  return reader.oneOf('loadMetrics', ENGINE_LOAD_FORMATS, ENGINE_LOAD_FORMATS[0]);
 }
 
 function parseDefaults(
@@ -204,6 +226,7 @@ function parseDefaults(
       OPENAI_LIMITS.maxConnections,
       fallback?.maxConnections ?? Math.max(1, settings.concurrency),
     ),
+    loadMetrics: parseLoadMetrics(reader, fallback?.loadMetrics ?? null),
   };
 }
 
@@ -230,6 +253,18 @@ export function parseOpenAIBackendOptions(
       'probeIntervalMs',
       OPENAI_LIMITS.probeIntervalMs,
       OPENAI_LIMITS.probeIntervalMs.default,
+    ),
+    routing: reader.oneOf('routing', POOL_ROUTINGS, 'prefix'),
+    prefixMinTokens: reader.int(
+      'prefixMinTokens',
+      OPENAI_LIMITS.prefixMinTokens,
+      OPENAI_LIMITS.prefixMinTokens.default,
+    ),
+    prefixWaitMs: reader.int('prefixWaitMs', OPENAI_LIMITS.prefixWaitMs, OPENAI_LIMITS.prefixWaitMs.default),
+    loadIntervalMs: reader.int(
+      'loadMetricsIntervalMs',
+      OPENAI_LIMITS.loadMetricsIntervalMs,
+      OPENAI_LIMITS.loadMetricsIntervalMs.default,
     ),
   };
   const upstreams: OpenAIUpstreamOptions[] = [];

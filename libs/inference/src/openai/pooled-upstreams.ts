@@ -1,4 +1,5 @@
 import { GatewayError } from '@mgw/contracts';
+import { parseEngineLoad } from '../pool/engine-load.parser';
 import { UpstreamPool, type AttemptVerdict } from '../pool/upstream-pool';
 import { OpenAIUpstreamClient } from './openai-upstream.client';
 import type { OpenAIBackendOptions, OpenAIUpstreamOptions } from './openai.options';
@@ -40,20 +41,33 @@ export class PooledUpstreams {
     this.clients = options.upstreams.map((upstream) => new OpenAIUpstreamClient(upstream));
     this.pool = new UpstreamPool(
       model,
-      options.upstreams.map((upstream, index) => ({
-        name: upstream.name,
-        maxConcurrency: upstream.maxConcurrency,
-        probe: (signal: AbortSignal) => this.clients[index]!.probe(signal),
-      })),
+      options.upstreams.map((upstream, index) => {
+        const client = this.clients[index]!;
+        const format = upstream.loadMetrics;
+        return {
+          name: upstream.name,
+          maxConcurrency: upstream.maxConcurrency,
+          probe: (signal: AbortSignal) => client.probe(signal),
+          ...(format !== null && {
+            readLoad: async (signal: AbortSignal) => parseEngineLoad(await client.metrics(signal), format),
+          }),
+        };
+      }),
       options.pool,
     );
   }
 
-  run<T>(signal: AbortSignal, attempt: UpstreamAttempt<T>): AsyncGenerator<T> {
+  /** `prefixKey`: the request's prompt prefix key, for a pool with prefix routing (null: none). */
+  run<T>(
+    signal: AbortSignal,
+    attempt: UpstreamAttempt<T>,
+    prefixKey: string | null = null,
+  ): AsyncGenerator<T> {
     return this.pool.run(
       signal,
       (index, s) => attempt(this.clients[index]!, this.options.upstreams[index]!, s),
       judgeUpstreamError,
+      prefixKey,
     );
   }
 

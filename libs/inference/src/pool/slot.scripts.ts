@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { LUA_NOW, LuaScript } from '@mgw/access';
 
 /*
@@ -7,19 +9,23 @@ import { LUA_NOW, LuaScript } from '@mgw/access';
  */
 
 /**
- * Takes a slot of the least loaded candidate (fewest slots used per slot it has), atomically, or none.
- * KEYS: the candidates' slot sets, in order of preference. ARGV: 1 now ms (0 = Redis time), 2 slot ttl ms,
- * 3 slot id, 4.. each candidate's maxConcurrency.
+ * Takes a slot of the least loaded candidate (fewest slots used per slot it has), atomically, or none. An
+ * engine busy with outside traffic (its load hash's `outside`, see EngineLoadReader) has that many fewer
+ * slots, keeping at least one.
+ * KEYS: the candidates' slot sets, in order of preference, then their engine-load hashes in the same order.
+ * ARGV: 1 now ms (0 = Redis time), 2 slot ttl ms, 3 slot id, 4.. each candidate's maxConcurrency.
  * Returns: {1-based index of the chosen candidate (0 = all full), free slots left among the candidates}.
  */
 export const ACQUIRE_SLOT_SCRIPT = new LuaScript(`${LUA_NOW}
 local now = clock(ARGV[1])
 local ttl = tonumber(ARGV[2])
+local n = #KEYS / 2
 local best, bestLoad, free = 0, 2, 0
-for i = 1, #KEYS do
+for i = 1, n do
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
   local used = redis.call('ZCARD', KEYS[i])
-  local limit = tonumber(ARGV[3 + i])
+  local outside = tonumber(redis.call('HGET', KEYS[n + i], 'outside') or '0') or 0
+  local limit = math.max(1, tonumber(ARGV[3 + i]) - outside)
   if used < limit then
     free = free + limit - used
     local load = used / limit
@@ -43,3 +49,11 @@ export const RELEASE_SLOT_SCRIPT = new LuaScript(`
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
 return 1
 `);
+
+/**
+ * Places a request by its prompt's prefix key (prefix-placement.lua): the upstream that served the key last,
+ * or for a new key the first in its rendezvous order under its bounded share of the keys.
+ */
+export const PREFIX_PLACEMENT_SCRIPT = new LuaScript(
+  LUA_NOW + readFileSync(join(__dirname, 'prefix-placement.lua'), 'utf8'),
+);

@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { GatewayError } from '@mgw/contracts';
-import { UpstreamPool, type PoolChannel, type PoolRuntime, type UpstreamSlot } from './upstream-pool';
+import {
+  UpstreamPool,
+  type PoolChannel,
+  type PoolRuntime,
+  type PoolSettings,
+  type PoolUpstream,
+  type UpstreamSlot,
+} from './upstream-pool';
 
 /** A subscriber connection shared by the pools of one test "process", as the worker's PubSubDispatcher is. */
 class Channel implements PoolChannel {
@@ -19,6 +26,13 @@ class Channel implements PoolChannel {
 
 const never = () => new Promise<void>(() => undefined);
 
+const ROUTING: Pick<PoolSettings, 'routing' | 'prefixMinTokens' | 'prefixWaitMs' | 'loadIntervalMs'> = {
+  routing: 'least-loaded',
+  prefixMinTokens: 256,
+  prefixWaitMs: 0,
+  loadIntervalMs: 1000,
+};
+
 /**
  * Two pools of one model, as two worker processes hold them, against a real Redis: the slots are one
  * cluster-wide bound, a release wakes the other process's waiter, a lapsed lease comes back, and a circuit
@@ -30,9 +44,11 @@ describe('UpstreamPool (real Redis)', () => {
   const pools: UpstreamPool[] = [];
 
   async function processWith(
-    upstreams: Array<{ name: string; maxConcurrency: number }>,
+    upstreams: Array<Omit<PoolUpstream, 'probe'>>,
     slotTtlMs = 5000,
     probe: () => Promise<void> = never,
+    settings: Partial<PoolSettings> = {},
+    observer?: PoolRuntime['observer'],
   ): Promise<UpstreamPool> {
     const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
     const subscriber = redis.duplicate();
@@ -40,7 +56,7 @@ describe('UpstreamPool (real Redis)', () => {
     const pool = new UpstreamPool(
       'm',
       upstreams.map((u) => ({ ...u, probe })),
-      { maxAttempts: 3, failureThreshold: 2, probeIntervalMs: 100 },
+      { maxAttempts: 3, failureThreshold: 2, probeIntervalMs: 100, ...ROUTING, ...settings },
     );
     const runtime: PoolRuntime = {
       redis,
@@ -49,6 +65,7 @@ describe('UpstreamPool (real Redis)', () => {
       instanceId: `instance-${pools.length}`,
       slotTtlMs,
       logger: { warn: () => undefined },
+      ...(observer !== undefined && { observer }),
     };
     await pool.start(runtime);
     pools.push(pool);
@@ -222,6 +239,250 @@ describe('UpstreamPool (real Redis)', () => {
     await waitUntil(() => bothUp(one) && bothUp(two));
     expect([two.stateOf(0), two.stateOf(1)]).toEqual(['up', 'up']);
     expect(readiness).toEqual([false, true]);
+  });
+});
+
+/**
+ * Prefix routing and engine load against a real Redis: what the placement script decides, seen through the
+ * pool's runs (which upstream an attempt ran on) and its observer (the routing outcome).
+ */
+describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
+  const namespace = `unit-prefix-${randomBytes(5).toString('hex')}`;
+  const connections: Redis[] = [];
+  const pools: UpstreamPool[] = [];
+  const four = ['a', 'b', 'c', 'd'].map((name) => ({ name, maxConcurrency: 4 }));
+
+  function observing() {
+    const outcomes: string[] = [];
+    const loads: Array<[string, unknown]> = [];
+    const observer: NonNullable<PoolRuntime['observer']> = {
+      state: () => undefined,
+      attempt: () => ({ firstOutput: () => undefined, ended: () => undefined }),
+      routed: (outcome) => outcomes.push(outcome),
+      engineLoad: (upstream, load) => loads.push([upstream, load]),
+    };
+    return { outcomes, loads, observer };
+  }
+
+  async function processWith(
+    upstreams: Array<Omit<PoolUpstream, 'probe'>>,
+    settings: Partial<PoolSettings> = {},
+    observer?: PoolRuntime['observer'],
+  ): Promise<{ pool: UpstreamPool; redis: Redis }> {
+    const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const subscriber = redis.duplicate();
+    connections.push(redis, subscriber);
+    const pool = new UpstreamPool(
+      'm',
+      upstreams.map((u) => ({ ...u, probe: never })),
+      {
+        maxAttempts: 3,
+        failureThreshold: 2,
+        probeIntervalMs: 100,
+        ...ROUTING,
+        routing: 'prefix',
+        prefixWaitMs: 100,
+        ...settings,
+      },
+    );
+    await pool.start({
+      redis,
+      channel: new Channel(subscriber),
+      namespace,
+      instanceId: `instance-${pools.length}`,
+      slotTtlMs: 5000,
+      logger: { warn: () => undefined },
+      ...(observer !== undefined && { observer }),
+    });
+    pools.push(pool);
+    return { pool, redis };
+  }
+
+  /** Runs one request with `key`; resolves with its upstream once `done` resolves (default: at once). */
+  async function place(
+    pool: UpstreamPool,
+    key: string | null,
+    done: Promise<void> = Promise.resolve(),
+  ): Promise<number> {
+    let ranOn = -1;
+    const run = pool.run(
+      new AbortController().signal,
+      async function* (upstream) {
+        ranOn = upstream;
+        yield upstream;
+        await done;
+      },
+      () => 'failed',
+      key,
+    );
+    for await (const _ of run) {
+      // the attempt's one item
+    }
+    return ranOn;
+  }
+
+  /** Starts a request with `key` that holds its slot until released; resolves once it runs. */
+  async function hold(
+    pool: UpstreamPool,
+    key: string | null,
+  ): Promise<{ upstream: number; release(): void }> {
+    let release!: () => void;
+    const done = new Promise<void>((resolve) => (release = resolve));
+    let started!: (upstream: number) => void;
+    const running = new Promise<number>((resolve) => (started = resolve));
+    const run = pool.run(
+      new AbortController().signal,
+      async function* (upstream) {
+        started(upstream);
+        yield upstream;
+        await done;
+      },
+      () => 'failed',
+      key,
+    );
+    const finished = (async () => {
+      for await (const _ of run) {
+        // the attempt's one item
+      }
+    })();
+    const upstream = await running;
+    return {
+      upstream,
+      release: () => {
+        release();
+        void finished;
+      },
+    };
+  }
+
+  afterEach(async () => {
+    for (const pool of pools.splice(0)) pool.stop();
+    const [redis] = connections;
+    if (redis) {
+      const keys = await redis.keys(`${namespace}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+    }
+    await Promise.all(connections.splice(0).map((c) => c.quit()));
+  });
+
+  it('sends every request of a key to the upstream that served it, from any process', async () => {
+    const { outcomes, observer } = observing();
+    const { pool: one } = await processWith(four, {}, observer);
+    const { pool: two } = await processWith(four, {}, observer);
+    for (let k = 0; k < 8; k++) {
+      const first = await place(one, `conversation-${k}`);
+      for (let turn = 0; turn < 4; turn++) {
+        expect(await place(turn % 2 === 0 ? two : one, `conversation-${k}`)).toBe(first);
+      }
+    }
+    expect(outcomes).toHaveLength(40);
+    expect(new Set(outcomes)).toEqual(new Set(['preferred']));
+    await place(one, null);
+    expect(outcomes.at(-1)).toBe('no_key');
+  });
+
+  it('bounds the keys an upstream holds: new keys spread by capacity', async () => {
+    const { pool } = await processWith(four);
+    const perUpstream = [0, 0, 0, 0];
+    for (let k = 0; k < 24; k++) perUpstream[await place(pool, `key-${k}`)]!++;
+    // ceil(1.25 × 24 / 4) = 8 at most, whatever the hashes say.
+    expect(Math.max(...perUpstream)).toBeLessThanOrEqual(8);
+    expect(perUpstream.reduce((a, b) => a + b)).toBe(24);
+  });
+
+  it('waits a bounded time for a full preferred upstream, then spills and remembers where', async () => {
+    const { outcomes, observer } = observing();
+    const { pool } = await processWith(
+      [
+        { name: 'a', maxConcurrency: 1 },
+        { name: 'b', maxConcurrency: 1 },
+      ],
+      { prefixWaitMs: 150 },
+      observer,
+    );
+    const home = await place(pool, 'k');
+    const blocker = await hold(pool, 'k'); // holds the key's upstream
+    expect(blocker.upstream).toBe(home);
+    const startedAt = Date.now();
+    const spilled = await place(pool, 'k');
+    expect(spilled).toBe(1 - home);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(140);
+    expect(outcomes.at(-1)).toBe('spilled');
+    blocker.release();
+    // The prefix is now where the spilled request ran: the next one follows it there.
+    expect(await place(pool, 'k')).toBe(spilled);
+    expect(outcomes.at(-1)).toBe('preferred');
+  });
+
+  it('takes the preferred upstream when it frees a slot within the wait', async () => {
+    const { outcomes, observer } = observing();
+    const { pool, redis } = await processWith(
+      [
+        { name: 'a', maxConcurrency: 1 },
+        { name: 'b', maxConcurrency: 1 },
+      ],
+      { prefixWaitMs: 10_000 },
+      observer,
+    );
+    const home = await place(pool, 'k');
+    const blocker = await hold(pool, 'k');
+    const waiting = place(pool, 'k');
+    // The waiter holds the other upstream's slot meanwhile (so nothing else starts there) and waits.
+    const other = `${namespace}:upstream-slots:m:${home === 0 ? 'b' : 'a'}`;
+    while ((await redis.zcard(other)) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(outcomes).toHaveLength(2);
+    blocker.release();
+    expect(await waiting).toBe(home);
+    expect(outcomes.at(-1)).toBe('preferred');
+  });
+
+  it('gives an engine busy with outside traffic fewer slots, keeping one', async () => {
+    const { pool, redis } = await processWith(
+      [
+        { name: 'a', maxConcurrency: 4 },
+        { name: 'b', maxConcurrency: 4 },
+      ],
+      { routing: 'least-loaded' },
+    );
+    const model = 'm';
+    await redis.hset(`${namespace}:upstream-load:${model}:a`, { outside: 8 });
+    const signal = new AbortController().signal;
+    const held: UpstreamSlot[] = [];
+    for (let i = 0; i < 5; i++) held.push((await pool.acquire(signal))!);
+    expect(held.map((lease) => lease.upstream).sort()).toEqual([0, 1, 1, 1, 1]);
+    // Full now: a and its one slot, b and its four.
+    const controller = new AbortController();
+    const sixth = pool.acquire(controller.signal);
+    controller.abort(new Error('full'));
+    await expect(sixth).rejects.toThrow('full');
+    for (const lease of held) lease.release();
+  });
+
+  it("reads an engine's load once per interval for all processes, and lets the reading lapse", async () => {
+    let reads = 0;
+    let answering = true;
+    const readLoad = () => {
+      reads++;
+      return answering
+        ? Promise.resolve({ running: 3, waiting: 8, kvCacheUsage: 0.25 })
+        : Promise.reject(new Error('refused'));
+    };
+    const upstreams = [
+      { name: 'a', maxConcurrency: 4, readLoad },
+      { name: 'b', maxConcurrency: 4 },
+    ];
+    const { loads, observer } = observing();
+    const startedAt = Date.now();
+    const { redis } = await processWith(upstreams, { loadIntervalMs: 100 }, observer);
+    await processWith(upstreams, { loadIntervalMs: 100 }, observer);
+    await waitUntil(() => reads >= 6);
+    // Two processes, one reader per interval: never two reads of one interval.
+    expect(reads).toBeLessThanOrEqual((Date.now() - startedAt) / 100 + 2);
+    expect(await redis.hget(`${namespace}:upstream-load:m:a`, 'outside')).toBe('11');
+    expect(loads).toContainEqual(['a', { running: 3, waiting: 8, kvCacheUsage: 0.25, outside: 11 }]);
+    expect(loads.some(([upstream]) => upstream === 'b')).toBe(false);
+    answering = false;
+    await waitUntil(() => loads.at(-1)?.[1] === null, 5000);
   });
 });
 

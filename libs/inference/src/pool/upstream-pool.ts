@@ -10,7 +10,9 @@ import {
   type ComponentLogger,
   type UpstreamEvent,
 } from '@mgw/contracts';
-import { ACQUIRE_SLOT_SCRIPT, RELEASE_SLOT_SCRIPT } from './slot.scripts';
+import type { EngineLoad } from './engine-load.parser';
+import { rendezvousOrder } from './rendezvous-order';
+import { ACQUIRE_SLOT_SCRIPT, PREFIX_PLACEMENT_SCRIPT, RELEASE_SLOT_SCRIPT } from './slot.scripts';
 import { UpstreamCircuit, type CircuitState, type HealthSignal } from './upstream-circuit';
 
 /** One server of a pool, as the pool needs to know it. */
@@ -21,7 +23,16 @@ export interface PoolUpstream {
   maxConcurrency: number;
   /** The active health check; resolves when the upstream answers, rejects otherwise. */
   probe(signal: AbortSignal): Promise<void>;
+  /** Reads the engine's own load, when it publishes it; rejects when it cannot. */
+  readLoad?(signal: AbortSignal): Promise<EngineLoad>;
 }
+
+/** How a pool of several upstreams places a request: by its prompt's prefix, or by load alone. */
+export const POOL_ROUTINGS = ['prefix', 'least-loaded'] as const;
+export type PoolRouting = (typeof POOL_ROUTINGS)[number];
+
+/** What became of a request's placement by prefix: on its preferred upstream, elsewhere, or it had no key. */
+export type PrefixOutcome = 'preferred' | 'spilled' | 'no_key';
 
 export interface PoolSettings {
   /** Upstreams one request may be tried on before the first output (each at most once). */
@@ -30,6 +41,14 @@ export interface PoolSettings {
   failureThreshold: number;
   /** How often an upstream that is out is probed. */
   probeIntervalMs: number;
+  /** `prefix`: a request with a prefix key goes where its prefix was last served (several upstreams only). */
+  routing: PoolRouting;
+  /** Prompts shorter than this (estimated tokens) get no prefix key: load alone places them. */
+  prefixMinTokens: number;
+  /** How long a request waits for a slot on its preferred upstream before it takes the least loaded. */
+  prefixWaitMs: number;
+  /** How often an engine's published load is read (by one worker at a time). */
+  loadIntervalMs: number;
 }
 
 /** What became of one attempt on an upstream. */
@@ -46,6 +65,10 @@ export interface AttemptObserver {
 export interface UpstreamObserver {
   state(upstream: string, up: boolean): void;
   attempt(upstream: string): AttemptObserver;
+  /** A request placed by prefix routing. */
+  routed?(outcome: PrefixOutcome): void;
+  /** The engine's latest reading (null: none, or expired). */
+  engineLoad?(upstream: string, load: (EngineLoad & { outside: number }) | null): void;
 }
 
 /** The shared subscriber connection's dispatcher (queue's PubSubDispatcher). */
@@ -93,6 +116,13 @@ const MIN_WAIT_MS = 50;
 /** A waiter re-checks at least this often even without a notification: slots of a dead worker lapse silently. */
 const MAX_WAIT_MS = 1000;
 const PROBE_TIMEOUT_MS = { min: 500, max: 5000 };
+/** How long a prefix is remembered after it was last served: engines evict idle prefixes within minutes. */
+const PREFIX_MEMORY_MS = 600_000;
+/** A new prefix key goes to an upstream holding at most this many times its capacity's share of the keys. */
+const PREFIX_BALANCE_FACTOR = 1.25;
+/** A reading of an engine's load is kept for this many intervals: a reader that stops, its reading lapses. */
+const LOAD_READING_INTERVALS = 3;
+const LOAD_FETCH_TIMEOUT_MS = 2000;
 
 /**
  * The upstreams of one model as one pool: exact cluster-wide concurrency per upstream (slots held in Redis
@@ -120,8 +150,17 @@ export class UpstreamPool {
    * the subscriber connection, the failed acquisition's answer on another one).
    */
   private wakeups = 0;
+  /**
+   * Requests waiting for a slot on their preferred upstream, by upstream: woken by every slot freed there
+   * (not one waiter of the whole pool, which may be a fetcher that takes the slot for another job).
+   */
+  private readonly placementWaiters = new Map<number, Set<() => void>>();
+  /** Slots freed per upstream, as the notifications counted them (see `wakeups`). */
+  private readonly freed: number[];
   private stopped = false;
   private lastReady = true;
+  private loadTimer: NodeJS.Timeout | null = null;
+  private readingLoads = false;
 
   constructor(
     readonly model: string,
@@ -129,6 +168,7 @@ export class UpstreamPool {
     readonly settings: PoolSettings,
   ) {
     this.circuits = upstreams.map(() => new UpstreamCircuit(settings.failureThreshold));
+    this.freed = upstreams.map(() => 0);
   }
 
   /** Some upstream is up: the model can take requests. */
@@ -153,11 +193,21 @@ export class UpstreamPool {
       // Messages sent while the subscription was down are lost: everyone waiting looks again.
       connected: () => this.wakeAll(),
     });
+    if (this.upstreams.some((upstream) => upstream.readLoad !== undefined)) {
+      this.loadTimer = setInterval(() => void this.readLoads(), this.settings.loadIntervalMs);
+      this.loadTimer.unref();
+    }
+  }
+
+  /** Whether requests are placed by prefix: `prefix` routing over more than one upstream. */
+  get routesByPrefix(): boolean {
+    return this.settings.routing === 'prefix' && this.upstreams.length > 1;
   }
 
   stop(): void {
     this.stopped = true;
     this.keeper?.stop();
+    if (this.loadTimer !== null) clearInterval(this.loadTimer);
     for (const timer of this.probes.values()) clearTimeout(timer);
     this.probes.clear();
     this.wakeAll();
@@ -200,17 +250,15 @@ export class UpstreamPool {
       const wakeupsBefore = this.wakeups;
       const [chosen, free] = (await ACQUIRE_SLOT_SCRIPT.run(
         runtime.redis,
-        candidates.map((index) => this.slotKey(runtime, index)),
+        [
+          ...candidates.map((index) => this.slotKey(runtime, index)),
+          ...candidates.map((index) => this.loadKey(runtime, index)),
+        ],
         [0, runtime.slotTtlMs, id, ...candidates.map((index) => this.upstreams[index]!.maxConcurrency)],
       )) as [number, number];
       if (chosen > 0) {
-        const upstream = candidates[chosen - 1]!;
-        const lease = new UpstreamSlot(upstream, id, this.slotKey(runtime, upstream), (held) =>
-          this.release(held),
-        );
-        this.keeper!.track(lease);
         if (free > 0) this.wakeOne();
-        return lease;
+        return this.track(runtime, candidates[chosen - 1]!, id);
       }
       if (this.wakeups !== wakeupsBefore) continue;
       await this.wait(signal, waitMs);
@@ -228,6 +276,8 @@ export class UpstreamPool {
     signal: AbortSignal,
     attempt: (upstream: number, signal: AbortSignal) => AsyncIterable<T>,
     judge: (error: unknown) => AttemptVerdict,
+    /** The request's prompt prefix key (pool/prompt-prefix.ts); null: none, load alone places it. */
+    prefixKey: string | null = null,
   ): AsyncGenerator<T> {
     const runtime = this.started();
     const tried = new Set<number>();
@@ -243,6 +293,8 @@ export class UpstreamPool {
       lease ??= await this.acquire(signal, tried);
       // Nowhere left to try: the last attempt's error (as the backend threw it), or none was possible.
       if (lease === null) throw (lastError as Error | null) ?? this.unavailable();
+      // A retry goes wherever a slot is free: the preferred upstream is the one that just failed.
+      if (tried.size === 0 && this.routesByPrefix) lease = await this.placeByPrefix(lease, prefixKey, signal);
       const current: UpstreamSlot = lease;
       lease = null;
       const index = current.upstream;
@@ -274,6 +326,148 @@ export class UpstreamPool {
         current.release();
       }
     }
+  }
+
+  /**
+   * Moves a request holding `held` (a slot on the least loaded upstream) to the upstream its prefix was last
+   * served on — or, for a new prefix, the first in its rendezvous order under its bounded share of the
+   * prefixes — when that one has a free slot; waits up to `prefixWaitMs` for one there (woken by releases,
+   * as `acquire` is), then stays on `held`, where its prefix is remembered from then on.
+   */
+  private async placeByPrefix(
+    held: UpstreamSlot,
+    prefixKey: string | null,
+    signal: AbortSignal,
+  ): Promise<UpstreamSlot> {
+    const runtime = this.started();
+    if (prefixKey === null) {
+      runtime.observer?.routed?.('no_key');
+      return held;
+    }
+    const order = rendezvousOrder(
+      prefixKey,
+      this.upstreams.map((upstream) => upstream.name),
+    ).filter((index) => index === held.upstream || this.circuits[index]!.up);
+    const keys = [
+      ...order.map((index) => this.slotKey(runtime, index)),
+      ...order.map((index) => this.prefixKeysKey(runtime, index)),
+      ...order.map((index) => this.loadKey(runtime, index)),
+    ];
+    const limits = order.map((index) => this.upstreams[index]!.maxConcurrency);
+    const heldAt = order.indexOf(held.upstream) + 1;
+    const deadline = performance.now() + this.settings.prefixWaitMs;
+    let settle = false;
+    for (;;) {
+      signal.throwIfAborted();
+      const id = `${this.slotPrefix}${(this.slotsTaken++).toString(36)}`;
+      const wakeupsBefore = this.wakeups;
+      const freedBefore = this.freed.slice();
+      const [chosen, how] = (await PREFIX_PLACEMENT_SCRIPT.run(runtime.redis, keys, [
+        0,
+        runtime.slotTtlMs,
+        id,
+        prefixKey,
+        PREFIX_MEMORY_MS,
+        heldAt,
+        settle ? 1 : 0,
+        PREFIX_BALANCE_FACTOR,
+        ...limits,
+      ])) as [number, number];
+      if (how === 0 || how === 2) {
+        runtime.observer?.routed?.(how === 0 ? 'preferred' : 'spilled');
+        return held;
+      }
+      if (how === 1) {
+        const lease = this.track(runtime, order[chosen - 1]!, id);
+        held.release();
+        runtime.observer?.routed?.('preferred');
+        return lease;
+      }
+      const preferred = order[chosen - 1]!;
+      const remaining = deadline - performance.now();
+      if (remaining <= 0 || this.stopped) settle = true;
+      else if (this.freed[preferred] === freedBefore[preferred] && this.wakeups === wakeupsBefore) {
+        let waiters = this.placementWaiters.get(preferred);
+        if (waiters === undefined) this.placementWaiters.set(preferred, (waiters = new Set()));
+        await this.wait(signal, Math.min(remaining, MAX_WAIT_MS), waiters);
+      }
+    }
+  }
+
+  /**
+   * One reading of every engine that publishes its load, by whichever worker holds that upstream's lease
+   * (a key set with NX for one interval): the engine is read once per interval for the model, not once per
+   * worker. The reading goes to Redis, where slot placement counts its outside traffic (requests running or
+   * waiting in the engine beyond this pool's slots there), kept for a few intervals; a failed read writes
+   * nothing, so the last reading lapses. Every worker then reports the stored readings as metrics.
+   */
+  private async readLoads(): Promise<void> {
+    const runtime = this.runtime;
+    if (runtime === null || this.stopped || this.readingLoads) return;
+    this.readingLoads = true;
+    try {
+      const interval = this.settings.loadIntervalMs;
+      await Promise.all(
+        this.upstreams.map(async (upstream, index) => {
+          if (upstream.readLoad === undefined) return;
+          const lease = await runtime.redis.set(
+            this.loadKey(runtime, index) + ':reader',
+            runtime.instanceId,
+            'PX',
+            interval,
+            'NX',
+          );
+          if (lease !== 'OK') return;
+          let load: EngineLoad;
+          try {
+            load = await upstream.readLoad(AbortSignal.timeout(Math.min(interval, LOAD_FETCH_TIMEOUT_MS)));
+          } catch {
+            return; // no reading: the last one lapses
+          }
+          const ours = await runtime.redis.zcard(this.slotKey(runtime, index));
+          const outside = Math.max(0, load.running + load.waiting - ours);
+          await runtime.redis
+            .multi()
+            .hset(this.loadKey(runtime, index), {
+              outside,
+              running: load.running,
+              waiting: load.waiting,
+              kv: load.kvCacheUsage ?? '',
+            })
+            .pexpire(this.loadKey(runtime, index), LOAD_READING_INTERVALS * interval)
+            .exec();
+        }),
+      );
+      await this.reportLoads(runtime);
+    } catch (error) {
+      runtime.logger.warn(`model ${this.model}: reading the engines' load failed: ${String(error)}`);
+    } finally {
+      this.readingLoads = false;
+    }
+  }
+
+  private async reportLoads(runtime: PoolRuntime): Promise<void> {
+    const observer = runtime.observer;
+    if (observer?.engineLoad === undefined) return;
+    const published = this.upstreams
+      .map((upstream, index) => ({ upstream, index }))
+      .filter(({ upstream }) => upstream.readLoad !== undefined);
+    const readings = await Promise.all(
+      published.map(({ index }) => runtime.redis.hgetall(this.loadKey(runtime, index))),
+    );
+    published.forEach(({ upstream }, i) => {
+      const reading = readings[i]!;
+      if (reading.outside === undefined) {
+        observer.engineLoad!(upstream.name, null);
+        return;
+      }
+      observer.engineLoad!(upstream.name, {
+        running: Number(reading.running),
+        waiting: Number(reading.waiting),
+        kvCacheUsage: reading.kv === undefined || reading.kv === '' ? null : Number(reading.kv),
+        outside: Number(reading.outside),
+      });
+    });
   }
 
   /** The client-facing error when no upstream of the model is up. */
@@ -363,6 +557,11 @@ export class UpstreamPool {
       return;
     }
     if (event.kind === 'free') {
+      const freed = this.upstreams.findIndex((u) => u.name === event.upstream);
+      if (freed >= 0) {
+        this.freed[freed]!++;
+        for (const wake of [...(this.placementWaiters.get(freed) ?? [])]) wake();
+      }
       this.wakeOne();
       return;
     }
@@ -387,16 +586,16 @@ export class UpstreamPool {
   }
 
   /** Resolves when woken, after `ms`, or when `signal` aborts (the caller checks it next). */
-  private wait(signal: AbortSignal, ms: number): Promise<void> {
+  private wait(signal: AbortSignal, ms: number, waiters: Set<() => void> = this.waiters): Promise<void> {
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
         signal.removeEventListener('abort', wake);
-        this.waiters.delete(wake);
+        waiters.delete(wake);
         resolve();
       };
       const timer = setTimeout(wake, ms);
-      this.waiters.add(wake);
+      waiters.add(wake);
       signal.addEventListener('abort', wake, { once: true });
     });
   }
@@ -410,6 +609,16 @@ export class UpstreamPool {
   private wakeAll(): void {
     this.wakeups++;
     for (const wake of [...this.waiters]) wake();
+    for (const waiters of this.placementWaiters.values()) for (const wake of [...waiters]) wake();
+  }
+
+  /** A slot just taken on `upstream`, kept alive until released. */
+  private track(runtime: PoolRuntime, upstream: number, id: string): UpstreamSlot {
+    const lease = new UpstreamSlot(upstream, id, this.slotKey(runtime, upstream), (held) =>
+      this.release(held),
+    );
+    this.keeper!.track(lease);
+    return lease;
   }
 
   private refresher(runtime: PoolRuntime): SlotRefresher {
@@ -425,6 +634,18 @@ export class UpstreamPool {
   private slotKey(runtime: PoolRuntime, upstream: number): string {
     const model = slotTagged(this.model, keyLayoutOf(runtime.redis));
     return `${runtime.namespace}:upstream-slots:${model}:${this.upstreams[upstream]!.name}`;
+  }
+
+  /** The prefix keys last served on an upstream, scored by when (prefix-placement.lua). */
+  private prefixKeysKey(runtime: PoolRuntime, upstream: number): string {
+    const model = slotTagged(this.model, keyLayoutOf(runtime.redis));
+    return `${runtime.namespace}:upstream-prefixes:${model}:${this.upstreams[upstream]!.name}`;
+  }
+
+  /** The engine's latest load reading (a hash; `outside` is what placement counts). */
+  private loadKey(runtime: PoolRuntime, upstream: number): string {
+    const model = slotTagged(this.model, keyLayoutOf(runtime.redis));
+    return `${runtime.namespace}:upstream-load:${model}:${this.upstreams[upstream]!.name}`;
   }
 
   private channel(runtime: PoolRuntime): string {

@@ -30,6 +30,8 @@ export const WORKER_METRICS = {
   upstreamMaxConcurrency: 'worker_upstream_max_concurrency',
   upstreamTimeToFirstOutput: 'worker_upstream_time_to_first_output_seconds',
   upstreamDuration: 'worker_upstream_duration_seconds',
+  upstreamEngineLoad: 'worker_upstream_engine_load',
+  prefixRouting: 'worker_prefix_routing_total',
   embeddingBatchInputs: 'worker_embedding_batch_inputs',
   embeddingInputs: 'worker_embedding_inputs_total',
   embeddingQueueWait: 'worker_embedding_queue_wait_seconds',

@@ -7,12 +7,26 @@ import { WORKER_METRICS } from './metric-names';
 export const UPSTREAM_OUTCOMES = ['ok', 'failed', 'busy', 'refused', 'cancelled'] as const;
 export type UpstreamOutcome = (typeof UPSTREAM_OUTCOMES)[number];
 
+/** Where prefix routing placed a request (the pool's PrefixOutcome). */
+export const PREFIX_OUTCOMES = ['preferred', 'spilled', 'no_key'] as const;
+export type PrefixRoutingOutcome = (typeof PREFIX_OUTCOMES)[number];
+
 type Labels = 'model' | 'upstream';
+
+/** An engine's published load, as the pool stored it (running, waiting, outside; KV cache share or null). */
+export interface EngineLoadReading {
+  running: number;
+  waiting: number;
+  outside: number;
+  kvCacheUsage: number | null;
+}
 
 /** One model's upstreams as the pool reports them (structurally inference's UpstreamObserver). */
 export interface UpstreamReporter {
   state(upstream: string, up: boolean): void;
   attempt(upstream: string): { firstOutput(): void; ended(outcome: UpstreamOutcome): void };
+  routed(outcome: PrefixRoutingOutcome): void;
+  engineLoad(upstream: string, load: EngineLoadReading | null): void;
 }
 
 /**
@@ -27,6 +41,8 @@ export class UpstreamMetrics {
   readonly maxConcurrency: Gauge<Labels>;
   readonly timeToFirstOutput: Histogram<Labels>;
   readonly duration: Histogram<Labels>;
+  readonly engineLoad: Gauge<Labels | 'signal'>;
+  readonly prefixRouting: Counter<'model' | 'outcome'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -69,6 +85,20 @@ export class UpstreamMetrics {
       buckets: LATENCY_BUCKETS_SECONDS,
       registers,
     });
+    this.engineLoad = new Gauge({
+      name: WORKER_METRICS.upstreamEngineLoad,
+      help:
+        "An upstream engine's own load as it last published it (signal: running, waiting, outside = beyond " +
+        "this pool's requests, kv_cache_usage 0-1); absent without a current reading.",
+      labelNames: [...labelNames, 'signal'],
+      registers,
+    });
+    this.prefixRouting = new Counter({
+      name: WORKER_METRICS.prefixRouting,
+      help: 'Requests placed by prefix routing, by outcome: preferred upstream, spilled elsewhere, no key.',
+      labelNames: ['model', 'outcome'],
+      registers,
+    });
   }
 
   /** The reporter of one served model's upstreams; their series exist from here on. */
@@ -87,6 +117,20 @@ export class UpstreamMetrics {
     const labelsOf = (upstream: string) => ({ model, upstream: names.has(upstream) ? upstream : 'other' });
     return {
       state: (upstream, up) => this.up.set(labelsOf(upstream), up ? 1 : 0),
+      routed: (outcome) => this.prefixRouting.inc({ model, outcome }),
+      engineLoad: (upstream, load) => {
+        const labels = labelsOf(upstream);
+        const signals = {
+          running: load?.running,
+          waiting: load?.waiting,
+          outside: load?.outside,
+          kv_cache_usage: load?.kvCacheUsage ?? undefined,
+        };
+        for (const [signal, value] of Object.entries(signals)) {
+          if (value === undefined) this.engineLoad.remove({ ...labels, signal });
+          else this.engineLoad.set({ ...labels, signal }, value);
+        }
+      },
       attempt: (upstream) => {
         const labels = labelsOf(upstream);
         const startedAt = performance.now();
