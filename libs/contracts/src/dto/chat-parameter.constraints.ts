@@ -31,6 +31,22 @@ function metadataProblem(value: unknown): string | null {
   return null;
 }
 
+/**
+ * `metadata`'s pair count on the plain body, checked before class-transformer copies the object key by key
+ * (a 200,000-key object held the gateway's event loop for over a minute): a count, nothing per key.
+ */
+export function metadataSizeProblem(plain: object): { param: string; message: string } | null {
+  const { metadata } = plain as { metadata?: unknown };
+  if (!isRecord(metadata)) return null;
+  const pairs = Object.keys(metadata).length;
+  const { maxPairs } = CHAT_PARAMETER_LIMITS.metadata;
+  if (pairs <= maxPairs) return null;
+  return {
+    param: 'metadata',
+    message: `Invalid 'metadata': expected at most ${maxPairs} key-value pairs, got ${pairs}.`,
+  };
+}
+
 /** `metadata`: at most 16 string pairs, as OpenAI bounds it. */
 @ValidatorConstraint({ name: 'isMetadata' })
 export class IsMetadataConstraint implements ValidatorConstraintInterface {
