@@ -47,6 +47,19 @@ export function metadataSizeProblem(plain: object): { param: string; message: st
   };
 }
 
+/** `logit_bias`'s entry count on the plain body, for the same reason as `metadataSizeProblem`. */
+export function logitBiasSizeProblem(plain: object): { param: string; message: string } | null {
+  const { logit_bias: bias } = plain as { logit_bias?: unknown };
+  if (!isRecord(bias)) return null;
+  const entries = Object.keys(bias).length;
+  const { maxEntries } = CHAT_PARAMETER_LIMITS.logitBias;
+  if (entries <= maxEntries) return null;
+  return {
+    param: 'logit_bias',
+    message: `Invalid 'logit_bias': expected at most ${maxEntries} token biases, got ${entries}.`,
+  };
+}
+
 /** `metadata`: at most 16 string pairs, as OpenAI bounds it. */
 @ValidatorConstraint({ name: 'isMetadata' })
 export class IsMetadataConstraint implements ValidatorConstraintInterface {
