@@ -73,5 +73,7 @@ module.exports = {
       slowTestThreshold: 30,
     },
   ],
+  // A skipped or todo test fails the run (see the reporter).
+  reporters: ['default', '<rootDir>/test/support/skipped-tests.reporter.mjs'],
   testTimeout: 60000,
 };

@@ -403,14 +403,18 @@ describe('the Responses API with the openai SDK', () => {
     );
     const cancelled = await client.responses.cancel(doomed.id);
     expect(cancelled.status).toBe('cancelled');
-    // Its job stopped: its replay log stops growing, without an end.
-    const log = `${stack.namespace}:stream:${doomed.id.slice('resp_'.length)}:log`;
-    const lengths: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      lengths.push(await stack.redis.xlen(log));
-    }
-    expect(lengths[2]).toBe(lengths[1]);
+    // Its job stopped: it leaves the queue's active list, and its replay log stops growing, without an end.
+    const jobId = doomed.id.slice('resp_'.length);
+    const active = `${stack.namespace}:chat.slow-chat:active`;
+    await waitFor('its job to stop', async () => !(await stack.redis.lrange(active, 0, -1)).includes(jobId));
+    const log = `${stack.namespace}:stream:${jobId}:log`;
+    const stoppedAt = await stack.redis.xlen(log);
+    // A barrier instead of a pause: a later response of the same worker, run to its end. A generation still
+    // running would have appended to the log meanwhile.
+    expect(
+      (await client.responses.create({ model: 'slow-chat', input: 'one two three four five six' })).status,
+    ).toBe('completed');
+    expect(await stack.redis.xlen(log)).toBe(stoppedAt);
     expect(JSON.stringify(await stack.redis.xrange(log, '-', '+'))).not.toContain('chat-done');
     expect((await client.responses.retrieve(doomed.id)).status).toBe('cancelled');
 

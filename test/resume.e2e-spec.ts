@@ -426,8 +426,16 @@ describe('resumable streams across gateway replicas', () => {
     const active = `${stack.namespace}:chat.sim-resume-slow:active`;
     const left = await cut('a', 'sim-resume-slow', 'a story nobody comes back for', 2);
     const leftAt = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, GRACE_MS / 2));
+    // It generates on without its client: its replay log grows while its job stays active, within the grace.
+    const log = `${stack.namespace}:stream:${left.requestId}:log`;
+    const lengthAtCut = await stack.redis.xlen(log);
+    await waitFor(
+      'the stream to go on after its client left',
+      async () => (await stack.redis.xlen(log)) >= lengthAtCut + 3,
+      GRACE_MS,
+    );
     expect(await stack.redis.lrange(active, 0, -1)).toContain(left.requestId);
+    expect(Date.now() - leftAt).toBeLessThan(GRACE_MS);
     await waitFor(
       'the job to be cancelled after the grace',
       async () => !(await stack.redis.lrange(active, 0, -1)).includes(left.requestId),

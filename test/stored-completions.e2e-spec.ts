@@ -325,8 +325,11 @@ describe('stored completions with the openai SDK', () => {
       }),
       signal: controller.signal,
     }).catch((error: unknown) => error);
-    // Long enough for the job to be running, far shorter than its ~2 s of tokens.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Its job running (it alone uses slow-chat here), well before its ~2 s of tokens end.
+    await waitFor(
+      'the job to run',
+      async () => (await stack.redis.llen(`${stack.namespace}:chat.slow-chat:active`)) === 1,
+    );
     controller.abort();
     expect(((await leaving) as Error).name).toBe('AbortError');
 

@@ -133,7 +133,18 @@ describe('streaming, cancellation and failures', () => {
     const queue = queueOf('slow-chat');
     await waitFor(async () => (await queue.getJob(requestId)) === undefined, 3000);
     const settled = spy.messages(requestId).length;
-    await sleep(600); // at 20 tokens/s a still-running generation would publish ~12 more messages
+    // A barrier instead of a pause: a later job of the same worker, whose replies come through the same
+    // channel after anything published before them. A generation still running (20 tokens/s) would publish
+    // during the barrier's own 8 tokens.
+    const barrier = await stack.post('/v1/chat/completions', {
+      model: 'slow-chat',
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'a barrier' }],
+    });
+    expect(barrier.status).toBe(200);
+    await barrier.json();
+    const barrierId = barrier.headers.get('x-request-id')!;
+    await waitFor(() => Promise.resolve(spy.messages(barrierId).some((m) => m.kind === 'chat-done')), 5000);
     expect(spy.messages(requestId).length).toBe(settled);
     expect(spy.messages(requestId).map((m) => m.kind)).not.toContain('chat-done');
     expect(await queue.getActiveCount()).toBe(0);

@@ -10,3 +10,14 @@ export async function rssBytes(pid: number): Promise<number> {
 export async function openFds(pid: number): Promise<number> {
   return (await readdir(`/proc/${pid}/fd`)).length;
 }
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ: 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU time (user + system) a process has used so far, in seconds, from /proc (Linux). */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  // The fields after the command name, which is in parentheses and may itself hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}

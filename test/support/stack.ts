@@ -148,7 +148,9 @@ export class Stack {
 
   /** Waits until `/v1/models` lists every one of `models`. */
   async waitUntilServing(models: string[]): Promise<void> {
-    const deadline = Date.now() + 30_000;
+    // A backstop under jest's 60 s hook timeout: five Nest apps starting at once on a loaded 2-core
+    // machine have taken over 30 s.
+    const deadline = Date.now() + 50_000;
     let last = '';
     while (Date.now() < deadline) {
       for (const [app, child] of this.processes) {

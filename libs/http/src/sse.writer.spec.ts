@@ -66,6 +66,11 @@ class RawClient {
     return this.received.chunks.join('');
   }
 
+  /** Bytes received so far, headers included. */
+  get bytes(): number {
+    return this.raw.length;
+  }
+
   until(predicate: (received: Received) => boolean, timeoutMs = 5000): Promise<Received> {
     return waitFor(
       'the client to receive it',
@@ -80,6 +85,19 @@ class RawClient {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * What the client holds once it has every byte the server handed the socket, after one turn of the event
+ * loop for any work the writer deferred: what was written so far, with no wait for what was not.
+ */
+async function everythingWritten(res: ServerResponse, client: RawClient): Promise<Received> {
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  const written = res.socket?.bytesWritten ?? 0;
+  return client.until(() => client.bytes >= written);
+}
+
+/** Pending timers of the process (Node's active resources): a writer's timer shows here until cleared. */
+const pendingTimers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
 
 let server: Server | undefined;
 let clients: RawClient[] = [];
@@ -129,8 +147,7 @@ describe('SseWriter', () => {
   it('flushes event-stream headers on open(), before any data exists', async () => {
     const { res, client } = await connectClient();
     const writer = writerFor(res);
-    await sleep(20);
-    expect(client.received.headersDone).toBe(false);
+    expect((await everythingWritten(res, client)).headersDone).toBe(false);
 
     writer.open({ 'x-request-id': 'req-123' });
     const received = await client.until((r) => r.headersDone);
@@ -139,9 +156,9 @@ describe('SseWriter', () => {
     expect(received.headers['cache-control']).toContain('no-cache');
     expect(received.headers['x-request-id']).toBe('req-123');
     expect(received.headers['transfer-encoding']).toBe('chunked');
-    await sleep(20);
-    expect(client.received.chunks).toEqual([]);
-    expect(client.received.complete).toBe(false);
+    const sofar = await everythingWritten(res, client);
+    expect(sofar.chunks).toEqual([]);
+    expect(sofar.complete).toBe(false);
     writer.close();
   });
 
@@ -163,8 +180,7 @@ describe('SseWriter', () => {
     const writer = writerFor(res);
     writer.data('{"n":1}');
     writer.data('{"n":2}');
-    await sleep(20);
-    expect(client.received.headersDone).toBe(false);
+    expect((await everythingWritten(res, client)).headersDone).toBe(false);
     writer.open({});
     writer.data('{"n":3}');
     const received = await client.until((r) => r.chunks.join('').includes('"n":3'));
@@ -234,8 +250,7 @@ describe('SseWriter', () => {
     const writer = writerFor(res);
     writer.data('{"early":1}');
     writer.done();
-    await sleep(20);
-    expect(client.received.headersDone).toBe(false);
+    expect((await everythingWritten(res, client)).headersDone).toBe(false);
     writer.open({});
     const received = await client.until((r) => r.complete);
     expect(received.headers['content-type']).toMatch(/^text\/event-stream/);
@@ -244,6 +259,7 @@ describe('SseWriter', () => {
 
   it('sends a `: keep-alive` comment after keepAliveMs of silence', async () => {
     const { res, client } = await connectClient();
+    const timersBefore = pendingTimers();
     const writer = writerFor(res, { keepAliveMs: 50 });
     writer.open({});
     const wroteAt = Date.now();
@@ -255,10 +271,9 @@ describe('SseWriter', () => {
     writer.done();
     const final = await client.until((r) => r.complete);
     expect(final.chunks[final.chunks.length - 1]).toBe('data: [DONE]\n\n');
-    // After the end no further keep-alives are written.
-    const count = final.chunks.length;
-    await sleep(120);
-    expect(client.received.chunks).toHaveLength(count);
+    // After the end no further keep-alives are written: the writer holds no timer that could write one.
+    expect(pendingTimers()).toBe(timersBefore);
+    expect((await everythingWritten(res, client)).chunks).toEqual(final.chunks);
   });
 
   it("writes the protocol's own keep-alive event and no end line when it has none (the Messages API)", async () => {
@@ -294,10 +309,12 @@ describe('SseWriter', () => {
 
   it('sends no keep-alives when keepAliveMs is 0', async () => {
     const { res, client } = await connectClient();
+    const timersBefore = pendingTimers();
     const writer = writerFor(res, { keepAliveMs: 0 });
     writer.open({});
-    await sleep(80);
-    expect(client.received.chunks).toEqual([]);
+    // No timer that could write one, and nothing written but the headers.
+    expect(pendingTimers()).toBe(timersBefore);
+    expect((await everythingWritten(res, client)).chunks).toEqual([]);
     writer.close();
   });
 

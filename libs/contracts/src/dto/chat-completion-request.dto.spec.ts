@@ -691,6 +691,21 @@ describe('ChatCompletionRequestDto: tools, structured outputs, logprobs and the 
         'metadata',
         'at most 16',
       ],
+      [
+        '200,000 metadata pairs (counted before the body is copied)',
+        {
+          ...base(),
+          metadata: Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`k${i}`, 'v'])),
+        },
+        'metadata',
+        'expected at most 16 key-value pairs, got 200000.',
+      ],
+      [
+        '200,000 logit_bias entries (counted before the body is copied)',
+        { ...base(), logit_bias: Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`${i}`, 1])) },
+        'logit_bias',
+        'expected at most 1024 token biases, got 200000.',
+      ],
       ['a metadata number', { ...base(), metadata: { a: 1 } }, 'metadata', 'a string'],
       ['an unknown service_tier', { ...base(), service_tier: 'gold' }, 'service_tier', 'one of'],
       ['a non-boolean store', { ...base(), store: 'no' }, 'store', 'boolean'],

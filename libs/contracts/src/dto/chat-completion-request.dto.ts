@@ -22,6 +22,8 @@ import {
   IsFunctionCallConstraint,
   IsLogitBiasConstraint,
   IsMetadataConstraint,
+  logitBiasSizeProblem,
+  metadataSizeProblem,
 } from './chat-parameter.constraints';
 import {
   IsPredictionConstraint,
@@ -305,6 +307,8 @@ export function chatRequestSizeProblem(
   plain: Record<string, unknown>,
   limits: Readonly<RequestSizeLimits>,
 ): FieldProblem | null {
+  const mapProblem = metadataSizeProblem(plain) ?? logitBiasSizeProblem(plain);
+  if (mapProblem) return mapProblem;
   const list = plain.messages;
   if (Array.isArray(list)) {
     if (list.length > CHAT_LIMITS.messages.max) {

@@ -31,6 +31,35 @@ function metadataProblem(value: unknown): string | null {
   return null;
 }
 
+/**
+ * `metadata`'s pair count on the plain body, checked before class-transformer copies the object key by key
+ * (a 200,000-key object held the gateway's event loop for over a minute): a count, nothing per key.
+ */
+export function metadataSizeProblem(plain: object): { param: string; message: string } | null {
+  const { metadata } = plain as { metadata?: unknown };
+  if (!isRecord(metadata)) return null;
+  const pairs = Object.keys(metadata).length;
+  const { maxPairs } = CHAT_PARAMETER_LIMITS.metadata;
+  if (pairs <= maxPairs) return null;
+  return {
+    param: 'metadata',
+    message: `Invalid 'metadata': expected at most ${maxPairs} key-value pairs, got ${pairs}.`,
+  };
+}
+
+/** `logit_bias`'s entry count on the plain body, for the same reason as `metadataSizeProblem`. */
+export function logitBiasSizeProblem(plain: object): { param: string; message: string } | null {
+  const { logit_bias: bias } = plain as { logit_bias?: unknown };
+  if (!isRecord(bias)) return null;
+  const entries = Object.keys(bias).length;
+  const { maxEntries } = CHAT_PARAMETER_LIMITS.logitBias;
+  if (entries <= maxEntries) return null;
+  return {
+    param: 'logit_bias',
+    message: `Invalid 'logit_bias': expected at most ${maxEntries} token biases, got ${entries}.`,
+  };
+}
+
 /** `metadata`: at most 16 string pairs, as OpenAI bounds it. */
 @ValidatorConstraint({ name: 'isMetadata' })
 export class IsMetadataConstraint implements ValidatorConstraintInterface {

@@ -117,6 +117,18 @@ describe('the update body', () => {
     expect(error.param).toBe('metadata');
   });
 
+  it('refuses metadata of 200,000 pairs by their count, with the message the pair rule gives 17', () => {
+    const many = refusal(() => validateDto(StoredCompletionUpdateDto, { metadata: pairs(200_000) }));
+    expect([many.status, many.param, many.message]).toEqual([
+      400,
+      'metadata',
+      `Invalid 'metadata': expected at most 16 key-value pairs, got 200000.`,
+    ]);
+    expect(refusal(() => validateDto(StoredCompletionUpdateDto, { metadata: pairs(17) })).message).toBe(
+      `Invalid 'metadata': expected at most 16 key-value pairs, got 17.`,
+    );
+  });
+
   it('refuses other fields', () => {
     expect(refusal(() => validateDto(StoredCompletionUpdateDto, { metadata: {}, model: 'x' })).param).toBe(
       'model',

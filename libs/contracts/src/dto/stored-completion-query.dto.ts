@@ -2,7 +2,7 @@ import { IsIn, IsOptional, IsString, MaxLength, Validate, ValidateIf } from 'cla
 import { GatewayError } from '../errors/gateway-error';
 import { REQUEST_ID_PATTERN } from '../protocol/names';
 import { OptionalIntIn } from './bounded.decorators';
-import { IsMetadataConstraint } from './chat-parameter.constraints';
+import { IsMetadataConstraint, metadataSizeProblem } from './chat-parameter.constraints';
 import { MODEL_REQUEST_LIMITS } from './model-request.dto';
 import { validateDto } from './validate-dto';
 import { expected } from './validation-message';
@@ -80,6 +80,11 @@ export class StoredCompletionUpdateDto {
   @ValidateIf((body: StoredCompletionUpdateDto) => body.metadata !== null)
   @Validate(IsMetadataConstraint)
   metadata!: Record<string, string> | null;
+
+  /** The pair count before the body is transformed (see `validateDto`). */
+  static sizeProblem(plain: object): { param: string; message: string } | null {
+    return metadataSizeProblem(plain);
+  }
 }
 
 const METADATA_KEY = /^metadata\[(.*)\]$/s;
