@@ -23,7 +23,10 @@ export function commonPrefixLength(a: readonly number[], b: readonly number[]): 
  * recently used among equals), when that prefix is at least MIN_REUSED_TOKENS long; else an empty slot, so no
  * conversation's cache is evicted; else the least recently used. `matched` is the chosen slot's shared prefix.
  */
-export function pickSlot(free: readonly SlotHistory[], prompt: readonly number[]): { at: number; matched: number } {
+export function pickSlot(
+  free: readonly SlotHistory[],
+  prompt: readonly number[],
+): { at: number; matched: number } {
   if (free.length === 0) throw new Error('no free slot to pick from');
   let best = { at: -1, matched: 0 };
   for (let at = 0; at < free.length; at++) {
