@@ -513,6 +513,24 @@ describe('LlamaCppChatBackend', () => {
       expect(events.at(-1)).toMatchObject({ completionTokens: 'get_time{}'.length });
     });
 
+    it('disposes of a sequence whose generation failed, and starts the next prompt on a new one', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'x' }));
+      model.grammarOutput = (grammar) => (grammar.label.startsWith('one of') ? 'get_nothing' : '{}');
+      const { backend } = await backendWith(model, { sequences: 1 });
+
+      await expect(
+        collect(
+          backend.generate(request({ tools: [weather, time], toolChoice: { type: 'required' } }), never()),
+        ),
+      ).rejects.toThrow('the name grammar produced');
+      expect([model.created, model.disposedSequences]).toEqual([1, 1]);
+
+      const { texts } = await collect(backend.generate(request(), never()));
+      expect(texts).toEqual(['x']);
+      expect(model.created).toBe(2);
+      expect(model.appended.at(-1)).toBe('user:hi\nmodel:');
+    });
+
     it('in auto, sends the text before the call, then the call the model opened', async () => {
       const model = new FakeModel(4096, () => ({ text: 'Let me check.||call: get_weather(and more' }));
       model.grammarOutput = (grammar) =>
