@@ -1,4 +1,4 @@
-import { MIN_REUSED_TOKENS, pickSlot, SequencePool } from './sequence.pool';
+import { pickSlot, SequencePool } from './sequence.pool';
 
 const never = new AbortController().signal;
 
@@ -26,21 +26,30 @@ describe('pickSlot', () => {
     expect(pickSlot(free, prompt)).toEqual({ at: 1, matched: SYSTEM.length });
   });
 
-  it('below the minimum match, takes an empty slot rather than evict a history', () => {
-    const opening = run(1, MIN_REUSED_TOKENS - 1);
+  it('takes an empty slot rather than erase more of a history than the match saves', () => {
+    const opening = run(1, 20);
     const prompt = [...opening, 5000];
     const free = [
-      { history: [...opening, 6000], lastUsed: 1 },
+      { history: [...opening, ...run(6000, 21)], lastUsed: 1 },
       { history: [], lastUsed: 7 },
     ];
     expect(pickSlot(free, prompt)).toEqual({ at: 1, matched: 0 });
   });
 
-  it('with no match and no empty slot, takes the least recently used and reports what it shares', () => {
+  it('takes over a history mostly made of a prompt it shares (a long system prompt)', () => {
+    const prompt = [...SYSTEM, ...run(500, 10)];
+    const free = [
+      { history: [], lastUsed: 0 },
+      { history: [...SYSTEM, ...run(1, 30)], lastUsed: 4 },
+    ];
+    expect(pickSlot(free, prompt)).toEqual({ at: 1, matched: SYSTEM.length });
+  });
+
+  it('with no match worth it and no empty slot, takes the least recently used and reports what it shares', () => {
     const prompt = [1, 2, 3];
     const free = [
-      { history: [1, 2, 9], lastUsed: 8 },
-      { history: [1, 7], lastUsed: 2 },
+      { history: [1, 9, 9], lastUsed: 8 },
+      { history: [1, 7, 7], lastUsed: 2 },
       { history: [4], lastUsed: 5 },
     ];
     expect(pickSlot(free, prompt)).toEqual({ at: 1, matched: 1 });

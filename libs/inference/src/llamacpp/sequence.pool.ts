@@ -4,12 +4,6 @@ export interface SlotHistory {
   readonly lastUsed: number;
 }
 
-/**
- * A remembered history sharing fewer leading tokens than this with a prompt is no match: every chat
- * template opens with the same few tokens, and reusing them is not worth evicting another conversation.
- */
-export const MIN_REUSED_TOKENS = 16;
-
 /** How many leading tokens `a` and `b` share. */
 export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
   const end = Math.min(a.length, b.length);
@@ -20,8 +14,10 @@ export function commonPrefixLength(a: readonly number[], b: readonly number[]): 
 
 /**
  * Which free slot a prompt runs on: the one whose history shares the longest prefix with it (the least
- * recently used among equals), when that prefix is at least MIN_REUSED_TOKENS long; else an empty slot, so no
- * conversation's cache is evicted; else the least recently used. `matched` is the chosen slot's shared prefix.
+ * recently used among equals), as long as that saves more tokens than it erases of the history's rest (a
+ * conversation's next turn saves nearly all of it; another conversation that only shares the template's
+ * opening, or a system prompt shorter than what follows it, would evict a history to save little); else an
+ * empty slot; else the least recently used. `matched` is the chosen slot's shared prefix.
  */
 export function pickSlot(
   free: readonly SlotHistory[],
@@ -30,15 +26,14 @@ export function pickSlot(
   if (free.length === 0) throw new Error('no free slot to pick from');
   let best = { at: -1, matched: 0 };
   for (let at = 0; at < free.length; at++) {
-    const matched = commonPrefixLength(free[at]!.history, prompt);
-    if (
-      matched > best.matched ||
-      (best.at !== -1 && matched === best.matched && free[at]!.lastUsed < free[best.at]!.lastUsed)
-    ) {
+    const { history, lastUsed } = free[at]!;
+    const matched = commonPrefixLength(history, prompt);
+    if (matched <= history.length - matched) continue;
+    if (matched > best.matched || (matched === best.matched && lastUsed < free[best.at]!.lastUsed)) {
       best = { at, matched };
     }
   }
-  if (best.at !== -1 && best.matched >= MIN_REUSED_TOKENS) return best;
+  if (best.at !== -1) return best;
   let fallback = free.findIndex((slot) => slot.history.length === 0);
   if (fallback === -1) {
     fallback = 0;
