@@ -76,6 +76,8 @@ export class ChoiceGenerator {
     private readonly model: LoadedLlamaModel,
     private readonly sequence: LlamaSequence,
     private readonly prompt: PreparedPrompt,
+    /** Leading prompt tokens the sequence already holds from an earlier generation (not evaluated again). */
+    private readonly cached: number,
     private readonly choice: number,
     private readonly sampling: (generated: Token[]) => EvaluateOptions,
     private readonly stop: AbortSignal,
@@ -93,7 +95,7 @@ export class ChoiceGenerator {
     if (tools?.mode === 'forced') {
       this.injected += tools.syntax.prefix.length;
       reason = await this.call(tools, {
-        pending: [...this.prompt.tokens, ...tools.syntax.prefix],
+        pending: [...this.prompt.tokens.slice(this.cached), ...tools.syntax.prefix],
         nameStart: '',
       });
     } else {
@@ -134,7 +136,7 @@ export class ChoiceGenerator {
     let reason: FinishReason = 'stop';
     const options = { ...this.sampling(this.generated), probabilities: prompt.topLogprobs !== null };
     if (prompt.answerGrammar !== null) options.grammar = prompt.answerGrammar;
-    for await (const output of this.sequence.evaluate(prompt.tokens, options)) {
+    for await (const output of this.sequence.evaluate(prompt.tokens.slice(this.cached), options)) {
       if (this.stop.aborted) break;
       const { token } = output;
       this.generated.push(token);

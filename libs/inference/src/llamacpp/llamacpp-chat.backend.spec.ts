@@ -40,9 +40,13 @@ class FakeModel implements LoadedLlamaModel {
     paramsPrefix: (name) => tokensOf(`<${name}>(`),
   };
   grammarOutput: (grammar: ModelGrammar) => string = () => '{}';
+  /** Live sequences (created, not disposed), the most at once, and every one created. */
   active = 0;
   maxActive = 0;
+  created = 0;
   disposedSequences = 0;
+  /** Sequences the context holds: getSequence throws beyond it, as llama.cpp's does. */
+  capacity = Infinity;
   disposed = false;
 
   constructor(
@@ -88,6 +92,8 @@ class FakeModel implements LoadedLlamaModel {
   }
 
   getSequence(): LlamaSequence {
+    if (this.active >= this.capacity) throw new Error('no free sequence in the context');
+    this.created++;
     this.active++;
     this.maxActive = Math.max(this.maxActive, this.active);
     return new FakeSequence(this);
@@ -101,13 +107,33 @@ class FakeModel implements LoadedLlamaModel {
 
 class FakeSequence implements LlamaSequence {
   private disposed = false;
+  readonly contextTokens: Token[] = [];
 
   constructor(private readonly model: FakeModel) {}
+
+  keepPrefixOf(tokens: readonly Token[]): Promise<number> {
+    let kept = 0;
+    while (
+      kept < Math.min(tokens.length, this.contextTokens.length) &&
+      tokens[kept] === this.contextTokens[kept]
+    )
+      kept++;
+    this.contextTokens.length = kept;
+    return Promise.resolve(kept);
+  }
 
   async *evaluate(tokens: Token[], options: EvaluateOptions): AsyncGenerator<GeneratedToken, void, void> {
     this.model.evaluations.push(options);
     this.model.appended.push(this.model.detokenize(tokens));
-    const generated = (token: Token): GeneratedToken =>
+    this.contextTokens.push(...tokens);
+    // A yielded token enters the sequence only when the generation continues past it.
+    let last: Token | null = null;
+    const generated = (token: Token): GeneratedToken => {
+      if (last !== null) this.contextTokens.push(last);
+      last = token;
+      return withProbabilities(token);
+    };
+    const withProbabilities = (token: Token): GeneratedToken =>
       options.probabilities === true
         ? {
             token,
@@ -159,6 +185,7 @@ function request(over: Partial<ChatInferenceRequest> = {}): ChatInferenceRequest
 }
 
 async function backendWith(model: FakeModel, options: Partial<LlamaCppOptions> = {}) {
+  model.capacity = options.sequences ?? OPTIONS.sequences;
   const loader = jest.fn(() => Promise.resolve(model));
   const backend = new LlamaCppChatBackend('fake', { ...OPTIONS, ...options }, loader);
   await backend.load();
@@ -191,7 +218,47 @@ describe('LlamaCppChatBackend', () => {
       { type: 'finish', choice: 0, reason: 'length' },
       { type: 'usage', promptTokens: PROMPT_TOKENS, completionTokens: 5 },
     ]);
-    expect(model.disposedSequences).toBe(1);
+    // The sequence is kept, with its KV cache, for the next prompt.
+    expect([model.created, model.active, model.disposedSequences]).toEqual([1, 1, 0]);
+  });
+
+  it('keeps a conversation on its sequence: its next turn evaluates only the new tokens', async () => {
+    const model = new FakeModel(4096, () => ({ text: 'ok' }));
+    const { backend } = await backendWith(model, { sequences: 2 });
+    const first = [
+      { role: 'system' as const, content: 'You are a terse assistant.' },
+      { role: 'user' as const, content: 'hi' },
+    ];
+
+    await collect(backend.generate(request({ messages: first }), never()));
+    const firstPrompt = model.appended[0]!;
+    expect(firstPrompt).toBe('system:You are a terse assistant.\nuser:hi\nmodel:');
+    // Another conversation meanwhile takes the other sequence, evicting nothing.
+    const other = [
+      { role: 'system' as const, content: 'Another assistant, another prompt.' },
+      { role: 'user' as const, content: 'yo' },
+    ];
+    await collect(backend.generate(request({ messages: other }), never()));
+    expect(model.appended[1]).toBe('system:Another assistant, another prompt.\nuser:yo\nmodel:');
+
+    const second = [
+      ...first,
+      { role: 'assistant' as const, content: 'ok' },
+      { role: 'user' as const, content: 'more' },
+    ];
+    const { events } = await collect(backend.generate(request({ messages: second }), never()));
+    expect(model.appended[2]).toBe('user:more\nmodel:');
+    // Usage still counts the whole prompt.
+    expect(events.at(-1)).toMatchObject({ promptTokens: firstPrompt.length + 'user:more\nmodel:'.length });
+    // The same prompt again: only its last token is evaluated, for the logits of the first generated one.
+    await collect(backend.generate(request({ messages: first }), never()));
+    expect(model.appended[3]).toBe(':');
+
+    expect(model.created).toBe(2);
+    expect(backend.promptReuse).toEqual({
+      choices: 4,
+      reusedPromptTokens: firstPrompt.length + (firstPrompt.length - 1),
+    });
   });
 
   it('finishes with stop when the model ends its turn by itself', async () => {
@@ -256,8 +323,9 @@ describe('LlamaCppChatBackend', () => {
         .sort(),
     ).toEqual([0, 1, 2]);
     expect(events.at(-1)).toEqual({ type: 'usage', promptTokens: PROMPT_TOKENS, completionTokens: 9 });
+    // Never more sequences than configured: the third choice runs on a sequence the others gave back.
     expect(model.maxActive).toBe(2);
-    expect(model.disposedSequences).toBe(3);
+    expect(model.created).toBe(2);
   });
 
   it('maps sampling parameters, with penalties over the generated tokens only when asked', async () => {
@@ -289,8 +357,8 @@ describe('LlamaCppChatBackend', () => {
 
     await expect(run).rejects.toBe(reason);
     expect(deltas).toBeLessThan(20);
-    expect(model.active).toBe(0);
-    expect(model.disposedSequences).toBe(2);
+    // A stopped sequence is consistent: both are kept.
+    expect([model.active, model.disposedSequences]).toEqual([2, 0]);
     // Both sequences are free again: a request needing both runs at once.
     const { texts } = await collect(
       backend.generate(request({ n: 2, maxTokens: 2 }), AbortSignal.timeout(10_000)),
@@ -306,8 +374,10 @@ describe('LlamaCppChatBackend', () => {
       if (event.type === 'delta') break;
     }
 
-    expect(model.active).toBe(0);
-    expect(model.disposedSequences).toBe(1);
+    expect([model.created, model.disposedSequences]).toEqual([1, 0]);
+    // The one sequence is free again.
+    const { texts } = await collect(backend.generate(request({ maxTokens: 2 }), AbortSignal.timeout(10_000)));
+    expect(texts).toEqual(['yy']);
   });
 
   it('loads once, refuses to generate before loading, and disposes the model on close', async () => {
@@ -441,6 +511,24 @@ describe('LlamaCppChatBackend', () => {
       ]);
       expect(model.appended).toEqual([expect.stringMatching(/model:\|\|call: $/), '<get_time>(']);
       expect(events.at(-1)).toMatchObject({ completionTokens: 'get_time{}'.length });
+    });
+
+    it('disposes of a sequence whose generation failed, and starts the next prompt on a new one', async () => {
+      const model = new FakeModel(4096, () => ({ text: 'x' }));
+      model.grammarOutput = (grammar) => (grammar.label.startsWith('one of') ? 'get_nothing' : '{}');
+      const { backend } = await backendWith(model, { sequences: 1 });
+
+      await expect(
+        collect(
+          backend.generate(request({ tools: [weather, time], toolChoice: { type: 'required' } }), never()),
+        ),
+      ).rejects.toThrow('the name grammar produced');
+      expect([model.created, model.disposedSequences]).toEqual([1, 1]);
+
+      const { texts } = await collect(backend.generate(request(), never()));
+      expect(texts).toEqual(['x']);
+      expect(model.created).toBe(2);
+      expect(model.appended.at(-1)).toBe('user:hi\nmodel:');
     });
 
     it('in auto, sends the text before the call, then the call the model opened', async () => {
@@ -613,7 +701,7 @@ describe('LlamaCppChatBackend', () => {
         'tool_calls',
         'tool_calls',
       ]);
-      expect(model.disposedSequences).toBe(3);
+      expect([model.maxActive, model.created]).toEqual([2, 2]);
     });
 
     it('stops promptly on abort while generating arguments, and gives the sequence back', async () => {
@@ -635,8 +723,11 @@ describe('LlamaCppChatBackend', () => {
 
       await expect(run).rejects.toBe(reason);
       expect(fragments).toBeLessThan(20);
-      expect(model.active).toBe(0);
-      expect(model.disposedSequences).toBe(1);
+      // Both sequences are free again: a request needing both runs at once.
+      const { texts } = await collect(
+        backend.generate(request({ n: 2, maxTokens: 2 }), AbortSignal.timeout(10_000)),
+      );
+      expect(texts).toEqual(['ne', 'ne']);
     });
 
     it("attaches each token's logprob and its top alternatives to the delta it produced", async () => {

@@ -14,7 +14,13 @@ import { toChatHistory, withResponseFormat } from './chat-history.mapper';
 import { ChoiceGenerator, type PreparedPrompt, type PreparedTools } from './choice.generator';
 import { EventChannel } from './event.channel';
 import { toGbnfJsonSchema } from './gbnf-schema.mapper';
-import type { EvaluateOptions, LlamaModelLoader, LoadedLlamaModel, ModelGrammar } from './loaded-model';
+import type {
+  EvaluateOptions,
+  LlamaModelLoader,
+  LlamaSequence,
+  LoadedLlamaModel,
+  ModelGrammar,
+} from './loaded-model';
 import { parseLlamaCppOptions, type LlamaCppOptions } from './llamacpp.options';
 import { loadLlamaModel } from './node-llama-cpp.loader';
 import { SequencePool } from './sequence.pool';
@@ -59,11 +65,16 @@ async function compileSchema(
  *
  * Abort: a waiting choice leaves the sequence queue at once; a generating one stops at its next token.
  * Sequences are given back on every path.
+ *
+ * Prompt reuse: a sequence given back keeps its KV cache, and the next prompt runs on the free sequence that
+ * already holds the longest prefix of it (SequencePool), evaluating only the rest: a conversation's next turn
+ * stays on its sequence and pays the prefill of its new messages only.
  */
 export class LlamaCppChatBackend implements ChatBackend {
   private loaded: LoadedLlamaModel | null = null;
   private loading: Promise<void> | null = null;
-  private readonly pool: SequencePool;
+  private readonly pool: SequencePool<LlamaSequence>;
+  private readonly counters = { choices: 0, reusedPromptTokens: 0 };
 
   constructor(
     private readonly modelId: string,
@@ -71,6 +82,14 @@ export class LlamaCppChatBackend implements ChatBackend {
     private readonly loader: LlamaModelLoader = loadLlamaModel,
   ) {
     this.pool = new SequencePool(options.sequences);
+  }
+
+  /**
+   * Choices generated, and prompt tokens they found already in their sequence's KV cache (kept from an
+   * earlier turn of the conversation) instead of evaluating them again.
+   */
+  get promptReuse(): { readonly choices: number; readonly reusedPromptTokens: number } {
+    return { ...this.counters };
   }
 
   /** `this: void`: the backend factory keeps this function in a map and calls it unbound. */
@@ -133,6 +152,8 @@ export class LlamaCppChatBackend implements ChatBackend {
     await this.loading?.catch(() => undefined);
     const loaded = this.loaded;
     this.loaded = null;
+    // Disposing the context disposes its sequences; the kept ones are only forgotten.
+    this.pool.drain();
     await loaded?.dispose();
   }
 
@@ -250,30 +271,41 @@ export class LlamaCppChatBackend implements ChatBackend {
     stop: AbortSignal,
     channel: EventChannel<ChatInferenceEvent>,
   ): Promise<number> {
-    const release = await this.pool.acquire(stop);
-    const sequence = (() => {
-      try {
-        return loaded.getSequence();
-      } catch (error) {
-        release();
-        throw error;
-      }
-    })();
+    const lease = await this.pool.acquire(prompt.tokens, stop);
+    let sequence: LlamaSequence | null = lease.sequence;
+    let keep = false;
     try {
+      sequence ??= loaded.getSequence();
+      // At least the prompt's last token is evaluated: its logits give the first generated token.
+      const cached = await sequence.keepPrefixOf(prompt.tokens.slice(0, -1));
+      this.counters.choices++;
+      this.counters.reusedPromptTokens += cached;
       const generator = new ChoiceGenerator(
         loaded,
         sequence,
         prompt,
+        cached,
         choice,
         this.sampling(request, choice),
         stop,
         channel,
       );
-      await generator.run();
+      try {
+        await generator.run();
+      } catch (error) {
+        // A stopped generation leaves a consistent sequence behind; any other failure, one not to trust.
+        keep = stop.aborted;
+        throw error;
+      }
+      keep = true;
       return generator.completionTokens;
     } finally {
-      await sequence.dispose();
-      release();
+      if (keep && sequence !== null && this.loaded === loaded) {
+        lease.release({ sequence, history: sequence.contextTokens });
+      } else {
+        await sequence?.dispose();
+        lease.release(null);
+      }
     }
   }
 

@@ -37,6 +37,13 @@ export interface LlamaSequence {
    * only when the generation continues past it, so the token at which a caller stops is not in it.
    */
   evaluate(tokens: Token[], options: EvaluateOptions): AsyncGenerator<GeneratedToken, void, void>;
+  /** The tokens the sequence holds (in its KV cache), as earlier evaluations left them. */
+  readonly contextTokens: readonly Token[];
+  /**
+   * Keeps the longest prefix the sequence holds in common with `tokens` and erases the rest; resolves to
+   * how many tokens it kept, which the next evaluation need not append again.
+   */
+  keepPrefixOf(tokens: readonly Token[]): Promise<number>;
   dispose(): Promise<void>;
 }
 
@@ -93,7 +100,7 @@ export interface LoadedLlamaModel {
   jsonGrammar(schema: GbnfJsonSchema | null): Promise<ModelGrammar>;
   /** A grammar that accepts exactly one of `texts`. */
   choiceGrammar(texts: readonly string[]): Promise<ModelGrammar>;
-  /** Throws when the context has no free sequence (the backend's pool prevents that). */
+  /** A new, empty sequence; throws when the context has no free one (the backend's pool prevents that). */
   getSequence(): LlamaSequence;
   dispose(): Promise<void>;
 }

@@ -232,6 +232,14 @@ export async function loadLlamaModel(modelId: string, options: LlamaCppOptions):
             }
             yield* sequence.evaluateWithMetadata(tokens, { probabilities: true }, evaluateOptions);
           },
+          get contextTokens() {
+            return sequence.contextTokens;
+          },
+          async keepPrefixOf(tokens) {
+            // Without shifting: a shift re-evaluates tokens, and the caller evaluates what differs anyway.
+            await sequence.adaptStateToTokens([...tokens], false);
+            return sequence.nextTokenIndex;
+          },
           dispose: () => Promise.resolve(sequence.dispose()),
         };
       },
