@@ -69,6 +69,9 @@ function catalogFor(modelPath: string) {
         // 2048 tokens: offered functions are documented in the prompt, and the fixture's byte-level
         // tokenizer spends about a token per character on them.
         backend: { kind: 'llamacpp', modelPath, contextSize: 2048, sequences: 4, threads: 1 },
+        // The image-URL test serves its picture from loopback: `any` lets that URL past the gateway's policy
+        // so the refusal it pins is the text-only model's own.
+        urlInputs: 'any',
       },
       {
         // The same GGUF through node-llama-cpp's embedding context (its vectors have 64 values).
