@@ -53,6 +53,8 @@ const TYPES: Record<string, string> = {
   [WORKER_METRICS.upstreamMaxConcurrency]: 'gauge',
   [WORKER_METRICS.upstreamTimeToFirstOutput]: 'histogram',
   [WORKER_METRICS.upstreamDuration]: 'histogram',
+  [WORKER_METRICS.upstreamEngineLoad]: 'gauge',
+  [WORKER_METRICS.prefixRouting]: 'counter',
   [WORKER_METRICS.embeddingBatchInputs]: 'histogram',
   [WORKER_METRICS.embeddingInputs]: 'counter',
   [WORKER_METRICS.embeddingQueueWait]: 'histogram',
