@@ -294,6 +294,12 @@ const keyView = objectSchema('An API key as the admin API shows it: never the se
   tpm: nullableInteger('Tokens per minute; null: no limit.'),
   max_concurrent: nullableInteger('Requests in flight; null: no limit.'),
   priority: { enum: [...PRIORITY_TIERS] },
+  weight: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 100,
+    description: "Its share of a saturated model against the other waiting keys'.",
+  },
   disabled: { type: 'boolean' },
   revoked_at: nullableInteger('Unix seconds; null: not revoked.'),
 });

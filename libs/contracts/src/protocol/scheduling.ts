@@ -1,4 +1,5 @@
-import { queueNameFor, type KeyLayout, type ModelKind } from './names';
+import type { ModelKind } from '../model-types';
+import { queueNameFor, type KeyLayout } from './names';
 
 /**
  * The scheduler's tiers, most urgent first. `batch` is the tier of offline batch work: it runs when nothing
@@ -56,7 +57,9 @@ export const MIN_SHARE_MAX = 0.5;
  *   shares, and the top waiting keys the console shows);
  * - `base:tenants` — a hash, per waiting tenant its weight (`w:<tenant>`), per tenant the virtual time it
  *   left a tier's ring at (`f:<tier>:<tenant>`), and the model's totals: the waiting tenants' weights' sum
- *   (`wsum`), each tier's virtual clock (`v:<tier>`) and the minimum share's credit (`credit`).
+ *   (`wsum`), each tier's virtual clock (`v:<tier>`) and the minimum share's credit (`credit`);
+ * - `base:owners` — a hash, per parked job id its `<tenant>|<tier>`, so a job taken back by id leaves its
+ *   tenant's line.
  */
 export function schedulerNamesFor(namespace: string, kind: ModelKind, model: string, layout: KeyLayout) {
   const queue = queueNameFor(kind, model, layout);
@@ -65,6 +68,7 @@ export function schedulerNamesFor(namespace: string, kind: ModelKind, model: str
     base,
     tenants: `${base}:tenants`,
     waiting: `${base}:waiting`,
+    owners: `${base}:owners`,
     /** BullMQ's key prefix of this queue's jobs (`<prefix>:<queue>:<job id>`). */
     jobPrefix: `${namespace}:${queue}:`,
     prioritized: `${namespace}:${queue}:prioritized`,

@@ -3,7 +3,7 @@
   tier's ring if it had nothing parked there. A job no longer waiting (a worker took it straight from an
   idle queue, or it was removed) is not scheduled: nothing is left behind.
 
-  KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset
+  KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
   ARGV: 1 scheduler base name, 2 job id, 3 tenant, 4 tier, 5 weight
   Returns 1 when the job was scheduled, 0 when it no longer waits.
 ]]
@@ -14,4 +14,5 @@ if not redis.call('ZSCORE', KEYS[1], id) then return 0 end
 local line = base .. ':q:' .. tier .. ':' .. tenant
 if redis.call('RPUSH', line, id) == 1 then ringJoins(KEYS[2], base .. ':ring:' .. tier, tier, tenant) end
 tenantJoins(KEYS[3], KEYS[2], tenant, weight)
+redis.call('HSET', KEYS[4], id, tenant .. '|' .. tier)
 return 1

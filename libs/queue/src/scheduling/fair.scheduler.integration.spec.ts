@@ -47,7 +47,7 @@ describe('FairScheduler', () => {
   /** Releases one job and takes the job a worker's fetch gets (the lowest priority, oldest first). */
   async function take(minShare = 0): Promise<{ id: string; priority: number } | undefined> {
     await scheduler.release('chat', modelId, 1, minShare);
-    const [id] = await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, 0, 0);
+    const [id] = await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, '0', '0');
     if (id === undefined) return undefined;
     const priority = Number(await redis.hget(`${namespace}:chat.${modelId}:${id}`, 'priority'));
     await queue.remove(id);
@@ -75,7 +75,7 @@ describe('FairScheduler', () => {
   it('releases a job to its tier’s released band, keeping its place in the band', async () => {
     await submit('a');
     await scheduler.release('chat', modelId, 1, 0);
-    const [, score] = await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, 0, 0, 'WITHSCORES');
+    const [, score] = await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, '0', '0', 'WITHSCORES');
     expect(Math.floor(Number(score) / 2 ** 32)).toBe(SCHEDULING_BANDS.normal.released);
   });
 
@@ -134,7 +134,7 @@ describe('FairScheduler', () => {
     const tenants = `${namespace}:sched:chat.${modelId}:tenants`;
     expect(await redis.hget(tenants, 'wsum')).toBe('4');
     await queue.remove(gone);
-    await scheduler.forget('chat', modelId, { id: gone, tenant: 'a', tier: 'normal' });
+    await scheduler.forget('chat', modelId, gone);
     // Equal counts: reverse member order, as ZREVRANGE gives them.
     expect((await scheduler.waiting('chat', modelId, 5)).top).toEqual([
       { tenant: 'b', waiting: 1 },
@@ -143,6 +143,7 @@ describe('FairScheduler', () => {
     await takeTenants(2);
     expect(await scheduler.waiting('chat', modelId, 5)).toEqual({ tenants: 0, top: [] });
     expect(await redis.hget(tenants, 'wsum')).toBe('0');
+    expect(await redis.hlen(`${namespace}:sched:chat.${modelId}:owners`)).toBe(0);
   });
 
   it('skips a job taken or removed behind its back, and schedules nothing for a job already gone', async () => {

@@ -57,16 +57,16 @@ export class FairScheduler {
     const names = this.namesOf(kind, model);
     const scheduled = await ARRIVE.run(
       this.redis,
-      [names.prioritized, names.tenants, names.waiting],
+      [names.prioritized, names.tenants, names.waiting, names.owners],
       [names.base, job.id, job.tenant, job.tier, job.weight],
     );
     return scheduled === 1;
   }
 
-  /** Drops a parked job that left its queue without running. */
-  async forget(kind: ModelKind, model: string, job: Omit<ScheduledJob, 'weight'>): Promise<void> {
+  /** Drops a parked job that left its queue without running (a no-op for a job it does not know). */
+  async forget(kind: ModelKind, model: string, id: string): Promise<void> {
     const names = this.namesOf(kind, model);
-    await FORGET.run(this.redis, [names.tenants, names.waiting], [names.base, job.id, job.tenant, job.tier]);
+    await FORGET.run(this.redis, [names.tenants, names.waiting, names.owners], [names.base, id]);
   }
 
   /** Releases up to `count` parked jobs, fairly, for a fetch about to be sent; how many it released. */
@@ -74,7 +74,7 @@ export class FairScheduler {
     const names = this.namesOf(kind, model);
     const released = await RELEASE.run(
       this.redis,
-      [names.prioritized, names.tenants, names.waiting],
+      [names.prioritized, names.tenants, names.waiting, names.owners],
       [names.base, names.jobPrefix, minShare, count, ...BAND_ARGS],
     );
     return Number(released);

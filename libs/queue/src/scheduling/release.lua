@@ -13,7 +13,7 @@
   line's head that no longer waits (taken straight from an idle queue, or removed) is dropped on the way,
   once; at most 64 such heads per call, the rest are left for the next one.
 
-  KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset
+  KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
   ARGV: 1 scheduler base name, 2 BullMQ job key prefix, 3 minShare, 4 count,
         5..12 released and parked bands of high, normal, low, batch, 13 promoted band
   Returns the number of jobs released.
@@ -73,7 +73,10 @@ local function popNext(tier)
     finish = start + 1 / weight
     redis.call('HSET', KEYS[2], 'v:' .. tier, tostring(start))
   end
-  if id then tenantLeaves(KEYS[3], KEYS[2], tenant) end
+  if id then
+    tenantLeaves(KEYS[3], KEYS[2], tenant)
+    redis.call('HDEL', KEYS[4], id)
+  end
   if redis.call('LLEN', line) == 0 then
     ringLeaves(KEYS[2], ring, tier, tenant, finish)
   elseif live then
