@@ -5,15 +5,15 @@ export async function timedChat(
   base: string,
   key: string,
   model: string,
-): Promise<{ status: number; ms: number }> {
+): Promise<{ status: number; ms: number; body: string }> {
   const started = performance.now();
   const res = await fetch(`${base}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
   });
-  await res.arrayBuffer();
-  return { status: res.status, ms: performance.now() - started };
+  const body = await res.text();
+  return { status: res.status, ms: performance.now() - started, body };
 }
 
 /**
@@ -40,7 +40,7 @@ export class Flood {
 
   private async loop(base: string, key: string, model: string): Promise<void> {
     while (!this.stop.signal.aborted) {
-      const { status } = await timedChat(base, key, model).catch(() => ({ status: 0, ms: 0 }));
+      const { status } = await timedChat(base, key, model).catch(() => ({ status: 0 }));
       if (status === 200) {
         if (this.counting) this.answered++;
       } else {

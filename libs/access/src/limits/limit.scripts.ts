@@ -117,10 +117,11 @@ end
  *
  * The waiting room is shared: when the queue is at its bound, a tenant (API key) with fewer parked jobs than
  * its share of the room (the bound times its weight over the waiting tenants' weights, itself counted) is
- * still admitted, as long as the queue is under the bound plus one job per waiting tenant; a tenant at or
- * over its share is refused (`over_share`), and so is everyone when one tenant alone fills the queue or
- * the extra room is used (`queue_full`). Nothing admitted is ever dropped. The scheduler's counts are
- * its `waiting` set and `tenants` hash (contracts' scheduling.ts).
+ * still admitted — always when it has no job waiting (one job past the bound per such tenant), else while
+ * the queue is under the bound plus one job per waiting tenant; a tenant at or over its share is refused
+ * (`over_share`), and so is everyone when one tenant alone fills the queue or the extra room is used
+ * (`queue_full`). Nothing admitted is ever dropped. The scheduler's counts are its `waiting` set and
+ * `tenants` hash (contracts' scheduling.ts).
  */
 const LUA_MODEL_DEPTH = `
 local function checkModel(waitKey, prioritizedKey, admittingKey, servedKey, waitingKey, tenantsKey)
@@ -138,7 +139,7 @@ local function checkModel(waitKey, prioritizedKey, admittingKey, servedKey, wait
         if tenants > 1 then
           if mine >= maxq * weight / wsum then
             status = 'over_share'
-          elseif depth < maxq + tenants then
+          elseif mine == 0 or depth < maxq + tenants then
             status = 'ok'
           end
         end
