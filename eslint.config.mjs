@@ -21,14 +21,16 @@ const BASE = ['contracts', 'config', 'observability'];
 const FRONT_END = [...BASE, 'access', 'http', 'session', 'api-docs', 'registry'];
 const ARROWS = {
   contracts: [],
+  // Plumbing for Redis itself (scripts kept in .lua files), below every capability that talks to Redis.
+  redis: [],
   config: ['contracts'],
   observability: ['contracts', 'config'],
-  access: BASE,
-  queue: BASE,
+  access: [...BASE, 'redis'],
+  queue: [...BASE, 'redis'],
   // Kept: the upstream pool's slots are expiring holds of the same kind as a key's concurrency slots (a
   // sorted set of expiring ids refreshed by one Lua script), so the pool reuses access's LuaScript, refresh
   // script and SlotKeeper rather than a copy of them.
-  inference: [...BASE, 'queue', 'access'],
+  inference: [...BASE, 'redis', 'queue', 'access'],
   // What each backend kind honours is contracts' table (backend-parameters.ts), so the registry publishes a
   // model's parameters without loading the backends.
   registry: [...BASE, 'queue'],

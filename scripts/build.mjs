@@ -1,4 +1,5 @@
-// Compiles every app and lib in one pass, then rewrites the @mgw/* path aliases into relative requires,
+// Compiles every app and lib in one pass, then rewrites the @mgw/* path aliases into relative requires and copies
+// the Redis scripts (.lua) beside the compiled code,
 // so `node dist/apps/<app>/src/main.js` runs without a loader; then bundles the web console (dist/console/).
 import { spawnSync } from 'node:child_process';
 import { cpSync, readdirSync, writeFileSync } from 'node:fs';
@@ -16,10 +17,7 @@ for (const [cmd, args] of [
   const result = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
-// Redis scripts live in .lua files next to the code that runs them; tsc does not copy them.
-for (const file of readdirSync(join(root, 'libs'), { recursive: true })) {
-  if (String(file).endsWith('.lua')) cpSync(join(root, 'libs', file), join(root, 'dist', 'libs', file));
-}
+copyLuaScripts(join(root, 'libs'));
 try {
   await buildConsole(root);
 } catch (error) {
@@ -27,3 +25,12 @@ try {
   process.exit(1);
 }
 writeFileSync(join(root, 'dist', '.build-stamp'), new Date().toISOString());
+
+/** Redis scripts live in `.lua` files next to the code that runs them: each goes next to its compiled JS. */
+function copyLuaScripts(folder) {
+  for (const entry of readdirSync(folder, { withFileTypes: true })) {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) copyLuaScripts(path);
+    else if (entry.name.endsWith('.lua')) cpSync(path, join(root, 'dist', path.slice(root.length + 1)));
+  }
+}

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { SCHEDULING_BANDS } from '@mgw/contracts';
 import { freePort } from './support/free-port';
 import { readSse } from './support/sse';
 import { Stack } from './support/stack';
@@ -448,9 +449,11 @@ describe('API keys, limits and usage across two gateways', () => {
     expect(waiting.status).toBe(200);
     const requestId = waiting.headers.get('x-request-id')!;
     const job = await stack.redis.hget(`${stack.namespace}:chat.queue-chat:${requestId}`, 'priority');
-    expect(job).toBe('1');
+    expect(job).toBe(String(SCHEDULING_BANDS.high.parked));
 
-    const refused = await chat(a, stack.apiKey, { model: 'queue-chat' });
+    // The key that holds the whole room is refused (another key, with nothing waiting, would be let in:
+    // README "Scheduling").
+    const refused = await chat(a, high, { model: 'queue-chat' });
     expect(refused.status).toBe(503);
     expect(((await refused.json()) as { error: { code: string; type: string } }).error).toMatchObject({
       code: 'overloaded',

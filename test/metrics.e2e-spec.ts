@@ -41,6 +41,7 @@ const TYPES: Record<string, string> = {
   [GATEWAY_METRICS.overhead]: 'histogram',
   [GATEWAY_METRICS.fallbacks]: 'counter',
   [GATEWAY_METRICS.hostedToolsDropped]: 'counter',
+  [GATEWAY_METRICS.schedulerRefusals]: 'counter',
   [WORKER_METRICS.jobs]: 'counter',
   [WORKER_METRICS.jobDuration]: 'histogram',
   [WORKER_METRICS.tokens]: 'counter',

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
 import { chunk, FakeOpenAIUpstream, sendEvent, startStream } from '../support/fake-openai-upstream';
+import { Flood, jainIndex } from '../support/load-loops';
 import { readSse, type SseEvent } from '../support/sse';
 import type { TestRedis } from '../support/redis-topologies';
 import { Stack } from '../support/stack';
@@ -23,6 +24,12 @@ export const TOPOLOGY_CATALOG = {
       type: 'chat',
       owned_by: 'e2e',
       backend: { kind: 'simulator', mode: 'echo', tokensPerSecond: 10 },
+    },
+    {
+      id: 'fair-chat',
+      type: 'chat',
+      owned_by: 'e2e',
+      backend: { kind: 'simulator', mode: 'echo', ttftMs: 50, tokensPerSecond: 100_000 },
     },
     { id: 'sim-image', type: 'image', owned_by: 'e2e', backend: { kind: 'simulator' } },
     {
@@ -255,6 +262,29 @@ export function describeCoreContract(
       });
       expect(done.output.length).toBeGreaterThan(0);
     });
+
+    it('shares a saturated model equally between a key with 32 requests in flight and one with 16', async () => {
+      const [big, small] = [
+        await createKey({ name: `big-${name}` }),
+        await createKey({ name: `small-${name}` }),
+      ];
+      const floods = [
+        new Flood(stackOf().baseUrl, big.key, 'fair-chat', 32),
+        // Twice its half of the worker's 8 slots: each key always has work waiting, so can use its whole share.
+        new Flood(stackOf().baseUrl, small.key, 'fair-chat', 16),
+      ];
+      try {
+        await sleep(1000);
+        for (const flood of floods) flood.counting = true;
+        await sleep(4000);
+        for (const flood of floods) flood.counting = false;
+      } finally {
+        await Promise.all(floods.map((flood) => flood.end()));
+      }
+      const counts = floods.map((flood) => flood.answered);
+      expect(Math.min(...counts)).toBeGreaterThan(10);
+      expect(jainIndex(counts)).toBeGreaterThanOrEqual(0.95);
+    }, 30_000);
 
     it('answers Anthropic Messages, as JSON and as a stream', async () => {
       const stack = stackOf();

@@ -1,17 +1,18 @@
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { CreateKeyDto, KeyStore, PRIORITY_TIERS, UpdateKeyDto, UsageReader } from '@mgw/access';
-import { GatewayError, validateDto } from '@mgw/contracts';
+import { GatewayError, TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN, validateDto } from '@mgw/contracts';
 
 export const USAGE = `Usage: npm run keys -- <command> [options]
 
   create --name NAME [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N]
-         [--priority high|normal|low] [--expires-at UNIX_SECONDS]
+         [--priority high|normal|low] [--weight 1-100] [--expires-at UNIX_SECONDS]
                       issue a key; prints it with its secret (shown only this once)
   list                list keys (never their secrets)
   show ID             one key
   update ID [--name NAME] [--models a,b|none] [--rpm N|none] [--tpm N|none]
-         [--max-concurrent N|none] [--priority TIER] [--expires-at S|none] [--disable|--enable]
+         [--max-concurrent N|none] [--priority TIER] [--weight 1-100] [--expires-at S|none]
+         [--disable|--enable]
                       change a key; takes effect on every gateway within a second
   revoke ID           revoke a key for good
   usage [--key ID] [--from YYYY-MM-DD] [--to YYYY-MM-DD]
@@ -29,6 +30,7 @@ const OPTIONS = {
   tpm: { type: 'string' },
   'max-concurrent': { type: 'string' },
   priority: { type: 'string' },
+  weight: { type: 'string' },
   'expires-at': { type: 'string' },
   disable: { type: 'boolean' },
   enable: { type: 'boolean' },
@@ -78,6 +80,15 @@ function settingsOf(values: Values): Record<string, unknown> {
       throw new CliUsageError(`--priority must be one of ${PRIORITY_TIERS.join(', ')}`);
     }
     settings.priority = values.priority;
+  }
+  if (values.weight !== undefined) {
+    const weight = Number(values.weight);
+    if (!/^\d+$/.test(values.weight) || weight < TENANT_WEIGHT_MIN || weight > TENANT_WEIGHT_MAX) {
+      throw new CliUsageError(
+        `--weight must be a whole number from ${TENANT_WEIGHT_MIN} to ${TENANT_WEIGHT_MAX}`,
+      );
+    }
+    settings.weight = weight;
   }
   return settings;
 }

@@ -19,6 +19,8 @@ export interface ApiKeyView {
   tpm: number | null;
   max_concurrent: number | null;
   priority: PriorityTier;
+  /** Its share of a saturated model against the other waiting keys' (1-100). */
+  weight: number;
   disabled: boolean;
   revoked_at: number | null;
 }

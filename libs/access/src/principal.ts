@@ -11,6 +11,8 @@ export interface Principal {
   tpm: number | null;
   maxConcurrent: number | null;
   priority: PriorityTier;
+  /** Its share of a saturated model against the other waiting keys' (1-100; README "Scheduling"). */
+  weight: number;
 }
 
 export function allowsModel(principal: Principal | null, model: string): boolean {

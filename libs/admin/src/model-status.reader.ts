@@ -9,11 +9,14 @@ import {
   type ModelStatus,
   type ModelStatusList,
 } from '@mgw/contracts';
-import { QueueStatsReader } from '@mgw/queue';
+import { FairScheduler, QueueStatsReader } from '@mgw/queue';
 import type { ModelDirectory } from '@mgw/registry';
 
 /** The window of "recent" counts: the limiter's service-rate window too. */
 const RECENT_MS = 60_000;
+
+/** Waiting keys listed per model. */
+const TOP_WAITING_KEYS = 5;
 
 /** Reads within this long of each other share one reading (several open consoles cost one). */
 const SHARED_READ_MS = 1000;
@@ -29,6 +32,7 @@ const kindOf = (entry: ModelEntry): ModelKind => (entry.type === CHAT_MODEL_TYPE
  */
 export class ModelStatusReader {
   private readonly names: AccessNames;
+  private readonly scheduler: FairScheduler;
   private last: { at: number; reading: Promise<ModelStatusList> } | null = null;
 
   constructor(
@@ -38,6 +42,7 @@ export class ModelStatusReader {
     private readonly now: () => number = Date.now,
   ) {
     this.names = accessNames(namespace, keyLayoutOf(redis));
+    this.scheduler = new FairScheduler(redis, namespace);
   }
 
   read(): Promise<ModelStatusList> {
@@ -60,9 +65,10 @@ export class ModelStatusReader {
       this.redis.hgetall(this.names.served(model.kind, model.id)),
       this.redis.zcount(failedKey(model), now - RECENT_MS, '+inf'),
     ]);
-    const [queues, values] = await Promise.all([
+    const [queues, values, waiting] = await Promise.all([
       new QueueStatsReader(this.redis, this.namespace, models, () => now).read(),
       Promise.all(recent),
+      Promise.all(models.map((model) => this.scheduler.waiting(model.kind, model.id, TOP_WAITING_KEYS))),
     ]);
     const fromSecond = Math.floor(now / 1000) - Math.floor(RECENT_MS / 1000) + 1;
     const data = entries.map((entry, i): ModelStatus => {
@@ -87,6 +93,8 @@ export class ModelStatusReader {
         finished_last_minute: finished,
         failed_last_minute: failed,
         error_rate: total > 0 ? failed / total : null,
+        waiting_keys: waiting[i]!.tenants,
+        top_waiting_keys: waiting[i]!.top.map(({ tenant, waiting }) => ({ key_id: tenant, waiting })),
       };
     });
     return { object: 'list', read_at: now, data };

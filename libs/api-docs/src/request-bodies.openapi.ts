@@ -307,6 +307,10 @@ export function requestBodySchemas(): DtoSchemaBuilder {
         tpm: { nullable: true, description: 'Tokens (prompt + completion) per minute.' },
         max_concurrent: { nullable: true, description: 'Requests in flight at once.' },
         priority: { default: 'normal', description: 'Queue priority of its jobs.' },
+        weight: {
+          default: 1,
+          description: "Its share of a saturated model against the other waiting keys'.",
+        },
         expires_at: { nullable: true, description: 'Unix seconds, in the future.' },
       },
     })

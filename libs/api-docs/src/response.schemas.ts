@@ -36,6 +36,7 @@ import {
   type TopLogprob,
   type ModelStatus,
   type ModelStatusList,
+  type WaitingKey,
 } from '@mgw/contracts';
 import type { SchemaObject } from './json-schema.types';
 import { typed, type FromSchema, type SameShape } from './from-schema';
@@ -66,6 +67,7 @@ interface ResponseTypes {
   UsageRow: UsageRow;
   UsageTotals: UsageTotals;
   ModelStatus: ModelStatus;
+  WaitingKey: WaitingKey;
   ModelStatusList: ModelStatusList;
   StoredChatCompletion: StoredChatCompletion;
   StoredChatCompletionList: CursorPage<StoredChatCompletion>;
@@ -294,6 +296,12 @@ const keyView = objectSchema('An API key as the admin API shows it: never the se
   tpm: nullableInteger('Tokens per minute; null: no limit.'),
   max_concurrent: nullableInteger('Requests in flight; null: no limit.'),
   priority: { enum: [...PRIORITY_TIERS] },
+  weight: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 100,
+    description: "Its share of a saturated model against the other waiting keys'.",
+  },
   disabled: { type: 'boolean' },
   revoked_at: nullableInteger('Unix seconds; null: not revoked.'),
 });
@@ -346,6 +354,13 @@ const modelStatus = objectSchema('One model: its workers, its queue and its last
   finished_last_minute: integer('Jobs that ended in the last 60 s, whatever their outcome.'),
   failed_last_minute: integer('Jobs that failed in the last 60 s.'),
   error_rate: { type: ['number', 'null'], description: 'failed / finished over the last 60 s; null: none.' },
+  waiting_keys: integer('API keys with jobs waiting for their turn in its fair share.'),
+  top_waiting_keys: { type: 'array', items: ref('WaitingKey'), description: 'Most jobs waiting first; 5 at most.' },
+});
+
+const waitingKey = objectSchema('An API key with jobs waiting in a model’s queue.', {
+  key_id: string('The key.'),
+  waiting: integer('Its jobs waiting.'),
 });
 
 const modelStatusList = objectSchema('Every model, by id.', {
@@ -420,6 +435,7 @@ const SCHEMAS = {
   UsageRow: usageRow,
   UsageTotals: usageTotals,
   ModelStatus: modelStatus,
+  WaitingKey: waitingKey,
   ModelStatusList: modelStatusList,
   StoredChatCompletion: storedCompletion,
   StoredChatCompletionList: cursorPage("A page of the caller's stored completions.", 'StoredChatCompletion'),

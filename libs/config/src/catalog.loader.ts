@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import {
   isFieldRecord,
   EMBEDDING_LIMITS,
+  MIN_SHARE_MAX,
   MODEL_KINDS,
   modelTypeOf,
   ProblemCollector,
@@ -43,6 +44,11 @@ export interface CatalogModel {
   scaleToZero?: ScaleToZeroSpec;
   /** Jobs allowed to wait in this model's queue before the gateway answers 503 `overloaded`. */
   maxQueueDepth?: number;
+  /**
+   * The share of this model that `low` and `batch` jobs get while it is saturated with `normal` work,
+   * from 0 to 0.5 (README "Scheduling"). Absent: DEFAULT_MIN_SHARE (0.05).
+   */
+  minShare?: number;
   /**
    * The model's context window in tokens: the gateway refuses a prompt that cannot fit before it is
    * queued, and the worker refuses one whose exact count does not fit. Absent: not checked.
@@ -105,6 +111,7 @@ const MODEL_FIELDS = [
   'backend',
   'scaleToZero',
   'maxQueueDepth',
+  'minShare',
   'contextTokens',
   'fallbacks',
   'streamResume',
@@ -150,6 +157,11 @@ function readModel(
     model.scaleToZero = readScaleToZero(entry.scaleToZero, name, problems);
   if (entry.maxQueueDepth !== undefined) {
     model.maxQueueDepth = read.optionalInt(entry, 'maxQueueDepth', { min: 1 }, 1);
+  }
+  if (entry.minShare !== undefined) {
+    const { minShare } = entry;
+    if (typeof minShare === 'number' && minShare >= 0 && minShare <= MIN_SHARE_MAX) model.minShare = minShare;
+    else read.report(`${name}: minShare must be a number from 0 to ${MIN_SHARE_MAX}`);
   }
   if (entry.contextTokens !== undefined) {
     model.contextTokens = read.optionalInt(entry, 'contextTokens', { min: 1, max: MAX_CONTEXT_TOKENS }, 1);

@@ -15,6 +15,7 @@ export * from './dto/request-size.limits';
 export * from './dto/validation-message';
 export * from './dto/model-request.dto';
 export * from './protocol/names';
+export * from './protocol/scheduling';
 export * from './protocol/job-data';
 export * from './protocol/protocol-version';
 export * from './protocol/versioned-dto.reader';

@@ -11,3 +11,4 @@ export * from './control.listener';
 export * from './job-feed';
 export * from './model-queue.consumer';
 export * from './queue-stats.reader';
+export * from './scheduling/fair.scheduler';

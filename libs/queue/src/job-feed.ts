@@ -1,7 +1,8 @@
 import { Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { ComponentLogger } from '@mgw/contracts';
+import type { ComponentLogger, ModelKind } from '@mgw/contracts';
 import { boundedFailure, stripFailedJob } from './failed-job.retention';
+import { FairScheduler } from './scheduling/fair.scheduler';
 
 /** Non-blocking fetches `takeReady` sends at once, at most. */
 const MAX_WAVE = 8;
@@ -18,6 +19,8 @@ export interface JobFeedOptions {
   prefix: string;
   /** BullMQ's job lock: a taken job whose lock is not renewed for this long is found stalled and re-run. */
   jobLockMs: number;
+  /** The model's fair scheduler: before each fetch it releases the job the fetch is to take. */
+  scheduling?: { kind: ModelKind; model: string; minShare: number };
 }
 
 /**
@@ -39,11 +42,16 @@ export interface JobFeedOptions {
  * - `fail(taken, error)` fails a job, keeping a bounded summary of it (failed-job.retention.ts).
  *
  * Taken jobs' locks are renewed together by one timer (every `jobLockMs / 2`) until completed or failed.
+ *
+ * With `scheduling`, every fetch is preceded by the model's fair scheduler releasing one parked job (sent
+ * first on the same connection, so the fetch sees it): the fetch takes the job the scheduler chose. A job
+ * that arrives in an idle queue is taken as it is, parked (nobody waits for a turn then).
  */
 export class JobFeed {
   private readonly worker: Worker;
   private readonly held = new Map<string, TakenJob>();
   private readonly renewal: NodeJS.Timeout;
+  private readonly scheduler: FairScheduler | null;
   private tokens = 0;
 
   constructor(
@@ -65,6 +73,7 @@ export class JobFeed {
     this.worker.on('error', (error) => this.logger.error(`queue ${options.queue}: ${error.message}`));
     this.renewal = setInterval(() => this.renewLocks(), Math.max(250, Math.floor(options.jobLockMs / 2)));
     this.renewal.unref();
+    this.scheduler = options.scheduling ? new FairScheduler(connection, options.prefix) : null;
   }
 
   get queue(): string {
@@ -105,8 +114,10 @@ export class JobFeed {
   /** Completes `taken`; with `fetchNext`, returns the next waiting job, taken in the same round trip. */
   async complete(taken: TakenJob, fetchNext: boolean): Promise<TakenJob | undefined> {
     this.held.delete(taken.token);
-    const next = (await taken.job.moveToCompleted(undefined, taken.token, fetchNext)) as
-      unknown[] | undefined;
+    // Sent before the completion's script (which takes the next job), not awaited before it is sent.
+    const released = fetchNext ? this.release() : undefined;
+    const completed = taken.job.moveToCompleted(undefined, taken.token, fetchNext);
+    const [next] = (await Promise.all([completed, released])) as [unknown[] | undefined, unknown];
     const [data, id] = next ?? [];
     if (!fetchNext || data === undefined || data === null || typeof id !== 'string') return undefined;
     // The script locked the next job with the completed one's token (as in BullMQ's "looping through jobs").
@@ -134,11 +145,26 @@ export class JobFeed {
   private async fetch(block: boolean): Promise<TakenJob | undefined> {
     for (;;) {
       const token = `${this.worker.id}:${(this.tokens++).toString(36)}`;
+      await this.release();
       const job = (await this.worker.getNextJob(token, { block })) as Job<unknown> | undefined;
       if (job === undefined) return undefined;
       const taken = await this.unlessDeferredFailure(this.hold(job, token));
       if (taken !== undefined) return taken;
     }
+  }
+
+  /**
+   * Releases the job the next fetch takes. A failure only costs this fetch its fairness: it still takes the
+   * first parked job, so it is logged, not thrown.
+   */
+  private async release(): Promise<void> {
+    const scheduling = this.options.scheduling;
+    if (this.scheduler === null || scheduling === undefined) return;
+    await this.scheduler
+      .release(scheduling.kind, scheduling.model, 1, scheduling.minShare)
+      .catch((error: unknown) =>
+        this.logger.warn(`queue ${this.queue}: scheduler release failed: ${String(error)}`),
+      );
   }
 
   /**

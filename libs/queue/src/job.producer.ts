@@ -9,6 +9,7 @@ import {
   type ModelKind,
 } from '@mgw/contracts';
 import { jobOptionsFor } from './job-options';
+import { FairScheduler, scheduledJobOf } from './scheduling/fair.scheduler';
 
 /** The approximate cap of each queue's BullMQ events stream (see queueFor). */
 export const EVENTS_STREAM_MAX_LEN = 100;
@@ -22,15 +23,21 @@ export type JobDataOf<K extends ModelKind> = K extends 'chat'
 /**
  * The gateway's only contact with BullMQ: add a job to a model's queue, or take a waiting one back.
  * All queues share one command connection; a Queue object per model is created on first use.
+ *
+ * A job of a tenant (its API key) in a scheduling band is queued parked and handed to the model's fair
+ * scheduler, which decides when it runs (README "Scheduling").
  */
 export class JobProducer {
   private readonly queues = new Map<string, Queue>();
+  readonly scheduler: FairScheduler;
 
   constructor(
     private readonly connection: Redis,
     private readonly namespace: string,
     private readonly keepFailedJobs: number,
-  ) {}
+  ) {
+    this.scheduler = new FairScheduler(connection, namespace);
+  }
 
   queueFor(kind: ModelKind, model: string): Queue {
     const name = queueNameFor(kind, model, keyLayoutOf(this.connection));
@@ -53,18 +60,26 @@ export class JobProducer {
     return queue;
   }
 
-  async enqueue<K extends ModelKind>(kind: K, data: JobDataOf<K>): Promise<void> {
+  /** Queues `data` (parked, when it has a tenant and a band) and schedules it with its tenant's `weight`. */
+  async enqueue<K extends ModelKind>(kind: K, data: JobDataOf<K>, weight?: number): Promise<void> {
     await this.queueFor(kind, data.model).add(
       kind,
       data,
       jobOptionsFor(data.requestId, this.keepFailedJobs, data.priority),
     );
+    const scheduled = scheduledJobOf(data.requestId, data.priority, data.keyId, weight);
+    if (scheduled === undefined) return;
+    // The job is queued whatever happens here: unscheduled, it still runs, taken in queue order once no
+    // released job waits, so a failed step costs its fairness, never the request.
+    await this.scheduler.arrive(kind, data.model, scheduled).catch(() => false);
   }
 
   /** Removes a job that no worker has taken yet. False when it is already running (or gone). */
   async removeWaiting(kind: ModelKind, model: string, requestId: string): Promise<boolean> {
-    const removed = await this.queueFor(kind, model).remove(requestId);
-    return removed === 1;
+    const removed = (await this.queueFor(kind, model).remove(requestId)) === 1;
+    // Its line in the scheduler is dropped too (else it is skipped when its turn comes).
+    if (removed) await this.scheduler.forget(kind, model, requestId).catch(() => undefined);
+    return removed;
   }
 
   /** Whether the job still waits in its queue or runs (not finished, failed or unknown). */

@@ -1,6 +1,12 @@
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { keyLayoutOf, queueNameFor, type ComponentLogger, type ModelKind } from '@mgw/contracts';
+import {
+  DEFAULT_MIN_SHARE,
+  keyLayoutOf,
+  queueNameFor,
+  type ComponentLogger,
+  type ModelKind,
+} from '@mgw/contracts';
 import { JobFeed, type TakenJob } from './job-feed';
 
 export type JobHandler = (job: Job<unknown>) => Promise<void>;
@@ -27,6 +33,8 @@ export interface ConsumeOptions {
   concurrency: number;
   /** Capacity to reserve before each job is taken (models whose backend has bounded shared capacity). */
   gate?: JobGate;
+  /** The share of a saturated model that `low` and `batch` jobs get while `normal` work waits (0-0.5). */
+  minShare?: number;
 }
 
 /** After a failed reservation or fetch (Redis away), the loop waits this long before it tries again. */
@@ -64,6 +72,11 @@ export class ModelQueueConsumer {
         queue: queueNameFor(options.kind, options.model, keyLayoutOf(this.connection)),
         prefix: this.namespace,
         jobLockMs: this.jobLockMs,
+        scheduling: {
+          kind: options.kind,
+          model: options.model,
+          minShare: options.minShare ?? DEFAULT_MIN_SHARE,
+        },
       },
       this.logger,
     );

@@ -10,8 +10,9 @@ export interface QueueStats {
 }
 
 /**
- * At most this many priority tiers are looked at for the oldest prioritized job. The gateway uses three
- * (high 1, normal 2, low 3); jobs of further tiers still count as waiting but not for the age.
+ * At most this many priority tiers are looked at for the oldest prioritized job. The gateway's jobs use the
+ * scheduler's nine bands (contracts' scheduling.ts); jobs of further tiers still count as waiting but not for
+ * the age.
  */
 export const OLDEST_PRIORITIZED_TIERS = 16;
 

@@ -25,6 +25,7 @@ const keyFor = (models: string[] | null): Principal => ({
   tpm: null,
   maxConcurrent: null,
   priority: 'normal',
+  weight: 1,
 });
 
 /** What a session admitted: its model, its job's, the fallbacks left, and the requested model's refusal. */

@@ -29,6 +29,7 @@ export const principal: Principal = {
   tpm: null,
   maxConcurrent: null,
   priority: 'normal',
+  weight: 1,
 };
 
 export const entry = (id: string, extra: Partial<ModelEntry> = {}): ModelEntry => ({
@@ -292,6 +293,7 @@ export class SessionWorld {
   private admission(model: string, hold: string): Admission {
     return {
       fields: { keyId: principal.keyId, priority: 2 },
+      weight: 1,
       ticket: { id: 't1', keyId: principal.keyId, requestId: 'r', kind: 'chat', model, leased: true },
       hold: recordingHold(this.record, hold),
       headers: {},

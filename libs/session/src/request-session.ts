@@ -14,6 +14,8 @@ import {
   type ReattachMessage,
   type ReplyMessage,
   type ResumeOptions,
+  DEFAULT_TENANT_WEIGHT,
+  tierOfPriority,
 } from '@mgw/contracts';
 import { SseWriter, whenClientGone } from '@mgw/http';
 import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
@@ -148,6 +150,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   /** The first job; later attempts' jobs are copies of it under their own model. */
   private job: JobDataOf<K> | null = null;
   private fields: AdmittedFields | null = null;
+  /** The key's scheduling weight, for its jobs' place in the model's fair share. */
+  private weight = DEFAULT_TENANT_WEIGHT;
   /** The model of the current attempt's job: the one that serves, once it has output. */
   private model = '';
   private createdMs = 0;
@@ -495,6 +499,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     if (first) {
       this.primaryHold = admission.hold;
       this.fields = admission.fields;
+      this.weight = admission.weight;
       this.ticketKeyId = admission.ticket.keyId;
       this.ticketId = admission.ticket.leased ? admission.ticket.id : null;
       const raw = this.reply?.raw;
@@ -592,9 +597,14 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     if (resumable) job.resume = this.resumeOptions();
     this.model = model;
     this.renderer = this.rendererFor(model);
-    this.timing = this.deps.metrics.timingFor(this.requestId, model, this.input.kind);
+    this.timing = this.deps.metrics.timingFor(
+      this.requestId,
+      model,
+      this.input.kind,
+      tierOfPriority(job.priority) ?? 'none',
+    );
     this.deps.router.register(this.requestId, this);
-    const added = this.deps.producer.enqueue(this.input.kind, job);
+    const added = this.deps.producer.enqueue(this.input.kind, job, this.weight);
     // A resumable stream's meta is written meanwhile: its client can resume it as soon as it has heard of it.
     const meta = resumable ? this.openResumable(job) : undefined;
     Promise.all([added, meta]).then(

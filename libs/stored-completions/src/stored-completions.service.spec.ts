@@ -13,6 +13,7 @@ const principal: Principal = {
   tpm: null,
   maxConcurrent: null,
   priority: 'normal',
+  weight: 1,
 };
 const id = 'chatcmpl-0123456789abcdef';
 

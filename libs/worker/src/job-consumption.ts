@@ -1,6 +1,6 @@
 import { Inject, Injectable, type LoggerService } from '@nestjs/common';
 import { WorkerConfig } from '@mgw/config';
-import { GatewayError, type ModelKind } from '@mgw/contracts';
+import { DEFAULT_MIN_SHARE, GatewayError, type ModelKind } from '@mgw/contracts';
 import { ControlListener, JobStopped, ModelQueueConsumer } from '@mgw/queue';
 import { JobHandlers } from './job-handlers.explorer';
 import { JobInstrumentation } from './job.instrumentation';
@@ -40,7 +40,8 @@ export class JobConsumption {
       // A model whose backend has a pool takes a job only once an upstream slot is reserved for it; an
       // embedding model's backend takes an upstream slot per batched call, not per job, so it has no gate.
       const gate = this.kind === 'embedding' ? undefined : this.pools.byModel.get(model.id);
-      this.consumer.consume({ kind: this.kind, model: model.id, concurrency, gate }, (job) =>
+      const minShare = model.minShare ?? DEFAULT_MIN_SHARE;
+      this.consumer.consume({ kind: this.kind, model: model.id, concurrency, gate, minShare }, (job) =>
         this.instrumentation.run(job, model.id, () => handle(job, model.id)),
       );
     }

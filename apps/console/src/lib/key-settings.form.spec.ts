@@ -13,6 +13,7 @@ const key: ApiKeyView = {
   tpm: null,
   max_concurrent: 4,
   priority: 'high',
+  weight: 3,
   disabled: false,
   revoked_at: null,
 };
@@ -24,6 +25,7 @@ describe('key settings form', () => {
       models: ['sim-chat', 'sim-image'],
       rpm: 120,
       priority: 'normal',
+      weight: 1,
     });
     expect(createBody('x', { ...EMPTY_SETTINGS, expires: '2030-01-31' })).toMatchObject({
       expires_at: Date.UTC(2030, 0, 31, 23, 59, 59) / 1000,
@@ -37,6 +39,7 @@ describe('key settings form', () => {
       tpm: '',
       maxConcurrent: '4',
       priority: 'high',
+      weight: '3',
       expires: '2023-11-14',
     });
     expect(updateBody(settingsOf(key), settingsOf(key))).toEqual({});
@@ -52,6 +55,8 @@ describe('key settings form', () => {
     // The (past) expiry is not sent again with new limits: the API would refuse it.
     expect(updateBody(before, { ...before, tpm: '1000' })).toEqual({ tpm: 1000 });
     expect(updateBody(before, { ...before, expires: '' })).toEqual({ expires_at: null });
+    // An emptied weight is the default weight, 1.
+    expect(updateBody(before, { ...before, weight: '' })).toEqual({ weight: 1 });
   });
 
   it('summarises the limits of a key', () => {

@@ -8,6 +8,8 @@ export interface KeySettings {
   tpm: string;
   maxConcurrent: string;
   priority: Priority;
+  /** Its share of a saturated model against other keys' (1-100); empty = 1. */
+  weight: string;
   /** The last UTC day the key works (YYYY-MM-DD); empty = never expires. */
   expires: string;
 }
@@ -18,6 +20,7 @@ export const EMPTY_SETTINGS: KeySettings = {
   tpm: '',
   maxConcurrent: '',
   priority: 'normal',
+  weight: '',
   expires: '',
 };
 
@@ -29,6 +32,7 @@ export function settingsOf(key: ApiKeyView): KeySettings {
     tpm: text(key.tpm),
     maxConcurrent: text(key.max_concurrent),
     priority: key.priority,
+    weight: key.weight === 1 ? '' : String(key.weight),
     expires: key.expires_at === null ? '' : utcDay(key.expires_at * 1000),
   };
 }
@@ -46,6 +50,7 @@ function fieldsOf(settings: KeySettings): Record<string, unknown> {
     tpm: limit(settings.tpm),
     max_concurrent: limit(settings.maxConcurrent),
     priority: settings.priority,
+    weight: settings.weight.trim() === '' ? 1 : Number(settings.weight),
     // The end of the chosen UTC day, in Unix seconds as the API takes them.
     expires_at: settings.expires ? Math.floor(Date.parse(`${settings.expires}T23:59:59Z`) / 1000) : null,
   };

@@ -247,14 +247,15 @@ interface SettingsProps {
 function SettingsFields({ idPrefix, settings, onChange }: SettingsProps) {
   const set = (field: keyof KeySettings) => (e: { currentTarget: { value: string } }) =>
     onChange({ ...settings, [field]: e.currentTarget.value });
-  const number = (field: 'rpm' | 'tpm' | 'maxConcurrent', label: string) => (
+  const number = (field: 'rpm' | 'tpm' | 'maxConcurrent' | 'weight', label: string) => (
     <div class="field">
       <label for={`${idPrefix}-${field}`}>{label}</label>
       <input
         id={`${idPrefix}-${field}`}
         type="number"
         min={1}
-        placeholder="no limit"
+        max={field === 'weight' ? 100 : undefined}
+        placeholder={field === 'weight' ? '1' : 'no limit'}
         value={settings[field]}
         onInput={set(field)}
       />
@@ -276,6 +277,7 @@ function SettingsFields({ idPrefix, settings, onChange }: SettingsProps) {
         {number('rpm', 'Requests per minute')}
         {number('tpm', 'Tokens per minute')}
         {number('maxConcurrent', 'Max concurrent')}
+        {number('weight', 'Weight (1-100)')}
         <div class="field">
           <label for={`${idPrefix}-priority`}>Priority</label>
           <select id={`${idPrefix}-priority`} value={settings.priority} onChange={set('priority')}>

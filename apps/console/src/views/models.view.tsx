@@ -69,6 +69,9 @@ export function ModelsView({ adminToken, active }: Props) {
                 Queue depth
               </th>
               <th scope="col" class="num">
+                Waiting keys
+              </th>
+              <th scope="col" class="num">
                 In flight
               </th>
               <th scope="col" class="num">
@@ -94,6 +97,15 @@ export function ModelsView({ adminToken, active }: Props) {
                 <td class="num">
                   {m.waiting}
                   {m.max_queue_depth !== null && <span class="sub"> / {m.max_queue_depth}</span>}
+                </td>
+                <td class="num">
+                  {m.waiting_keys}
+                  {m.top_waiting_keys.length > 0 && (
+                    <span class="sub">
+                      {' '}
+                      · {m.top_waiting_keys.map((k) => `${k.key_id} (${k.waiting})`).join(', ')}
+                    </span>
+                  )}
                 </td>
                 <td class="num">{m.active}</td>
                 <td class="num">

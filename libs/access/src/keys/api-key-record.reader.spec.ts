@@ -13,6 +13,7 @@ const stored: ApiKeyRecord = {
   tpm: null,
   maxConcurrent: 2,
   priority: 'high',
+  weight: 1,
   disabled: false,
   revokedAt: null,
 };

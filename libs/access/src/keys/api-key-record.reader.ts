@@ -1,4 +1,11 @@
-import { FailFast, RecordReader, type FieldRecord } from '@mgw/contracts';
+import {
+  DEFAULT_TENANT_WEIGHT,
+  FailFast,
+  RecordReader,
+  TENANT_WEIGHT_MAX,
+  TENANT_WEIGHT_MIN,
+  type FieldRecord,
+} from '@mgw/contracts';
 import { PRIORITY_TIERS } from '../admin-api.types';
 import type { ApiKeyRecord } from './api-key.record';
 
@@ -14,6 +21,7 @@ const FIELDS: readonly (keyof ApiKeyRecord)[] = [
   'tpm',
   'maxConcurrent',
   'priority',
+  'weight',
   'disabled',
   'revokedAt',
 ];
@@ -70,6 +78,12 @@ export function readApiKeyRecord(value: unknown): ApiKeyRecord {
     tpm: nullableInt(record, 'tpm', 1),
     maxConcurrent: nullableInt(record, 'maxConcurrent', 1),
     priority: read.oneOf(record, 'priority', PRIORITY_TIERS, 'normal'),
+    weight: read.optionalInt(
+      record,
+      'weight',
+      { min: TENANT_WEIGHT_MIN, max: TENANT_WEIGHT_MAX },
+      DEFAULT_TENANT_WEIGHT,
+    ),
     disabled: disabled as boolean,
     revokedAt: nullableInt(record, 'revokedAt', 0),
   };

@@ -13,13 +13,15 @@ import {
   Min,
   MinLength,
 } from 'class-validator';
+import { parkedPriorityOf, TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN } from '@mgw/contracts';
 import { PRIORITY_TIERS, type ApiKeyView, type PriorityTier } from '../admin-api.types';
 
-/** BullMQ runs lower numbers first; every job gets one (BullMQ runs un-prioritised jobs before all others). */
-const BULLMQ_PRIORITY: Record<PriorityTier, number> = { high: 1, normal: 2, low: 3 };
-
+/**
+ * The BullMQ priority a key's jobs are queued at: its tier's parked band (contracts' scheduling.ts); every job
+ * gets one (BullMQ runs un-prioritised jobs before all others).
+ */
 export function jobPriorityOf(tier: PriorityTier): number {
-  return BULLMQ_PRIORITY[tier];
+  return parkedPriorityOf(tier);
 }
 
 /**
@@ -44,6 +46,8 @@ export interface ApiKeyRecord {
   tpm: number | null;
   maxConcurrent: number | null;
   priority: PriorityTier;
+  /** Its share of a saturated model against the other waiting keys' (1-100; absent in older records: 1). */
+  weight: number;
   disabled: boolean;
   revokedAt: number | null;
 }
@@ -61,6 +65,7 @@ export function toKeyView(record: ApiKeyRecord): ApiKeyView {
     tpm: record.tpm ?? null,
     max_concurrent: record.maxConcurrent ?? null,
     priority: record.priority,
+    weight: record.weight,
     disabled: record.disabled,
     revoked_at: record.revokedAt ?? null,
   };
@@ -101,6 +106,13 @@ abstract class KeySettingsDto {
   @IsOptional()
   @IsIn(PRIORITY_TIERS)
   priority?: PriorityTier;
+
+  /** Its share of a saturated model against the other waiting keys' (README "Scheduling"). */
+  @IsOptional()
+  @Max(TENANT_WEIGHT_MAX)
+  @Min(TENANT_WEIGHT_MIN)
+  @IsInt()
+  weight?: number;
 
   /** Unix seconds; must be in the future. */
   @IsOptional()

@@ -1,4 +1,4 @@
-import { GatewayError } from '@mgw/contracts';
+import { DEFAULT_TENANT_WEIGHT, GatewayError } from '@mgw/contracts';
 import type { ApiKeyRecord } from './api-key.record';
 import { bootstrapKeyIdOf, hashApiKey, looksLikeIssuedKey } from './api-key.secret';
 import type { KeyStore } from './key.store';
@@ -28,6 +28,7 @@ function principalOf(record: ApiKeyRecord): Principal {
     tpm: record.tpm,
     maxConcurrent: record.maxConcurrent,
     priority: record.priority,
+    weight: record.weight,
   };
 }
 
@@ -60,6 +61,7 @@ export class KeyAuthenticator {
           tpm: null,
           maxConcurrent: null,
           priority: 'normal',
+          weight: DEFAULT_TENANT_WEIGHT,
         };
         return [hash, principal];
       }),

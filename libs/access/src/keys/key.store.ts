@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { encodeKeyInvalidation, GatewayError, keyLayoutOf } from '@mgw/contracts';
+import { DEFAULT_TENANT_WEIGHT, encodeKeyInvalidation, GatewayError, keyLayoutOf } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
 import { readApiKeyRecord } from './api-key-record.reader';
 import type { ApiKeyView, CreatedKey } from '../admin-api.types';
@@ -42,6 +42,7 @@ export class KeyStore {
       tpm: spec.tpm ?? null,
       maxConcurrent: spec.max_concurrent ?? null,
       priority: spec.priority ?? 'normal',
+      weight: spec.weight ?? DEFAULT_TENANT_WEIGHT,
       disabled: false,
       revokedAt: null,
     };
@@ -89,6 +90,7 @@ export class KeyStore {
       name: change.name ?? record.name,
       disabled: change.disabled ?? record.disabled,
       priority: change.priority ?? record.priority,
+      weight: change.weight ?? record.weight,
       models: change.models === undefined ? record.models : change.models,
       rpm: change.rpm === undefined ? record.rpm : change.rpm,
       tpm: change.tpm === undefined ? record.tpm : change.tpm,

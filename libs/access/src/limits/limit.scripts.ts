@@ -17,6 +17,7 @@ local now = clock(ARGV[1])
 local ticket = ARGV[2]
 local rpm, tpm, maxc = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local est, lease, maxq, admitMs = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local tenant, weight = ARGV[10], tonumber(ARGV[11])
 local WINDOW = 60000
 local sec = math.floor(now / 1000)
 `;
@@ -111,21 +112,47 @@ local function resetsOf(c, rpmKey)
 end
 `;
 
-/** The model's queue depth: check, and `recordModel` to count an admission until its job is queued. */
+/**
+ * The model's queue depth: check, and `recordModel` to count an admission until its job is queued.
+ *
+ * The waiting room is shared: when the queue is at its bound, a tenant (API key) with fewer parked jobs than
+ * its share of the room (the bound times its weight over the waiting tenants' weights, itself counted) is
+ * still admitted — always when it has no job waiting (one job past the bound per such tenant), else while
+ * the queue is under the bound plus one job per waiting tenant; a tenant at or over its share is refused
+ * (`over_share`), and so is everyone when one tenant alone fills the queue or the extra room is used
+ * (`queue_full`). Nothing admitted is ever dropped. The scheduler's counts are its `waiting` set and
+ * `tenants` hash (contracts' scheduling.ts).
+ */
 const LUA_MODEL_DEPTH = `
-local function checkModel(waitKey, prioritizedKey, admittingKey, servedKey)
-  local depth, served = 0, 0
+local function checkModel(waitKey, prioritizedKey, admittingKey, servedKey, waitingKey, tenantsKey)
+  local depth, served, status = 0, 0, 'ok'
   if maxq > 0 then
     redis.call('ZREMRANGEBYSCORE', admittingKey, '-inf', now)
     depth = redis.call('LLEN', waitKey) + redis.call('ZCARD', prioritizedKey) + redis.call('ZCARD', admittingKey)
     if depth >= maxq then
+      status = 'queue_full'
+      if tenant ~= '' then
+        local mine = tonumber(redis.call('ZSCORE', waitingKey, tenant) or '0')
+        local tenants = redis.call('ZCARD', waitingKey)
+        local wsum = tonumber(redis.call('HGET', tenantsKey, 'wsum') or '0')
+        if mine == 0 then tenants, wsum = tenants + 1, wsum + weight end
+        if tenants > 1 then
+          if mine >= maxq * weight / wsum then
+            status = 'over_share'
+          elseif mine == 0 or depth < maxq + tenants then
+            status = 'ok'
+          end
+        end
+      end
+    end
+    if status ~= 'ok' then
       local flat = redis.call('HGETALL', servedKey)
       for i = 1, #flat, 2 do
         if tonumber(flat[i]) >= sec - 59 then served = served + tonumber(flat[i + 1]) end
       end
     end
   end
-  return depth, served
+  return depth, served, status
 end
 
 local function recordModel(admittingKey)
@@ -140,16 +167,17 @@ end
  * Checks every limit, and only if all pass records the request against all of them, in one atomic step:
  * a refused request consumes nothing.
  * KEYS: 1 rpm zset, 2 tpm hash, 3 concurrency zset, 4 reservation, 5 queue wait list,
- *       6 queue prioritized zset, 7 admitting zset, 8 served hash
+ *       6 queue prioritized zset, 7 admitting zset, 8 served hash, 9 scheduler waiting zset,
+ *       10 scheduler tenants hash
  * ARGV: 1 now ms (0 = Redis time), 2 ticket, 3 rpm, 4 tpm, 5 max concurrent, 6 token estimate,
- *       7 lease ms, 8 max queue depth (0 = unbounded), 9 admitting ms
+ *       7 lease ms, 8 max queue depth (0 = unbounded), 9 admitting ms, 10 tenant ('' = none), 11 weight
  * Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms, queue depth,
  *          jobs served in the last minute
  */
 export const ADMIT_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}${LUA_MODEL_DEPTH}
 local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
-local depth, served = checkModel(KEYS[5], KEYS[6], KEYS[7], KEYS[8])
-if c.status == 'ok' and maxq > 0 and depth >= maxq then c.status = 'overloaded' end
+local depth, served, queueStatus = checkModel(KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
+if c.status == 'ok' then c.status = queueStatus end
 if c.status == 'ok' then
   recordKey(c, KEYS[1], KEYS[2], KEYS[3], KEYS[4])
   recordModel(KEYS[7])
@@ -181,12 +209,12 @@ return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
 `);
 
 /**
- * A Cluster's second admission step, in the model's slot: ADMIT_SCRIPT's queue half (KEYS 5-8 as 1-4, same
- * ARGV). Returns: status ('ok' or 'overloaded'), queue depth, jobs served in the last minute.
+ * A Cluster's second admission step, in the model's slot: ADMIT_SCRIPT's queue half (KEYS 5-10 as 1-6, same
+ * ARGV). Returns: status ('ok', 'over_share' or 'queue_full'), queue depth, jobs served in the last minute.
  */
 export const ADMIT_MODEL_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_MODEL_DEPTH}
-local depth, served = checkModel(KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-if maxq > 0 and depth >= maxq then return { 'overloaded', depth, served } end
+local depth, served, status = checkModel(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+if status ~= 'ok' then return { status, depth, served } end
 recordModel(KEYS[3])
 return { 'ok', depth, served }
 `);

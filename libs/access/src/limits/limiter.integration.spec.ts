@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { schedulerNamesFor } from '@mgw/contracts';
 import type { Principal } from '../principal';
 import { UsageReader } from '../usage/usage.reader';
 import { UsageRecorder } from '../usage/usage.recorder';
@@ -27,6 +28,7 @@ describe('Limiter (real Redis)', () => {
       tpm: null,
       maxConcurrent: null,
       priority: 'normal',
+      weight: 1,
       ...limits,
     };
   }
@@ -259,7 +261,8 @@ describe('Limiter (real Redis)', () => {
       expect(first.model).toBe(model);
       await redis.zadd(queue.prioritized, 1, 'job-2');
       const refused = refusal(await admit(who, T0 + 1, { model, maxQueueDepth: 3 }));
-      expect(refused).toMatchObject({ reason: 'overloaded', depth: 3, servedLastMinute: 0 });
+      // One tenant fills the room alone: no share to claim.
+      expect(refused).toMatchObject({ reason: 'queue_full', depth: 3, servedLastMinute: 0 });
 
       // The admitted job landed in the queue: no longer counted twice.
       await limiter.enqueued(first);
@@ -286,6 +289,39 @@ describe('Limiter (real Redis)', () => {
       expect((await admit(who, T0 + 1, { model, maxQueueDepth: 1 })).admitted).toBe(false);
       await limiter.release(first, false);
       expect((await admit(who, T0 + 2, { model, maxQueueDepth: 1 })).admitted).toBe(true);
+    });
+
+    it('shares a full room: admits a key under its share, refuses one at or over it, up to one job per waiting key', async () => {
+      const model = `room-${seq}`;
+      const names = schedulerNamesFor(namespace, 'chat', model, 'node');
+      const holder = principal({});
+      const visitor = principal({});
+      const heavy = principal({ weight: 3 });
+      // The holder's 4 parked jobs fill the room of 4.
+      await redis.zadd(queue.prioritized, 1, 'r1', 2, 'r2', 3, 'r3', 4, 'r4');
+      await redis.zadd(names.waiting, 4, holder.keyId);
+      await redis.hset(names.tenants, 'wsum', 1, `w:${holder.keyId}`, 1);
+      const room = { model, maxQueueDepth: 4 };
+      try {
+        // Alone, it has no share to claim against anyone: the room is full.
+        expect(refusal(await admit(holder, T0, room)).reason).toBe('queue_full');
+        // A newcomer's share is 4 * 1/2: admitted past the bound.
+        expect((await admit(visitor, T0 + 1, room)).admitted).toBe(true);
+        // Holding 2 of 4 with one other key waiting is its whole share.
+        await redis.zadd(names.waiting, 2, visitor.keyId);
+        await redis.hset(names.tenants, 'wsum', 2, `w:${visitor.keyId}`, 1);
+        expect(refusal(await admit(visitor, T0 + 2, room)).reason).toBe('over_share');
+        expect(refusal(await admit(holder, T0 + 2, room)).reason).toBe('over_share');
+        // A weight of 3 among 1 + 1 + 3 is a share of 2.4: under it with 2.
+        await redis.zadd(names.waiting, 2, heavy.keyId);
+        await redis.hset(names.tenants, 'wsum', 5, `w:${heavy.keyId}`, 3);
+        expect((await admit(heavy, T0 + 3, room)).admitted).toBe(true);
+        // 4 parked and 2 admitted: the room plus one job per waiting key (4 + 3) is the most it ever holds.
+        await redis.zadd(queue.prioritized, 5, 'r5');
+        expect(refusal(await admit(heavy, T0 + 4, room)).reason).toBe('queue_full');
+      } finally {
+        await redis.del(queue.prioritized, names.waiting, names.tenants);
+      }
     });
 
     it('forgets an admission whose job never arrived after a while', async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { keyLayoutOf, type ModelKind } from '@mgw/contracts';
+import { keyLayoutOf, schedulerNamesFor, type ModelKind } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
 import type { Principal } from '../principal';
 import {
@@ -40,14 +40,18 @@ export interface LimitState {
   tokensResetMs: number;
 }
 
-export type RefusalReason = 'requests' | 'tokens' | 'too_large' | 'concurrency' | 'overloaded';
+/**
+ * Why a request was refused: a key limit, or its model's full waiting room — `over_share` when the key
+ * holds its share of the room or more, `queue_full` when no room is left for anyone.
+ */
+export type RefusalReason = 'requests' | 'tokens' | 'too_large' | 'concurrency' | 'over_share' | 'queue_full';
 
 export type AdmissionDecision =
   | { admitted: true; ticket: Ticket; state: LimitState }
   | {
       admitted: false;
       reason: RefusalReason;
-      /** For `overloaded` this is 0: the caller estimates it from `depth` and `servedLastMinute`. */
+      /** For a full waiting room this is 0: the caller estimates it from `depth` and `servedLastMinute`. */
       retryAfterMs: number;
       state: LimitState;
       depth: number;
@@ -101,7 +105,7 @@ export class Limiter {
 
   constructor(
     private readonly redis: Redis,
-    namespace: string,
+    private readonly namespace: string,
     private readonly slotTtlMs: number,
   ) {
     this.cluster = keyLayoutOf(redis) === 'cluster';
@@ -124,11 +128,14 @@ export class Limiter {
       this.names.concurrency(principal.keyId),
       this.names.reservation(request.requestId, principal.keyId),
     ];
+    const scheduler = schedulerNamesFor(this.namespace, kind, model, keyLayoutOf(this.redis));
     const modelKeys = [
       request.queue.wait,
       request.queue.prioritized,
       this.names.admitting(kind, model),
       this.names.served(kind, model),
+      scheduler.waiting,
+      scheduler.tenants,
     ];
     const args = [
       now,
@@ -140,6 +147,8 @@ export class Limiter {
       this.slotTtlMs,
       request.maxQueueDepth,
       ADMITTING_MS,
+      principal.keyId,
+      principal.weight,
     ];
     const reply = this.cluster
       ? await this.admitInSteps(ticket, keyKeys, modelKeys, args)

@@ -21,6 +21,15 @@ export interface ModelStatus {
   failed_last_minute: number;
   /** failed / finished over the last 60 s; null when nothing finished. */
   error_rate: number | null;
+  /** API keys with jobs waiting for their turn in the model's fair share (README "Scheduling"). */
+  waiting_keys: number;
+  /** The keys with the most jobs waiting, most first (at most 5). */
+  top_waiting_keys: WaitingKey[];
+}
+
+export interface WaitingKey {
+  key_id: string;
+  waiting: number;
 }
 
 export interface ModelStatusList {

@@ -10,6 +10,7 @@ import {
   statusLabel,
   type RejectionReason,
 } from './label-bounds';
+import type { SchedulingTier } from '@mgw/contracts';
 import { GATEWAY_METRICS } from './metric-names';
 import { createMetricsRegistry, type MetricsOptions } from './metrics-registry';
 
@@ -37,6 +38,8 @@ export class RequestTiming {
     /** When the job was handed to the queue. */
     private readonly submittedAt: number,
     private readonly measureTtft: boolean,
+    /** The job's scheduling tier (`none` for a job outside the scheduler's bands). */
+    private readonly tier: string,
   ) {}
 
   enqueued(): void {
@@ -47,7 +50,10 @@ export class RequestTiming {
   started(): void {
     if (this.startedAt !== null) return;
     this.startedAt = performance.now();
-    this.metrics.queueWait.observe({ model: this.model }, seconds(this.submittedAt, this.startedAt));
+    this.metrics.queueWait.observe(
+      { model: this.model, tier: this.tier },
+      seconds(this.submittedAt, this.startedAt),
+    );
   }
 
   /** A token or image reached the gateway. */
@@ -91,7 +97,7 @@ export class GatewayMetrics {
   readonly httpRequests: Counter<'route' | 'method' | 'status'>;
   readonly httpRequestDuration: Histogram<'route'>;
   readonly timeToFirstToken: Histogram<'model'>;
-  readonly queueWait: Histogram<'model'>;
+  readonly queueWait: Histogram<'model' | 'tier'>;
   readonly activeStreams: Gauge;
   readonly clientDisconnects: Counter<'model'>;
   readonly streamResumes: Counter<'model' | 'outcome'>;
@@ -100,6 +106,7 @@ export class GatewayMetrics {
   readonly overhead: Histogram<'model'>;
   readonly fallbacks: Counter<'from' | 'to' | 'reason'>;
   readonly hostedToolsDropped: Counter<'type'>;
+  readonly schedulerRefusals: Counter<'model' | 'reason'>;
   private readonly models = BoundedLabel.capped(MAX_MODEL_LABELS);
   /** Requests whose response has not finished yet, by request id. */
   private readonly open = new Map<string, HttpRecord>();
@@ -130,8 +137,8 @@ export class GatewayMetrics {
     });
     this.queueWait = new Histogram({
       name: GATEWAY_METRICS.queueWait,
-      help: 'Time from enqueueing a job to a worker starting it.',
-      labelNames: ['model'],
+      help: 'Time from enqueueing a job to a worker starting it, by model and scheduling tier.',
+      labelNames: ['model', 'tier'],
       buckets,
       registers,
     });
@@ -184,6 +191,12 @@ export class GatewayMetrics {
       labelNames: ['from', 'to', 'reason'],
       registers,
     });
+    this.schedulerRefusals = new Counter({
+      name: GATEWAY_METRICS.schedulerRefusals,
+      help: "Requests a model's full waiting room refused (reason: over_share, queue_full).",
+      labelNames: ['model', 'reason'],
+      registers,
+    });
   }
 
   modelLabel(model: string): string {
@@ -207,8 +220,13 @@ export class GatewayMetrics {
     record.timing?.responseFinished(finishedAt);
   }
 
-  /** The timeline of a model request that is about to be enqueued. */
-  timingFor(requestId: string, model: string, kind: 'chat' | 'image' | 'embedding'): RequestTiming {
+  /** The timeline of a model request that is about to be enqueued (its job in scheduling `tier`). */
+  timingFor(
+    requestId: string,
+    model: string,
+    kind: 'chat' | 'image' | 'embedding',
+    tier: SchedulingTier | 'none' = 'none',
+  ): RequestTiming {
     const now = performance.now();
     const record = this.open.get(requestId);
     const timing = new RequestTiming(
@@ -217,6 +235,7 @@ export class GatewayMetrics {
       record?.receivedAt ?? now,
       now,
       kind === 'chat',
+      tier,
     );
     if (record) record.timing = timing;
     return timing;
@@ -248,6 +267,11 @@ export class GatewayMetrics {
   /** A Responses request named a hosted tool no backend here runs: the model does not see it. */
   hostedToolDropped(type: string): void {
     this.hostedToolsDropped.inc({ type });
+  }
+
+  /** A model's full waiting room refused a request: its key held its share (`over_share`) or no room was left. */
+  schedulerRefused(model: string, reason: 'over_share' | 'queue_full'): void {
+    this.schedulerRefusals.inc({ model: this.modelLabel(model), reason });
   }
 
   rejected(reason: RejectionReason): void {

@@ -15,6 +15,7 @@ export const GATEWAY_METRICS = {
   overhead: 'gateway_overhead_seconds',
   fallbacks: 'gateway_fallbacks_total',
   hostedToolsDropped: 'gateway_hosted_tools_dropped_total',
+  schedulerRefusals: 'gateway_scheduler_refusals_total',
 } as const;
 
 export const WORKER_METRICS = {

@@ -1,6 +1,7 @@
 import type { AdmissionDecision, AdmissionRequest, Limiter, Principal } from '@mgw/access';
 import type { GatewayConfig } from '@mgw/config';
-import { GatewayError, type ModelEntry } from '@mgw/contracts';
+import { GatewayError, SCHEDULING_BANDS, type ModelEntry } from '@mgw/contracts';
+import { GatewayMetrics } from '@mgw/observability';
 import type { JobProducer } from '@mgw/queue';
 import { AdmissionService } from './admission.service';
 
@@ -13,6 +14,7 @@ const principal: Principal = {
   tpm: 10_000,
   maxConcurrent: 2,
   priority: 'high',
+  weight: 1,
 };
 
 const model: ModelEntry = {
@@ -46,9 +48,10 @@ function setup(decision: (request: AdmissionRequest) => AdmissionDecision) {
     queueFor: () => ({ toKey: (type: string) => `q:${type}` }),
   } as unknown as JobProducer;
   const config = { concurrencySlotTtlMs: 30_000, defaultMaxQueueDepth: 1000 } as GatewayConfig;
-  const service = new AdmissionService(config, limiter, producer);
+  const metrics = new GatewayMetrics();
+  const service = new AdmissionService(config, limiter, producer, metrics);
   services.push(service);
-  return { service, requests, calls };
+  return { service, requests, calls, metrics };
 }
 
 // Each service keeps its slots alive on a timer: stop them, so none ticks into a later spec.
@@ -81,7 +84,7 @@ describe('AdmissionService.admitFallback', () => {
     // Its own ticket name: a rollback must not take back the reservation filed under the request id.
     expect(request!.requestId).not.toBe('req_fallback_1');
     expect(admission.headers).toEqual({}); // the 200 may be out already
-    expect(admission.fields).toEqual({ keyId: principal.keyId, priority: 1 });
+    expect(admission.fields).toEqual({ keyId: principal.keyId, priority: SCHEDULING_BANDS.high.parked });
 
     // The session that holds it: the job landed in its queue, then the request was over.
     admission.hold.enqueued();
@@ -91,10 +94,10 @@ describe('AdmissionService.admitFallback', () => {
     service.onApplicationShutdown();
   });
 
-  it('refuses with 503 overloaded when the fallback’s queue is full', async () => {
-    const { service } = setup(() => ({
+  it('refuses with 503 overloaded when the fallback’s queue is full, counting the refusal by reason', async () => {
+    const { service, metrics } = setup(() => ({
       admitted: false,
-      reason: 'overloaded',
+      reason: 'queue_full',
       retryAfterMs: 0,
       state,
       depth: 5,
@@ -105,6 +108,8 @@ describe('AdmissionService.admitFallback', () => {
       .catch((e: unknown) => e);
     expect(refusal).toBeInstanceOf(GatewayError);
     expect([(refusal as GatewayError).status, (refusal as GatewayError).code]).toEqual([503, 'overloaded']);
+    const counted = await metrics.schedulerRefusals.get();
+    expect(counted.values).toEqual([{ labels: { model: model.id, reason: 'queue_full' }, value: 1 }]);
     service.onApplicationShutdown();
   });
 });

@@ -12,6 +12,7 @@ import {
 } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError, type ModelEntry, type ModelKind } from '@mgw/contracts';
+import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer } from '@mgw/queue';
 import { AdmissionHold } from './admission-hold';
 
@@ -27,6 +28,8 @@ export interface AdmittedFields {
  */
 export interface Admission {
   fields: AdmittedFields;
+  /** The key's scheduling weight: its job is scheduled with it, but does not carry it (README "Scheduling"). */
+  weight: number;
   ticket: Ticket;
   hold: AdmissionHold;
   /** The key's rate-limit state, for the response (empty for a fallback's queue admission). */
@@ -51,6 +54,7 @@ export class AdmissionService implements OnApplicationShutdown {
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(Limiter) private readonly limiter: Limiter,
     @Inject(JobProducer) private readonly producer: JobProducer,
+    @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
   ) {
     this.leases = new SlotKeeper(limiter, config.concurrencySlotTtlMs, this.logger);
   }
@@ -176,6 +180,7 @@ export class AdmissionService implements OnApplicationShutdown {
   private admitted(ticket: Ticket, principal: Principal, headers: Record<string, string>): Admission {
     return {
       fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
+      weight: principal.weight,
       ticket,
       hold: new AdmissionHold(ticket, this.limiter, this.leases, (work, what) =>
         this.quietly(work, ticket, what),
@@ -237,7 +242,9 @@ export class AdmissionService implements OnApplicationShutdown {
           'max_tokens',
           headers,
         );
-      case 'overloaded': {
+      case 'over_share':
+      case 'queue_full': {
+        this.metrics.schedulerRefused(model, decision.reason);
         // Until enough waiting jobs were taken for one more to fit, at the rate the model finished jobs lately.
         const excess = Math.max(1, decision.depth - maxQueueDepth + 1);
         const perSecond = decision.servedLastMinute / 60;

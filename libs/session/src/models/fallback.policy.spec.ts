@@ -22,6 +22,7 @@ const keyFor = (models: string[] | null): Principal => ({
   tpm: null,
   maxConcurrent: null,
   priority: 'normal',
+  weight: 1,
 });
 
 describe('fallbacksFor', () => {

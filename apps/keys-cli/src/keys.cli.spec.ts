@@ -1,0 +1,16 @@
+import type { Redis } from 'ioredis';
+import { CliUsageError, runKeysCommand } from './keys.cli';
+
+/** The CLI's own checks, before any store is asked (the store is never reached: no Redis here). */
+describe('keys CLI options', () => {
+  const redis = { isCluster: false } as unknown as Redis;
+
+  it.each(['0', '101', '1.5', 'heavy'])(
+    'refuses --weight %s, naming the option and its bounds',
+    async (weight) => {
+      const refusal = runKeysCommand(['create', '--name', 'k', '--weight', weight], redis, 'ns');
+      await expect(refusal).rejects.toThrow(CliUsageError);
+      await expect(refusal).rejects.toThrow('--weight must be a whole number from 1 to 100');
+    },
+  );
+});

@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { parkedPriorityOf, SCHEDULING_BANDS, type SchedulingTier } from '@mgw/contracts';
+import { FairScheduler } from './fair.scheduler';
+
+/** Real Redis and BullMQ: the scheduler's scripts over a real queue's prioritized set. */
+describe('FairScheduler', () => {
+  const namespace = `unit-sched-${randomBytes(5).toString('hex')}`;
+  let redis: Redis;
+  let scheduler: FairScheduler;
+  let queue: Queue;
+  let model = 0;
+  let modelId: string;
+  let added = 0;
+
+  beforeAll(async () => {
+    redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+    scheduler = new FairScheduler(redis, namespace);
+  });
+
+  beforeEach(() => {
+    modelId = `m${model++}`;
+    queue = new Queue(`chat.${modelId}`, { connection: redis, prefix: namespace });
+  });
+
+  afterEach(async () => {
+    await queue.obliterate({ force: true });
+    await queue.close();
+  });
+
+  afterAll(async () => {
+    const keys = await redis.keys(`${namespace}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  /** Queues a job parked and schedules it, as a gateway does. */
+  async function submit(tenant: string, tier: SchedulingTier = 'normal', weight = 1): Promise<string> {
+    const id = `${tenant}-${added++}`;
+    await queue.add('chat', {}, { jobId: id, priority: parkedPriorityOf(tier) });
+    await expect(scheduler.arrive('chat', modelId, { id, tenant, tier, weight })).resolves.toBe(true);
+    return id;
+  }
+
+  /** Releases one job and takes the job a worker's fetch gets (the lowest priority, oldest first). */
+  async function take(minShare = 0): Promise<{ id: string; priority: number } | undefined> {
+    await scheduler.release('chat', modelId, 1, minShare);
+    const [id] = await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, '0', '0');
+    if (id === undefined) return undefined;
+    const priority = Number(await redis.hget(`${namespace}:chat.${modelId}:${id}`, 'priority'));
+    await queue.remove(id);
+    return { id, priority };
+  }
+
+  async function takeTenants(n: number, minShare = 0): Promise<string[]> {
+    const out: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const next = await take(minShare);
+      if (next) out.push(next.id.split('-')[0]!);
+    }
+    return out;
+  }
+
+  it('alternates between two tenants whatever their backlogs, each in its own order', async () => {
+    const a = [];
+    for (let i = 0; i < 6; i++) a.push(await submit('a'));
+    const b = [await submit('b'), await submit('b')];
+    const order: string[] = [];
+    for (let i = 0; i < 8; i++) order.push((await take())!.id);
+    expect(order).toEqual([a[0], b[0], a[1], b[1], a[2], a[3], a[4], a[5]]);
+  });
+
+  it('releases a job to its tier’s released band, keeping its place in the band', async () => {
+    await submit('a');
+    await scheduler.release('chat', modelId, 1, 0);
+    const [, score] = await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, '0', '0', 'WITHSCORES');
+    expect(Math.floor(Number(score) / 2 ** 32)).toBe(SCHEDULING_BANDS.normal.released);
+  });
+
+  it('serves tenants in proportion to their weights', async () => {
+    for (let i = 0; i < 40; i++) await submit('heavy', 'normal', 2);
+    for (let i = 0; i < 40; i++) await submit('light', 'normal', 1);
+    const served = await takeTenants(30);
+    expect(served.filter((t) => t === 'heavy')).toHaveLength(20);
+    expect(served.filter((t) => t === 'light')).toHaveLength(10);
+  });
+
+  it('serves a tenant that just arrived next, not behind another’s backlog', async () => {
+    for (let i = 0; i < 20; i++) await submit('flood');
+    await takeTenants(5);
+    const single = await submit('single');
+    const next = await take();
+    expect(next?.id).toBe(single);
+  });
+
+  it('gives no credit for time away: a tenant coming straight back waits its turn', async () => {
+    for (let i = 0; i < 20; i++) await submit('flood');
+    await takeTenants(5);
+    await submit('visitor');
+    expect(await takeTenants(1)).toEqual(['visitor']);
+    await submit('visitor');
+    expect(await takeTenants(2)).toEqual(['flood', 'visitor']);
+  });
+
+  it('runs high before normal, and gives low its minimum share while normal waits', async () => {
+    for (let i = 0; i < 60; i++) await submit('n', 'normal');
+    for (let i = 0; i < 10; i++) await submit('l', 'low');
+    const h = await submit('h', 'high');
+    expect((await take(0.1))?.id).toBe(h);
+    const served = await takeTenants(40, 0.1);
+    expect(served.filter((t) => t === 'l')).toHaveLength(4);
+    expect(served.filter((t) => t === 'n')).toHaveLength(36);
+  });
+
+  it('gives low nothing while normal waits when the minimum share is 0', async () => {
+    for (let i = 0; i < 10; i++) await submit('n', 'normal');
+    for (let i = 0; i < 3; i++) await submit('l', 'low');
+    expect(await takeTenants(13, 0)).toEqual([...Array(10).fill('n'), 'l', 'l', 'l']);
+  });
+
+  it('counts each tenant’s parked jobs and weights, and forgets a removed job', async () => {
+    await submit('a', 'normal', 3);
+    const gone = await submit('a', 'normal', 3);
+    await submit('b', 'low', 1);
+    expect(await scheduler.waiting('chat', modelId, 5)).toEqual({
+      tenants: 2,
+      top: [
+        { tenant: 'a', waiting: 2 },
+        { tenant: 'b', waiting: 1 },
+      ],
+    });
+    const tenants = `${namespace}:sched:chat.${modelId}:tenants`;
+    expect(await redis.hget(tenants, 'wsum')).toBe('4');
+    await queue.remove(gone);
+    await scheduler.forget('chat', modelId, gone);
+    // Equal counts: reverse member order, as ZREVRANGE gives them.
+    expect((await scheduler.waiting('chat', modelId, 5)).top).toEqual([
+      { tenant: 'b', waiting: 1 },
+      { tenant: 'a', waiting: 1 },
+    ]);
+    await takeTenants(2);
+    expect(await scheduler.waiting('chat', modelId, 5)).toEqual({ tenants: 0, top: [] });
+    expect(await redis.hget(tenants, 'wsum')).toBe('0');
+    expect(await redis.hlen(`${namespace}:sched:chat.${modelId}:owners`)).toBe(0);
+  });
+
+  it('skips a job taken or removed behind its back, and schedules nothing for a job already gone', async () => {
+    const first = await submit('a');
+    const second = await submit('a');
+    await queue.remove(first);
+    expect((await take())?.id).toBe(second);
+    await expect(
+      scheduler.arrive('chat', modelId, { id: 'never', tenant: 'a', tier: 'normal', weight: 1 }),
+    ).resolves.toBe(false);
+    expect(await scheduler.waiting('chat', modelId, 5)).toEqual({ tenants: 0, top: [] });
+  });
+});

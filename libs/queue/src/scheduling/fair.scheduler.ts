@@ -1,0 +1,118 @@
+import type { Redis } from 'ioredis';
+import { RedisScript } from '@mgw/redis';
+import {
+  DEFAULT_TENANT_WEIGHT,
+  keyLayoutOf,
+  SCHEDULING_BANDS,
+  SCHEDULING_TIERS,
+  schedulerNamesFor,
+  tierOfPriority,
+  type ModelKind,
+  type SchedulerNames,
+  type SchedulingTier,
+} from '@mgw/contracts';
+
+const ARRIVE = RedisScript.fromFile(__dirname, 'arrive.lua');
+const FORGET = RedisScript.fromFile(__dirname, 'forget.lua');
+const RELEASE = RedisScript.fromFile(__dirname, 'release.lua');
+
+/** The bands as release.lua reads them (ARGV 5-13). */
+const BAND_ARGS: number[] = [
+  ...SCHEDULING_TIERS.flatMap((tier) => [SCHEDULING_BANDS[tier].released, SCHEDULING_BANDS[tier].parked]),
+  SCHEDULING_BANDS.promoted,
+];
+
+/** A queued job as the scheduler sees it: whose it is, and in which tier. */
+export interface ScheduledJob {
+  id: string;
+  tenant: string;
+  tier: SchedulingTier;
+  weight: number;
+}
+
+/** A model's waiting tenants, for the admin API and the console. */
+export interface WaitingTenants {
+  /** Tenants with parked jobs. */
+  tenants: number;
+  /** The tenants with the most parked jobs, most first. */
+  top: { tenant: string; waiting: number }[];
+}
+
+/**
+ * Fair share per tenant over one model's BullMQ queue (the algorithm is in release.lua; the state's layout in
+ * contracts' scheduling.ts). Gateways call `arrive` after queueing a job parked and `forget` after taking a
+ * waiting job back; workers call `release` for the jobs they are about to fetch. Every step is one script
+ * in the model's slot, so any number of gateways and workers share one exact schedule.
+ */
+export class FairScheduler {
+  private readonly names = new Map<string, SchedulerNames>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly namespace: string,
+  ) {}
+
+  /** Schedules a job queued parked. False when it no longer waits (a worker took it already). */
+  async arrive(kind: ModelKind, model: string, job: ScheduledJob): Promise<boolean> {
+    const names = this.namesOf(kind, model);
+    const scheduled = await ARRIVE.run(
+      this.redis,
+      [names.prioritized, names.tenants, names.waiting, names.owners],
+      [names.base, job.id, job.tenant, job.tier, job.weight],
+    );
+    return scheduled === 1;
+  }
+
+  /** Drops a parked job that left its queue without running (a no-op for a job it does not know). */
+  async forget(kind: ModelKind, model: string, id: string): Promise<void> {
+    const names = this.namesOf(kind, model);
+    await FORGET.run(this.redis, [names.tenants, names.waiting, names.owners], [names.base, id]);
+  }
+
+  /** Releases up to `count` parked jobs, fairly, for a fetch about to be sent; how many it released. */
+  async release(kind: ModelKind, model: string, count: number, minShare: number): Promise<number> {
+    const names = this.namesOf(kind, model);
+    const released = await RELEASE.run(
+      this.redis,
+      [names.prioritized, names.tenants, names.waiting, names.owners],
+      [names.base, names.jobPrefix, minShare, count, ...BAND_ARGS],
+    );
+    return Number(released);
+  }
+
+  /** How many tenants wait, and the `top` with most parked jobs. */
+  async waiting(kind: ModelKind, model: string, top: number): Promise<WaitingTenants> {
+    const names = this.namesOf(kind, model);
+    const [tenants, flat] = await Promise.all([
+      this.redis.zcard(names.waiting),
+      this.redis.zrevrange(names.waiting, 0, top - 1, 'WITHSCORES'),
+    ]);
+    const list: WaitingTenants['top'] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      list.push({ tenant: flat[i]!, waiting: Number(flat[i + 1]) });
+    }
+    return { tenants, top: list };
+  }
+
+  private namesOf(kind: ModelKind, model: string): SchedulerNames {
+    const id = `${kind}\n${model}`;
+    let names = this.names.get(id);
+    if (!names) {
+      names = schedulerNamesFor(this.namespace, kind, model, keyLayoutOf(this.redis));
+      this.names.set(id, names);
+    }
+    return names;
+  }
+}
+
+/** The scheduling of a job with this priority and key, or undefined for a job outside the bands. */
+export function scheduledJobOf(
+  id: string,
+  priority: number | undefined,
+  tenant: string | undefined,
+  weight = DEFAULT_TENANT_WEIGHT,
+): ScheduledJob | undefined {
+  const tier = tierOfPriority(priority);
+  if (tier === undefined || tenant === undefined || tenant === '') return undefined;
+  return { id, tenant, tier, weight };
+}

@@ -1,0 +1,102 @@
+--[[
+  A worker has room for `count` jobs: the scheduler releases the next `count` parked jobs, each to its
+  tier's released band, so the worker's fetch (sent right after, on the same connection) takes them.
+
+  Which job: the most urgent tier with parked jobs; within it, the tenant with the lowest virtual start
+  time (start-time fair queuing: a tenant served advances by 1/weight, so over any busy period tenants are
+  served in proportion to their weights); within the tenant, its oldest job. While `normal` (or `low`) work
+  waits, every release adds `minShare` to a credit; once it reaches 1, the release goes to the next lower
+  tier with parked jobs instead, in the `promoted` band (ahead of `normal`, behind `high`): `low` and
+  `batch` get at least `minShare` of the releases.
+
+  Cost per released job: a few O(log n) sorted-set steps in the waiting tenants, O(1) in the backlog. A
+  line's head that no longer waits (taken straight from an idle queue, or removed) is dropped on the way,
+  once; at most 64 such heads per call, the rest are left for the next one.
+
+  KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
+  ARGV: 1 scheduler base name, 2 BullMQ job key prefix, 3 minShare, 4 count,
+        5..12 released and parked bands of high, normal, low, batch, 13 promoted band
+  Returns the number of jobs released.
+]]
+--- @include "tenant-accounting"
+
+local base, jobPrefix = ARGV[1], ARGV[2]
+local minShare, count = tonumber(ARGV[3]), tonumber(ARGV[4])
+local TIERS = { 'high', 'normal', 'low', 'batch' }
+local released, parked = {}, {}
+for i, tier in ipairs(TIERS) do
+  released[tier] = tonumber(ARGV[3 + 2 * i])
+  parked[tier] = tonumber(ARGV[4 + 2 * i])
+end
+local PROMOTED = tonumber(ARGV[13])
+local SHIFT = 4294967296
+
+local function ringOf(tier) return base .. ':ring:' .. tier end
+
+-- The first tier, from the `from`-th on, with parked jobs.
+local function waitingTier(from)
+  for i = from, #TIERS do
+    if redis.call('ZCARD', ringOf(TIERS[i])) > 0 then return i end
+  end
+  return nil
+end
+
+-- The tier this release serves, and the band its job goes to.
+local function chooseTier()
+  local top = waitingTier(1)
+  if not top then return nil end
+  local tier = TIERS[top]
+  if minShare <= 0 or (tier ~= 'normal' and tier ~= 'low') then return tier, released[tier] end
+  local below = waitingTier(top + 1)
+  if not below then return tier, released[tier] end
+  local credit = tonumber(redis.call('HGET', KEYS[2], 'credit') or '0') + minShare
+  local band = released[tier]
+  if credit >= 1 then
+    credit, tier, band = credit - 1, TIERS[below], PROMOTED
+  end
+  redis.call('HSET', KEYS[2], 'credit', tostring(math.min(credit, 1)))
+  return tier, band
+end
+
+-- Pops the tier's next tenant's oldest job; the job id when it still waits parked (else false: dropped).
+local function popNext(tier)
+  local ring = ringOf(tier)
+  local top = redis.call('ZRANGE', ring, 0, 0, 'WITHSCORES')
+  local tenant, start = top[1], tonumber(top[2])
+  local line = base .. ':q:' .. tier .. ':' .. tenant
+  local id = redis.call('LPOP', line)
+  local score = id and redis.call('ZSCORE', KEYS[1], id)
+  local live = score and math.floor(tonumber(score) / SHIFT) == parked[tier]
+  local finish = start
+  if live then
+    local weight = tonumber(redis.call('HGET', KEYS[2], 'w:' .. tenant) or '1')
+    finish = start + 1 / weight
+    redis.call('HSET', KEYS[2], 'v:' .. tier, tostring(start))
+  end
+  if id then
+    tenantLeaves(KEYS[3], KEYS[2], tenant)
+    redis.call('HDEL', KEYS[4], id)
+  end
+  if redis.call('LLEN', line) == 0 then
+    ringLeaves(KEYS[2], ring, tier, tenant, finish)
+  elseif live then
+    redis.call('ZADD', ring, finish, tenant)
+  end
+  if live then return id, tonumber(score) end
+  return false
+end
+
+local done, skipped = 0, 0
+while done < count and skipped < 64 do
+  local tier, band = chooseTier()
+  if not tier then break end
+  local id, score = popNext(tier)
+  if id then
+    redis.call('ZADD', KEYS[1], 'XX', band * SHIFT + score % SHIFT, id)
+    redis.call('HSET', jobPrefix .. id, 'priority', band)
+    done = done + 1
+  else
+    skipped = skipped + 1
+  end
+end
+return done

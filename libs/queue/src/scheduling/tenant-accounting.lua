@@ -1,0 +1,42 @@
+--[[
+  A model's waiting tenants: `waiting` (sorted set: tenant -> parked jobs) and, in the `tenants` hash, each
+  waiting tenant's weight (`w:<tenant>`) and the sum of the waiting tenants' weights (`wsum`). Both change
+  by one job at a time, in O(log n) of the waiting tenants.
+]]
+local function tenantJoins(waitingKey, tenantsKey, tenant, weight)
+  local n = tonumber(redis.call('ZINCRBY', waitingKey, 1, tenant))
+  local old = tonumber(redis.call('HGET', tenantsKey, 'w:' .. tenant) or '0')
+  if n == 1 then old = 0 end
+  if old ~= weight then
+    redis.call('HINCRBY', tenantsKey, 'wsum', weight - old)
+    redis.call('HSET', tenantsKey, 'w:' .. tenant, weight)
+  end
+end
+
+local function tenantLeaves(waitingKey, tenantsKey, tenant)
+  local n = tonumber(redis.call('ZINCRBY', waitingKey, -1, tenant))
+  if n > 0 then return end
+  redis.call('ZREM', waitingKey, tenant)
+  local weight = tonumber(redis.call('HGET', tenantsKey, 'w:' .. tenant) or '0')
+  redis.call('HDEL', tenantsKey, 'w:' .. tenant)
+  redis.call('HINCRBY', tenantsKey, 'wsum', -weight)
+end
+
+--[[
+  A tier's ring: the tenants with parked jobs of the tier, scored by virtual start time. A tenant that
+  joins starts at the tier's clock (`v:<tier>`), or later if it left owing time (`f:<tier>:<tenant>`):
+  leaving and coming back never earns a turn.
+]]
+local function ringJoins(tenantsKey, ringKey, tier, tenant)
+  local v = tonumber(redis.call('HGET', tenantsKey, 'v:' .. tier) or '0')
+  local owed = 'f:' .. tier .. ':' .. tenant
+  local f = tonumber(redis.call('HGET', tenantsKey, owed) or '0')
+  if f > 0 then redis.call('HDEL', tenantsKey, owed) end
+  redis.call('ZADD', ringKey, math.max(v, f), tenant)
+end
+
+local function ringLeaves(tenantsKey, ringKey, tier, tenant, finish)
+  redis.call('ZREM', ringKey, tenant)
+  local v = tonumber(redis.call('HGET', tenantsKey, 'v:' .. tier) or '0')
+  if finish > v then redis.call('HSET', tenantsKey, 'f:' .. tier .. ':' .. tenant, finish) end
+end

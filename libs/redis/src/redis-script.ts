@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Redis } from 'ioredis';
+
+/** `--- @include "name"`: the line is replaced by `name.lua` from the including file's folder. */
+const INCLUDE = /^--- @include "([A-Za-z0-9_./-]+)"\s*$/gm;
+
+/** Reads a `.lua` file with its includes spliced in (each file once, in the order first included). */
+export function readLuaSource(path: string, seen = new Set<string>()): string {
+  seen.add(path);
+  const source = readFileSync(path, 'utf8');
+  return source.replace(INCLUDE, (_line, name: string) => {
+    const included = join(dirname(path), name.endsWith('.lua') ? name : `${name}.lua`);
+    return seen.has(included) ? '' : readLuaSource(included, seen);
+  });
+}
+
+/**
+ * A Lua script kept in a `.lua` file, run by its SHA (EVALSHA), loaded on first use and again after a Redis
+ * restart flushed the script cache. Not ioredis's `defineCommand`: a plain EVALSHA call works the same on a
+ * single connection, with auto-pipelining, and on a Cluster client.
+ *
+ * The file is read once, when the script is created (at module load, never on a request's path).
+ */
+export class RedisScript {
+  readonly source: string;
+  readonly sha: string;
+
+  constructor(source: string) {
+    this.source = source;
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  /** The script in `file` (a path relative to `folder`, usually the caller's `__dirname`). */
+  static fromFile(folder: string, file: string): RedisScript {
+    return new RedisScript(readLuaSource(join(folder, file)));
+  }
+
+  async run(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}
