@@ -355,7 +355,11 @@ const modelStatus = objectSchema('One model: its workers, its queue and its last
   failed_last_minute: integer('Jobs that failed in the last 60 s.'),
   error_rate: { type: ['number', 'null'], description: 'failed / finished over the last 60 s; null: none.' },
   waiting_keys: integer('API keys with jobs waiting for their turn in its fair share.'),
-  top_waiting_keys: { type: 'array', items: ref('WaitingKey'), description: 'Most jobs waiting first; 5 at most.' },
+  top_waiting_keys: {
+    type: 'array',
+    items: ref('WaitingKey'),
+    description: 'Most jobs waiting first; 5 at most.',
+  },
 });
 
 const waitingKey = objectSchema('An API key with jobs waiting in a model’s queue.', {
