@@ -69,10 +69,10 @@ export function ModelsView({ adminToken, active }: Props) {
                 Queue depth
               </th>
               <th scope="col" class="num">
-                Waiting keys
+                In flight
               </th>
               <th scope="col" class="num">
-                In flight
+                Waiting keys
               </th>
               <th scope="col" class="num">
                 Oldest waiting
@@ -98,6 +98,7 @@ export function ModelsView({ adminToken, active }: Props) {
                   {m.waiting}
                   {m.max_queue_depth !== null && <span class="sub"> / {m.max_queue_depth}</span>}
                 </td>
+                <td class="num">{m.active}</td>
                 <td class="num">
                   {m.waiting_keys}
                   {m.top_waiting_keys.length > 0 && (
@@ -107,7 +108,6 @@ export function ModelsView({ adminToken, active }: Props) {
                     </span>
                   )}
                 </td>
-                <td class="num">{m.active}</td>
                 <td class="num">
                   {m.oldest_waiting_age_s > 0 ? `${m.oldest_waiting_age_s.toFixed(1)} s` : '—'}
                 </td>
