@@ -14,17 +14,11 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { BenchStack } from './lib/stack.mjs';
+import { commandLineOptions } from './lib/options.mjs';
 
 const { fetch } = globalThis;
 const root = join(import.meta.dirname, '..');
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .join(' ')
-    .split('--')
-    .filter(Boolean)
-    .map((pair) => pair.trim().split(/\s+/)),
-);
+const args = commandLineOptions();
 const ROUNDS = Number(args.rounds ?? 2);
 const PREFILL_US = Number(args['prefill-us'] ?? 150);
 const DECODE_MS = Number(args['decode-ms'] ?? 8);

@@ -16,17 +16,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { Child, freePort, startRedis } from './lib/processes.mjs';
 import { distDir } from './lib/stack.mjs';
+import { commandLineOptions } from './lib/options.mjs';
 
 const { fetch, AbortSignal } = globalThis;
 const root = join(import.meta.dirname, '..');
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .join(' ')
-    .split('--')
-    .filter(Boolean)
-    .map((pair) => pair.trim().split(/\s+/)),
-);
+const args = commandLineOptions();
 const STEADY_S = Number(args.steady ?? 20);
 const FALLBACK_S = Number(args.fallback ?? 10);
 const CONCURRENCY = Number(args.concurrency ?? 64);

@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import OpenAIv6 from 'openai-v6';
 import { z } from 'zod';
 import { freePort } from './support/free-port';
-import { isAlive, Launcher } from './support/launcher';
+import { Launcher } from './support/launcher';
 import { waitFor } from './support/wait-for';
 
 const CODEX = resolve(
@@ -74,12 +74,7 @@ describe('Responses API clients against npm start', () => {
 
   afterAll(async () => {
     if (launcher === undefined) return;
-    const pids = launcher.descendants();
-    launcher.kill('SIGINT');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([launcher.exited, new Promise((done) => (timer = setTimeout(done, 15_000)))]);
-    clearTimeout(timer);
-    for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    await launcher.stop();
   });
 
   it('runs a Codex CLI turn (wire_api = "responses") to exit code 0', async () => {

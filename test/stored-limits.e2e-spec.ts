@@ -97,12 +97,7 @@ describe('stored limits (npm start)', () => {
   afterAll(async () => {
     await redis?.quit();
     if (launcher === undefined) return;
-    const pids = launcher.descendants();
-    launcher.kill('SIGINT');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([launcher.exited, new Promise((done) => (timer = setTimeout(done, 15_000)))]);
-    clearTimeout(timer);
-    for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+    await launcher.stop();
   });
 
   it('refuses 20 concurrent inputs of 40 item_references to a 4 MB image: 400, bounded time and memory', async () => {

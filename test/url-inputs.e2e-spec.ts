@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chunk, FakeOpenAIUpstream, sendEvent, startStream } from './support/fake-openai-upstream';
 import { freePort } from './support/free-port';
-import { isAlive, Launcher } from './support/launcher';
+import { Launcher } from './support/launcher';
 import { waitFor } from './support/wait-for';
 
 const API_KEY = 'sk-url-inputs-e2e';
@@ -200,14 +200,7 @@ describe('URL inputs: the per-model policy on every route', () => {
   }, 120_000);
 
   afterAll(async () => {
-    if (launcher !== undefined) {
-      const pids = launcher.descendants();
-      launcher.kill('SIGINT');
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([launcher.exited, new Promise((done) => (timer = setTimeout(done, 15_000)))]);
-      clearTimeout(timer);
-      for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-    }
+    await launcher?.stop();
     await fake?.stop();
     if (catalogDir !== '') await rm(catalogDir, { recursive: true, force: true });
   });

@@ -103,6 +103,16 @@ export class Launcher {
   kill(signal: NodeJS.Signals): void {
     if (this.running) this.process.kill(signal);
   }
+
+  /** Stops the stack as Ctrl-C does; whatever still runs below it after `graceMs` is killed. */
+  async stop(graceMs = 15_000): Promise<void> {
+    const pids = this.descendants();
+    this.kill('SIGINT');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.exited, new Promise((done) => (timer = setTimeout(done, graceMs)))]);
+    clearTimeout(timer);
+    for (const pid of pids) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  }
 }
 
 function readProcDirs(): number[] {

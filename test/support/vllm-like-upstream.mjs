@@ -16,15 +16,9 @@
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { commandLineOptions } from '../../bench/lib/options.mjs';
 
-const args = Object.fromEntries(
-  process.argv
-    .slice(2)
-    .join(' ')
-    .split('--')
-    .filter(Boolean)
-    .map((pair) => pair.trim().split(/\s+/)),
-);
+const args = commandLineOptions();
 const UPSTREAMS = Number(args.upstreams ?? 4);
 const SLOTS = Number(args.slots ?? 4);
 const PREFILL_US = Number(args['prefill-us'] ?? 50);
