@@ -18,7 +18,7 @@ const LIBS_THROUGH_ALIAS = {
  * need; tests and benches reach anything. `@mgw/testing` (test fixtures) is for specs only.
  */
 const BASE = ['contracts', 'config', 'observability'];
-const FRONT_END = [...BASE, 'access', 'http', 'session', 'api-docs', 'registry'];
+const FRONT_END = [...BASE, 'redis', 'access', 'http', 'session', 'api-docs', 'registry'];
 const ARROWS = {
   contracts: [],
   // Plumbing for Redis itself (scripts kept in .lua files), below every capability that talks to Redis.
@@ -28,7 +28,7 @@ const ARROWS = {
   access: [...BASE, 'redis'],
   queue: [...BASE, 'redis'],
   // Kept: the upstream pool's slots are expiring holds of the same kind as a key's concurrency slots (a
-  // sorted set of expiring ids refreshed by one Lua script), so the pool reuses access's LuaScript, refresh
+  // sorted set of expiring ids refreshed by one Lua script), so the pool reuses access's clock (LUA_NOW), refresh
   // script and SlotKeeper rather than a copy of them.
   inference: [...BASE, 'redis', 'queue', 'access'],
   // What each backend kind honours is contracts' table (backend-parameters.ts), so the registry publishes a
@@ -38,7 +38,7 @@ const ARROWS = {
   http: [...BASE, 'access'],
   session: [...BASE, 'access', 'queue', 'registry', 'http'],
   'api-docs': [...BASE, 'access', 'http'],
-  'stored-completions': [...BASE, 'access', 'session'],
+  'stored-completions': [...BASE, 'redis', 'access', 'session'],
   'chat-api': [...FRONT_END, 'stored-completions'],
   'images-api': FRONT_END,
   'models-api': FRONT_END,

@@ -1,4 +1,4 @@
-import { LuaScript } from '@mgw/access';
+import { RedisScript } from '@mgw/redis';
 
 /*
  * A key's stored completions: per completion a hash (`v`, `key`, `model`, `created` ms, `metadata` JSON,
@@ -16,7 +16,7 @@ import { LuaScript } from '@mgw/access';
  *       12… the messages (JSON each)
  * Returns: -1 when the completion is already past its retention (not stored), else how many were evicted.
  */
-export const SAVE_SCRIPT = new LuaScript(`
+export const SAVE_SCRIPT = new RedisScript(`
 local id, created, retention, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -56,7 +56,7 @@ return over
  * ARGV: 1 id, 2 model-index-name prefix
  * Returns: 1 deleted, 0 not there.
  */
-export const DELETE_SCRIPT = new LuaScript(`
+export const DELETE_SCRIPT = new RedisScript(`
 local model = redis.call('HGET', KEYS[1], 'model')
 redis.call('ZREM', KEYS[3], ARGV[1])
 if not model then return 0 end
@@ -71,7 +71,7 @@ return 1
  * ARGV: 1 metadata JSON, 2… the fields to read back
  * Returns: the fields, or nil when the record is not there.
  */
-export const UPDATE_METADATA_SCRIPT = new LuaScript(`
+export const UPDATE_METADATA_SCRIPT = new RedisScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
 redis.call('HSET', KEYS[1], 'metadata', ARGV[1])
 return redis.call('HMGET', KEYS[1], unpack(ARGV, 2))

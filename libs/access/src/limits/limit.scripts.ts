@@ -1,4 +1,5 @@
-import { LUA_NOW, LuaScript } from './lua-script';
+import { RedisScript } from '@mgw/redis';
+import { LUA_NOW } from './lua-now';
 
 /*
  * Windows are one minute. Requests: a sorted set of admissions scored by time (exact sliding window).
@@ -174,7 +175,7 @@ end
  * Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms, queue depth,
  *          jobs served in the last minute
  */
-export const ADMIT_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}${LUA_MODEL_DEPTH}
+export const ADMIT_SCRIPT = new RedisScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}${LUA_MODEL_DEPTH}
 local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
 local depth, served, queueStatus = checkModel(KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
 if c.status == 'ok' then c.status = queueStatus end
@@ -190,7 +191,7 @@ return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset, depth, ser
  * A Cluster's first admission step, in the API key's slot: ADMIT_SCRIPT's key half (KEYS 1-4, same ARGV).
  * Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms.
  */
-export const ADMIT_KEY_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}
+export const ADMIT_KEY_SCRIPT = new RedisScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}
 local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
 if c.status == 'ok' then recordKey(c, KEYS[1], KEYS[2], KEYS[3], KEYS[4]) end
 local reqReset, tokReset = resetsOf(c, KEYS[1])
@@ -202,7 +203,7 @@ return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
  * request would be refused before the work that precedes its admission is done.
  * Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms.
  */
-export const CHECK_KEY_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}
+export const CHECK_KEY_SCRIPT = new RedisScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_KEY_LIMITS}
 local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
 local reqReset, tokReset = resetsOf(c, KEYS[1])
 return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
@@ -212,7 +213,7 @@ return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
  * A Cluster's second admission step, in the model's slot: ADMIT_SCRIPT's queue half (KEYS 5-10 as 1-6, same
  * ARGV). Returns: status ('ok', 'over_share' or 'queue_full'), queue depth, jobs served in the last minute.
  */
-export const ADMIT_MODEL_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_MODEL_DEPTH}
+export const ADMIT_MODEL_SCRIPT = new RedisScript(`${LUA_NOW}${LUA_ADMIT_ARGS}${LUA_MODEL_DEPTH}
 local depth, served, status = checkModel(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 if status ~= 'ok' then return { status, depth, served } end
 recordModel(KEYS[3])
@@ -224,7 +225,7 @@ return { 'ok', depth, served }
  * is not brought back.
  * KEYS: 1 concurrency zset. ARGV: 1 now ms (0 = Redis time), 2 lease ms, 3.. tickets
  */
-export const REFRESH_SCRIPT = new LuaScript(`${LUA_NOW}
+export const REFRESH_SCRIPT = new RedisScript(`${LUA_NOW}
 local now = clock(ARGV[1])
 local lease = tonumber(ARGV[2])
 for i = 3, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[i]) end
@@ -251,7 +252,7 @@ end
  * KEYS: 1 rpm zset, 2 tpm hash, 3 concurrency zset, 4 reservation, 5 admitting zset (absent on a Cluster,
  * where the model's slot is another: the caller removes the ticket from it on its own). ARGV: 1 ticket
  */
-export const ROLLBACK_SCRIPT = new LuaScript(`${LUA_RECONCILE}
+export const ROLLBACK_SCRIPT = new RedisScript(`${LUA_RECONCILE}
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 if KEYS[5] then redis.call('ZREM', KEYS[5], ARGV[1]) end
@@ -297,7 +298,7 @@ end
  * ARGV: 1 key id ('' = unattributed), 2 model, 3 prompt tokens, 4 completion tokens, 5 images,
  *       6 now ms (0 = Redis time), 7 usage retention ms
  */
-export const RECORD_USAGE_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_RECONCILE}${LUA_USAGE}
+export const RECORD_USAGE_SCRIPT = new RedisScript(`${LUA_NOW}${LUA_RECONCILE}${LUA_USAGE}
 if not recordUsage(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]) then return 0 end
 countServed(KEYS[6])
 return 1
@@ -308,13 +309,13 @@ return 1
  * count, which live in other slots (the caller adds them after a 1).
  * KEYS: 1 recorded marker, 2 usage day hash, 3 reservation, 4 tpm hash. ARGV: as RECORD_USAGE_SCRIPT.
  */
-export const RECORD_KEY_USAGE_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_RECONCILE}${LUA_USAGE}
+export const RECORD_KEY_USAGE_SCRIPT = new RedisScript(`${LUA_NOW}${LUA_RECONCILE}${LUA_USAGE}
 if not recordUsage(KEYS[1], KEYS[2], nil, KEYS[3], KEYS[4]) then return 0 end
 return 1
 `);
 
 /** A Cluster's served count, in the model's slot. KEYS: 1 served hash. ARGV: 6 now ms (others unused). */
-export const COUNT_SERVED_SCRIPT = new LuaScript(`${LUA_NOW}${LUA_USAGE}
+export const COUNT_SERVED_SCRIPT = new RedisScript(`${LUA_NOW}${LUA_USAGE}
 countServed(KEYS[1])
 return 1
 `);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LUA_NOW, LuaScript } from '@mgw/access';
+import { LUA_NOW } from '@mgw/access';
+import { RedisScript } from '@mgw/redis';
 
 /*
  * Upstream slots are kept as concurrency slots are (access/limits): a sorted set per upstream of
@@ -16,7 +17,7 @@ import { LUA_NOW, LuaScript } from '@mgw/access';
  * ARGV: 1 now ms (0 = Redis time), 2 slot ttl ms, 3 slot id, 4.. each candidate's maxConcurrency.
  * Returns: {1-based index of the chosen candidate (0 = all full), free slots left among the candidates}.
  */
-export const ACQUIRE_SLOT_SCRIPT = new LuaScript(`${LUA_NOW}
+export const ACQUIRE_SLOT_SCRIPT = new RedisScript(`${LUA_NOW}
 local now = clock(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local n = #KEYS / 2
@@ -45,7 +46,7 @@ return { best, free }
  * notification that wakes a waiting fetcher instead of a poll).
  * KEYS: 1 slot set. ARGV: 1 slot id, 2 channel, 3 message.
  */
-export const RELEASE_SLOT_SCRIPT = new LuaScript(`
+export const RELEASE_SLOT_SCRIPT = new RedisScript(`
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
 return 1
 `);
@@ -54,6 +55,6 @@ return 1
  * Places a request by its prompt's prefix key (prefix-placement.lua): the upstream that served the key last,
  * or for a new key the first in its rendezvous order under its bounded share of the keys.
  */
-export const PREFIX_PLACEMENT_SCRIPT = new LuaScript(
+export const PREFIX_PLACEMENT_SCRIPT = new RedisScript(
   LUA_NOW + readFileSync(join(__dirname, 'prefix-placement.lua'), 'utf8'),
 );

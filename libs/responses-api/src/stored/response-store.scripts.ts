@@ -1,4 +1,4 @@
-import { LuaScript } from '@mgw/access';
+import { RedisScript } from '@mgw/redis';
 
 /*
  * A key's stored responses: per response a hash (`v`, `created` ms, `model`, `prev` — the previous
@@ -46,7 +46,7 @@ end
  *       13 log-name prefix
  * Returns: -1 when the response is already past its retention (not stored), else how many were evicted.
  */
-export const SAVE_RESPONSE_SCRIPT = new LuaScript(`${EXTEND}
+export const SAVE_RESPONSE_SCRIPT = new RedisScript(`${EXTEND}
 local id, created, retention, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -85,7 +85,7 @@ return over
  *       brackets
  * Returns: 1 when recorded, 0 when the record is gone or final.
  */
-export const FINISH_RESPONSE_SCRIPT = new LuaScript(`${EXTEND}
+export const FINISH_RESPONSE_SCRIPT = new RedisScript(`${EXTEND}
 local f = redis.call('HMGET', KEYS[1], 'status', 'log', 'end')
 local status = f[1]
 if not status then return 0 end
@@ -109,7 +109,7 @@ return 1
  * ones, up to \`end\`}, {3, end} when the history is longer than ARGV 6 (nothing of it read) or {0, the id
  * of the first turn not found}.
  */
-export const CHAIN_SCRIPT = new LuaScript(`
+export const CHAIN_SCRIPT = new RedisScript(`
 local prefix, id, max, held, heldEnd = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
 local maxBytes = tonumber(ARGV[6])
 local newest = redis.call('HMGET', prefix .. id, 'log', 'end', 'prev')
@@ -139,7 +139,7 @@ return {0, id}
  * reads it any more). KEYS: 1 record hash, 2 key index, 3 and 4 its own logs; ARGV: 1 id.
  * Returns 1 when deleted, 0 when there was none.
  */
-export const DELETE_RESPONSE_SCRIPT = new LuaScript(`
+export const DELETE_RESPONSE_SCRIPT = new RedisScript(`
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('DEL', KEYS[3], KEYS[4])
 return redis.call('DEL', KEYS[1])
