@@ -22,4 +22,5 @@ if redis.call('LLEN', line) == 0 then
   local start = tonumber(redis.call('ZSCORE', ring, tenant) or '0')
   ringLeaves(KEYS[1], ring, tier, tenant, start)
 end
+forgetIdle(KEYS[2], KEYS[1])
 return 1

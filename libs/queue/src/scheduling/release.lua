@@ -99,4 +99,5 @@ while done < count and skipped < 64 do
     skipped = skipped + 1
   end
 end
+forgetIdle(KEYS[3], KEYS[2])
 return done

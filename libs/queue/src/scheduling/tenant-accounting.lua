@@ -40,3 +40,11 @@ local function ringLeaves(tenantsKey, ringKey, tier, tenant, finish)
   local v = tonumber(redis.call('HGET', tenantsKey, 'v:' .. tier) or '0')
   if finish > v then redis.call('HSET', tenantsKey, 'f:' .. tier .. ':' .. tenant, finish) end
 end
+
+--[[
+  Once no tenant waits, the tiers' clocks, the lower tiers' credit and what tenants left owing start over:
+  fairness is kept over a busy period, and an idle model keeps no scheduler state in Redis.
+]]
+local function forgetIdle(waitingKey, tenantsKey)
+  if redis.call('EXISTS', waitingKey) == 0 then redis.call('DEL', tenantsKey) end
+end
