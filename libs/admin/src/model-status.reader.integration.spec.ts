@@ -70,6 +70,9 @@ describe('ModelStatusReader', () => {
           scale_to_zero: false,
           max_queue_depth: 50,
           waiting: 2,
+          // Jobs queued here straight into BullMQ, past the scheduler: no key waits in its lines.
+          waiting_keys: 0,
+          top_waiting_keys: [],
           active: 0,
           delayed: 0,
           oldest_waiting_age_s: 4,
@@ -85,6 +88,9 @@ describe('ModelStatusReader', () => {
           scale_to_zero: false,
           max_queue_depth: null,
           waiting: 0,
+          // Jobs queued here straight into BullMQ, past the scheduler: no key waits in its lines.
+          waiting_keys: 0,
+          top_waiting_keys: [],
           active: 0,
           delayed: 0,
           oldest_waiting_age_s: 0,
