@@ -29,7 +29,10 @@ export const TOPOLOGY_CATALOG = {
       id: 'fair-chat',
       type: 'chat',
       owned_by: 'e2e',
-      backend: { kind: 'simulator', mode: 'echo', ttftMs: 50, tokensPerSecond: 100_000 },
+      // 200 ms a request: the model's slots, not a busy machine's gateway, are what is saturated, so the
+      // share measured is the scheduler's (with cheaper requests a loaded CI box admits them no faster than
+      // the worker takes them, and shares follow who sends most, as they should on an unsaturated model).
+      backend: { kind: 'simulator', mode: 'echo', ttftMs: 200, tokensPerSecond: 100_000 },
     },
     { id: 'sim-image', type: 'image', owned_by: 'e2e', backend: { kind: 'simulator' } },
     {
