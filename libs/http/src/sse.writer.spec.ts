@@ -96,9 +96,6 @@ async function everythingWritten(res: ServerResponse, client: RawClient): Promis
   return client.until(() => client.bytes >= written);
 }
 
-/** Pending timers of the process (Node's active resources): a writer's timer shows here until cleared. */
-const pendingTimers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
-
 let server: Server | undefined;
 let clients: RawClient[] = [];
 const responses: ServerResponse[] = [];
@@ -259,7 +256,8 @@ describe('SseWriter', () => {
 
   it('sends a `: keep-alive` comment after keepAliveMs of silence', async () => {
     const { res, client } = await connectClient();
-    const timersBefore = pendingTimers();
+    const started = jest.spyOn(global, 'setInterval');
+    const cleared = jest.spyOn(global, 'clearInterval');
     const writer = writerFor(res, { keepAliveMs: 50 });
     writer.open({});
     const wroteAt = Date.now();
@@ -271,8 +269,13 @@ describe('SseWriter', () => {
     writer.done();
     const final = await client.until((r) => r.complete);
     expect(final.chunks[final.chunks.length - 1]).toBe('data: [DONE]\n\n');
-    // After the end no further keep-alives are written: the writer holds no timer that could write one.
-    expect(pendingTimers()).toBe(timersBefore);
+    // After the end no further keep-alives are written: every interval the writer started is cleared.
+    // (Counting the process's timers instead races with the HTTP server's own keep-alive timer.)
+    const intervals = started.mock.results.map((result) => result.value as unknown);
+    expect(intervals.length).toBeGreaterThan(0);
+    for (const interval of intervals) expect(cleared).toHaveBeenCalledWith(interval);
+    started.mockRestore();
+    cleared.mockRestore();
     expect((await everythingWritten(res, client)).chunks).toEqual(final.chunks);
   });
 
@@ -309,11 +312,12 @@ describe('SseWriter', () => {
 
   it('sends no keep-alives when keepAliveMs is 0', async () => {
     const { res, client } = await connectClient();
-    const timersBefore = pendingTimers();
+    const started = jest.spyOn(global, 'setInterval');
     const writer = writerFor(res, { keepAliveMs: 0 });
     writer.open({});
     // No timer that could write one, and nothing written but the headers.
-    expect(pendingTimers()).toBe(timersBefore);
+    expect(started).not.toHaveBeenCalled();
+    started.mockRestore();
     expect((await everythingWritten(res, client)).chunks).toEqual([]);
     writer.close();
   });
