@@ -75,6 +75,7 @@ export class StoredCompletionStore {
         return {
           index: names.index,
           recordPrefix: names.recordPrefix,
+          // The request's messages (`names.messages(id)`) live and go with their record.
           companions: [[names.recordPrefix, ':messages']],
           indexedBy: { field: 'model', prefix: names.modelIndexPrefix },
         };
