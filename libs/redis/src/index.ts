@@ -1,1 +1,2 @@
 export * from './redis-script';
+export * from './record-store/bounded-record.store';
