@@ -1,1 +1,5 @@
+export * from './connections/connections.module';
+export * from './connections/pubsub.dispatcher';
+export * from './connections/redis-connection.factory';
+export * from './connections/redis-connections.provider';
 export * from './redis-script';

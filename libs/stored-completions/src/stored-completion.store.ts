@@ -9,6 +9,7 @@ import {
   type ListOrder,
   type StoredCompletionNames,
 } from '@mgw/contracts';
+import { RedisConnections } from '@mgw/redis';
 import {
   readStoredMetadata,
   readStoredRecord,
@@ -19,7 +20,6 @@ import {
   type StoredRecord,
 } from './stored-completion.reader';
 import { DELETE_SCRIPT, SAVE_SCRIPT, UPDATE_METADATA_SCRIPT } from './stored-completion.scripts';
-import { RedisConnections } from '@mgw/session';
 
 /** What `save` keeps of one completion. */
 export interface CompletionToStore {

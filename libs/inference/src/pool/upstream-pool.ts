@@ -71,7 +71,7 @@ export interface UpstreamObserver {
   engineLoad?(upstream: string, load: (EngineLoad & { outside: number }) | null): void;
 }
 
-/** The shared subscriber connection's dispatcher (queue's PubSubDispatcher). */
+/** The shared subscriber connection's dispatcher (redis's PubSubDispatcher). */
 export interface PoolChannel {
   listen(channel: string, listener: { message(raw: string): void; connected?(): void }): Promise<void>;
 }

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { GatewayConfig } from '@mgw/config';
 import { storedResponseNamesFor, type StoredResponseNames } from '@mgw/contracts';
-import { RedisConnections } from '@mgw/session';
+import { RedisConnections } from '@mgw/redis';
 import { outputAsInput } from '../conversation';
 import type { ConversationItem, ResponseObject, ResponseStatus } from '../responses.types';
 import {
