@@ -5,7 +5,6 @@ export * from './keys/api-key.secret';
 export * from './keys/api-key.record';
 export * from './keys/key.store';
 export * from './keys/key.authenticator';
-export * from './limits/lua-now';
 export * from './limits/limiter';
 export * from './limits/slot.keeper';
 export { REFRESH_SCRIPT as SLOT_REFRESH_SCRIPT } from './limits/limit.scripts';
