@@ -28,10 +28,7 @@ const ARROWS = {
   observability: ['contracts', 'config'],
   access: [...BASE, 'redis'],
   queue: [...BASE, 'redis'],
-  // Kept: the upstream pool's slots are expiring holds of the same kind as a key's concurrency slots (a
-  // sorted set of expiring ids refreshed by one Lua script), so the pool reuses access's clock (LUA_NOW), refresh
-  // script and SlotKeeper rather than a copy of them.
-  inference: [...BASE, 'redis', 'queue', 'access'],
+  inference: [...BASE, 'redis', 'queue'],
   // What each backend kind honours is contracts' table (backend-parameters.ts), so the registry publishes a
   // model's parameters without loading the backends.
   registry: [...BASE, 'redis', 'queue'],

@@ -6,8 +6,6 @@ export * from './keys/api-key.record';
 export * from './keys/key.store';
 export * from './keys/key.authenticator';
 export * from './limits/limiter';
-export * from './limits/slot.keeper';
-export { REFRESH_SCRIPT as SLOT_REFRESH_SCRIPT } from './limits/limit.scripts';
 export * from './limits/rate-limit.headers';
 export * from './limits/token.estimate';
 export * from './limits/image-tokens.estimate';

@@ -15,8 +15,6 @@ export const ADMIT_KEY_SCRIPT = RedisScript.fromFile(__dirname, 'admit-key.lua')
 export const CHECK_KEY_SCRIPT = RedisScript.fromFile(__dirname, 'check-key.lua');
 /** A Cluster's second admission step, in the model's slot. */
 export const ADMIT_MODEL_SCRIPT = RedisScript.fromFile(__dirname, 'admit-model.lua');
-/** Extends the leases of requests that are still running. */
-export const REFRESH_SCRIPT = RedisScript.fromFile(__dirname, 'refresh.lua');
 /** Takes back an admission whose job never reached the queue. */
 export const ROLLBACK_SCRIPT = RedisScript.fromFile(__dirname, 'rollback.lua');
 /** A finished job's usage, once per request, with the model's served count (one node). */

@@ -1,8 +1,8 @@
 import { RedisScript } from '@mgw/redis';
 
 /*
- * Upstream slots are kept as concurrency slots are (access/limits): a sorted set per upstream of
- * lease ids scored by expiry, extended by the SlotKeeper while held, removed on release. A worker that dies
+ * Upstream slots are expiring slots, as an API key's concurrency leases are (@mgw/redis's slots/): a sorted
+ * set per upstream of slot ids scored by expiry, extended by the SlotKeeper while held, removed on release. A worker that dies
  * stops extending its slots and they lapse within their time to live. Each script's KEYS, ARGV and reply are
  * written at the top of its `.lua` file.
  */
