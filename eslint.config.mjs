@@ -15,14 +15,15 @@ const LIBS_THROUGH_ALIAS = {
  * (the shared protocol) → config → redis (connections, scripts) → observability, access, queue → the
  * worker's side (inference, registry, worker) and the gateway's: HTTP plumbing (http) → the request core
  * (session) → the rooms on it (api-docs, stored-completions, the front-ends, admin, console-assets) → the
- * assembly (api). Apps wire whatever they need; tests and benches reach anything. `@mgw/testing` (test fixtures) is for specs only.
+ * assembly (api). Apps wire whatever they need; tests and benches reach anything. `@mgw/testing` (test
+ * fixtures) is for specs only.
  */
 const BASE = ['contracts', 'config', 'observability'];
 const FRONT_END = [...BASE, 'redis', 'access', 'http', 'session', 'api-docs', 'registry'];
 const ARROWS = {
   contracts: [],
-  // Plumbing for Redis itself: connections by role and topology, pub/sub dispatch, scripts kept in .lua files;
-  // below every capability that talks to Redis.
+  // Plumbing for Redis itself: connections by role and topology, pub/sub dispatch, scripts kept in .lua
+  // files, expiring slots; below every capability that talks to Redis.
   redis: ['contracts', 'config'],
   config: ['contracts'],
   observability: ['contracts', 'config'],
