@@ -2,8 +2,6 @@ export * from './admission/admission-hold';
 export * from './admission/admission.service';
 export * from './admission/key-invalidation.listener';
 export * from './admission/stored-read.guard';
-export * from './connections/connections.module';
-export * from './connections/redis-connections.provider';
 export * from './lifecycle/gateway-shutdown';
 export * from './machine/session.machine';
 export * from './machine/session.types';

@@ -9,8 +9,7 @@ import {
   type ListOrder,
   type StoredCompletionNames,
 } from '@mgw/contracts';
-import { BoundedRecordStore } from '@mgw/redis';
-import { RedisConnections } from '@mgw/session';
+import { BoundedRecordStore, RedisConnections } from '@mgw/redis';
 import {
   readStoredMetadata,
   readStoredRecord,

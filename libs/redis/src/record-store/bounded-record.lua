@@ -5,9 +5,11 @@
   when the owner's records are also indexed by one field, `field` and `byField` (that index's name before
   the field's value).
 ]]
+--- @include "@mgw/redis/now"
+
+-- Redis's time in ms (the shared clock, never a caller's).
 local function nowMs()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return clock(0)
 end
 
 -- Keeps `name` until `expireAt` (ms) at least: an expiry is moved later, never sooner.
