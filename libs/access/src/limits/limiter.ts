@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { keyLayoutOf, schedulerNamesFor, type ModelKind } from '@mgw/contracts';
-import { REFRESH_SLOTS_SCRIPT } from '@mgw/redis';
+import { REFRESH_SLOTS_SCRIPT, type RedisScript } from '@mgw/redis';
 import { accessNames, type AccessNames } from '../access.names';
 import type { Principal } from '../principal';
 import {
@@ -179,21 +179,7 @@ export class Limiter {
    * counting nothing: one round trip before work that must not be done for a request refused anyway.
    */
   async checkKey(principal: Principal, now = 0): Promise<KeyDecision> {
-    const ticket = this.nextTicketId();
-    return this.keyDecision(
-      principal,
-      (await CHECK_KEY_SCRIPT.run(this.redis, this.keyKeys(principal.keyId, ticket), [
-        now,
-        ticket,
-        principal.rpm ?? 0,
-        principal.tpm ?? 0,
-        principal.maxConcurrent ?? 0,
-        0,
-        this.slotTtlMs,
-        0,
-        0,
-      ])) as Reply,
-    );
+    return this.keyStep(CHECK_KEY_SCRIPT, principal, now);
   }
 
   /**
@@ -201,22 +187,24 @@ export class Limiter {
    * concurrency slot and reserves no tokens.
    */
   async countRequest(principal: Principal, now = 0): Promise<KeyDecision> {
+    return this.keyStep(ADMIT_KEY_SCRIPT, { ...principal, tpm: null, maxConcurrent: null }, now);
+  }
+
+  /** Runs a key-only script (ADMIT_SCRIPT's key half, same ARGV) for `principal`'s limits, no tokens. */
+  private async keyStep(script: RedisScript, principal: Principal, now: number): Promise<KeyDecision> {
     const ticket = this.nextTicketId();
-    const rpmOnly = { ...principal, tpm: null, maxConcurrent: null };
-    return this.keyDecision(
-      rpmOnly,
-      (await ADMIT_KEY_SCRIPT.run(this.redis, this.keyKeys(principal.keyId, ticket), [
-        now,
-        ticket,
-        principal.rpm ?? 0,
-        0,
-        0,
-        0,
-        this.slotTtlMs,
-        0,
-        0,
-      ])) as Reply,
-    );
+    const reply = (await script.run(this.redis, this.keyKeys(principal.keyId, ticket), [
+      now,
+      ticket,
+      principal.rpm ?? 0,
+      principal.tpm ?? 0,
+      principal.maxConcurrent ?? 0,
+      0,
+      this.slotTtlMs,
+      0,
+      0,
+    ])) as Reply;
+    return this.keyDecision(principal, reply);
   }
 
   private nextTicketId(): string {
