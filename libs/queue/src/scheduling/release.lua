@@ -10,9 +10,10 @@
   tier with parked jobs instead, in the `promoted` band (ahead of `normal`, behind `high`): `low` and
   `batch` get at least `minShare` of the releases.
 
-  Cost per released job: a few O(log n) sorted-set steps in the waiting tenants, O(1) in the backlog. A
-  line's head that no longer waits (taken straight from an idle queue, or removed) is dropped on the way,
-  once; at most 64 such heads per call, the rest are left for the next one.
+  Cost per released job: a few O(log n) sorted-set steps in the waiting tenants, plus per call one
+  O(log n) count of each tier's direct jobs in the backlog. A line's head that no longer waits (taken
+  straight from an idle queue, or removed) is dropped on the way, once; at most 64 such heads per call, the
+  rest are left for the next one.
 
   KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
   ARGV: 1 scheduler base name, 2 BullMQ job key prefix, 3 minShare, 4 count,
