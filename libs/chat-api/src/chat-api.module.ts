@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReplyClients } from '@mgw/http';
 import { StoredCompletionsModule } from '@mgw/stored-completions';
 import { ChatCompletionsController } from './chat-completions.controller';
 import { ChatCompletionsService } from './chat-completions.service';
@@ -12,6 +13,6 @@ import { StoredCompletionsController } from './stored-completions.controller';
 @Module({
   imports: [StoredCompletionsModule],
   controllers: [ChatCompletionsController, StoredCompletionsController],
-  providers: [ChatCompletionsService, ChatStreamResumer],
+  providers: [ChatCompletionsService, ChatStreamResumer, ReplyClients],
 })
 export class ChatApiModule {}

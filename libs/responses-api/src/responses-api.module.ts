@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReplyClients } from '@mgw/http';
 import { ResponsesController } from './responses.controller';
 import { ResponsesService } from './responses.service';
 import { ResponsesStreamResumer } from './responses-stream.resumer';
@@ -11,6 +12,6 @@ import { StoredResponses } from './stored/stored-responses.service';
  */
 @Module({
   controllers: [ResponsesController],
-  providers: [ResponsesService, ResponsesStreamResumer, ResponseStore, StoredResponses],
+  providers: [ResponsesService, ResponsesStreamResumer, ResponseStore, StoredResponses, ReplyClients],
 })
 export class ResponsesApiModule {}

@@ -10,13 +10,15 @@ import {
   type ModelKind,
   type ReattachMessage,
 } from '@mgw/contracts';
+import { JsonReplyClient, SseReplyClient } from '@mgw/http';
 import type { RequestTiming } from '@mgw/observability';
 import type { JobDataOf, ReplyHandler } from '@mgw/queue';
 import type { Admission } from './admission/admission.service';
+import type { JsonClient, SessionClient, StreamClient } from './client/session-client.port';
 import type { AdmissionHold } from './admission/admission-hold';
 import type { ResolvedModel, Unresolved } from './models/model.resolver';
 import { RequestSession, type SessionDeps } from './request-session';
-import type { Delivery, SessionRequest } from './session-request.types';
+import type { Delivery, SessionRequest, StreamFormat } from './session-request.types';
 
 /** Test support for sessions: fake connections and services that record what a session does with them. */
 
@@ -120,6 +122,11 @@ export function fakeReply(): FakeReply {
     },
   };
   return reply;
+}
+
+/** A JSON answer's client on `reply`, as the HTTP layer makes it. */
+export function jsonClient(reply: FakeReply): JsonClient {
+  return new JsonReplyClient(reply as unknown as FastifyReply);
 }
 
 /** A hold whose endings are recorded, in order. */
@@ -239,7 +246,6 @@ export class SessionWorld {
       },
       metrics: {
         timingFor: (_id: string, model: string) => this.timing(model),
-        streamOpened: () => undefined,
         clientDisconnected: (model: string) => record(`disconnected ${model}`),
         graceExpired: (model: string) => record(`grace expired ${model}`),
         fellBack: (from: string, to: string, reason: string) => record(`fallback ${from}→${to} ${reason}`),
@@ -300,6 +306,23 @@ export class SessionWorld {
     };
   }
 
+  /** A stream's client on `reply`, as the HTTP layer makes it with this world's settings. */
+  streamClient(reply: FakeReply, format: Pick<StreamFormat, 'endLine' | 'keepAlive'> = {}): StreamClient {
+    return new SseReplyClient(reply as unknown as FastifyReply, {
+      bufferLimitBytes: this.config.streamBufferLimitBytes,
+      keepAliveMs: this.config.sseKeepAliveMs,
+      flushTimeoutMs: this.config.streamFlushTimeoutMs,
+      ...(format.endLine !== undefined && { endLine: format.endLine }),
+      ...(format.keepAlive !== undefined && { keepAlive: format.keepAlive }),
+    });
+  }
+
+  /** The client `delivery` is given on `reply`: a stream's, else a JSON answer's. */
+  clientFor(delivery: Delivery, reply: FakeReply | null): SessionClient | null {
+    if (reply === null) return null;
+    return delivery.mode === 'stream' ? this.streamClient(reply, delivery.format) : jsonClient(reply);
+  }
+
   /** A session for `request` delivered as `delivery`, on `reply` (a fresh fake when not given). */
   session<K extends ModelKind>(
     request: Partial<SessionRequest<K>> & { requestId: string },
@@ -318,7 +341,7 @@ export class SessionWorld {
         ...request,
       },
       delivery,
-      reply as unknown as FastifyReply | null,
+      this.clientFor(delivery, reply),
     );
   }
 

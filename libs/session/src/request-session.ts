@@ -1,4 +1,3 @@
-import type { FastifyReply } from 'fastify';
 import type { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
@@ -17,11 +16,11 @@ import {
   DEFAULT_TENANT_WEIGHT,
   tierOfPriority,
 } from '@mgw/contracts';
-import { SseWriter, whenClientGone } from '@mgw/http';
 import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
 import type { JobDataOf, JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
 import type { AdmissionService, AdmittedFields } from './admission/admission.service';
 import type { AdmissionHold } from './admission/admission-hold';
+import type { EventSink, SessionClient } from './client/session-client.port';
 import { idle, transition } from './machine/session.machine';
 import type {
   Count,
@@ -60,8 +59,6 @@ export interface SessionDeps {
     | 'sseKeepAliveMs'
     | 'resumeGraceMs'
     | 'workerSilenceMs'
-    | 'streamBufferLimitBytes'
-    | 'streamFlushTimeoutMs'
   >;
   resolver: Pick<ModelResolver, 'attempt'>;
   admissions: Pick<AdmissionService, 'admit' | 'admitFallback' | 'adopt'>;
@@ -73,7 +70,7 @@ export interface SessionDeps {
   };
   metrics: Pick<
     GatewayMetrics,
-    'timingFor' | 'streamOpened' | 'clientDisconnected' | 'graceExpired' | 'fellBack' | 'streamResumed'
+    'timingFor' | 'clientDisconnected' | 'graceExpired' | 'fellBack' | 'streamResumed'
   >;
   streams: Pick<StreamLogStore, 'enabled' | 'resumeOptions' | 'open' | 'route' | 'read'>;
   /** The envelope of a new job: who asked, by when, where the answer goes. */
@@ -95,7 +92,7 @@ export interface ResumeEntry {
   gate: (session: RequestSession) => ResumeGate;
 }
 
-/** The outcome of a stream whose 200 went out: the rest is written on the hijacked connection. */
+/** The outcome of a stream whose 200 went out: the rest is written on the stream's connection. */
 const STREAM_OPENED = Symbol('streamOpened');
 
 const START_EVENTS = {
@@ -145,7 +142,6 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private dispatching = false;
   private backlog: SessionEvent[] | null = null;
 
-  private readonly sse: SseWriter | null;
   private renderer: StreamRenderer | JsonRenderer<unknown> | null = null;
   /** The first job; later attempts' jobs are copies of it under their own model. */
   private job: JobDataOf<K> | null = null;
@@ -165,10 +161,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private ticketId: string | null = null;
   private gate: ResumeGate | null = null;
   private readonly timers: Partial<Record<TimerName, NodeJS.Timeout>> = {};
-  private opened = false;
   private readonly deadlineMs: number;
 
-  private settled = false;
   private settle!: { resolve: (outcome: unknown) => void; reject: (error: unknown) => void };
   private readonly outcome: Promise<unknown>;
 
@@ -176,7 +170,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     private readonly deps: SessionDeps,
     private readonly input: SessionRequest<K>,
     private readonly delivery: Delivery,
-    private readonly reply: FastifyReply | null,
+    private readonly client: SessionClient | null,
   ) {
     const { config } = deps;
     const stream = delivery.mode === 'stream';
@@ -192,17 +186,6 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       startWaitBoundMs: stream && keepAliveMs > 0 ? Math.floor(keepAliveMs / 2) : undefined,
       ...(input.promptParam !== undefined && { promptParam: input.promptParam }),
     });
-    this.sse =
-      delivery.mode === 'stream' && reply !== null
-        ? new SseWriter(reply.raw, {
-            bufferLimitBytes: config.streamBufferLimitBytes,
-            keepAliveMs,
-            flushTimeoutMs: config.streamFlushTimeoutMs,
-            onOverflow: () => this.dispatch(CLIENT_GONE),
-            ...(delivery.format.endLine !== undefined && { endLine: delivery.format.endLine }),
-            ...(delivery.format.keepAlive !== undefined && { keepAlive: delivery.format.keepAlive }),
-          })
-        : null;
     this.outcome = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
     // It may settle before anything awaits it (the client gone while the enqueue runs).
     this.outcome.catch(() => undefined);
@@ -228,7 +211,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
 
   /**
    * Admits the request, enqueues its job and relays its replies. Resolves once the response is committed —
-   * a JSON answer sent, a stream's 200 out (the rest is written on the hijacked connection) — or a
+   * a JSON answer sent, a stream's 200 out (the rest is written on the stream's connection) — or a
    * background job queued; rejects with the error that is the whole answer (the route's exception filter
    * writes it in its protocol's shape).
    */
@@ -241,8 +224,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     });
     this.watchClient();
     const outcome = await this.outcome;
-    if (outcome === STREAM_OPENED || this.reply === null) return;
-    await this.reply.status(200).header(SERVED_MODEL_HEADER, this.model).send(outcome);
+    if (outcome === STREAM_OPENED || this.client?.mode !== 'json') return;
+    await this.client.send({ [SERVED_MODEL_HEADER]: this.model }, outcome);
   }
 
   /**
@@ -350,7 +333,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     if (next !== null) this.state = next;
     for (let index = 0; index < effects.length; index++) this.execute(effects[index]!, event);
     // Every ending settles the caller: a background request's job is over; any other found its client gone.
-    if (next !== null && next.name === 'ended' && !this.settled) {
+    if (next !== null && next.name === 'ended') {
       if (this.delivery.mode === 'background') this.resolve(undefined);
       else this.fail(GatewayError.clientClosed());
     }
@@ -502,10 +485,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       this.weight = admission.weight;
       this.ticketKeyId = admission.ticket.keyId;
       this.ticketId = admission.ticket.leased ? admission.ticket.id : null;
-      const raw = this.reply?.raw;
-      if (raw !== undefined && !raw.headersSent) {
-        for (const [name, value] of Object.entries(admission.headers)) raw.setHeader(name, value);
-      }
+      this.client?.setHeaders(admission.headers);
     }
     return {
       type: 'admitted',
@@ -744,11 +724,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
 
   /** The session hears once that its client left (at once if it has left already). */
   private watchClient(): void {
-    if (this.reply === null) return;
-    whenClientGone(this.reply.raw, () => {
-      this.sse?.close();
-      this.dispatch(CLIENT_GONE);
-    });
+    this.client?.whenGone(() => this.dispatch(CLIENT_GONE));
   }
 
   private rendererFor(model: string): StreamRenderer | JsonRenderer<unknown> {
@@ -757,7 +733,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       case 'json':
         return this.delivery.renderer(context, (error) => this.dispatch({ type: 'answer_too_large', error }));
       case 'stream':
-        return this.delivery.renderer(this.sse!, context);
+        return this.delivery.renderer(this.events(), context);
       case 'background':
         return this.delivery.renderer(context);
       default: {
@@ -817,30 +793,32 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     this.resolve(body);
   }
 
+  /** A stream's events go to its client's; a stream always has one (a resumed one too). */
+  private events(): EventSink {
+    if (this.client?.mode !== 'stream') throw new Error('a stream delivered without a stream client');
+    return this.client.events;
+  }
+
+  /** The stream's 200, once (its client's port refuses a second one, and one for a client gone). */
   private openStream(servedModel: string | null): void {
-    const reply = this.reply;
-    if (this.opened || reply === null || this.sse === null || reply.raw.destroyed) return;
-    this.opened = true;
-    clearTimeout(this.timers.open);
-    reply.hijack();
-    this.sse.open(
+    const { client } = this;
+    if (client?.mode !== 'stream') return;
+    const opened = client.open(
       servedModel === null
         ? { 'x-request-id': this.requestId }
         : { 'x-request-id': this.requestId, [SERVED_MODEL_HEADER]: servedModel },
     );
-    this.deps.metrics.streamOpened(reply.raw);
+    if (!opened) return;
+    clearTimeout(this.timers.open);
     this.resolve(STREAM_OPENED);
   }
 
+  /** The caller's outcome: the first of these calls settles it, later ones change nothing. */
   private resolve(outcome: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
     this.settle.resolve(outcome);
   }
 
   private fail(error: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
     this.settle.reject(error);
   }
 }

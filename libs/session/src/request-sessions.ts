@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError, jobProtocolVersionOf, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { AdmissionService } from './admission/admission.service';
+import type { EventSink, SessionClient, StreamClient } from './client/session-client.port';
 import { ModelResolver } from './models/model.resolver';
 import { ControlPublisher } from './queue/control.publisher';
 import { RequestSession, type SessionDeps, type SessionLogger } from './request-session';
@@ -19,7 +19,6 @@ import type {
   StreamFormat,
   StreamRenderer,
 } from './session-request.types';
-import type { SseWriter } from '@mgw/http';
 
 /** A stream to resume here, its meta read and checked (see `StreamResumer`). */
 export interface ResumedStream {
@@ -27,8 +26,8 @@ export interface ResumedStream {
   principal: Principal;
   meta: StreamMeta;
   format: StreamFormat;
-  renderer: (sse: SseWriter, context: RenderContext) => StreamRenderer;
-  reply: FastifyReply;
+  renderer: (events: EventSink, context: RenderContext) => StreamRenderer;
+  client: StreamClient;
   /** A background response's stream: its job runs to its end without this client or this gateway. */
   background?: boolean;
 }
@@ -91,13 +90,16 @@ export class RequestSessions implements OnApplicationShutdown {
     for (const session of [...this.live]) if (session.background) session.takeOver();
   }
 
-  /** Serves one request (see `RequestSession.run`). */
+  /**
+   * Serves one request (see `RequestSession.run`) to `client`: a JSON answer's for a `json` delivery, a
+   * stream's for a `stream` one, none for a background one.
+   */
   run<K extends ModelKind>(
     request: SessionRequest<K>,
     delivery: Delivery,
-    reply: FastifyReply | null,
+    client: SessionClient | null,
   ): Promise<void> {
-    return this.open(new RequestSession(this.deps, request, delivery, reply)).run();
+    return this.open(new RequestSession(this.deps, request, delivery, client)).run();
   }
 
   /**
@@ -105,7 +107,7 @@ export class RequestSessions implements OnApplicationShutdown {
    * this one), and a new session follows the stream from its replay log on.
    */
   resume(stream: ResumedStream): Promise<void> {
-    const { requestId, principal, meta, format, reply } = stream;
+    const { requestId, principal, meta, format, client } = stream;
     this.byId.get(requestId)?.takeOver();
     const session = new RequestSession(
       this.deps,
@@ -119,7 +121,7 @@ export class RequestSessions implements OnApplicationShutdown {
         ...(stream.background === true && { background: true }),
       },
       { mode: 'stream', format, renderer: stream.renderer },
-      reply,
+      client,
     );
     this.open(session);
     return session.resume({
