@@ -317,9 +317,9 @@ export class SessionWorld {
     });
   }
 
-  /** The client `delivery` is given on `reply`: a stream's, else a JSON answer's. */
+  /** The client `delivery` is given on `reply`: a stream's, a JSON answer's, none for a background one. */
   clientFor(delivery: Delivery, reply: FakeReply | null): SessionClient | null {
-    if (reply === null) return null;
+    if (reply === null || delivery.mode === 'background') return null;
     return delivery.mode === 'stream' ? this.streamClient(reply, delivery.format) : jsonClient(reply);
   }
 

@@ -24,6 +24,7 @@ import type { EventSink, SessionClient } from './client/session-client.port';
 import { idle, transition } from './machine/session.machine';
 import type {
   Count,
+  Attempt,
   Effect,
   Ending,
   RemovalPurpose,
@@ -43,6 +44,7 @@ import {
   type Delivery,
   type JsonRenderer,
   type RenderContext,
+  type ResumedRequest,
   type SessionRequest,
   type StreamRenderer,
 } from './session-request.types';
@@ -94,6 +96,14 @@ export interface ResumeEntry {
 
 /** The outcome of a stream whose 200 went out: the rest is written on the stream's connection. */
 const STREAM_OPENED = Symbol('streamOpened');
+
+/** What `run` waits for: a JSON answer and the model that gave it, a stream opened, or a background job queued. */
+type Outcome = { readonly answer: unknown; readonly model: string } | typeof STREAM_OPENED | undefined;
+
+/** The attempt a state holds, if any. */
+function attemptOf(state: SessionState): Attempt | null {
+  return 'attempt' in state ? state.attempt : null;
+}
 
 const START_EVENTS = {
   deadline: { type: 'deadline' },
@@ -148,8 +158,6 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private fields: AdmittedFields | null = null;
   /** The key's scheduling weight, for its jobs' place in the model's fair share. */
   private weight = DEFAULT_TENANT_WEIGHT;
-  /** The model of the current attempt's job: the one that serves, once it has output. */
-  private model = '';
   private createdMs = 0;
   private deadlineAt = 0;
   private timing: RequestTiming | null = null;
@@ -163,12 +171,15 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private readonly timers: Partial<Record<TimerName, NodeJS.Timeout>> = {};
   private readonly deadlineMs: number;
 
-  private settle!: { resolve: (outcome: unknown) => void; reject: (error: unknown) => void };
-  private readonly outcome: Promise<unknown>;
+  private settle!: {
+    resolve: (outcome: Outcome | Promise<Outcome>) => void;
+    reject: (error: unknown) => void;
+  };
+  private readonly outcome: Promise<Outcome>;
 
   constructor(
     private readonly deps: SessionDeps,
-    private readonly input: SessionRequest<K>,
+    private readonly input: SessionRequest<K> | ResumedRequest,
     private readonly delivery: Delivery,
     private readonly client: SessionClient | null,
   ) {
@@ -204,6 +215,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     return this.state.name === 'ended';
   }
 
+  /** The request `run` serves: only `run` admits and enqueues (a resumed stream's job exists already). */
+  private get fresh(): SessionRequest<K> {
+    if (!('request' in this.input))
+      throw new Error(`request ${this.requestId}: a resumed stream has no request`);
+    return this.input;
+  }
+
   /** A background request (with or without a client): its job runs on without this gateway. */
   get background(): boolean {
     return this.delivery.mode === 'background' || this.input.background === true;
@@ -216,7 +234,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    * writes it in its protocol's shape).
    */
   async run(): Promise<void> {
-    const { kind, model } = this.input;
+    const { kind, model } = this.fresh;
     const { config } = this.deps;
     this.dispatch({
       type: 'start',
@@ -224,8 +242,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     });
     this.watchClient();
     const outcome = await this.outcome;
-    if (outcome === STREAM_OPENED || this.client?.mode !== 'json') return;
-    await this.client.send({ [SERVED_MODEL_HEADER]: this.model }, outcome);
+    if (outcome === undefined || outcome === STREAM_OPENED || this.client?.mode !== 'json') return;
+    await this.client.send({ [SERVED_MODEL_HEADER]: outcome.model }, outcome.answer);
   }
 
   /**
@@ -234,7 +252,6 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    */
   async resume(entry: ResumeEntry): Promise<void> {
     const { meta } = entry;
-    this.model = meta.model;
     this.createdMs = meta.created * 1000;
     this.deadlineAt = meta.deadline;
     this.ticketKeyId = meta.keyId;
@@ -329,9 +346,12 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   }
 
   private step(event: SessionEvent): void {
-    const { next, effects } = transition(this.state, event);
+    const before = this.state;
+    const { next, effects } = transition(before, event);
     if (next !== null) this.state = next;
-    for (let index = 0; index < effects.length; index++) this.execute(effects[index]!, event);
+    // The attempt the effects are about: the one the session is at, or, when it just ended, the last one.
+    const model = (attemptOf(this.state) ?? attemptOf(before))?.model ?? '';
+    for (let index = 0; index < effects.length; index++) this.execute(effects[index]!, event, model);
     // Every ending settles the caller: a background request's job is over; any other found its client gone.
     if (next !== null && next.name === 'ended') {
       if (this.delivery.mode === 'background') this.resolve(undefined);
@@ -339,10 +359,10 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private execute(effect: Effect, event: SessionEvent): void {
+  private execute(effect: Effect, event: SessionEvent, model: string): void {
     switch (effect.type) {
       case 'render':
-        if (event.type === 'reply') this.render(event.message);
+        if (event.type === 'reply') this.render(event.message, model);
         return;
       case 'resolve':
         void this.resolveAndAdmit(effect.model, effect.from, effect.reason, effect.switched);
@@ -351,7 +371,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.enqueue(effect.model, effect.hasFallback, effect.resumable);
         return;
       case 'remove_waiting':
-        this.removeWaiting(effect.purpose);
+        this.removeWaiting(effect.purpose, model);
         return;
       case 'cancel':
         this.deps.control.cancel(effect.workerId, { requestId: this.requestId, reason: effect.reason });
@@ -372,10 +392,10 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.openStream(effect.servedModel);
         return;
       case 'render_error':
-        this.streamRenderer()?.error(effect.error);
+        this.streamRenderer(model)?.error(effect.error);
         return;
       case 'render_moved':
-        this.streamRenderer()?.moved();
+        this.streamRenderer(model)?.moved();
         return;
       case 'reject':
         this.fail(effect.error);
@@ -384,7 +404,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.hold(effect.op);
         return;
       case 'count':
-        this.count(effect.what);
+        this.count(effect.what, model);
         return;
       case 'log':
         this.deps.logger.warn(this.requestId, effect.message);
@@ -430,7 +450,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    * the request — unknown, no worker, the request unfit for it, its queue full — passes it on.
    */
   private async admit(model: string, requested: boolean): Promise<SessionEvent> {
-    const { kind, principal } = this.input;
+    const request = this.fresh;
+    const { kind, principal } = request;
     let resolution: ResolvedModel | Unresolved;
     try {
       resolution = await this.deps.resolver.attempt(model, kind, principal);
@@ -452,7 +473,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const { model: entry, startWithinMs } = resolution;
     const fallbacks = requested ? fallbacksFor(entry, principal) : null;
     try {
-      this.input.checkModel?.(entry);
+      request.checkModel?.(entry);
       this.checkPrompt(entry);
     } catch (error) {
       if (requested) return this.refused(this.asGatewayError(error), null, fallbacks);
@@ -471,7 +492,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     let admission;
     try {
       admission = first
-        ? await this.deps.admissions.admit(principal, kind, entry, this.requestId, this.input.tokenEstimate)
+        ? await this.deps.admissions.admit(principal, kind, entry, this.requestId, request.tokenEstimate)
         : await this.deps.admissions.admitFallback(principal, kind, entry, this.requestId);
     } catch (error) {
       if (!(error instanceof GatewayError)) return this.refused(this.asGatewayError(error), null, fallbacks);
@@ -505,7 +526,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     if (!this.deps.streams.enabled) return false;
     if (this.delivery.mode === 'background') return true;
     if (this.delivery.mode !== 'stream') return false;
-    const choice = this.input.resume ?? catalogDefault ?? 'off';
+    const choice = this.fresh.resume ?? catalogDefault ?? 'off';
     return choice === 'on';
   }
 
@@ -556,14 +577,15 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const now = Date.now();
     let job: JobDataOf<K>;
     if (this.job === null) {
+      const request = this.fresh;
       // Assembled on the fresh envelope rather than spread into a literal: spreads followed by more keys take
       // V8's slow path, a few µs on every request.
       job = Object.assign(this.deps.envelope(this.requestId, model, this.deadlineMs, now), this.fields!, {
         // The lowest job version that describes it (an embedding job is version 2, a count-only one 3, see
         // protocol-version.ts).
-        v: jobProtocolVersionOf(this.input.kind, this.input),
-        request: this.input.request,
-        ...(this.input.countOnly === true && { countOnly: true }),
+        v: jobProtocolVersionOf(request.kind, request),
+        request: request.request,
+        ...(request.countOnly === true && { countOnly: true }),
       }) as JobDataOf<K>;
       this.job = job;
       this.createdMs = job.enqueuedAt;
@@ -575,7 +597,6 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
     if (hasFallback) job.hasFallback = true;
     if (resumable) job.resume = this.resumeOptions();
-    this.model = model;
     this.renderer = this.rendererFor(model);
     this.timing = this.deps.metrics.timingFor(
       this.requestId,
@@ -614,10 +635,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    * does not let through to its upstream, is refused here, whichever API it came by.
    */
   private checkPrompt(model: ModelEntry): void {
-    if (this.input.kind !== 'chat') return;
-    const { messages } = this.input.request as ChatCompletionRequestDto;
-    checkUrlInputs(messages, model, this.input.urlPartName);
-    checkContextWindow(messages, model, this.input.promptParam);
+    const request = this.fresh;
+    if (request.kind !== 'chat') return;
+    const { messages } = request.request as ChatCompletionRequestDto;
+    checkUrlInputs(messages, model, request.urlPartName);
+    checkContextWindow(messages, model, request.promptParam);
   }
 
   /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */
@@ -640,8 +662,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private removeWaiting(purpose: RemovalPurpose): void {
-    this.deps.producer.removeWaiting(this.input.kind, this.model, this.requestId).then(
+  private removeWaiting(purpose: RemovalPurpose, model: string): void {
+    this.deps.producer.removeWaiting(this.input.kind, model, this.requestId).then(
       (removed) => this.dispatch({ type: 'removed', removed, purpose }),
       (error: unknown) => {
         // Still waited for: a worker that takes the job reports `started` and is cancelled then.
@@ -683,7 +705,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private count(what: Count): void {
+  private count(what: Count, model: string): void {
     const { metrics } = this.deps;
     switch (what) {
       case 'enqueued':
@@ -697,13 +719,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.timing?.output();
         return;
       case 'client_disconnected':
-        metrics.clientDisconnected(this.model);
+        metrics.clientDisconnected(model);
         return;
       case 'grace_expired':
-        metrics.graceExpired(this.model);
+        metrics.graceExpired(model);
         return;
       case 'resumed_live':
-        metrics.streamResumed(this.model, 'live');
+        metrics.streamResumed(model, 'live');
         return;
       default: {
         const unhandled: never = what;
@@ -743,13 +765,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private streamRenderer(): StreamRenderer | null {
+  private streamRenderer(model: string): StreamRenderer | null {
     if (this.delivery.mode === 'json') return null;
-    this.renderer ??= this.rendererFor(this.model);
+    this.renderer ??= this.rendererFor(model);
     return this.renderer as StreamRenderer;
   }
 
-  private render(message: ReplyMessage): void {
+  private render(message: ReplyMessage, model: string): void {
     const renderer = this.renderer!;
     switch (message.kind) {
       case 'delta':
@@ -764,7 +786,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       case 'chat-done':
       case 'image-done':
       case 'embedding-done':
-        this.renderDone(message);
+        this.renderDone(message, model);
         return;
       case 'started':
       case 'alive':
@@ -778,7 +800,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private renderDone(message: DoneMessage): void {
+  private renderDone(message: DoneMessage, model: string): void {
     if (this.delivery.mode !== 'json') {
       (this.renderer as StreamRenderer).done(message);
       return;
@@ -790,7 +812,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       this.fail(error);
       return;
     }
-    this.resolve(body);
+    // A body that is still being assembled (read from where the worker put it) is the answer once it is.
+    this.resolve(Promise.resolve(body).then((answer) => ({ answer, model })));
   }
 
   /** A stream's events go to its client's; a stream always has one (a resumed one too). */
@@ -814,7 +837,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   }
 
   /** The caller's outcome: the first of these calls settles it, later ones change nothing. */
-  private resolve(outcome: unknown): void {
+  private resolve(outcome: Outcome | Promise<Outcome>): void {
     this.settle.resolve(outcome);
   }
 

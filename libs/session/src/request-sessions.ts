@@ -111,15 +111,7 @@ export class RequestSessions implements OnApplicationShutdown {
     this.byId.get(requestId)?.takeOver();
     const session = new RequestSession(
       this.deps,
-      {
-        kind: 'chat',
-        requestId,
-        principal,
-        model: meta.model,
-        request: { model: meta.model, messages: [] },
-        tokenEstimate: 0,
-        ...(stream.background === true && { background: true }),
-      },
+      { kind: 'chat', requestId, principal, ...(stream.background === true && { background: true }) },
       { mode: 'stream', format, renderer: stream.renderer },
       client,
     );

@@ -55,6 +55,15 @@ export interface SessionRequest<K extends ModelKind> {
   background?: boolean;
 }
 
+/**
+ * A stream resumed here, as its session knows it: who asked and how it runs on. Its job exists (with the
+ * request in it), so nothing of the request is admitted or enqueued again.
+ */
+export type ResumedRequest = Pick<
+  SessionRequest<'chat'>,
+  'kind' | 'requestId' | 'principal' | 'background' | 'outlivesClient' | 'promptParam'
+>;
+
 /** What a renderer needs to know of the request it renders. */
 export interface RenderContext {
   requestId: string;
