@@ -1,7 +1,6 @@
 export * from './admission/admission-hold';
 export * from './admission/admission.service';
 export * from './admission/key-invalidation.listener';
-export * from './admission/stored-read.guard';
 export * from './client/session-client.port';
 export * from './connections/connections.module';
 export * from './connections/redis-connections.provider';
