@@ -213,22 +213,28 @@ export class SessionWorld {
         },
         adopt: () => recordingHold(record, 'adopted'),
       },
-      router: {
-        channel: 'mgw:reply:gw-1',
-        register: (id: string, handler: ReplyHandler) => {
+      job: {
+        replyTo: 'mgw:reply:gw-1',
+        envelope: (requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields => ({
+          v: jobProtocolVersionOf('chat'),
+          requestId,
+          model,
+          replyTo: 'mgw:reply:gw-1',
+          deadline: now + deadlineMs,
+          enqueuedAt: now,
+        }),
+        route: (id: string, handler: ReplyHandler) => {
           record(`register ${id}`);
           this.handlers.set(id, handler);
         },
-        registerResumed: (id: string, handler: ReplyHandler) => {
+        routeResumed: (id: string, handler: ReplyHandler) => {
           record(`register resumed ${id}`);
           this.handlers.set(id, handler);
         },
-        unregister: (id: string) => {
+        unroute: (id: string) => {
           record(`unregister ${id}`);
           this.handlers.delete(id);
         },
-      },
-      producer: {
         enqueue: (_kind: ModelKind, data: JobDataOf<ModelKind>) => {
           this.jobs.push(data);
           record(`enqueue ${data.model}`);
@@ -238,8 +244,6 @@ export class SessionWorld {
           record(`remove ${model}`);
           return this.removeResult();
         },
-      },
-      control: {
         cancel: (workerId: string, message: CancelMessage) => record(`cancel ${workerId} ${message.reason}`),
         reattach: (workerId: string, message: ReattachMessage) =>
           record(`reattach ${workerId} ${message.reattach}`),
@@ -262,14 +266,6 @@ export class SessionWorld {
         route: () => Promise.resolve(),
         read: () => Promise.resolve([]),
       },
-      envelope: (requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields => ({
-        v: jobProtocolVersionOf('chat'),
-        requestId,
-        model,
-        replyTo: 'mgw:reply:gw-1',
-        deadline: now + deadlineMs,
-        enqueuedAt: now,
-      }),
       logger: this.logger,
       ended: () => {
         this.endedCalls++;

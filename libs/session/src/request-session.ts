@@ -2,26 +2,22 @@ import type { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
   MAX_RESUME_GRACE_MS,
-  type CancelMessage,
   type ChatCompletionRequestDto,
   jobProtocolVersionOf,
   type DoneMessage,
-  type JobEnvelopeFields,
   type ModelEntry,
   type ModelKind,
   type ProtocolError,
-  type ReattachMessage,
   type ReplyMessage,
   type ResumeOptions,
-  DEFAULT_TENANT_WEIGHT,
   tierOfPriority,
 } from '@mgw/contracts';
 import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
-import type { JobDataOf, JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
-import type { AdmissionService, AdmittedFields } from './admission/admission.service';
-import type { AdmissionHold } from './admission/admission-hold';
+import type { JobDataOf, ReplyHandler } from '@mgw/queue';
+import { RequestAdmission, type AdmissionPort } from './admission/request-admission';
 import type { EventSink, SessionClient } from './client/session-client.port';
 import { idle, transition } from './machine/session.machine';
+import type { JobPort } from './queue/job.port';
 import type {
   Count,
   Attempt,
@@ -63,20 +59,13 @@ export interface SessionDeps {
     | 'workerSilenceMs'
   >;
   resolver: Pick<ModelResolver, 'attempt'>;
-  admissions: Pick<AdmissionService, 'admit' | 'admitFallback' | 'adopt'>;
-  router: Pick<ReplyRouter, 'channel' | 'register' | 'registerResumed' | 'unregister'>;
-  producer: Pick<JobProducer, 'enqueue' | 'removeWaiting'>;
-  control: {
-    cancel(workerId: string, message: CancelMessage): void;
-    reattach(workerId: string, message: ReattachMessage): void;
-  };
+  admissions: AdmissionPort;
+  job: JobPort;
   metrics: Pick<
     GatewayMetrics,
     'timingFor' | 'clientDisconnected' | 'graceExpired' | 'fellBack' | 'streamResumed'
   >;
   streams: Pick<StreamLogStore, 'enabled' | 'resumeOptions' | 'open' | 'route' | 'read'>;
-  /** The envelope of a new job: who asked, by when, where the answer goes. */
-  envelope(requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields;
   logger: SessionLogger;
   /** The session ended (the registry forgets it). */
   ended(session: RequestSession): void;
@@ -155,18 +144,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private renderer: StreamRenderer | JsonRenderer<unknown> | null = null;
   /** The first job; later attempts' jobs are copies of it under their own model. */
   private job: JobDataOf<K> | null = null;
-  private fields: AdmittedFields | null = null;
-  /** The key's scheduling weight, for its jobs' place in the model's fair share. */
-  private weight = DEFAULT_TENANT_WEIGHT;
   private createdMs = 0;
   private deadlineAt = 0;
   private timing: RequestTiming | null = null;
-  /** The request's hold on its key's limits, and that of the current attempt (a fallback's queue admission). */
-  private primaryHold: AdmissionHold | null = null;
-  private attemptHold: AdmissionHold | null = null;
-  private readonly holds: AdmissionHold[] = [];
-  private ticketKeyId = '';
-  private ticketId: string | null = null;
+  /** The request's holds on its key's limits, across its attempts. */
+  private readonly admission: RequestAdmission;
   private gate: ResumeGate | null = null;
   private readonly timers: Partial<Record<TimerName, NodeJS.Timeout>> = {};
   private readonly deadlineMs: number;
@@ -187,6 +169,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const stream = delivery.mode === 'stream';
     const keepAliveMs = config.sseKeepAliveMs;
     this.deadlineMs = deadlineMsOf(input.kind, config);
+    this.admission = new RequestAdmission(deps.admissions, input.requestId);
     this.state = idle({
       delivery: delivery.mode,
       outlivesClient: input.outlivesClient === true || this.background,
@@ -254,19 +237,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const { meta } = entry;
     this.createdMs = meta.created * 1000;
     this.deadlineAt = meta.deadline;
-    this.ticketKeyId = meta.keyId;
-    if (meta.ticketId !== null) {
-      const hold = this.deps.admissions.adopt({
-        id: meta.ticketId,
-        keyId: meta.keyId,
-        requestId: this.requestId,
-        kind: 'chat',
-        model: meta.model,
-        leased: true,
-      });
-      this.primaryHold = hold;
-      this.holds.push(hold);
-    }
+    this.admission.adopt(meta, meta.model);
     const gate = entry.gate(this);
     this.gate = gate;
     this.renderer = this.rendererFor(meta.model);
@@ -274,7 +245,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     this.watchClient();
     try {
       // A worker that starts the job only now reads this; one that runs it already is told on catching up.
-      await this.deps.streams.route(this.requestId, this.deps.router.channel);
+      await this.deps.streams.route(this.requestId, this.deps.job.replyTo);
     } catch {
       this.dispatch({
         type: 'resume_failed',
@@ -374,12 +345,12 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.removeWaiting(effect.purpose, model);
         return;
       case 'cancel':
-        this.deps.control.cancel(effect.workerId, { requestId: this.requestId, reason: effect.reason });
+        this.deps.job.cancel(effect.workerId, { requestId: this.requestId, reason: effect.reason });
         return;
       case 'reattach':
-        this.deps.control.reattach(effect.workerId, {
+        this.deps.job.reattach(effect.workerId, {
           requestId: this.requestId,
-          reattach: this.deps.router.channel,
+          reattach: this.deps.job.replyTo,
         });
         return;
       case 'arm':
@@ -410,7 +381,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.deps.logger.warn(this.requestId, effect.message);
         return;
       case 'route_resumed':
-        this.deps.router.registerResumed(this.requestId, this.gate!, this);
+        this.deps.job.routeResumed(this.requestId, this.gate!, this);
         return;
       case 'catch_up':
         if (this.gate !== null && !this.gate.heardLive) void this.gate.catchUp();
@@ -488,26 +459,15 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     if (state.name === 'resolving' && state.client === 'gone' && !state.plan.outlivesClient) {
       return this.refused(GatewayError.clientClosed(), null, null);
     }
-    const first = this.primaryHold === null;
+    const first = !this.admission.admitted;
     let admission;
     try {
-      admission = first
-        ? await this.deps.admissions.admit(principal, kind, entry, this.requestId, request.tokenEstimate)
-        : await this.deps.admissions.admitFallback(principal, kind, entry, this.requestId);
+      admission = await this.admission.admit(principal, kind, entry, request.tokenEstimate);
     } catch (error) {
       if (!(error instanceof GatewayError)) return this.refused(this.asGatewayError(error), null, fallbacks);
       return this.refused(error, admissionFallsBack(error, first), fallbacks);
     }
-    this.holds.push(admission.hold);
-    this.attemptHold = admission.hold;
-    if (first) {
-      this.primaryHold = admission.hold;
-      this.fields = admission.fields;
-      this.weight = admission.weight;
-      this.ticketKeyId = admission.ticket.keyId;
-      this.ticketId = admission.ticket.leased ? admission.ticket.id : null;
-      this.client?.setHeaders(admission.headers);
-    }
+    if (first) this.client?.setHeaders(admission.headers);
     return {
       type: 'admitted',
       ...(entry.id !== model && { model: entry.id }),
@@ -551,17 +511,16 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private hold(op: 'enqueued' | 'release' | 'hand_over' | 'rollback'): void {
     switch (op) {
       case 'enqueued':
-        this.attemptHold?.enqueued();
+        this.admission.enqueued();
         return;
       case 'rollback':
-        this.attemptHold?.rollback();
+        this.admission.rollback();
         return;
       case 'release':
-        for (const hold of this.holds) hold.release();
+        this.admission.release();
         return;
       case 'hand_over':
-        // The stream goes on in another request, which keeps the concurrency slot alive from now on.
-        for (const hold of this.holds) hold.handOver();
+        this.admission.handOver();
         return;
       default: {
         const unhandled: never = op;
@@ -580,13 +539,17 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       const request = this.fresh;
       // Assembled on the fresh envelope rather than spread into a literal: spreads followed by more keys take
       // V8's slow path, a few µs on every request.
-      job = Object.assign(this.deps.envelope(this.requestId, model, this.deadlineMs, now), this.fields!, {
-        // The lowest job version that describes it (an embedding job is version 2, a count-only one 3, see
-        // protocol-version.ts).
-        v: jobProtocolVersionOf(request.kind, request),
-        request: request.request,
-        ...(request.countOnly === true && { countOnly: true }),
-      }) as JobDataOf<K>;
+      job = Object.assign(
+        this.deps.job.envelope(this.requestId, model, this.deadlineMs, now),
+        this.admission.fields!,
+        {
+          // The lowest job version that describes it (an embedding job is version 2, a count-only one 3, see
+          // protocol-version.ts).
+          v: jobProtocolVersionOf(request.kind, request),
+          request: request.request,
+          ...(request.countOnly === true && { countOnly: true }),
+        },
+      ) as JobDataOf<K>;
       this.job = job;
       this.createdMs = job.enqueuedAt;
       this.deadlineAt = job.deadline;
@@ -604,8 +567,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       this.input.kind,
       tierOfPriority(job.priority) ?? 'none',
     );
-    this.deps.router.register(this.requestId, this);
-    const added = this.deps.producer.enqueue(this.input.kind, job, this.weight);
+    this.deps.job.route(this.requestId, this);
+    const added = this.deps.job.enqueue(this.input.kind, job, this.admission.weight);
     // A resumable stream's meta is written meanwhile: its client can resume it as soon as it has heard of it.
     const meta = resumable ? this.openResumable(job) : undefined;
     Promise.all([added, meta]).then(
@@ -645,14 +608,15 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */
   private async openResumable(job: JobDataOf<K>): Promise<void> {
     if (this.delivery.mode === 'json') return;
+    const { keyId, ticketId } = this.admission.ticket;
     try {
       await this.deps.streams.open(job.requestId, {
-        keyId: this.ticketKeyId,
+        keyId,
         protocol: this.delivery.format.protocol,
         model: job.model,
         created: Math.floor(job.enqueuedAt / 1000),
         deadline: job.deadline,
-        ticketId: this.ticketId,
+        ticketId,
       });
     } catch (error) {
       this.deps.logger.warn(
@@ -663,7 +627,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   }
 
   private removeWaiting(purpose: RemovalPurpose, model: string): void {
-    this.deps.producer.removeWaiting(this.input.kind, model, this.requestId).then(
+    this.deps.job.removeWaiting(this.input.kind, model, this.requestId).then(
       (removed) => this.dispatch({ type: 'removed', removed, purpose }),
       (error: unknown) => {
         // Still waited for: a worker that takes the job reports `started` and is cancelled then.
@@ -737,7 +701,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   /** The one way out (the `end` effect of the `ended` transition). */
   private close(ending: Ending, ok: boolean): void {
     for (const timer of Object.values(this.timers)) clearTimeout(timer);
-    this.deps.router.unregister(this.requestId, this);
+    this.deps.job.unroute(this.requestId, this);
     this.timing?.ended(ok && ending === 'job_finished');
     this.deps.ended(this);
   }

@@ -48,7 +48,12 @@ describe('RequestSessions', () => {
     handlers = world.handlers;
     const deps = world.deps();
     const runtime = {
-      router: { ...deps.router, channel: 'mgw:reply:gw-test' },
+      router: {
+        channel: 'mgw:reply:gw-test',
+        register: deps.job.route,
+        registerResumed: deps.job.routeResumed,
+        unregister: deps.job.unroute,
+      },
       producer: {
         enqueue: (_kind: string, job: { resume?: { graceMs: number } }) => {
           enqueued.push(job);

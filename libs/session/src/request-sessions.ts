@@ -63,12 +63,19 @@ export class RequestSessions implements OnApplicationShutdown {
       config,
       resolver,
       admissions,
-      router,
-      producer,
-      control,
+      job: {
+        replyTo: router.channel,
+        envelope: (requestId, model, deadlineMs, now) => this.envelope(requestId, model, deadlineMs, now),
+        enqueue: (kind, data, weight) => producer.enqueue(kind, data, weight),
+        removeWaiting: (kind, model, requestId) => producer.removeWaiting(kind, model, requestId),
+        cancel: (workerId, message) => control.cancel(workerId, message),
+        reattach: (workerId, message) => control.reattach(workerId, message),
+        route: (requestId, handler) => router.register(requestId, handler),
+        routeResumed: (requestId, handler, owner) => router.registerResumed(requestId, handler, owner),
+        unroute: (requestId, owner) => router.unregister(requestId, owner),
+      },
       metrics,
       streams,
-      envelope: (requestId, model, deadlineMs, now) => this.envelope(requestId, model, deadlineMs, now),
       logger: this.requestLogger(),
       ended: (session) => this.forget(session),
     };
@@ -137,10 +144,10 @@ export class RequestSessions implements OnApplicationShutdown {
       session.shutdown(error);
       return;
     }
-    if (await this.deps.producer.removeWaiting(kind, model, requestId)) return;
+    if (await this.deps.job.removeWaiting(kind, model, requestId)) return;
     const started = (await this.streams.read(requestId)).find((message) => message.kind === 'started');
     if (started !== undefined) {
-      this.deps.control.cancel(started.workerId, { requestId, reason: 'client_disconnected' });
+      this.deps.job.cancel(started.workerId, { requestId, reason: 'client_disconnected' });
     }
   }
 
