@@ -89,6 +89,11 @@ const STREAM_OPENED = Symbol('streamOpened');
 /** What `run` waits for: a JSON answer and the model that gave it, a stream opened, or a background job queued. */
 type Outcome = { readonly answer: unknown; readonly model: string } | typeof STREAM_OPENED | undefined;
 
+interface Settle {
+  resolve(outcome: Outcome | Promise<Outcome>): void;
+  reject(error: unknown): void;
+}
+
 /** The attempt a state holds, if any. */
 function attemptOf(state: SessionState): Attempt | null {
   return 'attempt' in state ? state.attempt : null;
@@ -153,11 +158,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private readonly timers: Partial<Record<TimerName, NodeJS.Timeout>> = {};
   private readonly deadlineMs: number;
 
-  private settle!: {
-    resolve: (outcome: Outcome | Promise<Outcome>) => void;
-    reject: (error: unknown) => void;
-  };
+  /** The caller's outcome (see `run`), settled by the first of `resolve` and `fail`. */
   private readonly outcome: Promise<Outcome>;
+  private readonly settle: Settle;
 
   constructor(
     private readonly deps: SessionDeps,
@@ -180,7 +183,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       startWaitBoundMs: stream && keepAliveMs > 0 ? Math.floor(keepAliveMs / 2) : undefined,
       ...(input.promptParam !== undefined && { promptParam: input.promptParam }),
     });
-    this.outcome = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    let settle: Settle | undefined;
+    this.outcome = new Promise((resolve, reject) => (settle = { resolve, reject }));
+    this.settle = settle!;
     // It may settle before anything awaits it (the client gone while the enqueue runs).
     this.outcome.catch(() => undefined);
   }
