@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ReplyClients } from '@mgw/http';
 import { MessagesController } from './messages.controller';
 import { MessagesService } from './messages.service';
 
@@ -8,6 +9,6 @@ import { MessagesService } from './messages.service';
  */
 @Module({
   controllers: [MessagesController],
-  providers: [MessagesService],
+  providers: [MessagesService, ReplyClients],
 })
 export class AnthropicApiModule {}

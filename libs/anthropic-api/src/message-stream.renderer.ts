@@ -1,6 +1,5 @@
 import type { ChatDoneMessage, GatewayError, ToolCallMessage } from '@mgw/contracts';
-import type { SseWriter } from '@mgw/http';
-import type { RenderContext, StreamFormat, StreamRenderer } from '@mgw/session';
+import type { EventSink, RenderContext, StreamFormat, StreamRenderer } from '@mgw/session';
 import { toAnthropicError } from './anthropic-error';
 import { messageIdFor, stopOf, toolUseIdOf, usageOf } from './message-parts';
 
@@ -31,7 +30,7 @@ export class MessageStreamRenderer implements StreamRenderer {
   private blocks = 0;
 
   constructor(
-    private readonly sse: SseWriter,
+    private readonly sse: EventSink,
     private readonly context: RenderContext,
     /** A failure in the request's words (`inMessagesWords`): the same as the refusal before the 200. */
     private readonly named: (error: GatewayError) => GatewayError = (error) => error,

@@ -9,6 +9,7 @@ import {
   type RequestSizeLimits,
   validateDto,
 } from '@mgw/contracts';
+import { ReplyClients } from '@mgw/http';
 import { RequestSessions, type SessionRequest, type UrlPartNamer } from '@mgw/session';
 import { inMessagesWords, messagesPartName, translateMessagesRequest } from './chat-request.translator';
 import { MessageJsonRenderer } from './message-json.renderer';
@@ -29,6 +30,7 @@ export class MessagesService {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(RequestSessions) private readonly sessions: RequestSessions,
+    @Inject(ReplyClients) private readonly clients: ReplyClients,
   ) {
     this.limits = config.requestSizeLimits();
   }
@@ -53,7 +55,7 @@ export class MessagesService {
           renderer: (sse, context) =>
             new MessageStreamRenderer(sse, context, (error) => inMessagesWords(error, sources)),
         },
-        reply,
+        this.clients.stream(reply, MESSAGES_STREAM_FORMAT),
       );
       return;
     }
@@ -61,7 +63,7 @@ export class MessagesService {
       await this.sessions.run(
         request,
         { mode: 'json', renderer: (context, refuse) => new MessageJsonRenderer(context, refuse) },
-        reply,
+        this.clients.json(reply),
       );
     } catch (error) {
       throw inMessagesWordsIfRefusal(error, sources);
@@ -90,7 +92,7 @@ export class MessagesService {
       await this.sessions.run(
         request,
         { mode: 'json', renderer: (_context, refuse) => new TokenCountRenderer(refuse) },
-        reply,
+        this.clients.json(reply),
       );
     } catch (error) {
       throw inMessagesWordsIfRefusal(error, sources);

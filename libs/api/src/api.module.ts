@@ -6,11 +6,11 @@ import { ChatApiModule } from '@mgw/chat-api';
 import { GatewayConfig } from '@mgw/config';
 import { ConsoleAssetsModule } from '@mgw/console-assets';
 import { EmbeddingsApiModule } from '@mgw/embeddings-api';
-import { OpenAiExceptionFilter, RequestAuthenticator } from '@mgw/http';
+import { OpenAiExceptionFilter, RequestAuthenticator, ServingPhase } from '@mgw/http';
 import { ImagesApiModule } from '@mgw/images-api';
 import { ModelsApiModule } from '@mgw/models-api';
 import { ResponsesApiModule } from '@mgw/responses-api';
-import { SessionModule } from '@mgw/session';
+import { GatewayShutdown, SessionModule } from '@mgw/session';
 
 /**
  * The gateway assembled: the request core (`SessionModule`, global, so every room below sees it) and the
@@ -34,7 +34,12 @@ export class ApiModule {
         AdminModule,
         ConsoleAssetsModule,
       ],
-      providers: [{ provide: APP_FILTER, useClass: OpenAiExceptionFilter }, RequestAuthenticator],
+      providers: [
+        { provide: APP_FILTER, useClass: OpenAiExceptionFilter },
+        RequestAuthenticator,
+        // The HTTP layer refuses new requests once the request core's drain has closed the listener.
+        { provide: ServingPhase, useExisting: GatewayShutdown },
+      ],
     };
   }
 }

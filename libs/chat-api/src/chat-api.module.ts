@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { ReplyClients, StoredReadCounter } from '@mgw/http';
+import { AdmissionService } from '@mgw/session';
 import { StoredCompletionsModule } from '@mgw/stored-completions';
 import { ChatCompletionsController } from './chat-completions.controller';
 import { ChatCompletionsService } from './chat-completions.service';
@@ -12,6 +14,12 @@ import { StoredCompletionsController } from './stored-completions.controller';
 @Module({
   imports: [StoredCompletionsModule],
   controllers: [ChatCompletionsController, StoredCompletionsController],
-  providers: [ChatCompletionsService, ChatStreamResumer],
+  providers: [
+    ChatCompletionsService,
+    ChatStreamResumer,
+    ReplyClients,
+    // The stored routes' reads count against the key's rpm, as the request core's admission counts them.
+    { provide: StoredReadCounter, useExisting: AdmissionService },
+  ],
 })
 export class ChatApiModule {}

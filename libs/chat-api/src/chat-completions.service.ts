@@ -3,8 +3,14 @@ import type { FastifyReply } from 'fastify';
 import { estimateChatTokens, type Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { assertChatParametersSupported, type ChatCompletionRequestDto } from '@mgw/contracts';
-import type { SseWriter } from '@mgw/http';
-import { RequestSessions, type RenderContext, type SessionRequest, type StreamRenderer } from '@mgw/session';
+import { ReplyClients } from '@mgw/http';
+import {
+  RequestSessions,
+  type EventSink,
+  type RenderContext,
+  type SessionRequest,
+  type StreamRenderer,
+} from '@mgw/session';
 import { capturingCompletion } from './completion-capture';
 import { StoredCompletions, type StoreRequest } from '@mgw/stored-completions';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
@@ -27,6 +33,7 @@ export class ChatCompletionsService {
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(RequestSessions) private readonly sessions: RequestSessions,
     @Inject(StoredCompletions) private readonly stored: StoredCompletions,
+    @Inject(ReplyClients) private readonly clients: ReplyClients,
   ) {}
 
   async handle(
@@ -64,7 +71,7 @@ export class ChatCompletionsService {
           // Each model's job gets its own serializer: `model` names the one that serves (a fallback's, if so).
           renderer: (sse, context) => this.streamRenderer(sse, context, store ? storing(context) : null),
         },
-        reply,
+        this.clients.stream(reply, CHAT_STREAM_FORMAT),
       );
       return;
     }
@@ -79,12 +86,12 @@ export class ChatCompletionsService {
             store ? (completion) => this.stored.save(storing(context), completion) : null,
           ),
       },
-      reply,
+      this.clients.json(reply),
     );
   }
 
   private streamRenderer(
-    sse: SseWriter,
+    sse: EventSink,
     context: RenderContext,
     storing: StoreRequest | null,
   ): StreamRenderer {

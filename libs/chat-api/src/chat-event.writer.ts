@@ -1,6 +1,6 @@
 import type { ChatDoneMessage, GatewayError, TokenLogprob, ToolCallMessage } from '@mgw/contracts';
-import { CHAT_STREAM_END, type SseWriter } from '@mgw/http';
-import type { StreamFormat, StreamRenderer } from '@mgw/session';
+import { CHAT_STREAM_END } from '@mgw/http';
+import type { EventSink, StreamFormat, StreamRenderer } from '@mgw/session';
 import type { ChatChunkSerializer } from './chat-chunk.serializer';
 
 /** How a chat completions stream looks on the wire: anonymous `data:` events, then `data: [DONE]`. */
@@ -19,7 +19,7 @@ export class ChatEventWriter implements StreamRenderer {
   private next = 0;
 
   constructor(
-    private readonly sse: SseWriter,
+    private readonly sse: EventSink,
     private readonly chunks: ChatChunkSerializer,
     private readonly after = -1,
   ) {}

@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError, parseCompletionId } from '@mgw/contracts';
+import { ReplyClients } from '@mgw/http';
 import { StreamResumer } from '@mgw/session';
 import { ChatChunkSerializer, completionIdFor } from './chat-chunk.serializer';
 import { CHAT_STREAM_FORMAT, ChatEventWriter } from './chat-event.writer';
@@ -73,6 +74,7 @@ export class ChatStreamResumer {
   constructor(
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(StreamResumer) private readonly resumer: StreamResumer,
+    @Inject(ReplyClients) private readonly clients: ReplyClients,
   ) {}
 
   resume(principal: Principal, requestId: string, after: number, reply: FastifyReply): Promise<void> {
@@ -96,7 +98,7 @@ export class ChatStreamResumer {
           `The stream of chat completion '${completionId}' is no longer available: its events are kept for ${this.config.streamRetentionMs} ms after the last one (STREAM_RETENTION_MS).`,
           'completion_id',
         ),
-      reply,
+      client: this.clients.stream(reply, CHAT_STREAM_FORMAT),
     });
   }
 }

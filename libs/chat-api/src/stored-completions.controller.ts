@@ -26,8 +26,7 @@ import {
 import { ApiErrors, ApiJson, ApiJsonBody } from '@mgw/api-docs';
 import { ChatStreamResumer, requestIdOfCompletion, resumePosition } from './chat-stream.resumer';
 import { StoredCompletions } from '@mgw/stored-completions';
-import { Auth, requirePrincipal, DtoValidationPipe } from '@mgw/http';
-import { StoredReadGuard } from '@mgw/session';
+import { Auth, requirePrincipal, DtoValidationPipe, StoredReadGuard } from '@mgw/http';
 
 const completionId = ApiParam({
   name: 'id',

@@ -8,6 +8,7 @@ import {
   type EmbeddingRequestDto,
   type ModelEntry,
 } from '@mgw/contracts';
+import { JsonReplyClient } from '@mgw/http';
 import { RedisConnections } from '@mgw/redis';
 import { RequestSessions } from '@mgw/session';
 import { EmbeddingListRenderer } from './embedding-list.renderer';
@@ -80,7 +81,7 @@ export class EmbeddingsService {
         renderer: (context) =>
           new EmbeddingListRenderer(context, body.encoding_format ?? 'float', (key) => this.fetch(key)),
       },
-      reply,
+      new JsonReplyClient(reply),
     );
   }
 

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayError, type GeneratedImageData, type ImageGenerationRequestDto } from '@mgw/contracts';
+import { JsonReplyClient } from '@mgw/http';
 import { RedisConnections } from '@mgw/redis';
 import { RequestSessions } from '@mgw/session';
 import { ImageCollectorRenderer } from './image-collector.renderer';
@@ -30,7 +31,7 @@ export class ImageGenerationService {
             this.collect(key, revisedPrompt),
           ),
       },
-      reply,
+      new JsonReplyClient(reply),
     );
   }
 

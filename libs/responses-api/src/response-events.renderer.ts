@@ -1,6 +1,5 @@
 import type { ChatDoneMessage, GatewayError, ImageDoneMessage, ToolCallMessage } from '@mgw/contracts';
-import type { SseWriter } from '@mgw/http';
-import type { StreamFormat, StreamRenderer } from '@mgw/session';
+import type { EventSink, StreamFormat, StreamRenderer } from '@mgw/session';
 import { inResponsesWords } from './chat-request.translator';
 import { ResponseOutput, type ResponseBase } from './response-output';
 import type { ResponseObject } from './responses.types';
@@ -23,7 +22,7 @@ export class ResponseEventsRenderer implements StreamRenderer {
   private deltaHead: { itemId: string; json: string } | null = null;
 
   constructor(
-    private readonly sse: SseWriter,
+    private readonly sse: EventSink,
     private readonly base: ResponseBase,
     private readonly after = -1,
     /** Told the final response before the last event is written (a stored response is kept first). */

@@ -1,4 +1,6 @@
 import { Module } from '@nestjs/common';
+import { ReplyClients, StoredReadCounter } from '@mgw/http';
+import { AdmissionService } from '@mgw/session';
 import { ResponsesController } from './responses.controller';
 import { ResponsesService } from './responses.service';
 import { ResponsesStreamResumer } from './responses-stream.resumer';
@@ -11,6 +13,14 @@ import { StoredResponses } from './stored/stored-responses.service';
  */
 @Module({
   controllers: [ResponsesController],
-  providers: [ResponsesService, ResponsesStreamResumer, ResponseStore, StoredResponses],
+  providers: [
+    ResponsesService,
+    ResponsesStreamResumer,
+    ResponseStore,
+    StoredResponses,
+    ReplyClients,
+    // The stored routes' reads count against the key's rpm, as the request core's admission counts them.
+    { provide: StoredReadCounter, useExisting: AdmissionService },
+  ],
 })
 export class ResponsesApiModule {}

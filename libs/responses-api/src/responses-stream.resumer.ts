@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
+import { ReplyClients } from '@mgw/http';
 import { StreamResumer } from '@mgw/session';
 import { RESPONSES_STREAM_FORMAT, ResponseEventsRenderer } from './response-events.renderer';
 import { echoOf, requestIdOfResponse, UNSTORED_ECHO } from './response-output';
@@ -35,6 +36,7 @@ export class ResponsesStreamResumer {
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(StreamResumer) private readonly resumer: StreamResumer,
     @Inject(StoredResponses) private readonly stored: StoredResponses,
+    @Inject(ReplyClients) private readonly clients: ReplyClients,
   ) {}
 
   async resume(principal: Principal, id: string, after: number, reply: FastifyReply): Promise<void> {
@@ -62,7 +64,7 @@ export class ResponsesStreamResumer {
           `The stream of response '${id}' is no longer available: its events are kept for ${this.config.streamRetentionMs} ms after the last one (STREAM_RETENTION_MS).`,
           'response_id',
         ),
-      reply,
+      client: this.clients.stream(reply, RESPONSES_STREAM_FORMAT),
     });
   }
 }

@@ -24,8 +24,7 @@ import {
 } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
-import { Auth, requestIdOf, requirePrincipal } from '@mgw/http';
-import { StoredReadGuard } from '@mgw/session';
+import { Auth, requestIdOf, requirePrincipal, StoredReadGuard } from '@mgw/http';
 import { ResponsesRequestPipe } from './responses-request.pipe';
 import {
   CreateResponseRequestDoc,

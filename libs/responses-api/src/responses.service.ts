@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { estimateChatTokens, type Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { assertChatParametersSupported, CHAT_LIMITS, type RequestSizeLimits } from '@mgw/contracts';
+import { ReplyClients } from '@mgw/http';
 import { GatewayMetrics } from '@mgw/observability';
 import {
   AdmissionService,
@@ -49,6 +50,7 @@ export class ResponsesService {
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
     @Inject(ModelResolver) private readonly models: ModelResolver,
     @Inject(AdmissionService) private readonly admission: AdmissionService,
+    @Inject(ReplyClients) private readonly clients: ReplyClients,
   ) {
     this.limits = config.requestSizeLimits();
     this.expansionLimits = {
@@ -136,7 +138,11 @@ export class ResponsesService {
             new ResponseJsonRenderer(base(context), refuse, request.store ? keep(context) : null),
         };
     try {
-      await this.sessions.run(session, delivery, reply);
+      await this.sessions.run(
+        session,
+        delivery,
+        request.stream ? this.clients.stream(reply, RESPONSES_STREAM_FORMAT) : this.clients.json(reply),
+      );
     } catch (error) {
       throw asResponsesError(error, request);
     }
@@ -173,7 +179,11 @@ export class ResponsesService {
           renderer: (context) => new ResponseRecorder(recorded(context), finish),
         };
     try {
-      await this.sessions.run(session, delivery, request.stream ? reply : null);
+      await this.sessions.run(
+        session,
+        delivery,
+        request.stream ? this.clients.stream(reply, RESPONSES_STREAM_FORMAT) : null,
+      );
     } catch (error) {
       // A request refused before its job was queued leaves nothing stored.
       await this.stored.forget(principal, queued.id);

@@ -10,13 +10,15 @@ import {
   type ModelKind,
   type ReattachMessage,
 } from '@mgw/contracts';
+import { JsonReplyClient, SseReplyClient } from '@mgw/http';
 import type { RequestTiming } from '@mgw/observability';
 import type { JobDataOf, ReplyHandler } from '@mgw/queue';
 import type { Admission } from './admission/admission.service';
+import type { JsonClient, SessionClient, StreamClient } from './client/session-client.port';
 import type { AdmissionHold } from './admission/admission-hold';
 import type { ResolvedModel, Unresolved } from './models/model.resolver';
 import { RequestSession, type SessionDeps } from './request-session';
-import type { Delivery, SessionRequest } from './session-request.types';
+import type { Delivery, SessionRequest, StreamFormat } from './session-request.types';
 
 /** Test support for sessions: fake connections and services that record what a session does with them. */
 
@@ -122,6 +124,11 @@ export function fakeReply(): FakeReply {
   return reply;
 }
 
+/** A JSON answer's client on `reply`, as the HTTP layer makes it. */
+export function jsonClient(reply: FakeReply): JsonClient {
+  return new JsonReplyClient(reply as unknown as FastifyReply);
+}
+
 /** A hold whose endings are recorded, in order. */
 export function recordingHold(record: (what: string) => void, name = 'hold'): AdmissionHold {
   let ended = false;
@@ -206,22 +213,28 @@ export class SessionWorld {
         },
         adopt: () => recordingHold(record, 'adopted'),
       },
-      router: {
-        channel: 'mgw:reply:gw-1',
-        register: (id: string, handler: ReplyHandler) => {
+      job: {
+        replyTo: 'mgw:reply:gw-1',
+        envelope: (requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields => ({
+          v: jobProtocolVersionOf('chat'),
+          requestId,
+          model,
+          replyTo: 'mgw:reply:gw-1',
+          deadline: now + deadlineMs,
+          enqueuedAt: now,
+        }),
+        route: (id: string, handler: ReplyHandler) => {
           record(`register ${id}`);
           this.handlers.set(id, handler);
         },
-        registerResumed: (id: string, handler: ReplyHandler) => {
+        routeResumed: (id: string, handler: ReplyHandler) => {
           record(`register resumed ${id}`);
           this.handlers.set(id, handler);
         },
-        unregister: (id: string) => {
+        unroute: (id: string) => {
           record(`unregister ${id}`);
           this.handlers.delete(id);
         },
-      },
-      producer: {
         enqueue: (_kind: ModelKind, data: JobDataOf<ModelKind>) => {
           this.jobs.push(data);
           record(`enqueue ${data.model}`);
@@ -231,15 +244,12 @@ export class SessionWorld {
           record(`remove ${model}`);
           return this.removeResult();
         },
-      },
-      control: {
         cancel: (workerId: string, message: CancelMessage) => record(`cancel ${workerId} ${message.reason}`),
         reattach: (workerId: string, message: ReattachMessage) =>
           record(`reattach ${workerId} ${message.reattach}`),
       },
       metrics: {
         timingFor: (_id: string, model: string) => this.timing(model),
-        streamOpened: () => undefined,
         clientDisconnected: (model: string) => record(`disconnected ${model}`),
         graceExpired: (model: string) => record(`grace expired ${model}`),
         fellBack: (from: string, to: string, reason: string) => record(`fallback ${from}→${to} ${reason}`),
@@ -256,14 +266,6 @@ export class SessionWorld {
         route: () => Promise.resolve(),
         read: () => Promise.resolve([]),
       },
-      envelope: (requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields => ({
-        v: jobProtocolVersionOf('chat'),
-        requestId,
-        model,
-        replyTo: 'mgw:reply:gw-1',
-        deadline: now + deadlineMs,
-        enqueuedAt: now,
-      }),
       logger: this.logger,
       ended: () => {
         this.endedCalls++;
@@ -300,6 +302,23 @@ export class SessionWorld {
     };
   }
 
+  /** A stream's client on `reply`, as the HTTP layer makes it with this world's settings. */
+  streamClient(reply: FakeReply, format: Pick<StreamFormat, 'endLine' | 'keepAlive'> = {}): StreamClient {
+    return new SseReplyClient(reply as unknown as FastifyReply, {
+      bufferLimitBytes: this.config.streamBufferLimitBytes,
+      keepAliveMs: this.config.sseKeepAliveMs,
+      flushTimeoutMs: this.config.streamFlushTimeoutMs,
+      ...(format.endLine !== undefined && { endLine: format.endLine }),
+      ...(format.keepAlive !== undefined && { keepAlive: format.keepAlive }),
+    });
+  }
+
+  /** The client `delivery` is given on `reply`: a stream's, a JSON answer's, none for a background one. */
+  clientFor(delivery: Delivery, reply: FakeReply | null): SessionClient | null {
+    if (reply === null || delivery.mode === 'background') return null;
+    return delivery.mode === 'stream' ? this.streamClient(reply, delivery.format) : jsonClient(reply);
+  }
+
   /** A session for `request` delivered as `delivery`, on `reply` (a fresh fake when not given). */
   session<K extends ModelKind>(
     request: Partial<SessionRequest<K>> & { requestId: string },
@@ -318,7 +337,7 @@ export class SessionWorld {
         ...request,
       },
       delivery,
-      reply as unknown as FastifyReply | null,
+      this.clientFor(delivery, reply),
     );
   }
 

@@ -121,26 +121,25 @@ class Harness {
       this.reply,
       {
         ...deps,
-        router: {
-          channel: 'mgw:reply:gw-1',
-          register: (id: string, handler: ReplyHandler) => {
+        job: {
+          ...deps.job,
+          route: (id: string, handler: ReplyHandler) => {
             this.events.push(['register', id]);
             world.handlers.set(id, handler);
           },
-          registerResumed: () => undefined,
-          unregister: (id: string) => {
+          routeResumed: () => undefined,
+          unroute: (id: string) => {
             this.events.push(['unregister', id]);
             world.handlers.delete(id);
           },
-        },
-        producer: {
           enqueue: (_kind, data) => {
             this.events.push(['enqueue', data.requestId]);
             return world.enqueueResult();
           },
           removeWaiting: this.removeWaiting,
+          cancel: this.cancel,
+          reattach: () => undefined,
         },
-        control: { cancel: this.cancel, reattach: () => undefined },
       },
     );
     this.session.run().catch((error: unknown) => this.rejected.push(error));

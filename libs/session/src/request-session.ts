@@ -1,30 +1,26 @@
-import type { FastifyReply } from 'fastify';
 import type { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
   MAX_RESUME_GRACE_MS,
-  type CancelMessage,
   type ChatCompletionRequestDto,
   jobProtocolVersionOf,
   type DoneMessage,
-  type JobEnvelopeFields,
   type ModelEntry,
   type ModelKind,
   type ProtocolError,
-  type ReattachMessage,
   type ReplyMessage,
   type ResumeOptions,
-  DEFAULT_TENANT_WEIGHT,
   tierOfPriority,
 } from '@mgw/contracts';
-import { SseWriter, whenClientGone } from '@mgw/http';
 import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
-import type { JobDataOf, JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
-import type { AdmissionService, AdmittedFields } from './admission/admission.service';
-import type { AdmissionHold } from './admission/admission-hold';
+import type { JobDataOf, ReplyHandler } from '@mgw/queue';
+import { RequestAdmission, type AdmissionPort } from './admission/request-admission';
+import type { EventSink, SessionClient } from './client/session-client.port';
 import { idle, transition } from './machine/session.machine';
+import type { JobPort } from './queue/job.port';
 import type {
   Count,
+  Attempt,
   Effect,
   Ending,
   RemovalPurpose,
@@ -44,6 +40,7 @@ import {
   type Delivery,
   type JsonRenderer,
   type RenderContext,
+  type ResumedRequest,
   type SessionRequest,
   type StreamRenderer,
 } from './session-request.types';
@@ -60,24 +57,15 @@ export interface SessionDeps {
     | 'sseKeepAliveMs'
     | 'resumeGraceMs'
     | 'workerSilenceMs'
-    | 'streamBufferLimitBytes'
-    | 'streamFlushTimeoutMs'
   >;
   resolver: Pick<ModelResolver, 'attempt'>;
-  admissions: Pick<AdmissionService, 'admit' | 'admitFallback' | 'adopt'>;
-  router: Pick<ReplyRouter, 'channel' | 'register' | 'registerResumed' | 'unregister'>;
-  producer: Pick<JobProducer, 'enqueue' | 'removeWaiting'>;
-  control: {
-    cancel(workerId: string, message: CancelMessage): void;
-    reattach(workerId: string, message: ReattachMessage): void;
-  };
+  admissions: AdmissionPort;
+  job: JobPort;
   metrics: Pick<
     GatewayMetrics,
-    'timingFor' | 'streamOpened' | 'clientDisconnected' | 'graceExpired' | 'fellBack' | 'streamResumed'
+    'timingFor' | 'clientDisconnected' | 'graceExpired' | 'fellBack' | 'streamResumed'
   >;
   streams: Pick<StreamLogStore, 'enabled' | 'resumeOptions' | 'open' | 'route' | 'read'>;
-  /** The envelope of a new job: who asked, by when, where the answer goes. */
-  envelope(requestId: string, model: string, deadlineMs: number, now: number): JobEnvelopeFields;
   logger: SessionLogger;
   /** The session ended (the registry forgets it). */
   ended(session: RequestSession): void;
@@ -95,8 +83,21 @@ export interface ResumeEntry {
   gate: (session: RequestSession) => ResumeGate;
 }
 
-/** The outcome of a stream whose 200 went out: the rest is written on the hijacked connection. */
+/** The outcome of a stream whose 200 went out: the rest is written on the stream's connection. */
 const STREAM_OPENED = Symbol('streamOpened');
+
+/** What `run` waits for: a JSON answer and the model that gave it, a stream opened, or a background job queued. */
+type Outcome = { readonly answer: unknown; readonly model: string } | typeof STREAM_OPENED | undefined;
+
+interface Settle {
+  resolve(outcome: Outcome | Promise<Outcome>): void;
+  reject(error: unknown): void;
+}
+
+/** The attempt a state holds, if any. */
+function attemptOf(state: SessionState): Attempt | null {
+  return 'attempt' in state ? state.attempt : null;
+}
 
 const START_EVENTS = {
   deadline: { type: 'deadline' },
@@ -145,43 +146,33 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private dispatching = false;
   private backlog: SessionEvent[] | null = null;
 
-  private readonly sse: SseWriter | null;
   private renderer: StreamRenderer | JsonRenderer<unknown> | null = null;
   /** The first job; later attempts' jobs are copies of it under their own model. */
   private job: JobDataOf<K> | null = null;
-  private fields: AdmittedFields | null = null;
-  /** The key's scheduling weight, for its jobs' place in the model's fair share. */
-  private weight = DEFAULT_TENANT_WEIGHT;
-  /** The model of the current attempt's job: the one that serves, once it has output. */
-  private model = '';
   private createdMs = 0;
   private deadlineAt = 0;
   private timing: RequestTiming | null = null;
-  /** The request's hold on its key's limits, and that of the current attempt (a fallback's queue admission). */
-  private primaryHold: AdmissionHold | null = null;
-  private attemptHold: AdmissionHold | null = null;
-  private readonly holds: AdmissionHold[] = [];
-  private ticketKeyId = '';
-  private ticketId: string | null = null;
+  /** The request's holds on its key's limits, across its attempts. */
+  private readonly admission: RequestAdmission;
   private gate: ResumeGate | null = null;
   private readonly timers: Partial<Record<TimerName, NodeJS.Timeout>> = {};
-  private opened = false;
   private readonly deadlineMs: number;
 
-  private settled = false;
-  private settle!: { resolve: (outcome: unknown) => void; reject: (error: unknown) => void };
-  private readonly outcome: Promise<unknown>;
+  /** The caller's outcome (see `run`), settled by the first of `resolve` and `fail`. */
+  private readonly outcome: Promise<Outcome>;
+  private readonly settle: Settle;
 
   constructor(
     private readonly deps: SessionDeps,
-    private readonly input: SessionRequest<K>,
+    private readonly input: SessionRequest<K> | ResumedRequest,
     private readonly delivery: Delivery,
-    private readonly reply: FastifyReply | null,
+    private readonly client: SessionClient | null,
   ) {
     const { config } = deps;
     const stream = delivery.mode === 'stream';
     const keepAliveMs = config.sseKeepAliveMs;
     this.deadlineMs = deadlineMsOf(input.kind, config);
+    this.admission = new RequestAdmission(deps.admissions, input.requestId);
     this.state = idle({
       delivery: delivery.mode,
       outlivesClient: input.outlivesClient === true || this.background,
@@ -192,18 +183,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       startWaitBoundMs: stream && keepAliveMs > 0 ? Math.floor(keepAliveMs / 2) : undefined,
       ...(input.promptParam !== undefined && { promptParam: input.promptParam }),
     });
-    this.sse =
-      delivery.mode === 'stream' && reply !== null
-        ? new SseWriter(reply.raw, {
-            bufferLimitBytes: config.streamBufferLimitBytes,
-            keepAliveMs,
-            flushTimeoutMs: config.streamFlushTimeoutMs,
-            onOverflow: () => this.dispatch(CLIENT_GONE),
-            ...(delivery.format.endLine !== undefined && { endLine: delivery.format.endLine }),
-            ...(delivery.format.keepAlive !== undefined && { keepAlive: delivery.format.keepAlive }),
-          })
-        : null;
-    this.outcome = new Promise((resolve, reject) => (this.settle = { resolve, reject }));
+    let settle: Settle | undefined;
+    this.outcome = new Promise((resolve, reject) => (settle = { resolve, reject }));
+    this.settle = settle!;
     // It may settle before anything awaits it (the client gone while the enqueue runs).
     this.outcome.catch(() => undefined);
   }
@@ -221,6 +203,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     return this.state.name === 'ended';
   }
 
+  /** The request `run` serves: only `run` admits and enqueues (a resumed stream's job exists already). */
+  private get fresh(): SessionRequest<K> {
+    if (!('request' in this.input))
+      throw new Error(`request ${this.requestId}: a resumed stream has no request`);
+    return this.input;
+  }
+
   /** A background request (with or without a client): its job runs on without this gateway. */
   get background(): boolean {
     return this.delivery.mode === 'background' || this.input.background === true;
@@ -228,12 +217,12 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
 
   /**
    * Admits the request, enqueues its job and relays its replies. Resolves once the response is committed —
-   * a JSON answer sent, a stream's 200 out (the rest is written on the hijacked connection) — or a
+   * a JSON answer sent, a stream's 200 out (the rest is written on the stream's connection) — or a
    * background job queued; rejects with the error that is the whole answer (the route's exception filter
    * writes it in its protocol's shape).
    */
   async run(): Promise<void> {
-    const { kind, model } = this.input;
+    const { kind, model } = this.fresh;
     const { config } = this.deps;
     this.dispatch({
       type: 'start',
@@ -241,8 +230,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     });
     this.watchClient();
     const outcome = await this.outcome;
-    if (outcome === STREAM_OPENED || this.reply === null) return;
-    await this.reply.status(200).header(SERVED_MODEL_HEADER, this.model).send(outcome);
+    if (outcome === undefined || outcome === STREAM_OPENED || this.client?.mode !== 'json') return;
+    await this.client.send({ [SERVED_MODEL_HEADER]: outcome.model }, outcome.answer);
   }
 
   /**
@@ -251,22 +240,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    */
   async resume(entry: ResumeEntry): Promise<void> {
     const { meta } = entry;
-    this.model = meta.model;
     this.createdMs = meta.created * 1000;
     this.deadlineAt = meta.deadline;
-    this.ticketKeyId = meta.keyId;
-    if (meta.ticketId !== null) {
-      const hold = this.deps.admissions.adopt({
-        id: meta.ticketId,
-        keyId: meta.keyId,
-        requestId: this.requestId,
-        kind: 'chat',
-        model: meta.model,
-        leased: true,
-      });
-      this.primaryHold = hold;
-      this.holds.push(hold);
-    }
+    this.admission.adopt(meta, meta.model);
     const gate = entry.gate(this);
     this.gate = gate;
     this.renderer = this.rendererFor(meta.model);
@@ -274,7 +250,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     this.watchClient();
     try {
       // A worker that starts the job only now reads this; one that runs it already is told on catching up.
-      await this.deps.streams.route(this.requestId, this.deps.router.channel);
+      await this.deps.streams.route(this.requestId, this.deps.job.replyTo);
     } catch {
       this.dispatch({
         type: 'resume_failed',
@@ -346,20 +322,23 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   }
 
   private step(event: SessionEvent): void {
-    const { next, effects } = transition(this.state, event);
+    const before = this.state;
+    const { next, effects } = transition(before, event);
     if (next !== null) this.state = next;
-    for (let index = 0; index < effects.length; index++) this.execute(effects[index]!, event);
+    // The attempt the effects are about: the one the session is at, or, when it just ended, the last one.
+    const model = (attemptOf(this.state) ?? attemptOf(before))?.model ?? '';
+    for (let index = 0; index < effects.length; index++) this.execute(effects[index]!, event, model);
     // Every ending settles the caller: a background request's job is over; any other found its client gone.
-    if (next !== null && next.name === 'ended' && !this.settled) {
+    if (next !== null && next.name === 'ended') {
       if (this.delivery.mode === 'background') this.resolve(undefined);
       else this.fail(GatewayError.clientClosed());
     }
   }
 
-  private execute(effect: Effect, event: SessionEvent): void {
+  private execute(effect: Effect, event: SessionEvent, model: string): void {
     switch (effect.type) {
       case 'render':
-        if (event.type === 'reply') this.render(event.message);
+        if (event.type === 'reply') this.render(event.message, model);
         return;
       case 'resolve':
         void this.resolveAndAdmit(effect.model, effect.from, effect.reason, effect.switched);
@@ -368,15 +347,15 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.enqueue(effect.model, effect.hasFallback, effect.resumable);
         return;
       case 'remove_waiting':
-        this.removeWaiting(effect.purpose);
+        this.removeWaiting(effect.purpose, model);
         return;
       case 'cancel':
-        this.deps.control.cancel(effect.workerId, { requestId: this.requestId, reason: effect.reason });
+        this.deps.job.cancel(effect.workerId, { requestId: this.requestId, reason: effect.reason });
         return;
       case 'reattach':
-        this.deps.control.reattach(effect.workerId, {
+        this.deps.job.reattach(effect.workerId, {
           requestId: this.requestId,
-          reattach: this.deps.router.channel,
+          reattach: this.deps.job.replyTo,
         });
         return;
       case 'arm':
@@ -389,10 +368,10 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.openStream(effect.servedModel);
         return;
       case 'render_error':
-        this.streamRenderer()?.error(effect.error);
+        this.streamRenderer(model)?.error(effect.error);
         return;
       case 'render_moved':
-        this.streamRenderer()?.moved();
+        this.streamRenderer(model)?.moved();
         return;
       case 'reject':
         this.fail(effect.error);
@@ -401,13 +380,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.hold(effect.op);
         return;
       case 'count':
-        this.count(effect.what);
+        this.count(effect.what, model);
         return;
       case 'log':
         this.deps.logger.warn(this.requestId, effect.message);
         return;
       case 'route_resumed':
-        this.deps.router.registerResumed(this.requestId, this.gate!, this);
+        this.deps.job.routeResumed(this.requestId, this.gate!, this);
         return;
       case 'catch_up':
         if (this.gate !== null && !this.gate.heardLive) void this.gate.catchUp();
@@ -447,7 +426,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    * the request — unknown, no worker, the request unfit for it, its queue full — passes it on.
    */
   private async admit(model: string, requested: boolean): Promise<SessionEvent> {
-    const { kind, principal } = this.input;
+    const request = this.fresh;
+    const { kind, principal } = request;
     let resolution: ResolvedModel | Unresolved;
     try {
       resolution = await this.deps.resolver.attempt(model, kind, principal);
@@ -469,7 +449,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const { model: entry, startWithinMs } = resolution;
     const fallbacks = requested ? fallbacksFor(entry, principal) : null;
     try {
-      this.input.checkModel?.(entry);
+      request.checkModel?.(entry);
       this.checkPrompt(entry);
     } catch (error) {
       if (requested) return this.refused(this.asGatewayError(error), null, fallbacks);
@@ -484,29 +464,15 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     if (state.name === 'resolving' && state.client === 'gone' && !state.plan.outlivesClient) {
       return this.refused(GatewayError.clientClosed(), null, null);
     }
-    const first = this.primaryHold === null;
+    const first = !this.admission.admitted;
     let admission;
     try {
-      admission = first
-        ? await this.deps.admissions.admit(principal, kind, entry, this.requestId, this.input.tokenEstimate)
-        : await this.deps.admissions.admitFallback(principal, kind, entry, this.requestId);
+      admission = await this.admission.admit(principal, kind, entry, request.tokenEstimate);
     } catch (error) {
       if (!(error instanceof GatewayError)) return this.refused(this.asGatewayError(error), null, fallbacks);
       return this.refused(error, admissionFallsBack(error, first), fallbacks);
     }
-    this.holds.push(admission.hold);
-    this.attemptHold = admission.hold;
-    if (first) {
-      this.primaryHold = admission.hold;
-      this.fields = admission.fields;
-      this.weight = admission.weight;
-      this.ticketKeyId = admission.ticket.keyId;
-      this.ticketId = admission.ticket.leased ? admission.ticket.id : null;
-      const raw = this.reply?.raw;
-      if (raw !== undefined && !raw.headersSent) {
-        for (const [name, value] of Object.entries(admission.headers)) raw.setHeader(name, value);
-      }
-    }
+    if (first) this.client?.setHeaders(admission.headers);
     return {
       type: 'admitted',
       ...(entry.id !== model && { model: entry.id }),
@@ -525,7 +491,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     if (!this.deps.streams.enabled) return false;
     if (this.delivery.mode === 'background') return true;
     if (this.delivery.mode !== 'stream') return false;
-    const choice = this.input.resume ?? catalogDefault ?? 'off';
+    const choice = this.fresh.resume ?? catalogDefault ?? 'off';
     return choice === 'on';
   }
 
@@ -550,17 +516,16 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private hold(op: 'enqueued' | 'release' | 'hand_over' | 'rollback'): void {
     switch (op) {
       case 'enqueued':
-        this.attemptHold?.enqueued();
+        this.admission.enqueued();
         return;
       case 'rollback':
-        this.attemptHold?.rollback();
+        this.admission.rollback();
         return;
       case 'release':
-        for (const hold of this.holds) hold.release();
+        this.admission.release();
         return;
       case 'hand_over':
-        // The stream goes on in another request, which keeps the concurrency slot alive from now on.
-        for (const hold of this.holds) hold.handOver();
+        this.admission.handOver();
         return;
       default: {
         const unhandled: never = op;
@@ -576,15 +541,20 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const now = Date.now();
     let job: JobDataOf<K>;
     if (this.job === null) {
+      const request = this.fresh;
       // Assembled on the fresh envelope rather than spread into a literal: spreads followed by more keys take
       // V8's slow path, a few µs on every request.
-      job = Object.assign(this.deps.envelope(this.requestId, model, this.deadlineMs, now), this.fields!, {
-        // The lowest job version that describes it (an embedding job is version 2, a count-only one 3, see
-        // protocol-version.ts).
-        v: jobProtocolVersionOf(this.input.kind, this.input),
-        request: this.input.request,
-        ...(this.input.countOnly === true && { countOnly: true }),
-      }) as JobDataOf<K>;
+      job = Object.assign(
+        this.deps.job.envelope(this.requestId, model, this.deadlineMs, now),
+        this.admission.fields!,
+        {
+          // The lowest job version that describes it (an embedding job is version 2, a count-only one 3, see
+          // protocol-version.ts).
+          v: jobProtocolVersionOf(request.kind, request),
+          request: request.request,
+          ...(request.countOnly === true && { countOnly: true }),
+        },
+      ) as JobDataOf<K>;
       this.job = job;
       this.createdMs = job.enqueuedAt;
       this.deadlineAt = job.deadline;
@@ -595,7 +565,6 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
     if (hasFallback) job.hasFallback = true;
     if (resumable) job.resume = this.resumeOptions();
-    this.model = model;
     this.renderer = this.rendererFor(model);
     this.timing = this.deps.metrics.timingFor(
       this.requestId,
@@ -603,8 +572,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       this.input.kind,
       tierOfPriority(job.priority) ?? 'none',
     );
-    this.deps.router.register(this.requestId, this);
-    const added = this.deps.producer.enqueue(this.input.kind, job, this.weight);
+    this.deps.job.route(this.requestId, this);
+    const added = this.deps.job.enqueue(this.input.kind, job, this.admission.weight);
     // A resumable stream's meta is written meanwhile: its client can resume it as soon as it has heard of it.
     const meta = resumable ? this.openResumable(job) : undefined;
     Promise.all([added, meta]).then(
@@ -634,23 +603,25 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
    * does not let through to its upstream, is refused here, whichever API it came by.
    */
   private checkPrompt(model: ModelEntry): void {
-    if (this.input.kind !== 'chat') return;
-    const { messages } = this.input.request as ChatCompletionRequestDto;
-    checkUrlInputs(messages, model, this.input.urlPartName);
-    checkContextWindow(messages, model, this.input.promptParam);
+    const request = this.fresh;
+    if (request.kind !== 'chat') return;
+    const { messages } = request.request as ChatCompletionRequestDto;
+    checkUrlInputs(messages, model, request.urlPartName);
+    checkContextWindow(messages, model, request.promptParam);
   }
 
   /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */
   private async openResumable(job: JobDataOf<K>): Promise<void> {
     if (this.delivery.mode === 'json') return;
+    const { keyId, ticketId } = this.admission.ticket;
     try {
       await this.deps.streams.open(job.requestId, {
-        keyId: this.ticketKeyId,
+        keyId,
         protocol: this.delivery.format.protocol,
         model: job.model,
         created: Math.floor(job.enqueuedAt / 1000),
         deadline: job.deadline,
-        ticketId: this.ticketId,
+        ticketId,
       });
     } catch (error) {
       this.deps.logger.warn(
@@ -660,8 +631,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private removeWaiting(purpose: RemovalPurpose): void {
-    this.deps.producer.removeWaiting(this.input.kind, this.model, this.requestId).then(
+  private removeWaiting(purpose: RemovalPurpose, model: string): void {
+    this.deps.job.removeWaiting(this.input.kind, model, this.requestId).then(
       (removed) => this.dispatch({ type: 'removed', removed, purpose }),
       (error: unknown) => {
         // Still waited for: a worker that takes the job reports `started` and is cancelled then.
@@ -703,7 +674,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private count(what: Count): void {
+  private count(what: Count, model: string): void {
     const { metrics } = this.deps;
     switch (what) {
       case 'enqueued':
@@ -717,13 +688,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.timing?.output();
         return;
       case 'client_disconnected':
-        metrics.clientDisconnected(this.model);
+        metrics.clientDisconnected(model);
         return;
       case 'grace_expired':
-        metrics.graceExpired(this.model);
+        metrics.graceExpired(model);
         return;
       case 'resumed_live':
-        metrics.streamResumed(this.model, 'live');
+        metrics.streamResumed(model, 'live');
         return;
       default: {
         const unhandled: never = what;
@@ -735,7 +706,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   /** The one way out (the `end` effect of the `ended` transition). */
   private close(ending: Ending, ok: boolean): void {
     for (const timer of Object.values(this.timers)) clearTimeout(timer);
-    this.deps.router.unregister(this.requestId, this);
+    this.deps.job.unroute(this.requestId, this);
     this.timing?.ended(ok && ending === 'job_finished');
     this.deps.ended(this);
   }
@@ -744,11 +715,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
 
   /** The session hears once that its client left (at once if it has left already). */
   private watchClient(): void {
-    if (this.reply === null) return;
-    whenClientGone(this.reply.raw, () => {
-      this.sse?.close();
-      this.dispatch(CLIENT_GONE);
-    });
+    this.client?.whenGone(() => this.dispatch(CLIENT_GONE));
   }
 
   private rendererFor(model: string): StreamRenderer | JsonRenderer<unknown> {
@@ -757,7 +724,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       case 'json':
         return this.delivery.renderer(context, (error) => this.dispatch({ type: 'answer_too_large', error }));
       case 'stream':
-        return this.delivery.renderer(this.sse!, context);
+        return this.delivery.renderer(this.events(), context);
       case 'background':
         return this.delivery.renderer(context);
       default: {
@@ -767,13 +734,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private streamRenderer(): StreamRenderer | null {
+  private streamRenderer(model: string): StreamRenderer | null {
     if (this.delivery.mode === 'json') return null;
-    this.renderer ??= this.rendererFor(this.model);
+    this.renderer ??= this.rendererFor(model);
     return this.renderer as StreamRenderer;
   }
 
-  private render(message: ReplyMessage): void {
+  private render(message: ReplyMessage, model: string): void {
     const renderer = this.renderer!;
     switch (message.kind) {
       case 'delta':
@@ -788,7 +755,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       case 'chat-done':
       case 'image-done':
       case 'embedding-done':
-        this.renderDone(message);
+        this.renderDone(message, model);
         return;
       case 'started':
       case 'alive':
@@ -802,7 +769,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
   }
 
-  private renderDone(message: DoneMessage): void {
+  private renderDone(message: DoneMessage, model: string): void {
     if (this.delivery.mode !== 'json') {
       (this.renderer as StreamRenderer).done(message);
       return;
@@ -814,33 +781,36 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       this.fail(error);
       return;
     }
-    this.resolve(body);
+    // A body that is still being assembled (read from where the worker put it) is the answer once it is.
+    this.resolve(Promise.resolve(body).then((answer) => ({ answer, model })));
   }
 
+  /** A stream's events go to its client's; a stream always has one (a resumed one too). */
+  private events(): EventSink {
+    if (this.client?.mode !== 'stream') throw new Error('a stream delivered without a stream client');
+    return this.client.events;
+  }
+
+  /** The stream's 200, once (its client's port refuses a second one, and one for a client gone). */
   private openStream(servedModel: string | null): void {
-    const reply = this.reply;
-    if (this.opened || reply === null || this.sse === null || reply.raw.destroyed) return;
-    this.opened = true;
-    clearTimeout(this.timers.open);
-    reply.hijack();
-    this.sse.open(
+    const { client } = this;
+    if (client?.mode !== 'stream') return;
+    const opened = client.open(
       servedModel === null
         ? { 'x-request-id': this.requestId }
         : { 'x-request-id': this.requestId, [SERVED_MODEL_HEADER]: servedModel },
     );
-    this.deps.metrics.streamOpened(reply.raw);
+    if (!opened) return;
+    clearTimeout(this.timers.open);
     this.resolve(STREAM_OPENED);
   }
 
-  private resolve(outcome: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
+  /** The caller's outcome: the first of these calls settles it, later ones change nothing. */
+  private resolve(outcome: Outcome | Promise<Outcome>): void {
     this.settle.resolve(outcome);
   }
 
   private fail(error: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
     this.settle.reject(error);
   }
 }

@@ -5,7 +5,15 @@ import type { JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
 import type { AdmissionService } from './admission/admission.service';
 import type { ModelResolver } from './models/model.resolver';
 import type { ControlPublisher } from './queue/control.publisher';
-import { entry, fakeReply, flush, principal, SessionWorld, type FakeReply } from './request-session.fixtures';
+import {
+  entry,
+  fakeReply,
+  flush,
+  jsonClient,
+  principal,
+  SessionWorld,
+  type FakeReply,
+} from './request-session.fixtures';
 import { RequestSessions } from './request-sessions';
 import type { StreamLogStore } from './resume/stream-log.store';
 import type { StreamRenderer } from './session-request.types';
@@ -40,7 +48,12 @@ describe('RequestSessions', () => {
     handlers = world.handlers;
     const deps = world.deps();
     const runtime = {
-      router: { ...deps.router, channel: 'mgw:reply:gw-test' },
+      router: {
+        channel: 'mgw:reply:gw-test',
+        register: deps.job.route,
+        registerResumed: deps.job.routeResumed,
+        unregister: deps.job.unroute,
+      },
       producer: {
         enqueue: (_kind: string, job: { resume?: { graceMs: number } }) => {
           enqueued.push(job);
@@ -91,7 +104,7 @@ describe('RequestSessions', () => {
           tokenEstimate: 0,
         },
         { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
-        response as never,
+        world.streamClient(response),
       )
       .catch(() => undefined);
     await flush();
@@ -223,7 +236,7 @@ describe('RequestSessions', () => {
           background: true,
         },
         { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
-        fakeReply() as never,
+        world.streamClient(fakeReply()),
       )
       .catch(() => undefined);
     await flush();
@@ -251,7 +264,7 @@ describe('RequestSessions', () => {
           promptParam: 'input',
         },
         { mode: 'json', renderer: () => ({ done: () => undefined, error: () => undefined }) } as never,
-        fakeReply() as never,
+        jsonClient(fakeReply()),
       )
       .then(
         () => null,

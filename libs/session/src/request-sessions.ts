@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError, jobProtocolVersionOf, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { AdmissionService } from './admission/admission.service';
+import type { EventSink, SessionClient, StreamClient } from './client/session-client.port';
 import { ModelResolver } from './models/model.resolver';
 import { ControlPublisher } from './queue/control.publisher';
 import { RequestSession, type SessionDeps, type SessionLogger } from './request-session';
@@ -19,7 +19,6 @@ import type {
   StreamFormat,
   StreamRenderer,
 } from './session-request.types';
-import type { SseWriter } from '@mgw/http';
 
 /** A stream to resume here, its meta read and checked (see `StreamResumer`). */
 export interface ResumedStream {
@@ -27,8 +26,8 @@ export interface ResumedStream {
   principal: Principal;
   meta: StreamMeta;
   format: StreamFormat;
-  renderer: (sse: SseWriter, context: RenderContext) => StreamRenderer;
-  reply: FastifyReply;
+  renderer: (events: EventSink, context: RenderContext) => StreamRenderer;
+  client: StreamClient;
   /** A background response's stream: its job runs to its end without this client or this gateway. */
   background?: boolean;
 }
@@ -64,12 +63,19 @@ export class RequestSessions implements OnApplicationShutdown {
       config,
       resolver,
       admissions,
-      router,
-      producer,
-      control,
+      job: {
+        replyTo: router.channel,
+        envelope: (requestId, model, deadlineMs, now) => this.envelope(requestId, model, deadlineMs, now),
+        enqueue: (kind, data, weight) => producer.enqueue(kind, data, weight),
+        removeWaiting: (kind, model, requestId) => producer.removeWaiting(kind, model, requestId),
+        cancel: (workerId, message) => control.cancel(workerId, message),
+        reattach: (workerId, message) => control.reattach(workerId, message),
+        route: (requestId, handler) => router.register(requestId, handler),
+        routeResumed: (requestId, handler, owner) => router.registerResumed(requestId, handler, owner),
+        unroute: (requestId, owner) => router.unregister(requestId, owner),
+      },
       metrics,
       streams,
-      envelope: (requestId, model, deadlineMs, now) => this.envelope(requestId, model, deadlineMs, now),
       logger: this.requestLogger(),
       ended: (session) => this.forget(session),
     };
@@ -91,13 +97,16 @@ export class RequestSessions implements OnApplicationShutdown {
     for (const session of [...this.live]) if (session.background) session.takeOver();
   }
 
-  /** Serves one request (see `RequestSession.run`). */
+  /**
+   * Serves one request (see `RequestSession.run`) to `client`: a JSON answer's for a `json` delivery, a
+   * stream's for a `stream` one, none for a background one.
+   */
   run<K extends ModelKind>(
     request: SessionRequest<K>,
     delivery: Delivery,
-    reply: FastifyReply | null,
+    client: SessionClient | null,
   ): Promise<void> {
-    return this.open(new RequestSession(this.deps, request, delivery, reply)).run();
+    return this.open(new RequestSession(this.deps, request, delivery, client)).run();
   }
 
   /**
@@ -105,21 +114,13 @@ export class RequestSessions implements OnApplicationShutdown {
    * this one), and a new session follows the stream from its replay log on.
    */
   resume(stream: ResumedStream): Promise<void> {
-    const { requestId, principal, meta, format, reply } = stream;
+    const { requestId, principal, meta, format, client } = stream;
     this.byId.get(requestId)?.takeOver();
     const session = new RequestSession(
       this.deps,
-      {
-        kind: 'chat',
-        requestId,
-        principal,
-        model: meta.model,
-        request: { model: meta.model, messages: [] },
-        tokenEstimate: 0,
-        ...(stream.background === true && { background: true }),
-      },
+      { kind: 'chat', requestId, principal, ...(stream.background === true && { background: true }) },
       { mode: 'stream', format, renderer: stream.renderer },
-      reply,
+      client,
     );
     this.open(session);
     return session.resume({
@@ -143,10 +144,10 @@ export class RequestSessions implements OnApplicationShutdown {
       session.shutdown(error);
       return;
     }
-    if (await this.deps.producer.removeWaiting(kind, model, requestId)) return;
+    if (await this.deps.job.removeWaiting(kind, model, requestId)) return;
     const started = (await this.streams.read(requestId)).find((message) => message.kind === 'started');
     if (started !== undefined) {
-      this.deps.control.cancel(started.workerId, { requestId, reason: 'client_disconnected' });
+      this.deps.job.cancel(started.workerId, { requestId, reason: 'client_disconnected' });
     }
   }
 

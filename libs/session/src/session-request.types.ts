@@ -8,8 +8,8 @@ import type {
   TokenLogprob,
   ToolCallMessage,
 } from '@mgw/contracts';
-import type { SseWriter } from '@mgw/http';
 import type { JobDataOf } from '@mgw/queue';
+import type { EventSink } from './client/session-client.port';
 import type { UrlPartNamer } from './models/url-inputs.check';
 
 /** A protocol's request as the session takes it: the internal job request plus protocol-neutral options. */
@@ -54,6 +54,15 @@ export interface SessionRequest<K extends ModelKind> {
    */
   background?: boolean;
 }
+
+/**
+ * A stream resumed here, as its session knows it: who asked and how it runs on. Its job exists (with the
+ * request in it), so nothing of the request is admitted or enqueued again.
+ */
+export type ResumedRequest = Pick<
+  SessionRequest<'chat'>,
+  'kind' | 'requestId' | 'principal' | 'background' | 'outlivesClient' | 'promptParam'
+>;
 
 /** What a renderer needs to know of the request it renders. */
 export interface RenderContext {
@@ -109,7 +118,11 @@ export type Delivery<T = unknown> =
       renderer(context: RenderContext, refuse: (error: GatewayError) => void): JsonRenderer<T>;
     }
   /** Server-sent events: the 200 goes out when the session commits to a model. */
-  | { mode: 'stream'; format: StreamFormat; renderer(sse: SseWriter, context: RenderContext): StreamRenderer }
+  | {
+      mode: 'stream';
+      format: StreamFormat;
+      renderer(events: EventSink, context: RenderContext): StreamRenderer;
+    }
   /**
    * No client ever (a background response): the job runs to its end and the renderer records the outcome;
    * `run` returns once the job is queued. Its job keeps a replay log whatever the model's default (when

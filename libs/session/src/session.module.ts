@@ -1,7 +1,6 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { KeyAuthenticator, KeyStore, Limiter, UsageReader } from '@mgw/access';
+import { KeyAuthenticator, KeyStore, UsageReader } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { ServingPhase } from '@mgw/http';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { ConnectionsModule } from '@mgw/redis';
@@ -48,26 +47,21 @@ export class SessionModule {
         RequestSessions,
         StreamResumer,
         GatewayShutdown,
-        { provide: ServingPhase, useExisting: GatewayShutdown },
       ],
       exports: [
         ConnectionsModule,
         GatewayMetrics,
-        JobProducer,
         ReplyRouter,
-        RegistryClient,
         ModelDirectory,
         KeyStore,
         UsageReader,
         KeyAuthenticator,
-        Limiter,
         AdmissionService,
         ModelResolver,
         RequestSessions,
         StreamLogStore,
         StreamResumer,
         GatewayShutdown,
-        ServingPhase,
       ],
     };
   }

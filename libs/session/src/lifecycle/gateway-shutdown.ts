@@ -4,7 +4,6 @@ import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nes
 import { HttpAdapterHost } from '@nestjs/core';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
-import { ServingPhase } from '@mgw/http';
 import { RequestSessions } from '../request-sessions';
 
 /** After the drain, how long error answers get to reach their clients before connections are cut. */
@@ -22,7 +21,7 @@ export type ShutdownPhase = 'serving' | 'draining' | 'closed';
  * Nothing accepted ends without an answer.
  */
 @Injectable()
-export class GatewayShutdown extends ServingPhase implements BeforeApplicationShutdown {
+export class GatewayShutdown implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Shutdown');
   private current: ShutdownPhase = 'serving';
 
@@ -30,9 +29,7 @@ export class GatewayShutdown extends ServingPhase implements BeforeApplicationSh
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
     @Inject(RequestSessions) private readonly inflight: RequestSessions,
     @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
-  ) {
-    super();
-  }
+  ) {}
 
   get phase(): ShutdownPhase {
     return this.current;

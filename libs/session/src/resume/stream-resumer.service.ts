@@ -1,9 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayError, ProtocolError } from '@mgw/contracts';
-import type { SseWriter } from '@mgw/http';
 import { JobProducer } from '@mgw/queue';
+import type { EventSink, StreamClient } from '../client/session-client.port';
 import { RequestSessions } from '../request-sessions';
 import type { RenderContext, StreamFormat, StreamRenderer } from '../session-request.types';
 import { StreamLogStore } from './stream-log.store';
@@ -14,14 +13,15 @@ export interface ResumeRequest {
   requestId: string;
   format: StreamFormat;
   /** A renderer of the stream from its first message (events before the resume position unwritten). */
-  renderer: (sse: SseWriter, context: RenderContext) => StreamRenderer;
+  renderer: (events: EventSink, context: RenderContext) => StreamRenderer;
   /** A background response's stream: its job runs to its end without this client or this gateway. */
   background?: boolean;
   /** The protocol's 404 for a stream that does not exist, or that this key may not see. */
   notFound(): GatewayError;
   /** The protocol's 404 for a stream past its retention. */
   expired(): GatewayError;
-  reply: FastifyReply;
+  /** The client the stream is resumed to. */
+  client: StreamClient;
 }
 
 /**
@@ -39,7 +39,7 @@ export class StreamResumer {
   ) {}
 
   async resume(request: ResumeRequest): Promise<void> {
-    const { principal, requestId, format, reply } = request;
+    const { principal, requestId, format, client } = request;
     if (!this.streams.enabled) throw request.notFound();
     const meta = await this.read(() => this.streams.meta(requestId));
     if (meta === null || meta.keyId !== principal.keyId || meta.protocol !== format.protocol) {
@@ -53,7 +53,7 @@ export class StreamResumer {
         ? !(await this.read(() => this.producer.isPending('chat', meta.model, requestId)))
         : log[0]!.seq !== 0;
     if (expired) throw request.expired();
-    if (reply.raw.destroyed) throw GatewayError.clientClosed();
+    if (client.gone) throw GatewayError.clientClosed();
     // From here on nothing awaits until the stream is routed here, so no other resume interleaves.
     await this.sessions.resume({
       requestId,
@@ -61,7 +61,7 @@ export class StreamResumer {
       meta,
       format,
       renderer: request.renderer,
-      reply,
+      client,
       background: request.background === true,
     });
   }

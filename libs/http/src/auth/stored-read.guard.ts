@@ -1,7 +1,7 @@
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { requirePrincipal } from '@mgw/http';
-import { AdmissionService } from './admission.service';
+import { requirePrincipal } from './request-principal';
+import { StoredReadCounter } from './stored-read.counter';
 
 /**
  * Routes that read or change stored objects (stored responses and completions, their items and messages,
@@ -10,11 +10,11 @@ import { AdmissionService } from './admission.service';
  */
 @Injectable()
 export class StoredReadGuard implements CanActivate {
-  constructor(@Inject(AdmissionService) private readonly admission: AdmissionService) {}
+  constructor(@Inject(StoredReadCounter) private readonly counter: StoredReadCounter) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
-    const headers = await this.admission.countStoredRead(requirePrincipal(http.getRequest<FastifyRequest>()));
+    const headers = await this.counter.countStoredRead(requirePrincipal(http.getRequest<FastifyRequest>()));
     http.getResponse<FastifyReply>().headers(headers);
     return true;
   }

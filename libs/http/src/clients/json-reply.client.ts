@@ -1,0 +1,34 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import { whenClientGone } from '../client-gone.watcher';
+
+/** Sets `headers` on a response whose head has not gone out yet; a committed one keeps its own. */
+export function setPendingHeaders(res: ServerResponse, headers: Record<string, string>): void {
+  if (res.headersSent) return;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+}
+
+/** A request session's client that waits for one JSON answer, on Fastify's reply (the session's `JsonClient`). */
+export class JsonReplyClient {
+  readonly mode = 'json';
+
+  constructor(private readonly reply: FastifyReply) {}
+
+  get gone(): boolean {
+    return this.reply.raw.destroyed;
+  }
+
+  setHeaders(headers: Record<string, string>): void {
+    setPendingHeaders(this.reply.raw, headers);
+  }
+
+  whenGone(onGone: () => void): void {
+    whenClientGone(this.reply.raw, onGone);
+  }
+
+  async send(headers: Record<string, string>, body: unknown): Promise<void> {
+    let reply = this.reply.status(200);
+    for (const [name, value] of Object.entries(headers)) reply = reply.header(name, value);
+    await reply.send(body);
+  }
+}
