@@ -1,10 +1,5 @@
 import { GatewayError } from '@mgw/contracts';
-import {
-  declinesResume,
-  requestIdOfCompletion,
-  resumePosition,
-  streamResumeChoice,
-} from './chat-stream.resumer';
+import { requestIdOfCompletion, resumePosition } from './chat-stream.resumer';
 
 function errorOf(run: () => unknown): GatewayError {
   try {
@@ -53,22 +48,5 @@ describe('resume request parsing', () => {
         param,
       });
     }
-  });
-
-  it('lets a client decline resume with x-stream-resume: off, and only with that', () => {
-    expect(declinesResume({ 'x-stream-resume': 'off' })).toBe(true);
-    expect(declinesResume({ 'x-stream-resume': ' OFF ' })).toBe(true);
-    expect(declinesResume({ 'x-stream-resume': 'on' })).toBe(false);
-    expect(declinesResume({ 'x-stream-resume': ['off', 'off'] })).toBe(false);
-    expect(declinesResume({})).toBe(false);
-  });
-
-  it('lets a client ask for resume with x-stream-resume: on, decline it with off, or leave it to the catalog', () => {
-    expect(streamResumeChoice({ 'x-stream-resume': 'on' })).toBe('on');
-    expect(streamResumeChoice({ 'x-stream-resume': ' ON ' })).toBe('on');
-    expect(streamResumeChoice({ 'x-stream-resume': 'off' })).toBe('off');
-    expect(streamResumeChoice({ 'x-stream-resume': 'yes' })).toBeUndefined();
-    expect(streamResumeChoice({ 'x-stream-resume': ['on', 'on'] })).toBeUndefined();
-    expect(streamResumeChoice({})).toBeUndefined();
   });
 });
