@@ -576,8 +576,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const now = Date.now();
     let job: JobDataOf<K>;
     if (this.job === null) {
-      // Assembled on the fresh envelope rather than spread into a literal: spreads followed by more keys take
-      // V8's slow path, a few µs on every request.
+      // Assigned onto the fresh envelope rather than spread into one literal: a spread followed by more keys
+      // takes V8's slow path on every request. The one spread below is the literal's last entry.
       job = Object.assign(this.deps.envelope(this.requestId, model, this.deadlineMs, now), this.fields!, {
         // The lowest job version that describes it (an embedding job is version 2, a count-only one 3, see
         // protocol-version.ts).
