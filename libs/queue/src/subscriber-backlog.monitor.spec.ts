@@ -6,7 +6,7 @@ import {
   SubscriberBacklogMonitor,
 } from './subscriber-backlog.monitor';
 import { ReplyBatcher } from './reply.batcher';
-import { ReplyStreamWriter } from './reply.publisher';
+import { ReplyStreamWriter } from './reply-stream.writer';
 
 /** A Redis whose `CLIENT LIST` answers what the test says the gateways' output buffers hold. */
 class FakeRedis {

@@ -10,7 +10,7 @@ import { AdmissionService } from './admission/admission.service';
 import { KeyInvalidationListener } from './admission/key-invalidation.listener';
 import { ConnectionsModule } from './connections/connections.module';
 import { GatewayShutdown } from './lifecycle/gateway-shutdown';
-import { GatewayRegistryClient, modelDirectoryProvider } from './models/model-directory.provider';
+import { GatewayRegistryClient, modelDirectoryProvider } from './models/gateway-registry.client';
 import { ModelResolver } from './models/model.resolver';
 import { ControlPublisher } from './queue/control.publisher';
 import { GatewayJobProducer } from './queue/job-producer.provider';
