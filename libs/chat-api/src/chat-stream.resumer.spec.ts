@@ -1,15 +1,5 @@
-import { GatewayError } from '@mgw/contracts';
 import { requestIdOfCompletion, resumePosition } from './chat-stream.resumer';
-
-function errorOf(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
-}
+import { refusal } from '@mgw/testing';
 
 describe('resume request parsing', () => {
   it('takes the request id out of a completion id, and names a malformed one as the stored routes do', () => {
@@ -21,7 +11,7 @@ describe('resume request parsing', () => {
       'chatcmpl-../../x',
       `chatcmpl-${'a'.repeat(65)}`,
     ]) {
-      const error = errorOf(() => requestIdOfCompletion(bad));
+      const error = refusal(() => requestIdOfCompletion(bad));
       expect({ status: error.status, code: error.code, param: error.param }).toEqual({
         status: 400,
         code: 'invalid_completion_id',
@@ -41,7 +31,7 @@ describe('resume request parsing', () => {
       [['1', '2'], undefined, 'starting_after'],
       [undefined, 'abc', 'Last-Event-ID'],
     ] as const) {
-      const error = errorOf(() => resumePosition(startingAfter, lastEventId));
+      const error = refusal(() => resumePosition(startingAfter, lastEventId));
       expect({ status: error.status, code: error.code, param: error.param }).toEqual({
         status: 400,
         code: 'invalid_starting_after',
