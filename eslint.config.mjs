@@ -12,33 +12,32 @@ const LIBS_THROUGH_ALIAS = {
 /**
  * Which lib may import which: the house's arrows, one row per lib under libs/. Anything a row does not
  * name is refused, so a new arrow is a decision written here, not an accident. Read bottom-up: contracts
- * (the shared protocol) → config → observability, access, queue → the worker's side (inference, registry,
- * worker) and the gateway's: HTTP plumbing (http) → the request core (session) → the rooms on it (api-docs,
- * stored-completions, the front-ends, admin, console-assets) → the assembly (api). Apps wire whatever they
- * need; tests and benches reach anything. `@mgw/testing` (test fixtures) is for specs only.
+ * (the shared protocol) → config → redis (connections, scripts) → observability, access, queue → the
+ * worker's side (inference, registry, worker) and the gateway's: HTTP plumbing (http) → the request core
+ * (session) → the rooms on it (api-docs, stored-completions, the front-ends, admin, console-assets) → the
+ * assembly (api). Apps wire whatever they need; tests and benches reach anything. `@mgw/testing` (test
+ * fixtures) is for specs only.
  */
 const BASE = ['contracts', 'config', 'observability'];
 const FRONT_END = [...BASE, 'redis', 'access', 'http', 'session', 'api-docs', 'registry'];
 const ARROWS = {
   contracts: [],
-  // Plumbing for Redis itself (scripts kept in .lua files), below every capability that talks to Redis.
-  redis: [],
+  // Plumbing for Redis itself: connections by role and topology, pub/sub dispatch, scripts kept in .lua
+  // files, expiring slots; below every capability that talks to Redis.
+  redis: ['contracts', 'config'],
   config: ['contracts'],
   observability: ['contracts', 'config'],
   access: [...BASE, 'redis'],
   queue: [...BASE, 'redis'],
-  // Kept: the upstream pool's slots are expiring holds of the same kind as a key's concurrency slots (a
-  // sorted set of expiring ids refreshed by one Lua script), so the pool reuses access's clock (LUA_NOW), refresh
-  // script and SlotKeeper rather than a copy of them.
-  inference: [...BASE, 'redis', 'queue', 'access'],
+  inference: [...BASE, 'redis', 'queue'],
   // What each backend kind honours is contracts' table (backend-parameters.ts), so the registry publishes a
   // model's parameters without loading the backends.
-  registry: [...BASE, 'queue'],
-  worker: [...BASE, 'access', 'queue', 'inference', 'registry'],
+  registry: [...BASE, 'redis', 'queue'],
+  worker: [...BASE, 'redis', 'access', 'queue', 'inference', 'registry'],
   http: [...BASE, 'access'],
-  session: [...BASE, 'access', 'queue', 'registry', 'http'],
+  session: [...BASE, 'redis', 'access', 'queue', 'registry', 'http'],
   'api-docs': [...BASE, 'access', 'http'],
-  'stored-completions': [...BASE, 'redis', 'access', 'session'],
+  'stored-completions': [...BASE, 'redis', 'access'],
   'chat-api': [...FRONT_END, 'stored-completions'],
   'images-api': FRONT_END,
   'models-api': FRONT_END,

@@ -5,7 +5,8 @@ import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { of } from 'rxjs';
 import type { KeyAuthenticator, KeyStore } from '@mgw/access';
-import { KeyInvalidationListener, StreamLogStore, type RedisConnections } from '@mgw/session';
+import { PubSubDispatcher, type RedisConnections } from '@mgw/redis';
+import { KeyInvalidationListener, StreamLogStore } from '@mgw/session';
 import { loadConfig, RedisOnlyConfig, type GatewayConfig } from '@mgw/config';
 import {
   ChatJobData,
@@ -16,7 +17,7 @@ import {
   type ReplyMessage,
 } from '@mgw/contracts';
 import { UpstreamPool } from '@mgw/inference';
-import { ControlListener, PubSubDispatcher, ReplyRouter, type ReplyBatcher } from '@mgw/queue';
+import { ControlListener, ReplyRouter, type ReplyBatcher } from '@mgw/queue';
 import { createRegistryController, RegistryClient, type WorkerDirectory } from '@mgw/registry';
 import { JobRunner } from '@mgw/worker';
 

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { loadConfig, RedisOnlyConfig } from '@mgw/config';
 import { runApp } from '@mgw/observability';
-import { closeRedis, createRedisConnection, waitUntilReady } from '@mgw/queue';
+import { closeRedis, createRedisConnection, waitUntilReady } from '@mgw/redis';
 import { CliUsageError, describeFailure, runKeysCommand, USAGE } from './keys.cli';
 
 runApp('keys', async () => {

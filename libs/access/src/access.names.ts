@@ -13,7 +13,7 @@ export function accessNames(namespace: string, layout: KeyLayout = 'node') {
   const cluster = layout === 'cluster';
   const keys = `${namespace}:${slotTagged('keys', layout)}`;
   // Unattributed usage (no key id) still needs a tag: an empty `{}` would hash the whole name.
-  const keyTag = (keyId: string) => (cluster ? `{${keyId || 'unattributed'}}` : keyId);
+  const keyTag = (keyId: string) => (cluster ? slotTagged(keyId || 'unattributed', layout) : keyId);
   const limits = (keyId: string) => `${namespace}:limits:${keyTag(keyId)}`;
   return {
     keyRecord: (id: string) => `${keys}:record:${id}`,

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
+import { RedisConnections } from '@mgw/redis';
 import { ModelDirectory } from '@mgw/registry';
-import { RedisConnections } from '@mgw/session';
 import { AdminKeysController } from './admin-keys.controller';
 import { AdminModelsController } from './admin-models.controller';
 import { AdminUsageController } from './admin-usage.controller';

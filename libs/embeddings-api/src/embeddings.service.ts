@@ -8,7 +8,8 @@ import {
   type EmbeddingRequestDto,
   type ModelEntry,
 } from '@mgw/contracts';
-import { RedisConnections, RequestSessions } from '@mgw/session';
+import { RedisConnections } from '@mgw/redis';
+import { RequestSessions } from '@mgw/session';
 import { EmbeddingListRenderer } from './embedding-list.renderer';
 
 /**

@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayError, type GeneratedImageData, type ImageGenerationRequestDto } from '@mgw/contracts';
-import { RedisConnections, RequestSessions } from '@mgw/session';
+import { RedisConnections } from '@mgw/redis';
+import { RequestSessions } from '@mgw/session';
 import { ImageCollectorRenderer } from './image-collector.renderer';
 
 /** `POST /v1/images/generations`, the images front-end: one JSON answer of the images collected. */

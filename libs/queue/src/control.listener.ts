@@ -6,7 +6,7 @@ import {
   type ControlMessage,
   type GatewayError,
 } from '@mgw/contracts';
-import type { PubSubDispatcher } from './pubsub.dispatcher';
+import type { PubSubDispatcher } from '@mgw/redis';
 
 interface RunningJob {
   controller: AbortController;

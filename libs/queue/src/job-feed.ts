@@ -99,9 +99,11 @@ export class JobFeed {
   async takeReady(max: number): Promise<TakenJob[]> {
     const taken: TakenJob[] = [];
     for (let wave = 1; taken.length < max; wave = Math.min(MAX_WAVE, wave * 2)) {
-      const fetched = await Promise.allSettled(
-        Array.from({ length: Math.min(wave, max - taken.length) }, () => this.fetch(false)),
-      );
+      const size = Math.min(wave, max - taken.length);
+      // One release for the whole wave, sent ahead of its fetches on the same connection.
+      const released = this.release(size);
+      const fetched = await Promise.allSettled(Array.from({ length: size }, () => this.fetch(false, false)));
+      await released;
       for (const one of fetched) if (one.status === 'fulfilled' && one.value) taken.push(one.value);
       const failed = fetched.find((one) => one.status === 'rejected');
       // Jobs taken in the same wave are the caller's to run: then the error waits for the next fetch.
@@ -115,7 +117,7 @@ export class JobFeed {
   async complete(taken: TakenJob, fetchNext: boolean): Promise<TakenJob | undefined> {
     this.held.delete(taken.token);
     // Sent before the completion's script (which takes the next job), not awaited before it is sent.
-    const released = fetchNext ? this.release() : undefined;
+    const released = fetchNext ? this.release(1) : undefined;
     const completed = taken.job.moveToCompleted(undefined, taken.token, fetchNext);
     const [next] = (await Promise.all([completed, released])) as [unknown[] | undefined, unknown];
     const [data, id] = next ?? [];
@@ -142,11 +144,19 @@ export class JobFeed {
     await this.worker.close(true);
   }
 
-  private async fetch(block: boolean): Promise<TakenJob | undefined> {
-    for (;;) {
+  /**
+   * Takes the next job; with `releaseFirst`, the scheduler's release for it goes first. The release is sent, not
+   * awaited: BullMQ's fetch runs on the same connection (its Worker's command client is the connection this
+   * feed was given; only its blocking wait has its own), so Redis runs the release before the fetch's script,
+   * and the fetch costs one round trip, not two.
+   */
+  private async fetch(block: boolean, releaseFirst = true): Promise<TakenJob | undefined> {
+    for (let attempt = 0; ; attempt++) {
       const token = `${this.worker.id}:${(this.tokens++).toString(36)}`;
-      await this.release();
+      // A job failed on the way (a deferred failure) is replaced by another: released like any.
+      const released = releaseFirst || attempt > 0 ? this.release(1) : undefined;
       const job = (await this.worker.getNextJob(token, { block })) as Job<unknown> | undefined;
+      await released;
       if (job === undefined) return undefined;
       const taken = await this.unlessDeferredFailure(this.hold(job, token));
       if (taken !== undefined) return taken;
@@ -154,14 +164,14 @@ export class JobFeed {
   }
 
   /**
-   * Releases the job the next fetch takes. A failure only costs this fetch its fairness: it still takes the
-   * first parked job, so it is logged, not thrown.
+   * Releases the `count` jobs the next fetches take. A failure only costs those fetches their fairness: they
+   * still take the first parked jobs, so it is logged, not thrown.
    */
-  private async release(): Promise<void> {
+  private async release(count: number): Promise<void> {
     const scheduling = this.options.scheduling;
     if (this.scheduler === null || scheduling === undefined) return;
     await this.scheduler
-      .release(scheduling.kind, scheduling.model, 1, scheduling.minShare)
+      .release(scheduling.kind, scheduling.model, count, scheduling.minShare)
       .catch((error: unknown) =>
         this.logger.warn(`queue ${this.queue}: scheduler release failed: ${String(error)}`),
       );

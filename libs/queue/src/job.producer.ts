@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import {
   keyLayoutOf,
   queueNameFor,
+  SCHEDULING_BANDS,
   type ChatJobData,
   type EmbeddingJobData,
   type ImageJobData,
@@ -24,8 +25,8 @@ export type JobDataOf<K extends ModelKind> = K extends 'chat'
  * The gateway's only contact with BullMQ: add a job to a model's queue, or take a waiting one back.
  * All queues share one command connection; a Queue object per model is created on first use.
  *
- * A job of a tenant (its API key) in a scheduling band is queued parked and handed to the model's fair
- * scheduler, which decides when it runs (README "Scheduling").
+ * A job of a tenant (its API key) in a scheduling band is handed to the model's fair scheduler, which
+ * decides when it runs (README "Scheduling").
  */
 export class JobProducer {
   private readonly queues = new Map<string, Queue>();
@@ -60,17 +61,21 @@ export class JobProducer {
     return queue;
   }
 
-  /** Queues `data` (parked, when it has a tenant and a band) and schedules it with its tenant's `weight`. */
+  /**
+   * Queues `data` and, when it has a tenant and a band, schedules it with its tenant's `weight`: it is queued
+   * in its tier's direct band, and the scheduler parks it unless the model has room for it at once.
+   */
   async enqueue<K extends ModelKind>(kind: K, data: JobDataOf<K>, weight?: number): Promise<void> {
+    const scheduled = scheduledJobOf(data.requestId, data.priority, data.keyId, weight);
+    const priority = scheduled ? SCHEDULING_BANDS[scheduled.tier].direct : data.priority;
     await this.queueFor(kind, data.model).add(
       kind,
       data,
-      jobOptionsFor(data.requestId, this.keepFailedJobs, data.priority),
+      jobOptionsFor(data.requestId, this.keepFailedJobs, priority),
     );
-    const scheduled = scheduledJobOf(data.requestId, data.priority, data.keyId, weight);
     if (scheduled === undefined) return;
-    // The job is queued whatever happens here: unscheduled, it still runs, taken in queue order once no
-    // released job waits, so a failed step costs its fairness, never the request.
+    // The job is queued whatever happens here: unscheduled, it stays in its direct band and runs, so a failed
+    // step costs its fairness, never the request.
     await this.scheduler.arrive(kind, data.model, scheduled).catch(() => false);
   }
 

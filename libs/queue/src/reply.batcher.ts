@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { setImmediate } from 'node:timers';
 import type { Redis } from 'ioredis';
 import {
@@ -8,25 +7,14 @@ import {
   replyLivenessKeyFor,
   type ComponentLogger,
 } from '@mgw/contracts';
+import { isNoScript, RedisScript } from '@mgw/redis';
 import type { SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 
 /** A frame is sent early once its messages reach this many characters (images travel by key, not inline). */
 const MAX_FRAME_CHARS = 256 * 1024;
 
-/**
- * KEYS: the replay logs of the frame's streams. ARGV: 1 channel, 2 frame, then per log: its messages (a frame
- * of its own), its MAXLEN, its retention (ms). Returns what PUBLISH returns: the subscribers that heard it.
- */
-const PUBLISH_LOGGED_SCRIPT = `
-for i, key in ipairs(KEYS) do
-  local at = 3 * i
-  redis.call('XADD', key, 'MAXLEN', '~', ARGV[at + 1], '*', 'f', ARGV[at])
-  redis.call('PEXPIRE', key, ARGV[at + 2])
-end
-return redis.call('PUBLISH', ARGV[1], ARGV[2])
-`;
-
-const PUBLISH_LOGGED_SHA = createHash('sha1').update(PUBLISH_LOGGED_SCRIPT).digest('hex');
+/** A frame's messages appended to their streams' replay logs, then the frame published (one node). */
+const PUBLISH_LOGGED_SCRIPT = RedisScript.fromFile(__dirname, 'publish-logged.lua');
 
 /**
  * On a Cluster, the waits before each re-send of an unheard frame: a gateway resubscribes on its channel's
@@ -242,7 +230,7 @@ export class ReplyBatcher {
     // frame and gets it loaded again before the next one.
     if (!this.scriptLoaded) {
       this.scriptLoaded = true;
-      this.redis.script('LOAD', PUBLISH_LOGGED_SCRIPT).catch(() => (this.scriptLoaded = false));
+      PUBLISH_LOGGED_SCRIPT.load(this.redis).catch(() => (this.scriptLoaded = false));
     }
     const keys: string[] = [];
     const args: (string | number)[] = [channel, encoded];
@@ -250,10 +238,10 @@ export class ReplyBatcher {
       keys.push(log.key);
       args.push(encodeReplyFrame(messages), log.maxEntries, log.retentionMs);
     }
-    this.redis.evalsha(PUBLISH_LOGGED_SHA, keys.length, ...keys, ...args).then(
+    PUBLISH_LOGGED_SCRIPT.runLoaded(this.redis, keys, args).then(
       (receivers) => frame.resolve(receivers as number),
       (error: unknown) => {
-        if (error instanceof Error && error.message.startsWith('NOSCRIPT')) this.scriptLoaded = false;
+        if (isNoScript(error)) this.scriptLoaded = false;
         frame.reject(error);
       },
     );

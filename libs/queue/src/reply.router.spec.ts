@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { MAX_REPLY_FRAME_MESSAGES, ProtocolError, type ReplyMessage } from '@mgw/contracts';
-import { PubSubDispatcher } from './pubsub.dispatcher';
+import { PubSubDispatcher } from '@mgw/redis';
 import { ReplyRouter, type ReplyHandler } from './reply.router';
 
 const channel = 'mgw:reply:gw-1';

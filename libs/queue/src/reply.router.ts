@@ -7,7 +7,7 @@ import {
   type ReplyMessage,
   type ComponentLogger,
 } from '@mgw/contracts';
-import type { PubSubDispatcher } from './pubsub.dispatcher';
+import type { PubSubDispatcher } from '@mgw/redis';
 
 export interface ReplyHandler {
   /** Messages of this request, in order, each exactly once. */

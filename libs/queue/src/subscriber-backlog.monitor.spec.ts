@@ -1,10 +1,6 @@
 import type { Redis } from 'ioredis';
-import { replyChannelFor } from '@mgw/contracts';
-import {
-  outputBufferBytesByName,
-  replySubscriberNameFor,
-  SubscriberBacklogMonitor,
-} from './subscriber-backlog.monitor';
+import { replyChannelFor, replySubscriberNameFor } from '@mgw/contracts';
+import { outputBufferBytesByName, SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 import { ReplyBatcher } from './reply.batcher';
 import { ReplyStreamWriter } from './reply-stream.writer';
 import { waitFor } from '@mgw/testing';

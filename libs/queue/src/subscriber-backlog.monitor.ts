@@ -1,16 +1,11 @@
 import type { Cluster, Redis } from 'ioredis';
-import { keyLayoutOf, type ComponentLogger } from '@mgw/contracts';
+import { keyLayoutOf, replySubscriberNameFor, type ComponentLogger } from '@mgw/contracts';
 
 /** How often the backlog is read while replies flow fast, or while a gateway is behind. */
 const POLL_INTERVAL_MS = 100;
 
 /** Replies published within one interval below which nobody can be falling far behind: no reading at all. */
 const POLL_AFTER_CHARS = 64 * 1024;
-
-/** The client name of a gateway instance's reply subscriber, which the workers look up by it. */
-export function replySubscriberNameFor(gatewayId: string): string {
-  return `${gatewayId}:replies`;
-}
 
 export interface SubscriberBacklogOptions {
   /** A gateway whose subscriber has more unsent output than this in Redis gets no more replies for now (0 = off). */

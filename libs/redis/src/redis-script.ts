@@ -3,15 +3,23 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Redis } from 'ioredis';
 
-/** `--- @include "name"`: the line is replaced by `name.lua` from the including file's folder. */
-const INCLUDE = /^--- @include "([A-Za-z0-9_./-]+)"\s*$/gm;
+/**
+ * `--- @include "name"`: the line is replaced by `name.lua` from the including file's folder, or, for
+ * `@mgw/redis/name`, from this lib's `lua/` folder (the includes every lib's scripts share, such as `now`).
+ */
+const INCLUDE = /^--- @include "([@A-Za-z0-9_./-]+)"\s*$/gm;
+const SHARED = '@mgw/redis/';
+const SHARED_FOLDER = join(__dirname, 'lua');
 
 /** Reads a `.lua` file with its includes spliced in (each file once, in the order first included). */
 export function readLuaSource(path: string, seen = new Set<string>()): string {
   seen.add(path);
   const source = readFileSync(path, 'utf8');
   return source.replace(INCLUDE, (_line, name: string) => {
-    const included = join(dirname(path), name.endsWith('.lua') ? name : `${name}.lua`);
+    const file = name.endsWith('.lua') ? name : `${name}.lua`;
+    const included = file.startsWith(SHARED)
+      ? join(SHARED_FOLDER, file.slice(SHARED.length))
+      : join(dirname(path), file);
     return seen.has(included) ? '' : readLuaSource(included, seen);
   });
 }
@@ -39,10 +47,29 @@ export class RedisScript {
 
   async run(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
     try {
-      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+      return await this.runLoaded(redis, keys, args);
     } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      if (!isNoScript(error)) throw error;
       return redis.eval(this.source, keys.length, ...keys, ...args);
     }
   }
+
+  /** Loads the script into Redis's script cache, for callers that run it with `runLoaded`. */
+  async load(redis: Redis): Promise<void> {
+    await redis.script('LOAD', this.source);
+  }
+
+  /**
+   * EVALSHA alone, without `run`'s NOSCRIPT fallback: for a caller whose calls on one connection must keep
+   * their order (a retried call could be overtaken by a later one). It loads the script ahead with `load`
+   * and, on a NOSCRIPT (`isNoScript`), fails the call and loads it again.
+   */
+  runLoaded(redis: Redis, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+    return redis.evalsha(this.sha, keys.length, ...keys, ...args);
+  }
+}
+
+/** True for Redis's answer to an EVALSHA of a script its cache does not hold (after a restart or a flush). */
+export function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }

@@ -2,7 +2,8 @@ import { Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from 
 import type { Redis } from 'ioredis';
 import type { Catalog, RegistryConfig } from '@mgw/config';
 import { createMetricsRegistry, MetricsServer, QueueMetrics } from '@mgw/observability';
-import { closeRedis, createRedisConnection, QueueStatsReader } from '@mgw/queue';
+import { QueueStatsReader } from '@mgw/queue';
+import { closeRedis, createRedisConnection } from '@mgw/redis';
 import type { WorkerDirectory } from './worker.directory';
 
 /**

@@ -1,7 +1,7 @@
 import { ClientRedis, ServerRedis } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
 import type { RedisSettings } from '@mgw/config';
-import { createRedisConnection } from '@mgw/queue';
+import { createRedisConnection } from '@mgw/redis';
 
 /** Nest logs the transport's connection errors itself (its own listener); ours would say them twice. */
 const LOGGED_BY_NEST = { warn: () => undefined };

@@ -4,8 +4,6 @@ export * from './admission/key-invalidation.listener';
 export * from './admission/stored-read.guard';
 export * from './bounded-json.renderer';
 export * from './chat-session.request';
-export * from './connections/connections.module';
-export * from './connections/redis-connections.provider';
 export * from './lifecycle/gateway-shutdown';
 export * from './machine/session.machine';
 export * from './machine/session.types';

@@ -189,9 +189,9 @@ export function readStoredRecord(
   };
 }
 
-/** Just the metadata of a record (what a metadata filter reads); null when the record is gone. */
-export function readStoredMetadata(text: string | null): Record<string, string> | null {
-  return text === null ? null : readMetadata(text);
+/** Just the metadata of a record (what a metadata filter reads). */
+export function readStoredMetadata(text: string): Record<string, string> {
+  return readMetadata(text);
 }
 
 function readContentParts(value: unknown): ChatContentPart[] {

@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { GatewayConfig } from '@mgw/config';
 import { storedCompletionNamesFor, type ChatCompletion } from '@mgw/contracts';
+import type { RedisConnections } from '@mgw/redis';
 import { toStoreMessages } from './store-message.mapper';
 import { StoredCompletionStore, type CompletionToStore } from './stored-completion.store';
-import { type RedisConnections } from '@mgw/session';
 
 /** The store's scripts and pages against a real Redis, in a namespace of its own. */
 describe('StoredCompletionStore (real Redis)', () => {

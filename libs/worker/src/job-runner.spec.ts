@@ -3,7 +3,8 @@ import type { Job } from 'bullmq';
 import { IsInt, IsString } from 'class-validator';
 import type { Redis } from 'ioredis';
 import { GatewayError } from '@mgw/contracts';
-import { ControlListener, JobStopped, PubSubDispatcher, type ReplyBatcher } from '@mgw/queue';
+import { ControlListener, JobStopped, type ReplyBatcher } from '@mgw/queue';
+import { PubSubDispatcher } from '@mgw/redis';
 import { JobRunner, type JobContext } from './job-runner';
 
 class TestJob {

@@ -13,12 +13,12 @@ import {
 import {
   JobStopped,
   ReplyStreamWriter,
-  retryThroughFailover,
   type ControlListener,
   type JobStop,
   type ReplyBatcher,
   type ReplyObserver,
 } from '@mgw/queue';
+import { retryThroughFailover } from '@mgw/redis';
 
 /** How long a job's error is tried again while Redis fails over (a promotion takes seconds). */
 const ERROR_PUBLISH_RETRY_MS = 20_000;

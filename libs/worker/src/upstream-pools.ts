@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { WorkerConfig } from '@mgw/config';
 import type { UpstreamPool } from '@mgw/inference';
 import { WorkerMetrics } from '@mgw/observability';
-import { PubSubDispatcher } from '@mgw/queue';
+import { PubSubDispatcher } from '@mgw/redis';
 import { ServedBackends } from './served-backends';
 import { PUBLISHER_CONNECTION, WORKER_LOGGER } from './worker.tokens';
 

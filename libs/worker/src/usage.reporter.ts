@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { UsageAmounts, UsageRecorder, UsageSubject } from '@mgw/access';
-import { retryThroughFailover } from '@mgw/queue';
+import { retryThroughFailover } from '@mgw/redis';
 
 /** How long a job's usage is tried again while Redis fails over (a promotion takes seconds). */
 const RECORD_RETRY_MS = 20_000;

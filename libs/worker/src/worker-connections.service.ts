@@ -1,7 +1,7 @@
 import { Inject, Injectable, type LoggerService } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { WorkerConfig } from '@mgw/config';
-import { closeRedis, createRedisConnection, waitUntilReady } from '@mgw/queue';
+import { closeRedis, createRedisConnection, waitUntilReady } from '@mgw/redis';
 import { WORKER_LOGGER } from './worker.tokens';
 
 const REDIS_READY_TIMEOUT_MS = 10_000;

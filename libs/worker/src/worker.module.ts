@@ -7,13 +7,8 @@ import { WorkerConfig, type Catalog, type CatalogModel } from '@mgw/config';
 import { controlChannelFor, type ModelKind } from '@mgw/contracts';
 import type { BackendSettings } from '@mgw/inference';
 import { MetricsServer, WorkerMetrics } from '@mgw/observability';
-import {
-  ControlListener,
-  ModelQueueConsumer,
-  PubSubDispatcher,
-  ReplyBatcher,
-  SubscriberBacklogMonitor,
-} from '@mgw/queue';
+import { ControlListener, ModelQueueConsumer, ReplyBatcher, SubscriberBacklogMonitor } from '@mgw/queue';
+import { PubSubDispatcher } from '@mgw/redis';
 import { ChatJobProcessor } from './chat-job.processor';
 import { EmbeddingBatchers } from './embedding/embedding-batchers';
 import { EmbeddingJobProcessor } from './embedding/embedding-job.processor';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { keyLayoutOf, schedulerNamesFor, type ModelKind } from '@mgw/contracts';
+import { REFRESH_SLOTS_SCRIPT } from '@mgw/redis';
 import { accessNames, type AccessNames } from '../access.names';
 import type { Principal } from '../principal';
 import {
@@ -8,7 +9,6 @@ import {
   ADMIT_MODEL_SCRIPT,
   ADMIT_SCRIPT,
   CHECK_KEY_SCRIPT,
-  REFRESH_SCRIPT,
   ROLLBACK_SCRIPT,
 } from './limit.scripts';
 
@@ -310,7 +310,7 @@ export class Limiter {
   /** Extends the leases of a key's live requests. */
   async refresh(keyId: string, ticketIds: readonly string[], now = 0): Promise<void> {
     if (ticketIds.length === 0) return;
-    await REFRESH_SCRIPT.run(
+    await REFRESH_SLOTS_SCRIPT.run(
       this.redis,
       [this.names.concurrency(keyId)],
       [now, this.slotTtlMs, ...ticketIds],

@@ -3,9 +3,10 @@ import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { mediaTypes } from '@mgw/api-docs';
 import { ReplyRouter } from '@mgw/queue';
+import { RedisConnections } from '@mgw/redis';
 import { ModelDirectory } from '@mgw/registry';
 import { Auth } from '@mgw/http';
-import { RedisConnections, GatewayShutdown } from '@mgw/session';
+import { GatewayShutdown } from '@mgw/session';
 
 const READY_SCHEMA = {
   type: 'object',

@@ -39,6 +39,11 @@ export function replyChannelFor(namespace: string, gatewayId: string): string {
   return `${namespace}:reply:${gatewayId}`;
 }
 
+/** The client name of a gateway instance's reply subscriber, which the workers look up by it. */
+export function replySubscriberNameFor(gatewayId: string): string {
+  return `${gatewayId}:replies`;
+}
+
 /**
  * Present while the gateway of a reply channel lives (it renews the key; see `GatewayReplyRouter`): on a
  * Cluster, where a SPUBLISH count speaks for one node only, this is how a worker tells that a gateway is gone.

@@ -9,20 +9,22 @@ export const SCHEDULING_TIERS = ['high', 'normal', 'low', 'batch'] as const;
 export type SchedulingTier = (typeof SCHEDULING_TIERS)[number];
 
 /**
- * BullMQ priority bands (a worker takes the lowest number first). Every job is queued *parked* in its tier's
- * band; the scheduler picks which parked job runs next and *releases* it to the band just above (same tier),
- * so a worker's fetch takes it before every other job of its tier. A tier's parked band still runs before
+ * BullMQ priority bands (a worker takes the lowest number first). A job is queued in its tier's *direct*
+ * band; it stays there while its model has room for it (see arrive.lua in libs/queue), else the scheduler
+ * *parks* it, picks which parked job runs next and *releases* it to the band above the parked one, so a
+ * worker's fetch takes it before every other parked job. Direct jobs go first: the scheduler counts them
+ * as the fetches they will take, and releases only for the fetches beyond them. A tier's parked band still runs before
  * every lower tier's bands: `high` never waits behind `normal`. `promoted` is where a `low` or `batch` job
  * goes when its tier's minimum share is due: ahead of `normal`, behind `high`.
  *
- * The bands start at 11 so that no band is the number an older gateway gave a whole tier (1, 2, 3).
+ * The bands start at 10 so that no band is the number an older gateway gave a whole tier (1, 2, 3).
  */
 export const SCHEDULING_BANDS = {
-  high: { released: 11, parked: 12 },
+  high: { direct: 10, released: 11, parked: 12 },
   promoted: 13,
-  normal: { released: 21, parked: 22 },
-  low: { released: 31, parked: 32 },
-  batch: { released: 41, parked: 42 },
+  normal: { direct: 20, released: 21, parked: 22 },
+  low: { direct: 30, released: 31, parked: 32 },
+  batch: { direct: 40, released: 41, parked: 42 },
 } as const;
 
 /** The BullMQ priority a job of `tier` is queued at. */
@@ -34,7 +36,7 @@ export function parkedPriorityOf(tier: SchedulingTier): number {
 export function tierOfPriority(priority: number | undefined): SchedulingTier | undefined {
   return SCHEDULING_TIERS.find((tier) => {
     const band = SCHEDULING_BANDS[tier];
-    return band.parked === priority || band.released === priority;
+    return band.parked === priority || band.released === priority || band.direct === priority;
   });
 }
 

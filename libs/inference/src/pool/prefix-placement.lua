@@ -7,6 +7,7 @@
 --   8 load factor of the conversations' bound (e.g. 1.25), 9.. each candidate's maxConcurrency.
 -- Returns {candidate index, how}: how 0 = the held slot is on it, 1 = a new slot was taken there (the caller
 --   releases the held one), 2 = settled on the held slot (the prefix now lives there), 3 = it is full.
+--- @include "@mgw/redis/now"
 local now = clock(ARGV[1])
 local n = #KEYS / 3
 local key = ARGV[4]

@@ -1,60 +1,20 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { LUA_NOW } from '@mgw/access';
 import { RedisScript } from '@mgw/redis';
 
 /*
- * Upstream slots are kept as concurrency slots are (access/limits): a sorted set per upstream of
- * lease ids scored by expiry, extended by the SlotKeeper while held, removed on release. A worker that dies
- * stops extending its slots and they lapse within their time to live.
+ * Upstream slots are expiring slots, as an API key's concurrency leases are (@mgw/redis's slots/): a sorted
+ * set per upstream of slot ids scored by expiry, extended by the SlotKeeper while held, removed on release. A worker that dies
+ * stops extending its slots and they lapse within their time to live. Each script's KEYS, ARGV and reply are
+ * written at the top of its `.lua` file.
  */
 
-/**
- * Takes a slot of the least loaded candidate (fewest slots used per slot it has), atomically, or none. An
- * engine busy with outside traffic (its load hash's `outside`, see EngineLoadReader) has that many fewer
- * slots, keeping at least one.
- * KEYS: the candidates' slot sets, in order of preference, then their engine-load hashes in the same order.
- * ARGV: 1 now ms (0 = Redis time), 2 slot ttl ms, 3 slot id, 4.. each candidate's maxConcurrency.
- * Returns: {1-based index of the chosen candidate (0 = all full), free slots left among the candidates}.
- */
-export const ACQUIRE_SLOT_SCRIPT = new RedisScript(`${LUA_NOW}
-local now = clock(ARGV[1])
-local ttl = tonumber(ARGV[2])
-local n = #KEYS / 2
-local best, bestLoad, free = 0, 2, 0
-for i = 1, n do
-  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
-  local used = redis.call('ZCARD', KEYS[i])
-  local outside = tonumber(redis.call('HGET', KEYS[n + i], 'outside') or '0') or 0
-  local limit = math.max(1, tonumber(ARGV[3 + i]) - outside)
-  if used < limit then
-    free = free + limit - used
-    local load = used / limit
-    if load < bestLoad then best, bestLoad = i, load end
-  end
-end
-if best > 0 then
-  redis.call('ZADD', KEYS[best], now + ttl, ARGV[3])
-  redis.call('PEXPIRE', KEYS[best], 2 * ttl)
-  free = free - 1
-end
-return { best, free }
-`);
+/** Takes a slot of the least loaded candidate, atomically, or none. */
+export const ACQUIRE_SLOT_SCRIPT = RedisScript.fromFile(__dirname, 'acquire-slot.lua');
+
+/** Gives a slot back and, if it was still held, tells every worker of the model that one is free. */
+export const RELEASE_SLOT_SCRIPT = RedisScript.fromFile(__dirname, 'release-slot.lua');
 
 /**
- * Gives a slot back and, if it was still held, tells every worker of the model that one is free (the
- * notification that wakes a waiting fetcher instead of a poll).
- * KEYS: 1 slot set. ARGV: 1 slot id, 2 channel, 3 message.
+ * Places a request by its prompt's prefix key: the upstream that served the key last, or for a new key the
+ * first in its rendezvous order under its bounded share of the keys.
  */
-export const RELEASE_SLOT_SCRIPT = new RedisScript(`
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
-return 1
-`);
-
-/**
- * Places a request by its prompt's prefix key (prefix-placement.lua): the upstream that served the key last,
- * or for a new key the first in its rendezvous order under its bounded share of the keys.
- */
-export const PREFIX_PLACEMENT_SCRIPT = new RedisScript(
-  LUA_NOW + readFileSync(join(__dirname, 'prefix-placement.lua'), 'utf8'),
-);
+export const PREFIX_PLACEMENT_SCRIPT = RedisScript.fromFile(__dirname, 'prefix-placement.lua');

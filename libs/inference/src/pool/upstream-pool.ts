@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { SLOT_REFRESH_SCRIPT, SlotKeeper, type SlotRefresher } from '@mgw/access';
 import {
   keyLayoutOf,
   slotTagged,
@@ -10,6 +9,7 @@ import {
   type ComponentLogger,
   type UpstreamEvent,
 } from '@mgw/contracts';
+import { REFRESH_SLOTS_SCRIPT, SlotKeeper, type SlotRefresher } from '@mgw/redis';
 import type { EngineLoad } from './engine-load.parser';
 import { rendezvousOrder } from './rendezvous-order';
 import { ACQUIRE_SLOT_SCRIPT, PREFIX_PLACEMENT_SCRIPT, RELEASE_SLOT_SCRIPT } from './slot.scripts';
@@ -71,7 +71,7 @@ export interface UpstreamObserver {
   engineLoad?(upstream: string, load: (EngineLoad & { outside: number }) | null): void;
 }
 
-/** The shared subscriber connection's dispatcher (queue's PubSubDispatcher). */
+/** The shared subscriber connection's dispatcher (redis's PubSubDispatcher). */
 export interface PoolChannel {
   listen(channel: string, listener: { message(raw: string): void; connected?(): void }): Promise<void>;
 }
@@ -625,7 +625,7 @@ export class UpstreamPool {
     return {
       refresh: async (keyId, ids) => {
         if (ids.length === 0) return;
-        await SLOT_REFRESH_SCRIPT.run(runtime.redis, [keyId], [0, runtime.slotTtlMs, ...ids]);
+        await REFRESH_SLOTS_SCRIPT.run(runtime.redis, [keyId], [0, runtime.slotTtlMs, ...ids]);
       },
     };
   }

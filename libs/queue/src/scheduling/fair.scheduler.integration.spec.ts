@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { parkedPriorityOf, SCHEDULING_BANDS, type SchedulingTier } from '@mgw/contracts';
-import { FairScheduler } from './fair.scheduler';
+import { FairScheduler, UNSATURATED_BACKLOG } from './fair.scheduler';
 
 /** Real Redis and BullMQ: the scheduler's scripts over a real queue's prioritized set. */
 describe('FairScheduler', () => {
@@ -40,7 +40,7 @@ describe('FairScheduler', () => {
   async function submit(tenant: string, tier: SchedulingTier = 'normal', weight = 1): Promise<string> {
     const id = `${tenant}-${added++}`;
     await queue.add('chat', {}, { jobId: id, priority: parkedPriorityOf(tier) });
-    await expect(scheduler.arrive('chat', modelId, { id, tenant, tier, weight })).resolves.toBe(true);
+    await expect(scheduler.arrive('chat', modelId, { id, tenant, tier, weight })).resolves.toBe('parked');
     return id;
   }
 
@@ -154,7 +154,64 @@ describe('FairScheduler', () => {
     expect((await take())?.id).toBe(second);
     await expect(
       scheduler.arrive('chat', modelId, { id: 'never', tenant: 'a', tier: 'normal', weight: 1 }),
-    ).resolves.toBe(false);
+    ).resolves.toBe('gone');
     expect(await scheduler.waiting('chat', modelId, 5)).toEqual({ tenants: 0, top: [] });
+  });
+
+  describe('a job queued direct, as the gateway queues it', () => {
+    /** Queues a job in its tier's direct band and schedules it; the scheduler's answer. */
+    async function queueDirect(tenant: string, tier: SchedulingTier = 'normal') {
+      const id = `${tenant}-${added++}`;
+      await queue.add('chat', {}, { jobId: id, priority: SCHEDULING_BANDS[tier].direct });
+      return { id, outcome: await scheduler.arrive('chat', modelId, { id, tenant, tier, weight: 1 }) };
+    }
+
+    const bandOf = async (id: string) =>
+      Math.floor(Number(await redis.zscore(`${namespace}:chat.${modelId}:prioritized`, id)) / 2 ** 32);
+
+    it('stays direct, unscheduled, while the model has room for it', async () => {
+      for (let i = 1; i <= UNSATURATED_BACKLOG; i++) {
+        const { id, outcome } = await queueDirect('a');
+        expect(outcome).toBe('direct');
+        expect(await bandOf(id)).toBe(SCHEDULING_BANDS.normal.direct);
+      }
+      expect(await scheduler.waiting('chat', modelId, 5)).toEqual({ tenants: 0, top: [] });
+      // Nothing parked: a release is a no-op and leaves no state.
+      await expect(scheduler.release('chat', modelId, 1, 0)).resolves.toBe(0);
+      expect(await redis.keys(`${namespace}:sched:chat.${modelId}:*`)).toEqual([]);
+    });
+
+    it('is parked once the backlog passes the bound, and the next tenant is served before the parked', async () => {
+      const direct = [];
+      for (let i = 0; i < UNSATURATED_BACKLOG; i++) direct.push((await queueDirect('flood')).id);
+      const parked = await queueDirect('flood');
+      expect(parked.outcome).toBe('parked');
+      expect(await bandOf(parked.id)).toBe(SCHEDULING_BANDS.normal.parked);
+      // Someone waits now: every later job is parked, whatever the backlog.
+      const single = await queueDirect('single');
+      expect(single.outcome).toBe('parked');
+      const order: string[] = [];
+      for (let i = 0; i < UNSATURATED_BACKLOG + 2; i++) order.push((await take())!.id);
+      expect(order).toEqual([...direct, parked.id, single.id]);
+    });
+
+    it('releases nothing for a fetch that takes an unscheduled job, so fair order holds after them', async () => {
+      for (let i = 0; i < UNSATURATED_BACKLOG; i++) await queueDirect('a');
+      for (let i = 0; i < 6; i++) await queueDirect('a');
+      for (let i = 0; i < 3; i++) await queueDirect('b');
+      // Each take releases first, as a worker's fetch does: the unscheduled jobs go first, and the releases
+      // sent before them must not pile up released jobs to be taken in queue order (a, a, a, b, …).
+      expect(await takeTenants(UNSATURATED_BACKLOG)).toEqual(Array(UNSATURATED_BACKLOG).fill('a'));
+      expect(await takeTenants(6)).toEqual(['a', 'b', 'a', 'b', 'a', 'b']);
+    });
+
+    it('is parked when another tenant has parked work, even in an empty queue', async () => {
+      for (let i = 0; i < 20; i++) await submit('flood');
+      const { id, outcome } = await queueDirect('single');
+      expect(outcome).toBe('parked');
+      expect(await bandOf(id)).toBe(SCHEDULING_BANDS.normal.parked);
+      expect((await take())?.id).not.toBe(undefined);
+      expect(await takeTenants(1)).toEqual(['single']);
+    });
   });
 });

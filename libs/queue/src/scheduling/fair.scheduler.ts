@@ -16,9 +16,20 @@ const ARRIVE = RedisScript.fromFile(__dirname, 'arrive.lua');
 const FORGET = RedisScript.fromFile(__dirname, 'forget.lua');
 const RELEASE = RedisScript.fromFile(__dirname, 'release.lua');
 
-/** The bands as release.lua reads them (ARGV 5-13). */
+/**
+ * A job queued direct stays so while at most this many jobs (itself counted) would be taken before it and
+ * nobody's work is parked: the model is not saturated, so it needs no turn, and skipping the scheduler spares
+ * its two scripts. A tenant that arrives as the model saturates waits behind at most this many unscheduled jobs.
+ */
+export const UNSATURATED_BACKLOG = 8;
+
+/** The bands as release.lua reads them (ARGV 5-17). */
 const BAND_ARGS: number[] = [
-  ...SCHEDULING_TIERS.flatMap((tier) => [SCHEDULING_BANDS[tier].released, SCHEDULING_BANDS[tier].parked]),
+  ...SCHEDULING_TIERS.flatMap((tier) => [
+    SCHEDULING_BANDS[tier].direct,
+    SCHEDULING_BANDS[tier].released,
+    SCHEDULING_BANDS[tier].parked,
+  ]),
   SCHEDULING_BANDS.promoted,
 ];
 
@@ -52,15 +63,30 @@ export class FairScheduler {
     private readonly namespace: string,
   ) {}
 
-  /** Schedules a job queued parked. False when it no longer waits (a worker took it already). */
-  async arrive(kind: ModelKind, model: string, job: ScheduledJob): Promise<boolean> {
+  /**
+   * Schedules a queued job. One queued in its tier's direct band stays there while the model is not
+   * saturated (see arrive.lua); otherwise it is parked and waits for its turn. `gone` when it no longer waits
+   * (a worker took it already).
+   */
+  async arrive(kind: ModelKind, model: string, job: ScheduledJob): Promise<'parked' | 'direct' | 'gone'> {
     const names = this.namesOf(kind, model);
-    const scheduled = await ARRIVE.run(
+    const band = SCHEDULING_BANDS[job.tier];
+    const outcome = await ARRIVE.run(
       this.redis,
       [names.prioritized, names.tenants, names.waiting, names.owners],
-      [names.base, job.id, job.tenant, job.tier, job.weight],
+      [
+        names.base,
+        job.id,
+        job.tenant,
+        job.tier,
+        job.weight,
+        names.jobPrefix,
+        band.direct,
+        band.parked,
+        UNSATURATED_BACKLOG,
+      ],
     );
-    return scheduled === 1;
+    return outcome === 1 ? 'parked' : outcome === 2 ? 'direct' : 'gone';
   }
 
   /** Drops a parked job that left its queue without running (a no-op for a job it does not know). */

@@ -1,6 +1,7 @@
 --[[
   A worker has room for `count` jobs: the scheduler releases the next `count` parked jobs, each to its
-  tier's released band, so the worker's fetch (sent right after, on the same connection) takes them.
+  tier's released band, so the worker's fetch (sent right after, on the same connection) takes them —
+  fewer by the direct jobs that those fetches take first.
 
   Which job: the most urgent tier with parked jobs; within it, the tenant with the lowest virtual start
   time (start-time fair queuing: a tenant served advances by 1/weight, so over any busy period tenants are
@@ -15,20 +16,27 @@
 
   KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
   ARGV: 1 scheduler base name, 2 BullMQ job key prefix, 3 minShare, 4 count,
-        5..12 released and parked bands of high, normal, low, batch, 13 promoted band
+        5..16 direct, released and parked bands of high, normal, low, batch, 17 promoted band
   Returns the number of jobs released.
 ]]
 --- @include "tenant-accounting"
 
+-- Nothing parked (no tenant waits): the common case of an unsaturated model costs one lookup.
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  forgetIdle(KEYS[3], KEYS[2])
+  return 0
+end
+
 local base, jobPrefix = ARGV[1], ARGV[2]
 local minShare, count = tonumber(ARGV[3]), tonumber(ARGV[4])
 local TIERS = { 'high', 'normal', 'low', 'batch' }
-local released, parked = {}, {}
+local direct, released, parked = {}, {}, {}
 for i, tier in ipairs(TIERS) do
-  released[tier] = tonumber(ARGV[3 + 2 * i])
-  parked[tier] = tonumber(ARGV[4 + 2 * i])
+  direct[tier] = tonumber(ARGV[2 + 3 * i])
+  released[tier] = tonumber(ARGV[3 + 3 * i])
+  parked[tier] = tonumber(ARGV[4 + 3 * i])
 end
-local PROMOTED = tonumber(ARGV[13])
+local PROMOTED = tonumber(ARGV[17])
 local SHIFT = 4294967296
 
 local function ringOf(tier) return base .. ':ring:' .. tier end
@@ -84,6 +92,16 @@ local function popNext(tier)
   end
   if live then return id, tonumber(score) end
   return false
+end
+
+-- Direct jobs (queued while the model had room) of the tiers down to the most urgent one waiting are what
+-- the next fetches take first: only the fetches beyond them get a job released. So a fetch that takes a
+-- direct job leaves no released job behind, and released jobs never pile up to be taken in queue order
+-- instead of fair order. (Jobs released for other fetches are not counted: those fetches take them.)
+local top = waitingTier(1)
+for i = 1, top or 0 do
+  local band = direct[TIERS[i]]
+  count = count - redis.call('ZCOUNT', KEYS[1], band * SHIFT, '(' .. (band + 1) * SHIFT)
 end
 
 local done, skipped = 0, 0

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { GatewayConfig } from '@mgw/config';
 import { storedResponseNamesFor } from '@mgw/contracts';
-import type { RedisConnections } from '@mgw/session';
+import type { RedisConnections } from '@mgw/redis';
 import { responseObject, UNSTORED_ECHO } from '../response-output';
 import type { ResponseStatus } from '../responses.types';
 import { ResponseStore, type StoredResponse } from './response.store';

@@ -2,15 +2,10 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { GatewayConfig } from '@mgw/config';
 import { storedResponseNamesFor, type StoredResponseNames } from '@mgw/contracts';
-import { RedisConnections } from '@mgw/session';
+import { BoundedRecordStore, RedisConnections } from '@mgw/redis';
 import { outputAsInput } from '../conversation';
 import type { ConversationItem, ResponseObject, ResponseStatus } from '../responses.types';
-import {
-  CHAIN_SCRIPT,
-  DELETE_RESPONSE_SCRIPT,
-  FINISH_RESPONSE_SCRIPT,
-  SAVE_RESPONSE_SCRIPT,
-} from './response-store.scripts';
+import { CHAIN_SCRIPT, RESPONSE_SCRIPTS } from './response-store.scripts';
 import { ConversationLogCache } from './conversation-log.cache';
 import { readStoredItems, StoredResponseError } from './stored-items.reader';
 
@@ -60,14 +55,15 @@ function readResponse(text: string | null | undefined, status?: string | null): 
 }
 
 /**
- * Stored responses in Redis, per API key (see `response-store.scripts.ts` for the layout), bounded like
- * stored completions: kept for STORE_RETENTION_MS, at most STORE_MAX_PER_KEY per key (the oldest evicted).
+ * Stored responses in Redis, per API key (see `response-store.scripts.ts` for the layout), bounded records
+ * like stored completions: kept for STORE_RETENTION_MS, at most STORE_MAX_PER_KEY per key (the oldest evicted).
  * Retrieve, finish and delete are one round trip; a conversation of any length is one script.
  */
 @Injectable()
 export class ResponseStore {
   private readonly logger = new Logger('StoredResponses');
   private readonly redis: Redis;
+  private readonly records: BoundedRecordStore;
   private readonly logs = new ConversationLogCache();
 
   constructor(
@@ -75,6 +71,24 @@ export class ResponseStore {
     @Inject(GatewayConfig) private readonly config: GatewayConfig,
   ) {
     this.redis = connections.commands;
+    this.records = new BoundedRecordStore(
+      this.redis,
+      (keyId) => {
+        const names = this.namesFor(keyId);
+        // A response's own logs go with it (see response-store.scripts.ts).
+        const logs = names.log('');
+        return {
+          index: names.index,
+          recordPrefix: names.recordPrefix,
+          companions: [
+            [logs, ''],
+            [logs, ':out'],
+          ],
+        };
+      },
+      { retentionMs: config.storeRetentionMs, maxPerOwner: config.storeMaxPerKey },
+      RESPONSE_SCRIPTS,
+    );
   }
 
   private namesFor(keyId: string): StoredResponseNames {
@@ -85,26 +99,24 @@ export class ResponseStore {
   async save(keyId: string, entry: StoredResponse): Promise<number> {
     const names = this.namesFor(keyId);
     if (entry.previousId !== null) this.logs.inherit(entry.id, entry.previousId);
-    const result = await SAVE_RESPONSE_SCRIPT.run(
-      this.redis,
-      [names.record(entry.id), names.index, names.record(entry.previousId ?? entry.id), names.log(entry.id)],
-      [
-        entry.id,
-        entry.createdMs,
-        this.config.storeRetentionMs,
-        this.config.storeMaxPerKey,
-        RECORD_VERSION,
-        entry.model,
-        entry.previousId ?? '',
-        JSON.stringify(entry.input),
-        JSON.stringify(entry.response),
-        entry.response.status,
-        names.recordPrefix,
-        fragmentOf([...entry.input, ...outputAsInput(entry.response.output)]),
-        names.log(''),
-      ],
+    return this.records.save(
+      keyId,
+      entry.id,
+      entry.createdMs,
+      {
+        v: RECORD_VERSION,
+        created: entry.createdMs,
+        model: entry.model,
+        prev: entry.previousId ?? '',
+        input: JSON.stringify(entry.input),
+        response: JSON.stringify(entry.response),
+        status: entry.response.status,
+      },
+      {
+        keys: [names.record(entry.previousId ?? entry.id), names.log(entry.id)],
+        args: [entry.previousId ?? '', fragmentOf([...entry.input, ...outputAsInput(entry.response.output)])],
+      },
     );
-    return Number(result);
   }
 
   /**
@@ -113,21 +125,21 @@ export class ResponseStore {
    */
   async finish(keyId: string, response: ResponseObject): Promise<boolean> {
     const names = this.namesFor(keyId);
-    const result = await FINISH_RESPONSE_SCRIPT.run(
-      this.redis,
-      [names.record(response.id), names.log(`${response.id}:out`)],
-      [
-        JSON.stringify(response),
-        response.status,
-        FINAL_STATUSES.join(' '),
-        fragmentOf(outputAsInput(response.output)),
-      ],
+    const recorded = await this.records.update(
+      keyId,
+      response.id,
+      { response: JSON.stringify(response), status: response.status },
+      [],
+      {
+        keys: [names.log(`${response.id}:out`)],
+        args: [FINAL_STATUSES.join(' '), fragmentOf(outputAsInput(response.output))],
+      },
     );
-    return Number(result) === 1;
+    return recorded !== null;
   }
 
   async get(keyId: string, id: string): Promise<StoredResponse | null> {
-    const fields = await this.redis.hmget(this.namesFor(keyId).record(id), ...RECORD_FIELDS);
+    const fields = await this.records.get(keyId, id, RECORD_FIELDS);
     const [v, created, model, prev, input, response, status] = fields;
     if (v === null) return null;
     try {
@@ -201,12 +213,6 @@ export class ResponseStore {
   }
 
   async delete(keyId: string, id: string): Promise<boolean> {
-    const names = this.namesFor(keyId);
-    const deleted = await DELETE_RESPONSE_SCRIPT.run(
-      this.redis,
-      [names.record(id), names.index, names.log(id), names.log(`${id}:out`)],
-      [id],
-    );
-    return Number(deleted) === 1;
+    return this.records.delete(keyId, id);
   }
 }

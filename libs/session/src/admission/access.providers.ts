@@ -1,7 +1,7 @@
 import type { Provider } from '@nestjs/common';
 import { KeyAuthenticator, KeyStore, Limiter, UsageReader } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { RedisConnections } from '../connections/redis-connections.provider';
+import { RedisConnections } from '@mgw/redis';
 
 /** Keys, usage and limits, each on the command connection. */
 export const accessProviders: Provider[] = [

@@ -1,4 +1,5 @@
-import type { SlotKeeper, Limiter, Ticket } from '@mgw/access';
+import type { Limiter, Ticket } from '@mgw/access';
+import type { SlotKeeper } from '@mgw/redis';
 import { AdmissionHold } from './admission-hold';
 
 const ticket: Ticket = {

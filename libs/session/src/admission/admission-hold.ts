@@ -1,4 +1,5 @@
-import type { SlotKeeper, Limiter, Ticket } from '@mgw/access';
+import type { Limiter, Ticket } from '@mgw/access';
+import type { SlotKeeper } from '@mgw/redis';
 
 /**
  * Where an admitted request's hold on its key's limits is:

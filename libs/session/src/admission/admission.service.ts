@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import {
   jobPriorityOf,
-  SlotKeeper,
   Limiter,
   rateLimitHeaders,
   retryAfterSeconds,
@@ -14,6 +13,7 @@ import { GatewayConfig } from '@mgw/config';
 import { GatewayError, type ModelEntry, type ModelKind } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer } from '@mgw/queue';
+import { SlotKeeper } from '@mgw/redis';
 import { AdmissionHold } from './admission-hold';
 
 /** What the job carries from its admission. */

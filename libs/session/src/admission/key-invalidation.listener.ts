@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { KeyAuthenticator, KeyStore } from '@mgw/access';
 import { readKeyInvalidation } from '@mgw/contracts';
-import { PubSubDispatcher } from '@mgw/queue';
+import { PubSubDispatcher } from '@mgw/redis';
 
 /** Keeps the authenticator's key cache honest: a changed key is forgotten at once, across instances. */
 @Injectable()

@@ -6,7 +6,7 @@ import {
   type CancelMessage,
   type ReattachMessage,
 } from '@mgw/contracts';
-import { RedisConnections } from '../connections/redis-connections.provider';
+import { RedisConnections } from '@mgw/redis';
 
 /**
  * Publishes control messages on the control channel of the worker running a request: a cancel (stop the job),

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
 import { failedJobsKept, JobProducer } from '@mgw/queue';
-import { RedisConnections } from '../connections/redis-connections.provider';
+import { RedisConnections } from '@mgw/redis';
 
 /** `JobProducer` on the command connection; its queues close at shutdown, before the connection does. */
 @Injectable()

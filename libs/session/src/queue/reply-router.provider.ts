@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
 import { keyLayoutOf, replyChannelFor, replyLivenessKeyFor } from '@mgw/contracts';
-import { PubSubDispatcher, ReplyRouter, type ReorderWindow } from '@mgw/queue';
-import { RedisConnections } from '../connections/redis-connections.provider';
+import { ReplyRouter, type ReorderWindow } from '@mgw/queue';
+import { PubSubDispatcher, RedisConnections } from '@mgw/redis';
 
 /** How often the liveness key is renewed, and how long it outlives the last renewal. */
 const LIVENESS_RENEW_MS = 5_000;

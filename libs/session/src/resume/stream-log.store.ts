@@ -10,7 +10,7 @@ import {
   type ReplyMessage,
   type ResumeOptions,
 } from '@mgw/contracts';
-import { RedisConnections } from '../connections/redis-connections.provider';
+import { RedisConnections } from '@mgw/redis';
 import { readStreamMeta, type StreamMeta } from './stream-meta.reader';
 
 /**

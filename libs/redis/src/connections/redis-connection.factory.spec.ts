@@ -1,9 +1,8 @@
 import { Redis, type Cluster } from 'ioredis';
-import { loadConfig, RedisOnlyConfig } from '@mgw/config';
+import { loadConfig, redactRedisUrl, RedisOnlyConfig } from '@mgw/config';
 import {
   createRedisConnection,
   isClusterConnection,
-  redactRedisUrl,
   redisOptionsFromUrl,
   waitUntilReady,
 } from './redis-connection.factory';

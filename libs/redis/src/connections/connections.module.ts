@@ -1,6 +1,6 @@
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
-import { PubSubDispatcher } from '@mgw/queue';
+import { PubSubDispatcher } from './pubsub.dispatcher';
 import { RedisConnections } from './redis-connections.provider';
 
 /**

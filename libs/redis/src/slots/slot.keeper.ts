@@ -1,8 +1,10 @@
 import type { ComponentLogger } from '@mgw/contracts';
-import type { Ticket } from './limiter';
 
 /** One expiring slot: its id within the sorted set of slots `keyId` names. */
-export type KeptSlot = Pick<Ticket, 'id' | 'keyId'>;
+export interface KeptSlot {
+  id: string;
+  keyId: string;
+}
 
 /** What extends slots' expiry in Redis (the Limiter for concurrency slots, a pool for upstream slots). */
 export interface SlotRefresher {

@@ -26,8 +26,6 @@ export function redisOptionsFromUrl(url: string): RedisEndpoint {
   };
 }
 
-export { redactRedisUrl };
-
 /**
  * The roles a connection plays. They differ in how they behave while Redis is away:
  * - `command`: request/response traffic on the hot path; fails fast instead of queueing commands

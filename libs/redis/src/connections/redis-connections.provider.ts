@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { GatewayConfig } from '@mgw/config';
+import { replySubscriberNameFor } from '@mgw/contracts';
 import {
   closeRedis,
   createRedisConnection,
   isClusterConnection,
-  replySubscriberNameFor,
   waitUntilReady,
-} from '@mgw/queue';
+} from './redis-connection.factory';
 
 const REDIS_READY_TIMEOUT_MS = 10_000;
 /** How often a Cluster's state is read for readiness. */

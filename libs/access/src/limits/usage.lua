@@ -1,0 +1,32 @@
+-- A key's usage, once per request (false when already recorded), and the model's served count.
+-- ARGV: 1 key id ('' = unattributed), 2 model, 3 prompt tokens, 4 completion tokens, 5 images,
+--       6 now ms (0 = Redis time), 7 usage retention ms
+--- @include "@mgw/redis/now"
+--- @include "reconcile"
+local now = clock(ARGV[6])
+local sec = math.floor(now / 1000)
+
+local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpmKey)
+  if not redis.call('SET', recordedKey, '1', 'NX', 'PX', 86400000) then return false end
+  local prompt, completion, images = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  if ARGV[1] ~= '' then
+    local m = ARGV[2] .. '|'
+    redis.call('HINCRBY', usageKey, m .. 'requests', 1)
+    redis.call('HINCRBY', usageKey, m .. 'prompt_tokens', prompt)
+    redis.call('HINCRBY', usageKey, m .. 'completion_tokens', completion)
+    redis.call('HINCRBY', usageKey, m .. 'images', images)
+    redis.call('PEXPIRE', usageKey, tonumber(ARGV[7]))
+    if keyIdsKey then redis.call('SADD', keyIdsKey, ARGV[1]) end
+    reconcile(reservationKey, tpmKey, prompt + completion)
+  end
+  return true
+end
+
+local function countServed(servedKey)
+  local flat = redis.call('HGETALL', servedKey)
+  for i = 1, #flat, 2 do
+    if tonumber(flat[i]) < sec - 59 then redis.call('HDEL', servedKey, flat[i]) end
+  end
+  redis.call('HINCRBY', servedKey, sec, 1)
+  redis.call('PEXPIRE', servedKey, 120000)
+end
