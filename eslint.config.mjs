@@ -41,8 +41,8 @@ const ARROWS = {
   'chat-api': [...FRONT_END, 'stored-completions'],
   'images-api': FRONT_END,
   'models-api': FRONT_END,
-  // The next front-ends (issue 21: the Responses and Anthropic Messages APIs) sit beside chat-api, reusing
-  // the request core and the store, never another front-end.
+  // The Responses and Anthropic Messages front-ends sit beside chat-api, reusing the request core and the
+  // store, never another front-end.
   'responses-api': [...FRONT_END, 'stored-completions'],
   'anthropic-api': [...FRONT_END, 'stored-completions'],
   'embeddings-api': FRONT_END,

@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import { simulatedEmbedding } from '@mgw/inference';
 import { FakeOpenAIUpstream, type UpstreamRequest } from './support/fake-openai-upstream';
 import { Stack } from './support/stack';
+import { waitFor } from './support/wait-for';
 
 const DIMENSIONS = 64;
 const RELAY_DIMENSIONS = 16;
@@ -303,7 +304,7 @@ describe('embeddings', () => {
     upstream.hold();
     // The first call holds the upstream's one slot: the requests after it gather for the next call.
     const first = stack.post('/v1/embeddings', { model: 'relay-embed', input: 'first' });
-    await waitUntil(() => upstream.calls.length === 1);
+    await waitFor('the first upstream call', () => upstream.calls.length === 1, 10_000);
     const stayers = ['stays one', 'stays two', 'stays three'];
     const staying = stayers.map((input) => stack.post('/v1/embeddings', { model: 'relay-embed', input }));
     const leaving = new AbortController();
@@ -328,11 +329,3 @@ describe('embeddings', () => {
     expect([...upstream.calls[1]!].sort()).toEqual([...stayers].sort());
   });
 });
-
-async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import { z } from 'zod';
 import { writeTinyLlamaGguf } from './fixtures/gguf/tiny-llama.gguf-writer';
 import { Stack } from './support/stack';
+import { waitFor } from './support/wait-for';
 
 const MODEL = 'tiny-llama';
 const EMBEDDING_MODEL = 'tiny-llama-embed';
@@ -112,18 +113,20 @@ describe('the llamacpp backend', () => {
     // The worker starts only now, so every listing from its start until it is served is observed.
     // Debug level: the worker then logs each job's outcome (completed / cancelled).
     const worker = stack.spawnExtra('chat-worker:llama', { WORKER_MODELS: MODEL, LOG_LEVEL: 'debug' });
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      if (worker.exitCode !== null) throw new Error(`worker exited:\n${stack.logs('chat-worker:llama')}`);
-      if (Date.now() > deadline) throw new Error(`not served:\n${stack.logs('chat-worker:llama')}`);
-      const models = await client.models.list();
-      const listed = models.data.some((m) => m.id === MODEL);
-      // Read after the answer: a worker that registers only after logging its load has logged it by now.
-      const loadedLogged = stack.logs('chat-worker:llama').includes(loadedLine);
-      listings.push({ listed, loadedLogged });
-      if (listed) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(
+      `${MODEL} to be served`,
+      async () => {
+        if (worker.exitCode !== null) throw new Error('the worker exited');
+        const models = await client.models.list();
+        const listed = models.data.some((m) => m.id === MODEL);
+        // Read after the answer: a worker that registers only after logging its load has logged it by now.
+        const loadedLogged = stack.logs('chat-worker:llama').includes(loadedLine);
+        listings.push({ listed, loadedLogged });
+        return listed;
+      },
+      60_000,
+      () => `:\n${stack.logs('chat-worker:llama')}`,
+    );
   });
 
   afterAll(async () => {
@@ -325,11 +328,12 @@ describe('the llamacpp backend', () => {
     }
     expect(controller.signal.aborted).toBe(true);
     const cancelled = `request ${id.replace(/^chatcmpl-/, '')} model ${MODEL} cancelled`;
-    const deadline = Date.now() + 30_000;
-    while (!stack.logs('chat-worker:llama').includes(cancelled)) {
-      if (Date.now() > deadline) throw new Error(`no "${cancelled}" in:\n${stack.logs('chat-worker:llama')}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(
+      `"${cancelled}" in the worker's log`,
+      () => stack.logs('chat-worker:llama').includes(cancelled),
+      30_000,
+      () => `:\n${stack.logs('chat-worker:llama')}`,
+    );
 
     // Every sequence is usable again: one request takes all four.
     const after = await client.chat.completions.create({
@@ -897,13 +901,15 @@ describe('the llamacpp backend', () => {
 
   it('embeds through the embedding context of the GGUF: unit vectors of the catalog length, the same text alike', async () => {
     const worker = stack.spawnExtra('embedding-worker:llama', { WORKER_MODELS: EMBEDDING_MODEL });
-    const deadline = Date.now() + 60_000;
-    while (!(await client.models.list()).data.some((m) => m.id === EMBEDDING_MODEL)) {
-      if (worker.exitCode !== null)
-        throw new Error(`worker exited:\n${stack.logs('embedding-worker:llama')}`);
-      if (Date.now() > deadline) throw new Error(`not served:\n${stack.logs('embedding-worker:llama')}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(
+      `${EMBEDDING_MODEL} to be served`,
+      async () => {
+        if (worker.exitCode !== null) throw new Error('the worker exited');
+        return (await client.models.list()).data.some((m) => m.id === EMBEDDING_MODEL);
+      },
+      60_000,
+      () => `:\n${stack.logs('embedding-worker:llama')}`,
+    );
     const answer = await client.embeddings.create({
       model: EMBEDDING_MODEL,
       input: ['hello world', 'xyzzy', 'hello world'],

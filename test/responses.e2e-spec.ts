@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { freePort } from './support/free-port';
+import { refusalOf } from './support/refusal';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
 
@@ -41,15 +42,6 @@ const WEATHER_TOOL = {
     additionalProperties: false,
   },
 };
-
-async function errorOf(work: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof OpenAI.APIError)) throw new Error(`expected an API error, got ${String(error)}`);
-  return error;
-}
 
 /** The Responses API through the official SDK against the real stack (gateway, registry, chat worker). */
 describe('the Responses API with the openai SDK', () => {
@@ -115,11 +107,11 @@ describe('the Responses API with the openai SDK', () => {
     ]);
     // Another key learns nothing of it.
     const other = await newClient();
-    expect((await errorOf(other.responses.retrieve(response.id))).status).toBe(404);
-    expect((await errorOf(other.responses.delete(response.id))).status).toBe(404);
+    expect((await refusalOf(other.responses.retrieve(response.id), OpenAI.APIError)).status).toBe(404);
+    expect((await refusalOf(other.responses.delete(response.id), OpenAI.APIError)).status).toBe(404);
 
     await client.responses.delete(response.id);
-    expect((await errorOf(client.responses.retrieve(response.id))).status).toBe(404);
+    expect((await refusalOf(client.responses.retrieve(response.id), OpenAI.APIError)).status).toBe(404);
   });
 
   it('streams the events in order with sequence numbers from 0, then the final response', async () => {
@@ -156,7 +148,7 @@ describe('the Responses API with the openai SDK', () => {
     });
     expect(Answer.parse(parsed.output_parsed)).toEqual(parsed.output_parsed);
     // Not stored.
-    expect((await errorOf(client.responses.retrieve(parsed.id))).status).toBe(404);
+    expect((await refusalOf(client.responses.retrieve(parsed.id), OpenAI.APIError)).status).toBe(404);
   });
 
   it('runs a function tool round trip, then continues the chain by previous_response_id', async () => {
@@ -199,8 +191,9 @@ describe('the Responses API with the openai SDK', () => {
 
     // A foreign or unknown previous response is OpenAI's 400, and nothing is stored for it.
     const other = await newClient();
-    const foreign = await errorOf(
+    const foreign = await refusalOf(
       other.responses.create({ model: 'sim-chat', previous_response_id: third.id, input: 'x' }),
+      OpenAI.APIError,
     );
     expect(foreign.status).toBe(400);
     expect(foreign.error).toMatchObject({
@@ -348,24 +341,29 @@ describe('the Responses API with the openai SDK', () => {
     // tiny-chat has 16 tokens: at least 17 tokens is anything over 16 × 256 characters.
     const longer = 'y'.repeat(16 * 256 + 1);
     const keysBefore = await stack.redis.keys(`${stack.namespace}:responses:*:r:*`);
-    const direct = await errorOf(client.responses.create({ model: 'tiny-chat', input: longer }));
+    const direct = await refusalOf(
+      client.responses.create({ model: 'tiny-chat', input: longer }),
+      OpenAI.APIError,
+    );
     expect([direct.status, direct.code, direct.param]).toEqual([400, 'context_length_exceeded', 'input']);
     // "at least": the gateway's lower bound refused it, not the worker's exact count.
     expect(direct.message).toContain('at least 17 tokens');
     // A short turn whose stored history (3,000 characters in, the same echoed back) does not fit.
     const first = await client.responses.create({ model: 'sim-chat', input: 'y'.repeat(3000) });
     const keysWithFirst = await stack.redis.keys(`${stack.namespace}:responses:*:r:*`);
-    const chained = await errorOf(
+    const chained = await refusalOf(
       client.responses.create({ model: 'tiny-chat', input: 'hi', previous_response_id: first.id }),
+      OpenAI.APIError,
     );
     expect([chained.status, chained.code, chained.param]).toEqual([400, 'context_length_exceeded', 'input']);
-    const streamed = await errorOf(
+    const streamed = await refusalOf(
       client.responses.create({
         model: 'tiny-chat',
         input: 'hi',
         previous_response_id: first.id,
         stream: true,
       }),
+      OpenAI.APIError,
     );
     expect([streamed.status, streamed.code]).toEqual([400, 'context_length_exceeded']);
     // Only the first turn was stored.
@@ -374,8 +372,9 @@ describe('the Responses API with the openai SDK', () => {
       keysWithFirst.sort(),
     );
     // Under the gateway's bound but over the worker's exact count: the worker's refusal names input too.
-    const counted = await errorOf(
+    const counted = await refusalOf(
       client.responses.create({ model: 'tiny-chat', input: 'word '.repeat(100) }),
+      OpenAI.APIError,
     );
     expect([counted.status, counted.code, counted.param]).toEqual([400, 'context_length_exceeded', 'input']);
     expect(counted.message).not.toContain('at least');
@@ -419,7 +418,7 @@ describe('the Responses API with the openai SDK', () => {
     expect((await client.responses.retrieve(doomed.id)).status).toBe('cancelled');
 
     const foreground = await client.responses.create({ model: 'sim-chat', input: 'x' });
-    expect((await errorOf(client.responses.cancel(foreground.id))).status).toBe(400);
+    expect((await refusalOf(client.responses.cancel(foreground.id), OpenAI.APIError)).status).toBe(400);
   });
 
   it('resumes a background stream after starting_after with the same sequence numbers', async () => {

@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { EventSource } from 'eventsource';
 import { freePort } from './support/free-port';
-import { readSse, type SseEvent } from './support/sse';
+import { collectSseEvents, readSse, type SseEvent } from './support/sse';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
 
@@ -69,9 +69,7 @@ function toEvent(event: SseEvent): Event {
 
 /** Every event of a stream, until `[DONE]`. */
 async function collect(res: Response): Promise<Event[]> {
-  const events: Event[] = [];
-  for await (const event of readSse(res.body!)) events.push(toEvent(event));
-  return events;
+  return (await collectSseEvents(res.body!)).map(toEvent);
 }
 
 describe('resumable streams across gateway replicas', () => {

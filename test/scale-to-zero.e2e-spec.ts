@@ -1,8 +1,8 @@
 import { Queue } from 'bullmq';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { queueNameFor } from '@mgw/contracts';
 import { collectSse } from './support/sse';
 import { Stack } from './support/stack';
+import { waitFor } from './support/wait-for';
 
 // An id with `/` and `:` checks the percent-encoded queue name a KEDA ScaledObject has to watch.
 const COLD = 'acme/cold-chat:1b';
@@ -107,7 +107,11 @@ describe('scale to zero', () => {
     expect(streamed.headers.get('content-type')).toContain('text/event-stream');
 
     // Both jobs wait in the queue an autoscaler watches; nobody answered the JSON request.
-    await waitFor(async () => (await waitingJobs(COLD)) === 2, 10_000);
+    await waitFor(
+      'both jobs to wait for the cold model',
+      async () => (await waitingJobs(COLD)) === 2,
+      10_000,
+    );
     expect(settled).toBe(false);
 
     stack.spawnExtra('chat-worker:cold', { WORKER_MODELS: COLD });
@@ -170,11 +174,3 @@ describe('scale to zero', () => {
     expect(await waitingJobs('cold-short')).toBe(0);
   });
 });
-
-async function waitFor(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(25);
-  }
-}

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
 import { chunk, FakeOpenAIUpstream, sendEvent, startStream } from './support/fake-openai-upstream';
+import { refusalOf } from './support/refusal';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
 
@@ -49,12 +50,7 @@ describe('stored completions with the openai SDK', () => {
   }
 
   async function statusOf(work: Promise<unknown>): Promise<number> {
-    const error = await work.then(
-      () => null,
-      (e: unknown) => e,
-    );
-    if (!(error instanceof OpenAI.APIError)) throw new Error(`expected an API error, got ${String(error)}`);
-    return Number(error.status);
+    return Number((await refusalOf(work, OpenAI.APIError)).status);
   }
 
   beforeAll(async () => {

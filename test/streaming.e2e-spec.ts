@@ -1,8 +1,8 @@
 import { Queue } from 'bullmq';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { collectSse, readSse, type SseEvent } from './support/sse';
 import { ReplySpy } from './support/reply-spy';
 import { Stack } from './support/stack';
+import { waitFor } from './support/wait-for';
 
 const catalog = {
   models: [
@@ -131,7 +131,11 @@ describe('streaming, cancellation and failures', () => {
     expect(received).toBe(3);
     // The worker hears the cancel, ends the job, and BullMQ removes it.
     const queue = queueOf('slow-chat');
-    await waitFor(async () => (await queue.getJob(requestId)) === undefined, 3000);
+    await waitFor(
+      'the job to leave its queue',
+      async () => (await queue.getJob(requestId)) === undefined,
+      3000,
+    );
     const settled = spy.messages(requestId).length;
     // A barrier instead of a pause: a later job of the same worker, whose replies come through the same
     // channel after anything published before them. A generation still running (20 tokens/s) would publish
@@ -144,7 +148,11 @@ describe('streaming, cancellation and failures', () => {
     expect(barrier.status).toBe(200);
     await barrier.json();
     const barrierId = barrier.headers.get('x-request-id')!;
-    await waitFor(() => Promise.resolve(spy.messages(barrierId).some((m) => m.kind === 'chat-done')), 5000);
+    await waitFor(
+      'the barrier job to be done',
+      () => spy.messages(barrierId).some((m) => m.kind === 'chat-done'),
+      5000,
+    );
     expect(spy.messages(requestId).length).toBe(settled);
     expect(spy.messages(requestId).map((m) => m.kind)).not.toContain('chat-done');
     expect(await queue.getActiveCount()).toBe(0);
@@ -159,7 +167,7 @@ describe('streaming, cancellation and failures', () => {
       { signal: occupy.signal },
     );
     expect(first.status).toBe(200);
-    await waitFor(async () => (await queue.getActiveCount()) === 1, 3000);
+    await waitFor('one active job', async () => (await queue.getActiveCount()) === 1, 3000);
 
     const leave = new AbortController();
     const waiting = stack.post(
@@ -169,14 +177,18 @@ describe('streaming, cancellation and failures', () => {
     );
     // Every job carries its key's BullMQ priority, so waiting jobs are in the `prioritized` state.
     const waitingCount = () => queue.getJobCountByTypes('waiting', 'prioritized');
-    await waitFor(async () => (await waitingCount()) === 1, 3000);
+    await waitFor('one waiting job', async () => (await waitingCount()) === 1, 3000);
     const [waitingJob] = await queue.getJobs(['waiting', 'prioritized']);
     leave.abort();
     await expect(waiting).rejects.toThrow();
-    await waitFor(async () => (await queue.getJob(waitingJob!.id!)) === undefined, 3000);
+    await waitFor(
+      'the waiting job to leave its queue',
+      async () => (await queue.getJob(waitingJob!.id!)) === undefined,
+      3000,
+    );
     expect(await waitingCount()).toBe(0);
     occupy.abort();
-    await waitFor(async () => (await queue.getActiveCount()) === 0, 3000);
+    await waitFor('no active job', async () => (await queue.getActiveCount()) === 0, 3000);
     expect(spy.messages(waitingJob!.id!)).toEqual([]); // it never started
   });
 
@@ -224,17 +236,13 @@ describe('streaming, cancellation and failures', () => {
     const events = await collectSse(res.body!);
     expect(events.at(-1)).toBe('[DONE]');
     expect(JSON.parse(events.at(-2)!)).toMatchObject({ error: { code: 'deadline_exceeded' } });
-    await waitFor(async () => (await queueOf('slow-chat').getActiveCount()) === 0, 3000);
+    await waitFor(
+      'the worker to stop the job',
+      async () => (await queueOf('slow-chat').getActiveCount()) === 0,
+      3000,
+    );
   });
 });
-
-async function waitFor(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(25);
-  }
-}
 
 /** The largest number of spans that overlap at one instant. */
 function mostAtOnce(spans: { from: number; to: number }[]): number {

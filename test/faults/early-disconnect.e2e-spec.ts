@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import { PrivateRedis } from '../support/private-redis';
 import { readSse } from '../support/sse';
 import { Stack } from '../support/stack';
+import { waitFor } from '../support/wait-for';
 
 const ADMIN_TOKEN = `admin-${'x'.repeat(8)}-${Math.random().toString(36).slice(2)}-token`;
 /** Long enough that the paced models take several seconds to echo it. */
@@ -26,16 +27,6 @@ const CATALOG = {
     },
   ],
 };
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -130,7 +121,7 @@ describe('a client that leaves early releases its concurrency slot', () => {
 
   const held = (slots: string) => stack.redis.zcard(slots);
   const released = (slots: string) =>
-    until(`the slots in ${slots} to be released`, async () => ((await held(slots)) === 0 ? true : undefined));
+    waitFor(`the slots in ${slots} to be released`, async () => (await held(slots)) === 0, 20_000);
 
   /** Both of the key's slots are free: two requests at once are both answered. */
   async function bothSlotsServe(key: string): Promise<void> {
@@ -178,15 +169,14 @@ describe('a client that leaves early releases its concurrency slot', () => {
       { model: 'single-chat', messages: [{ role: 'user', content: LONG_TEXT }] },
       controller.signal,
     ).catch((error: unknown) => error);
-    await until('the waiting request to be admitted', async () =>
-      (await held(slots)) === 1 ? true : undefined,
-    );
+    await waitFor('the waiting request to be admitted', async () => (await held(slots)) === 1, 20_000);
     // Its job in the queue, behind the busy one (BullMQ keeps jobs with a priority in `prioritized`).
     const queued = `${stack.namespace}:chat.single-chat`;
-    await until('its job to wait in the queue', async () =>
-      (await stack.redis.llen(`${queued}:wait`)) + (await stack.redis.zcard(`${queued}:prioritized`)) === 1
-        ? true
-        : undefined,
+    await waitFor(
+      'its job to wait in the queue',
+      async () =>
+        (await stack.redis.llen(`${queued}:wait`)) + (await stack.redis.zcard(`${queued}:prioritized`)) === 1,
+      20_000,
     );
     controller.abort();
     expect(await waiting).toMatchObject({ name: 'AbortError' });
@@ -218,9 +208,7 @@ describe('a client that leaves early releases its concurrency slot', () => {
         `Authorization: Bearer ${key}\r\nContent-Type: application/json\r\n` +
         `Content-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
     );
-    await until('the answer', () =>
-      Promise.resolve(received.includes('"chat.completion"') ? true : undefined),
-    );
+    await waitFor('the answer', () => received.includes('"chat.completion"'), 20_000);
     expect(received.startsWith('HTTP/1.1 200')).toBe(true);
     await released(slots);
     socket.destroy();
@@ -275,8 +263,6 @@ describe('a client that leaves while its admission waits on Redis', () => {
     );
     expect(answers.map((res) => res.status)).toEqual([200, 200]);
     await Promise.all(answers.map((res) => res.text()));
-    await until('every slot to be back', async () =>
-      (await stack.redis.zcard(slots)) === 0 ? true : undefined,
-    );
+    await waitFor('every slot to be back', async () => (await stack.redis.zcard(slots)) === 0, 20_000);
   }, 60_000);
 });

@@ -28,8 +28,14 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   if (buffer.length > 0) throw new Error(`stream ended inside an event: ${JSON.stringify(buffer)}`);
 }
 
-export async function collectSse(body: ReadableStream<Uint8Array>): Promise<string[]> {
-  const events: string[] = [];
-  for await (const event of readSse(body)) events.push(event.data);
+/** Every event of a stream, read to its end. */
+export async function collectSseEvents(body: ReadableStream<Uint8Array>): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  for await (const event of readSse(body)) events.push(event);
   return events;
+}
+
+/** Every event's data, read to the stream's end. */
+export async function collectSse(body: ReadableStream<Uint8Array>): Promise<string[]> {
+  return (await collectSseEvents(body)).map((event) => event.data);
 }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { keyLayoutOf, queueNameFor } from '@mgw/contracts';
 import { chunk, FakeOpenAIUpstream, sendEvent, startStream } from '../support/fake-openai-upstream';
 import { Flood, jainIndex } from '../support/load-loops';
-import { readSse, type SseEvent } from '../support/sse';
+import { collectSseEvents, type SseEvent } from '../support/sse';
 import type { TestRedis } from '../support/redis-topologies';
 import { Stack } from '../support/stack';
 import { waitFor } from '../support/wait-for';
@@ -107,12 +107,6 @@ interface StoredResponse {
   previous_response_id?: string | null;
 }
 
-export async function collect(res: Response): Promise<SseEvent[]> {
-  const events: SseEvent[] = [];
-  for await (const event of readSse(res.body!)) events.push(event);
-  return events;
-}
-
 export function textOf(events: readonly SseEvent[]): string {
   return events
     .filter((e) => e.data !== '[DONE]')
@@ -185,7 +179,7 @@ export function describeCoreContract(
       );
       expect(res.status).toBe(200);
       const requestId = res.headers.get('x-request-id')!;
-      const events = await collect(res);
+      const events = await collectSseEvents(res.body!);
       expect(events.at(-1)!.data).toBe('[DONE]');
       expect(textOf(events).length).toBeGreaterThan(0);
       const replay = await fetch(
@@ -193,7 +187,7 @@ export function describeCoreContract(
         { headers: stack.headers() },
       );
       expect(replay.status).toBe(200);
-      expect(await collect(replay)).toEqual(
+      expect(await collectSseEvents(replay.body!)).toEqual(
         events.slice(1).map((e) => ({ ...e, at: expect.any(Number) as number })),
       );
     });
@@ -235,7 +229,7 @@ export function describeCoreContract(
       expect(first.status).toBe(200);
       const second = await chat(single.key, { model: 'sim-chat' });
       expect(second.status).toBe(429);
-      await collect(first);
+      await collectSseEvents(first.body!);
       const third = await chat(single.key, { model: 'sim-chat' });
       expect(third.status).toBe(200);
     }, 30_000);
@@ -414,7 +408,7 @@ export function describeFailover(name: string, stackOf: () => Stack, failover: (
       Array.from({ length: 3 }, () => chat({ model: 'slow-chat', stream: true })),
     );
     expect(streams.map((r) => r.status)).toEqual([200, 200, 200]);
-    const ended = streams.map((r) => collect(r));
+    const ended = streams.map((r) => collectSseEvents(r.body!));
     const image = stack.post('/v1/images/generations', { model: 'sim-image', prompt: 'x', size: '256x256' });
 
     const { notReadyWhileDown } = failover();

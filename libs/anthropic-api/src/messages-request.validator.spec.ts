@@ -1,16 +1,8 @@
 import { GatewayError } from '@mgw/contracts';
 import { validateCountTokensRequest, validateMessagesRequest } from './messages-request.validator';
+import { refusal } from '@mgw/testing';
 
 const valid = { model: 'sim-chat', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] };
-
-function refusal(body: unknown): GatewayError {
-  try {
-    validateMessagesRequest(body);
-  } catch (error) {
-    return error as GatewayError;
-  }
-  throw new Error('accepted');
-}
 
 const tool = {
   name: 'get_weather',
@@ -157,7 +149,7 @@ describe('validateMessagesRequest', () => {
       "messages.0.content.0.type: Input should be 'text', 'image' or 'tool_result'",
     ],
   ])('refuses %s with a 400 naming the field', (_name, body, message) => {
-    const error = refusal(body);
+    const error = refusal(() => validateMessagesRequest(body));
     expect(error).toBeInstanceOf(GatewayError);
     expect(error.status).toBe(400);
     expect(error.message).toContain(message);

@@ -1,16 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { estimateChatTokens, type Principal } from '@mgw/access';
+import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import {
-  assertChatParametersSupported,
-  ChatCompletionRequestDto,
-  GatewayError,
-  type RequestSizeLimits,
-  validateDto,
-} from '@mgw/contracts';
+import { ChatCompletionRequestDto, GatewayError, type RequestSizeLimits, validateDto } from '@mgw/contracts';
 import { ReplyClients } from '@mgw/http';
-import { RequestSessions, type SessionRequest, type UrlPartNamer } from '@mgw/session';
+import { chatSessionRequest, RequestSessions, type SessionRequest, type UrlPartNamer } from '@mgw/session';
 import { inMessagesWords, messagesPartName, translateMessagesRequest } from './chat-request.translator';
 import { MessageJsonRenderer } from './message-json.renderer';
 import { MESSAGES_STREAM_FORMAT, MessageStreamRenderer } from './message-stream.renderer';
@@ -42,10 +36,7 @@ export class MessagesService {
     principal: Principal,
   ): Promise<void> {
     const { chat, sources, urlPartName } = this.chatRequestOf(body);
-    const request = this.sessionRequest(requestId, principal, chat, {
-      tokenEstimate: estimateChatTokens(chat, this.config.tpmDefaultMaxTokens),
-      urlPartName,
-    });
+    const request = this.sessionRequest(requestId, principal, chat, { urlPartName });
     if (body.stream === true) {
       await this.sessions.run(
         request,
@@ -83,11 +74,7 @@ export class MessagesService {
     principal: Principal,
   ): Promise<void> {
     const { chat, sources, urlPartName } = this.chatRequestOf(body);
-    const request = this.sessionRequest(requestId, principal, chat, {
-      tokenEstimate: 0,
-      countOnly: true,
-      urlPartName,
-    });
+    const request = this.sessionRequest(requestId, principal, chat, { countOnly: true, urlPartName });
     try {
       await this.sessions.run(
         request,
@@ -102,20 +89,16 @@ export class MessagesService {
   private sessionRequest(
     requestId: string,
     principal: Principal,
-    chat: ChatCompletionRequestDto & { model: string },
-    extra: Pick<SessionRequest<'chat'>, 'tokenEstimate' | 'countOnly' | 'urlPartName'>,
+    chat: ChatCompletionRequestDto,
+    extra: Pick<SessionRequest<'chat'>, 'countOnly' | 'urlPartName'>,
   ): SessionRequest<'chat'> {
-    return {
-      kind: 'chat',
+    return chatSessionRequest(chat, this.config.tpmDefaultMaxTokens, {
       requestId,
       principal,
-      model: chat.model,
-      request: chat,
-      checkModel: (model) => assertChatParametersSupported(chat, model),
       // A Messages stream has no resume route: it ends with its client.
       resume: 'off',
       ...extra,
-    };
+    });
   }
 
   /** The chat job request, validated by the chat request's rules, whose refusals name the Messages field. */

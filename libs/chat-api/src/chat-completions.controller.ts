@@ -13,8 +13,8 @@ import {
 } from '@mgw/api-docs';
 import { ChatCompletionsService } from './chat-completions.service';
 import { ChatRequestPipe } from './chat-request.pipe';
-import { STREAM_RESUME_HEADER } from './chat-stream.resumer';
 import { Auth, requirePrincipal, requestIdOf } from '@mgw/http';
+import { STREAM_RESUME_HEADER } from '@mgw/session';
 
 @Controller('v1/chat')
 @ApiTags('Chat')

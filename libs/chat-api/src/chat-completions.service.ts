@@ -1,23 +1,23 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { estimateChatTokens, type Principal } from '@mgw/access';
+import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { assertChatParametersSupported, type ChatCompletionRequestDto } from '@mgw/contracts';
+import type { ChatCompletionRequestDto } from '@mgw/contracts';
 import { ReplyClients } from '@mgw/http';
 import {
+  BoundedJsonRenderer,
+  chatSessionRequest,
   RequestSessions,
+  streamResumeChoice,
   type EventSink,
   type RenderContext,
-  type SessionRequest,
   type StreamRenderer,
 } from '@mgw/session';
 import { capturingCompletion } from './completion-capture';
 import { StoredCompletions, type StoreRequest } from '@mgw/stored-completions';
 import { ChatChunkSerializer } from './chat-chunk.serializer';
 import { CHAT_STREAM_FORMAT, ChatEventWriter } from './chat-event.writer';
-import { streamResumeChoice } from './chat-stream.resumer';
 import { CompletionAssembler } from './completion.assembler';
-import { CompletionJsonRenderer } from './completion-json.renderer';
 
 /** The chunks' and the completion's `created` (seconds). */
 const createdOf = (context: RenderContext): number => Math.floor(context.createdMs / 1000);
@@ -45,18 +45,13 @@ export class ChatCompletionsService {
     const stream = body.stream === true;
     const store = body.store === true;
     const resume = stream ? streamResumeChoice(reply.request.headers) : undefined;
-    const request: SessionRequest<'chat'> = {
-      kind: 'chat',
+    const request = chatSessionRequest(body, this.config.tpmDefaultMaxTokens, {
       requestId,
       principal,
-      model: body.model,
-      request: body,
-      tokenEstimate: estimateChatTokens(body, this.config.tpmDefaultMaxTokens),
-      checkModel: (model) => assertChatParametersSupported(body, model),
       ...(resume !== undefined && { resume }),
       // A completion to store is finished and kept even when its client leaves before the answer.
       ...(!stream && store && { outlivesClient: true }),
-    };
+    });
     const storing = (context: RenderContext): StoreRequest => ({
       principal,
       createdMs: context.createdMs,
@@ -80,7 +75,7 @@ export class ChatCompletionsService {
       {
         mode: 'json',
         renderer: (context, refuse) =>
-          new CompletionJsonRenderer(
+          new BoundedJsonRenderer(
             new CompletionAssembler(requestId, context.model, createdOf(context)),
             refuse,
             store ? (completion) => this.stored.save(storing(context), completion) : null,

@@ -1,16 +1,7 @@
 import { loadGatewayConfig } from '@mgw/config';
-import { ChatCompletionRequestDto, GatewayError } from '@mgw/contracts';
+import { ChatCompletionRequestDto } from '@mgw/contracts';
 import { ChatRequestPipe } from './chat-request.pipe';
-
-function refusal(pipe: ChatRequestPipe, body: unknown): GatewayError {
-  try {
-    pipe.transform(body);
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected the body to be refused');
-}
+import { refusal } from '@mgw/testing';
 
 const parts = (count: number) => Array.from({ length: count }, () => ({ type: 'text', text: 'hi' }));
 
@@ -26,17 +17,19 @@ describe('ChatRequestPipe', () => {
       loadGatewayConfig({ CHAT_MAX_CONTENT_PARTS: '3', CHAT_MAX_TEXT_CHARS: '10' }),
     );
     expect(() => pipe.transform({ messages: [{ role: 'user', content: parts(3) }] })).not.toThrow();
-    const tooManyParts = refusal(pipe, { messages: [{ role: 'user', content: parts(4) }] });
+    const tooManyParts = refusal(() => pipe.transform({ messages: [{ role: 'user', content: parts(4) }] }));
     expect(tooManyParts.status).toBe(400);
     expect(tooManyParts.param).toBe('messages[0].content');
-    const tooMuchText = refusal(pipe, { messages: [{ role: 'user', content: 'x'.repeat(11) }] });
+    const tooMuchText = refusal(() =>
+      pipe.transform({ messages: [{ role: 'user', content: 'x'.repeat(11) }] }),
+    );
     expect(tooMuchText.param).toBe('messages');
   });
 
   it('uses the defaults when nothing is configured (256 parts per message)', () => {
     const pipe = new ChatRequestPipe(loadGatewayConfig({}));
     expect(() => pipe.transform({ messages: [{ role: 'user', content: parts(256) }] })).not.toThrow();
-    expect(refusal(pipe, { messages: [{ role: 'user', content: parts(257) }] }).param).toBe(
+    expect(refusal(() => pipe.transform({ messages: [{ role: 'user', content: parts(257) }] })).param).toBe(
       'messages[0].content',
     );
   });

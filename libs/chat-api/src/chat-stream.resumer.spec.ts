@@ -1,20 +1,5 @@
-import { GatewayError } from '@mgw/contracts';
-import {
-  declinesResume,
-  requestIdOfCompletion,
-  resumePosition,
-  streamResumeChoice,
-} from './chat-stream.resumer';
-
-function errorOf(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
-}
+import { requestIdOfCompletion, resumePosition } from './chat-stream.resumer';
+import { refusal } from '@mgw/testing';
 
 describe('resume request parsing', () => {
   it('takes the request id out of a completion id, and names a malformed one as the stored routes do', () => {
@@ -26,7 +11,7 @@ describe('resume request parsing', () => {
       'chatcmpl-../../x',
       `chatcmpl-${'a'.repeat(65)}`,
     ]) {
-      const error = errorOf(() => requestIdOfCompletion(bad));
+      const error = refusal(() => requestIdOfCompletion(bad));
       expect({ status: error.status, code: error.code, param: error.param }).toEqual({
         status: 400,
         code: 'invalid_completion_id',
@@ -46,29 +31,12 @@ describe('resume request parsing', () => {
       [['1', '2'], undefined, 'starting_after'],
       [undefined, 'abc', 'Last-Event-ID'],
     ] as const) {
-      const error = errorOf(() => resumePosition(startingAfter, lastEventId));
+      const error = refusal(() => resumePosition(startingAfter, lastEventId));
       expect({ status: error.status, code: error.code, param: error.param }).toEqual({
         status: 400,
         code: 'invalid_starting_after',
         param,
       });
     }
-  });
-
-  it('lets a client decline resume with x-stream-resume: off, and only with that', () => {
-    expect(declinesResume({ 'x-stream-resume': 'off' })).toBe(true);
-    expect(declinesResume({ 'x-stream-resume': ' OFF ' })).toBe(true);
-    expect(declinesResume({ 'x-stream-resume': 'on' })).toBe(false);
-    expect(declinesResume({ 'x-stream-resume': ['off', 'off'] })).toBe(false);
-    expect(declinesResume({})).toBe(false);
-  });
-
-  it('lets a client ask for resume with x-stream-resume: on, decline it with off, or leave it to the catalog', () => {
-    expect(streamResumeChoice({ 'x-stream-resume': 'on' })).toBe('on');
-    expect(streamResumeChoice({ 'x-stream-resume': ' ON ' })).toBe('on');
-    expect(streamResumeChoice({ 'x-stream-resume': 'off' })).toBe('off');
-    expect(streamResumeChoice({ 'x-stream-resume': 'yes' })).toBeUndefined();
-    expect(streamResumeChoice({ 'x-stream-resume': ['on', 'on'] })).toBeUndefined();
-    expect(streamResumeChoice({})).toBeUndefined();
   });
 });

@@ -17,26 +17,6 @@ export function requestIdOfCompletion(completionId: string): string {
 }
 
 /**
- * A client's choice about resuming its stream: `on` keeps its job running for the resume grace when it
- * leaves, `off` has it cancelled at once (the console's Stop); absent (or anything else), the model's
- * catalog default (`streamResume`) decides, and without one the stream is not resumable.
- */
-export const STREAM_RESUME_HEADER = 'x-stream-resume';
-
-export function streamResumeChoice(
-  headers: Record<string, string | string[] | undefined>,
-): 'on' | 'off' | undefined {
-  const value = headers[STREAM_RESUME_HEADER];
-  if (typeof value !== 'string') return undefined;
-  const choice = value.trim().toLowerCase();
-  return choice === 'on' || choice === 'off' ? choice : undefined;
-}
-
-export function declinesResume(headers: Record<string, string | string[] | undefined>): boolean {
-  return streamResumeChoice(headers) === 'off';
-}
-
-/**
  * Where a resume starts: after the event the `Last-Event-ID` header names (a browser EventSource sends it
  * when it reconnects by itself, so it wins), else after `starting_after`, else from the first event (-1).
  */

@@ -1,15 +1,6 @@
 import { ConfigError, loadConfig } from './load-config';
 import { RedisOnlyConfig } from './shared.config';
-
-function refusal(env: NodeJS.ProcessEnv): string {
-  try {
-    loadConfig(RedisOnlyConfig, env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.message;
-    throw error;
-  }
-  throw new Error(`expected ${JSON.stringify(env)} to be refused`);
-}
+import { refusal } from '@mgw/testing';
 
 describe('Redis settings', () => {
   it('is the local default node when no topology is set, and says so', () => {
@@ -77,16 +68,20 @@ describe('Redis settings', () => {
     [{ REDIS_CLUSTER_NODES: 'node-1:99999' }, 'is not host:port'],
     [{ REDIS_URL: 'http://x' }, 'REDIS_URL must look like redis://host:port'],
   ])('refuses %j: %s', (env, message) => {
-    expect(refusal(env)).toContain(message);
+    expect(refusal(() => loadConfig(RedisOnlyConfig, env), ConfigError).message).toContain(message);
   });
 
   it('never quotes a password in a refusal', () => {
-    const message = refusal({
-      REDIS_URL: 'redis://:url-s3cret@a:6379',
-      REDIS_SENTINELS: 'a:1',
-      REDIS_PASSWORD: 'pw-s3cret',
-      REDIS_SENTINEL_PASSWORD: 'sentinel-s3cret',
-    });
+    const message = refusal(
+      () =>
+        loadConfig(RedisOnlyConfig, {
+          REDIS_URL: 'redis://:url-s3cret@a:6379',
+          REDIS_SENTINELS: 'a:1',
+          REDIS_PASSWORD: 'pw-s3cret',
+          REDIS_SENTINEL_PASSWORD: 'sentinel-s3cret',
+        }),
+      ConfigError,
+    ).message;
     expect(message).not.toMatch(/s3cret/);
   });
 });

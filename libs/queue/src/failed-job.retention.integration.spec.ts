@@ -11,6 +11,7 @@ import {
 } from './failed-job.retention';
 import { jobOptionsFor } from './job-options';
 import { ModelQueueConsumer } from './model-queue.consumer';
+import { waitFor } from '@mgw/testing';
 
 describe('failed job retention', () => {
   it('keeps as many failed jobs as configured, but no more than fit in the byte budget', () => {
@@ -88,17 +89,18 @@ describe('failed job retention', () => {
       await queue.add('chat', { requestId, model: 'big', request }, jobOptionsFor(requestId, 10));
 
       const jobKey = `${namespace}:${queueNameFor('chat', 'big')}:${requestId}`;
-      const deadline = Date.now() + 10_000;
-      let data = '';
-      while (Date.now() < deadline) {
-        data = (await commands.hget(jobKey, 'data')) ?? '';
-        if (
-          (await commands.zscore(`${namespace}:${queueNameFor('chat', 'big')}:failed`, requestId)) !== null &&
-          data.length < 1024
-        )
-          break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      const data = await waitFor(
+        'the failed job, its data summarised',
+        async () => {
+          const stored = (await commands.hget(jobKey, 'data')) ?? '';
+          const failed = await commands.zscore(
+            `${namespace}:${queueNameFor('chat', 'big')}:failed`,
+            requestId,
+          );
+          return failed !== null && stored.length < 1024 ? stored : null;
+        },
+        10_000,
+      );
       expect(JSON.parse(data)).toEqual({
         summary: true,
         requestId,
@@ -139,13 +141,14 @@ describe('failed job retention', () => {
           processed = true;
           return Promise.resolve();
         });
-        const deadline = Date.now() + 10_000;
-        let data = '';
-        while (Date.now() < deadline) {
-          data = (await commands.hget(jobKey, 'data')) ?? '';
-          if (data.length < 1024) break;
-          await new Promise((r) => setTimeout(r, 50));
-        }
+        const data = await waitFor(
+          'the stalled job, its data summarised',
+          async () => {
+            const stored = (await commands.hget(jobKey, 'data')) ?? '';
+            return stored.length < 1024 ? stored : null;
+          },
+          10_000,
+        );
         expect(JSON.parse(data)).toMatchObject({ summary: true, requestId, model });
         expect(await commands.hget(jobKey, 'failedReason')).toBe('job stalled more than allowable limit');
         expect(processed).toBe(false);

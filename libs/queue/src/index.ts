@@ -4,7 +4,7 @@ export * from './job.producer';
 export * from './reply.router';
 export * from './reply.batcher';
 export * from './subscriber-backlog.monitor';
-export * from './reply.publisher';
+export * from './reply-stream.writer';
 export * from './control.listener';
 export * from './job-feed';
 export * from './model-queue.consumer';

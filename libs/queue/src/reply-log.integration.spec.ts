@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { parseReplyFrame, type ReplyMessage } from '@mgw/contracts';
 import { waitFor } from '@mgw/testing';
 import { ReplyBatcher, type ReplyLog } from './reply.batcher';
-import { ReplyStreamWriter } from './reply.publisher';
+import { ReplyStreamWriter } from './reply-stream.writer';
 
 /** Real Redis: a resumable stream's frames reach its replay log before anyone hears them. */
 describe('ReplyBatcher with replay logs', () => {

@@ -2,7 +2,8 @@ import type { Redis } from 'ioredis';
 import { replyChannelFor, replySubscriberNameFor } from '@mgw/contracts';
 import { outputBufferBytesByName, SubscriberBacklogMonitor } from './subscriber-backlog.monitor';
 import { ReplyBatcher } from './reply.batcher';
-import { ReplyStreamWriter } from './reply.publisher';
+import { ReplyStreamWriter } from './reply-stream.writer';
+import { waitFor } from '@mgw/testing';
 
 /** A Redis whose `CLIENT LIST` answers what the test says the gateways' output buffers hold. */
 class FakeRedis {
@@ -28,14 +29,8 @@ class FakeRedis {
 
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Waits for a condition the monitor's own timer brings about (generous: the CPU may be contended). */
-async function until(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await tick(20);
-  }
-}
+/** How long a condition the monitor's own timer brings about may take (generous: the CPU may be contended). */
+const TIMER_WAIT_MS = 5000;
 
 describe('outputBufferBytesByName', () => {
   it('reads each client name and its output bytes from CLIENT LIST', () => {
@@ -81,16 +76,16 @@ describe('SubscriberBacklogMonitor', () => {
     start();
     redis.omem.set(name, 5000);
     monitor.noteSent(channel, 64 * 1024);
-    await until(() => monitor.gateOf(channel) !== null);
+    await waitFor('a gate on the channel', () => monitor.gateOf(channel) !== null, TIMER_WAIT_MS);
     const gate = monitor.gateOf(channel);
     let opened = false;
     void gate!.then(() => (opened = true));
     redis.omem.set(name, 800); // drained, but not to half yet
     const calls = redis.calls;
-    await until(() => redis.calls >= calls + 2);
+    await waitFor('two more CLIENT LIST reads', () => redis.calls >= calls + 2, TIMER_WAIT_MS);
     expect(opened).toBe(false);
     redis.omem.set(name, 400);
-    await until(() => opened);
+    await waitFor('the gate to open', () => opened, TIMER_WAIT_MS);
     expect(monitor.gateOf(channel)).toBeNull();
   });
 
@@ -98,16 +93,16 @@ describe('SubscriberBacklogMonitor', () => {
     start();
     redis.omem.set(name, 5000);
     monitor.noteSent(channel, 64 * 1024);
-    await until(() => monitor.gateOf(channel) !== null);
+    await waitFor('a gate on the channel', () => monitor.gateOf(channel) !== null, TIMER_WAIT_MS);
     redis.omem.delete(name);
-    await until(() => monitor.gateOf(channel) === null);
+    await waitFor('the gate to open', () => monitor.gateOf(channel) === null, TIMER_WAIT_MS);
   });
 
   it('never holds a stream longer than maxPauseMs', async () => {
     start(1000, 300);
     redis.omem.set(name, 5000);
     monitor.noteSent(channel, 64 * 1024);
-    await until(() => monitor.gateOf(channel) !== null);
+    await waitFor('a gate on the channel', () => monitor.gateOf(channel) !== null, TIMER_WAIT_MS);
     await monitor.gateOf(channel);
     expect(monitor.gateOf(channel)).toBeNull();
   });
@@ -116,7 +111,7 @@ describe('SubscriberBacklogMonitor', () => {
     start();
     redis.refuse = true;
     monitor.noteSent(channel, 64 * 1024);
-    await until(() => warnings.length > 0);
+    await waitFor('a warning', () => warnings.length > 0, TIMER_WAIT_MS);
     monitor.noteSent(channel, 64 * 1024);
     await tick(250);
     expect(redis.calls).toBe(1);
@@ -157,7 +152,7 @@ describe('ReplyStreamWriter behind a closed gate', () => {
       );
       redis.omem.set(replySubscriberNameFor('gw-1'), 5000);
       await writer.send({ kind: 'delta', choice: 0, content: 'x'.repeat(64 * 1024) });
-      await until(() => monitor.gateOf(channel) !== null);
+      await waitFor('a gate on the channel', () => monitor.gateOf(channel) !== null, TIMER_WAIT_MS);
       const held = writer.send({ kind: 'delta', choice: 0, content: 'next' });
       await writer.flush();
       const before = published.length;

@@ -2,21 +2,12 @@ import { GatewayError, REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
 import { asResponsesError, toChatRequest } from './chat-request.translator';
 import { validateResponsesRequest } from './responses-request.validator';
 import type { ConversationItem } from './responses.types';
+import { refusal } from '@mgw/testing';
 
 const translate = (body: Record<string, unknown>, items?: ConversationItem[]) => {
   const request = validateResponsesRequest({ model: 'm', input: 'x', ...body });
   return toChatRequest(request, items ?? (request.input as ConversationItem[]), REQUEST_SIZE_CEILINGS);
 };
-
-function refusal(run: () => unknown): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('accepted');
-}
 
 describe('toChatRequest', () => {
   it('maps instructions, developer, function calls and their outputs to chat messages', () => {

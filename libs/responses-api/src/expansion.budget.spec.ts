@@ -1,7 +1,7 @@
-import { GatewayError } from '@mgw/contracts';
 import { resolveInput } from './conversation';
 import { ExpansionBudget, type ExpansionLimits } from './expansion.budget';
 import type { ConversationItem, InputItem } from './responses.types';
+import { refusal } from '@mgw/testing';
 
 const LIMITS: ExpansionLimits = { bytes: 1000, textChars: 500, imageParts: 3, imageBytes: 300, messages: 10 };
 
@@ -18,16 +18,6 @@ const image = (bytes: number): ConversationItem => ({
   role: 'user',
   content: [{ type: 'input_image', image_url: 'd'.repeat(bytes) }],
 });
-
-function refusal(work: () => unknown): GatewayError {
-  try {
-    work();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('not refused');
-}
 
 describe('ExpansionBudget', () => {
   it('accepts up to each limit and refuses the item that passes it, naming the param and the limit', () => {

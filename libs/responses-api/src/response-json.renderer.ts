@@ -4,7 +4,7 @@ import {
   type ImageDoneMessage,
   type ToolCallMessage,
 } from '@mgw/contracts';
-import type { JsonRenderer, StreamRenderer } from '@mgw/session';
+import { BoundedJsonRenderer, type StreamRenderer } from '@mgw/session';
 import { inResponsesWords } from './chat-request.translator';
 import { MAX_RESPONSE_CHARS, ResponseOutput, type ResponseBase } from './response-output';
 import type { ResponseObject } from './responses.types';
@@ -19,44 +19,26 @@ function tooLarge(): GatewayError {
 }
 
 /**
- * A non-streaming response: the replies collected into one response object. An answer past its bound is
- * refused at once (`refuse`: the session answers 502 and stops the job). With `keep` (a stored response)
- * the response is kept before it is answered, so the client can fetch it as soon as it has it.
+ * A non-streaming response: the replies collected into one response object, refused at once past its bound
+ * and kept before it is answered with `keep` (a stored response), as `BoundedJsonRenderer` does.
  */
-export class ResponseJsonRenderer implements JsonRenderer<ResponseObject> {
-  private whole = true;
-  private readonly output: ResponseOutput;
-
+export class ResponseJsonRenderer extends BoundedJsonRenderer<ResponseObject> {
   constructor(
     base: ResponseBase,
-    private readonly refuse: (error: GatewayError) => void,
-    private readonly keep: ((response: ResponseObject) => Promise<void>) | null = null,
+    refuse: (error: GatewayError) => void,
+    keep: ((response: ResponseObject) => Promise<void>) | null = null,
   ) {
-    this.output = new ResponseOutput(base);
-  }
-
-  delta(_choice: number, content: string): void {
-    if (this.whole && !this.output.text(content)) this.tooLarge();
-  }
-
-  toolCall(piece: ToolCallMessage): void {
-    if (this.whole && !this.output.toolCall(piece)) this.tooLarge();
-  }
-
-  image(): void {}
-
-  done(message: ChatDoneMessage | ImageDoneMessage): ResponseObject | Promise<ResponseObject> {
-    const response = this.output.finish(message as ChatDoneMessage);
-    if (this.keep === null) return response;
-    return this.keep(response).then(
-      () => response,
-      () => response,
+    const output = new ResponseOutput(base);
+    super(
+      {
+        add: (_choice, content) => output.text(content),
+        addToolCall: (piece) => output.toolCall(piece),
+        finish: (done) => output.finish(done),
+        tooLarge,
+      },
+      refuse,
+      keep,
     );
-  }
-
-  private tooLarge(): void {
-    this.whole = false;
-    this.refuse(tooLarge());
   }
 }
 

@@ -46,8 +46,8 @@ export interface OutputEvents {
 
 /**
  * A response object at `status`, with the output given. One literal, in the order OpenAI writes the fields:
- * every response then has the same shape, where spreading the echo and overriding it built each one through
- * a chain of shape changes (20 µs a response, the most of any step of a non-streaming answer's rendering).
+ * every response has the same shape, where spreading the echo and overriding it would build each one through
+ * a chain of shape changes, on the path of every answer.
  */
 export function responseObject(
   base: ResponseBase,

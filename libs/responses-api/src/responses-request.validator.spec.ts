@@ -1,15 +1,5 @@
-import { GatewayError } from '@mgw/contracts';
 import { validateResponsesRequest } from './responses-request.validator';
-
-function refusal(body: unknown): GatewayError {
-  try {
-    validateResponsesRequest(body);
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('accepted');
-}
+import { refusal } from '@mgw/testing';
 
 describe('validateResponsesRequest', () => {
   it('takes a string input as one user message, with OpenAI defaults', () => {
@@ -74,7 +64,7 @@ describe('validateResponsesRequest', () => {
     [{ input: 'x', background: true, store: false }, 'background'],
     [{ input: new Array(5000).fill('x') }, 'input'],
   ])('refuses %j naming %s', (body, param) => {
-    const error = refusal({ model: 'm', ...body });
+    const error = refusal(() => validateResponsesRequest({ model: 'm', ...body }));
     expect(error.status).toBe(400);
     expect(error.param).toBe(param);
   });

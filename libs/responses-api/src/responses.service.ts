@@ -1,14 +1,16 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { estimateChatTokens, type Principal } from '@mgw/access';
+import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { assertChatParametersSupported, CHAT_LIMITS, type RequestSizeLimits } from '@mgw/contracts';
+import { CHAT_LIMITS, type RequestSizeLimits } from '@mgw/contracts';
 import { ReplyClients } from '@mgw/http';
 import { GatewayMetrics } from '@mgw/observability';
 import {
   AdmissionService,
+  chatSessionRequest,
   ModelResolver,
   RequestSessions,
+  streamResumeChoice,
   type Delivery,
   type RenderContext,
   type SessionRequest,
@@ -22,14 +24,6 @@ import { ResponseJsonRenderer, ResponseRecorder } from './response-json.renderer
 import { responseIdFor, responseObject, type ResponseBase } from './response-output';
 import type { ConversationItem, ResponseObject, ResponsesRequest } from './responses.types';
 import { StoredResponses } from './stored/stored-responses.service';
-
-/** A client's choice about resuming its stream (`x-stream-resume`, as for chat completions). */
-function streamResumeChoice(reply: FastifyReply): 'on' | 'off' | undefined {
-  const value = reply.request.headers['x-stream-resume'];
-  if (typeof value !== 'string') return undefined;
-  const choice = value.trim().toLowerCase();
-  return choice === 'on' || choice === 'off' ? choice : undefined;
-}
 
 /**
  * `POST /v1/responses`, the Responses API front-end: the body (validated on the plain object) becomes the
@@ -92,23 +86,20 @@ export class ResponsesService {
     const origins: number[] = [];
     const chat = toChatRequest(request, [...history, ...input], this.limits, origins);
     for (const type of request.hostedTools) this.metrics.hostedToolDropped(type);
-    const session: SessionRequest<'chat'> = {
-      kind: 'chat',
+    const session = chatSessionRequest(chat, this.config.tpmDefaultMaxTokens, {
       requestId,
       principal,
-      model: request.model,
-      request: chat,
-      tokenEstimate: estimateChatTokens(chat, this.config.tpmDefaultMaxTokens),
-      checkModel: (model) => assertChatParametersSupported(chat, model),
       // The prompt is the conversation: a chain whose stored history is too long is refused as its input.
       promptParam: 'input',
       urlPartName: responsesPartName(request, history.length, origins),
-      ...(request.stream && { resume: request.background ? 'on' : streamResumeChoice(reply) }),
+      ...(request.stream && {
+        resume: request.background ? 'on' : streamResumeChoice(reply.request.headers),
+      }),
       // A response to store is finished and kept even when its client leaves; a background one also runs on
       // without this gateway (a drain or a crash lets go of it; its stream resumes on another replica).
       ...(request.store && !request.stream && { outlivesClient: true }),
       ...(request.background && { background: true }),
-    };
+    });
     const base = (context: RenderContext): ResponseBase => ({
       requestId,
       model: context.model,

@@ -1,6 +1,8 @@
 export * from './admission/admission-hold';
 export * from './admission/admission.service';
 export * from './admission/key-invalidation.listener';
+export * from './bounded-json.renderer';
+export * from './chat-session.request';
 export * from './client/session-client.port';
 export * from './lifecycle/gateway-shutdown';
 export * from './machine/session.machine';
@@ -13,6 +15,7 @@ export * from './request-session';
 export * from './request-sessions';
 export * from './resume/stream-log.store';
 export * from './resume/stream-meta.reader';
+export * from './resume/stream-resume.header';
 export * from './resume/stream-resumer.service';
 export * from './session-request.types';
 export * from './session.module';

@@ -9,7 +9,7 @@ import { accessProviders } from './admission/access.providers';
 import { AdmissionService } from './admission/admission.service';
 import { KeyInvalidationListener } from './admission/key-invalidation.listener';
 import { GatewayShutdown } from './lifecycle/gateway-shutdown';
-import { GatewayRegistryClient, modelDirectoryProvider } from './models/model-directory.provider';
+import { GatewayRegistryClient, modelDirectoryProvider } from './models/gateway-registry.client';
 import { ModelResolver } from './models/model.resolver';
 import { ControlPublisher } from './queue/control.publisher';
 import { GatewayJobProducer } from './queue/job-producer.provider';

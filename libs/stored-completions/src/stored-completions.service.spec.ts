@@ -1,8 +1,9 @@
 import type { Principal } from '@mgw/access';
-import { GatewayError, type ChatCompletion } from '@mgw/contracts';
+import { type ChatCompletion } from '@mgw/contracts';
 import type { StoredCompletionStore } from './stored-completion.store';
 import type { StoredRecord } from './stored-completion.reader';
 import { StoredCompletions } from './stored-completions.service';
+import { refusalOf } from '@mgw/testing';
 
 const principal: Principal = {
   keyId: 'key_000000000000000000000001',
@@ -41,21 +42,12 @@ function serviceWith(store: Partial<Record<keyof StoredCompletionStore, jest.Moc
   return new StoredCompletions(store as unknown as StoredCompletionStore);
 }
 
-async function refusal(work: Promise<unknown>): Promise<GatewayError> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  if (!(error instanceof GatewayError)) throw new Error(`expected a GatewayError, got ${String(error)}`);
-  return error;
-}
-
 describe('StoredCompletions', () => {
   it('answers a stored completion with its metadata, and 404 for one the key does not have', async () => {
     const get = jest.fn().mockResolvedValueOnce(record).mockResolvedValueOnce(null);
     const service = serviceWith({ get });
     expect(await service.retrieve(principal, id)).toEqual({ ...completion, metadata: { a: 'b' } });
-    const error = await refusal(service.retrieve(principal, id));
+    const error = await refusalOf(service.retrieve(principal, id));
     expect(error.status).toBe(404);
     expect(error.toBody().error).toMatchObject({ type: 'invalid_request_error', code: 'not_found' });
     expect(get).toHaveBeenCalledWith(principal.keyId, id);
@@ -69,14 +61,14 @@ describe('StoredCompletions', () => {
       (s: StoredCompletions) => s.update(principal, '../x', {}),
       (s: StoredCompletions) => s.messages(principal, 'x', {}),
     ]) {
-      expect((await refusal(call(serviceWith({ get })))).status).toBe(400);
+      expect((await refusalOf(call(serviceWith({ get })))).status).toBe(400);
     }
     expect(get).not.toHaveBeenCalled();
   });
 
   it('turns a store that cannot be reached into a 503, never a 500', async () => {
     const service = serviceWith({ get: jest.fn().mockRejectedValue(new Error('ECONNREFUSED')) });
-    expect((await refusal(service.retrieve(principal, id))).status).toBe(503);
+    expect((await refusalOf(service.retrieve(principal, id))).status).toBe(503);
   });
 
   it('pages as OpenAI does: first_id, last_id, has_more; an unknown `after` is a 400 naming it', async () => {
@@ -111,7 +103,7 @@ describe('StoredCompletions', () => {
       principal.keyId,
       expect.objectContaining({ limit: 20, order: 'asc' }),
     );
-    const error = await refusal(service.list(principal, { after: 'chatcmpl-gone0000' }));
+    const error = await refusalOf(service.list(principal, { after: 'chatcmpl-gone0000' }));
     expect(error.status).toBe(400);
     expect(error.param).toBe('after');
   });
@@ -121,11 +113,11 @@ describe('StoredCompletions', () => {
     const service = serviceWith({ messages });
     await service.messages(principal, id, { after: `${id}-3`, order: 'desc', limit: 5 });
     expect(messages).toHaveBeenCalledWith(principal.keyId, id, { afterIndex: 3, limit: 5, order: 'desc' });
-    expect((await refusal(service.messages(principal, id, { after: 'chatcmpl-other000-3' }))).param).toBe(
+    expect((await refusalOf(service.messages(principal, id, { after: 'chatcmpl-other000-3' }))).param).toBe(
       'after',
     );
     messages.mockResolvedValueOnce(null);
-    expect((await refusal(service.messages(principal, id, {}))).status).toBe(404);
+    expect((await refusalOf(service.messages(principal, id, {}))).status).toBe(404);
   });
 
   it('clears metadata on null, and deletes with OpenAI’s deleted object', async () => {
@@ -139,7 +131,7 @@ describe('StoredCompletions', () => {
       object: 'chat.completion.deleted',
       deleted: true,
     });
-    expect((await refusal(service.delete(principal, id))).status).toBe(404);
+    expect((await refusalOf(service.delete(principal, id))).status).toBe(404);
   });
 
   it('logs a failed save instead of failing the request that asked for it', async () => {

@@ -1,5 +1,6 @@
 import { ConfigError, parseCatalog, type Catalog } from '@mgw/config';
 import { selectServedModels } from './served-models';
+import { refusal } from '@mgw/testing';
 
 const PATH = 'deploy/test-catalog.json';
 
@@ -18,16 +19,6 @@ const catalog = catalogOf(
   model('image-b', 'image'),
   model('chat-c', 'chat'),
 );
-
-function refusal(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 const ids = (models: { id: string }[]) => models.map((m) => m.id);
 
@@ -67,7 +58,7 @@ describe('selectServedModels', () => {
         const other = kind === 'chat' ? 'image' : 'chat';
         const onlyOther = catalogOf(model('other-1', other), model('other-2', other));
 
-        const error = refusal(() => selectServedModels(onlyOther, kind, []));
+        const error = refusal(() => selectServedModels(onlyOther, kind, []), ConfigError);
         expect(error.problems).toHaveLength(1);
         expect(error.problems[0]).toContain(PATH);
         expect(error.problems[0]).toContain(kind);
@@ -82,7 +73,7 @@ describe('selectServedModels', () => {
     });
 
     it('refuses an id the catalog does not declare, naming WORKER_MODELS, the id and the catalog', () => {
-      const error = refusal(() => selectServedModels(catalog, 'chat', ['chat-a', 'gpt-4']));
+      const error = refusal(() => selectServedModels(catalog, 'chat', ['chat-a', 'gpt-4']), ConfigError);
 
       expect(error.problems).toHaveLength(1);
       expect(error.problems[0]).toContain('WORKER_MODELS');
@@ -92,13 +83,13 @@ describe('selectServedModels', () => {
     });
 
     it('matches ids exactly (case-sensitive)', () => {
-      const error = refusal(() => selectServedModels(catalog, 'chat', ['CHAT-A']));
+      const error = refusal(() => selectServedModels(catalog, 'chat', ['CHAT-A']), ConfigError);
 
       expect(error.problems[0]).toContain('"CHAT-A"');
     });
 
     it('refuses a model of the other kind, naming WORKER_MODELS, the id and both kinds', () => {
-      const error = refusal(() => selectServedModels(catalog, 'chat', ['image-a']));
+      const error = refusal(() => selectServedModels(catalog, 'chat', ['image-a']), ConfigError);
 
       expect(error.problems).toHaveLength(1);
       expect(error.problems[0]).toContain('WORKER_MODELS');
@@ -108,15 +99,16 @@ describe('selectServedModels', () => {
     });
 
     it('refuses a chat model for an image worker', () => {
-      const error = refusal(() => selectServedModels(catalog, 'image', ['image-a', 'chat-b']));
+      const error = refusal(() => selectServedModels(catalog, 'image', ['image-a', 'chat-b']), ConfigError);
 
       expect(error.problems).toHaveLength(1);
       expect(error.problems[0]).toContain('"chat-b"');
     });
 
     it('reports every bad id at once', () => {
-      const error = refusal(() =>
-        selectServedModels(catalog, 'chat', ['missing-1', 'chat-a', 'image-b', 'missing-2']),
+      const error = refusal(
+        () => selectServedModels(catalog, 'chat', ['missing-1', 'chat-a', 'image-b', 'missing-2']),
+        ConfigError,
       );
 
       expect(error.problems).toHaveLength(3);
@@ -128,7 +120,7 @@ describe('selectServedModels', () => {
     it('refuses when the catalog has no model of the kind at all', () => {
       const imagesOnly = catalogOf(model('image-a', 'image'));
 
-      const error = refusal(() => selectServedModels(imagesOnly, 'chat', ['image-a']));
+      const error = refusal(() => selectServedModels(imagesOnly, 'chat', ['image-a']), ConfigError);
       expect(error.problems[0]).toContain('WORKER_MODELS');
     });
 

@@ -122,9 +122,9 @@ function isPlainRecord(value: unknown): value is Record<string, unknown> {
  * fields are deleted instead). Never a refusal: a list this does not accept is validated by class-validator,
  * which words every error as it always has. A list of tool-loop messages is left to it too.
  *
- * class-validator costs ~10 µs per object it visits (it collects the class's metadata anew for each), and
- * class-transformer as much to build one: ~100 ms for 4096 messages before their content is looked at.
- * Here a message costs a few property reads, and its content as much per part.
+ * class-validator collects a class's metadata anew for each object it visits, and class-transformer builds
+ * each object first: for a long conversation that outweighs everything else done with its messages. Here a
+ * message costs a few property reads, and its content as much per part.
  */
 function messagesValidAsSent(messages: unknown, unknownFields: UnknownFields): boolean {
   if (!Array.isArray(messages) || messages.length < CHAT_LIMITS.messages.min) return false;

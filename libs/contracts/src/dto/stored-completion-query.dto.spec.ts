@@ -1,4 +1,3 @@
-import { GatewayError } from '../errors/gateway-error';
 import {
   parseCompletionId,
   parseStoredCompletionListQuery,
@@ -7,16 +6,7 @@ import {
   StoredCompletionUpdateDto,
 } from './stored-completion-query.dto';
 import { validateDto } from './validate-dto';
-
-function refusal(work: () => unknown): GatewayError {
-  try {
-    work();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
-}
+import { refusal } from '@mgw/testing';
 
 const pairs = (count: number) => Object.fromEntries(Array.from({ length: count }, (_, i) => [`k${i}`, 'v']));
 

@@ -6,8 +6,8 @@ import type { ModelKind } from '../model-types';
  */
 
 /**
- * How names are laid out. On one node (or a Sentinel-managed one) every key is in one keyspace and names stay
- * as they always were. On a Redis Cluster a script or MULTI may only touch keys of one slot, so the keys that
+ * How names are laid out. On one node (or a Sentinel-managed one) every key is in one keyspace and names carry
+ * no hash tag. On a Redis Cluster a script or MULTI may only touch keys of one slot, so the keys that
  * are used together carry the same hash tag (`{…}`, the only part Redis hashes): a model's queue with its
  * admission keys and upstream slots, an API key's limits with its usage, the key store's records — while
  * different models and different API keys hash apart and so spread over the masters.

@@ -8,6 +8,7 @@ import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constant
 import { Auth, authPolicyOf, authPolicyOfHandler } from './auth-policy.decorator';
 import { principalOf } from './request-principal';
 import { hashApiKey, RequestAuthenticator } from './request.authenticator';
+import { refusal } from '@mgw/testing';
 
 const GOOD_KEY = 'sk-good-key-123';
 
@@ -85,16 +86,6 @@ function contextFor(
   return { context, readHeaders };
 }
 
-function refusal(guard: RouteCheck, context: ExecutionContext): GatewayError {
-  try {
-    void guard.canActivate(context);
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected the guard to refuse the request');
-}
-
 function expectMissingKey(error: GatewayError): void {
   expect(error.status).toBe(401);
   expect(error.type).toBe('invalid_request_error');
@@ -136,7 +127,7 @@ describe('RequestAuthenticator by route policy', () => {
 
       expect(guard.canActivate(contextFor(`Bearer ${GOOD_KEY}`).context)).toBe(true);
       expect(guard.canActivate(contextFor('Bearer sk-other-key-456').context)).toBe(true);
-      expectInvalidKey(refusal(guard, contextFor('Bearer sk-third-key-789').context));
+      expectInvalidKey(refusal(() => guard.canActivate(contextFor('Bearer sk-third-key-789').context)));
     });
 
     it('accepts a configured key of the longest allowed length (512 characters)', () => {
@@ -144,7 +135,7 @@ describe('RequestAuthenticator by route policy', () => {
       guard = guardFor(loadGatewayConfig({ GATEWAY_API_KEYS: longKey, NODE_ENV: 'test' }));
 
       expect(guard.canActivate(contextFor(`Bearer ${longKey}`).context)).toBe(true);
-      expectInvalidKey(refusal(guard, contextFor(`Bearer ${longKey}x`).context));
+      expectInvalidKey(refusal(() => guard.canActivate(contextFor(`Bearer ${longKey}x`).context)));
     });
 
     it.each([
@@ -153,7 +144,7 @@ describe('RequestAuthenticator by route policy', () => {
       ['a whitespace-only header', '   '],
       ['a tab-only header', '\t'],
     ])('refuses %s as a missing API key (401, code null)', (_what, authorization) => {
-      expectMissingKey(refusal(guard, contextFor(authorization).context));
+      expectMissingKey(refusal(() => guard.canActivate(contextFor(authorization).context)));
     });
 
     it.each([
@@ -172,16 +163,16 @@ describe('RequestAuthenticator by route policy', () => {
       ['a 5000-character key', `Bearer ${'k'.repeat(5000)}`],
       ['a 5000-character key that starts with the good key', `Bearer ${GOOD_KEY}${'k'.repeat(4985)}`],
     ])('refuses %s as an invalid API key (401 invalid_api_key)', (_what, authorization) => {
-      expectInvalidKey(refusal(guard, contextFor(authorization).context));
+      expectInvalidKey(refusal(() => guard.canActivate(contextFor(authorization).context)));
     });
 
     it('applies to an undecorated handler of an undecorated controller', () => {
-      expectMissingKey(refusal(guard, contextFor(undefined).context));
+      expectMissingKey(refusal(() => guard.canActivate(contextFor(undefined).context)));
     });
 
     it("applies to a handler decorated with @Auth('required')", () => {
       const { context } = contextFor(undefined, PolicyController.prototype.chat, PolicyController);
-      expectMissingKey(refusal(guard, context));
+      expectMissingKey(refusal(() => guard.canActivate(context)));
     });
   });
 
@@ -212,7 +203,7 @@ describe('RequestAuthenticator by route policy', () => {
     it('is overridden by a handler-level policy', () => {
       const { context } = contextFor(undefined, PublicController.prototype.secret, PublicController);
 
-      expectMissingKey(refusal(guard, context));
+      expectMissingKey(refusal(() => guard.canActivate(context)));
     });
   });
 
@@ -221,12 +212,17 @@ describe('RequestAuthenticator by route policy', () => {
       expect(config.modelsRequireAuth).toBe(true);
 
       expectMissingKey(
-        refusal(guard, contextFor(undefined, PolicyController.prototype.models, PolicyController).context),
+        refusal(() =>
+          guard.canActivate(
+            contextFor(undefined, PolicyController.prototype.models, PolicyController).context,
+          ),
+        ),
       );
       expectInvalidKey(
-        refusal(
-          guard,
-          contextFor('Bearer wrong-key-1', ModelsController.prototype.list, ModelsController).context,
+        refusal(() =>
+          guard.canActivate(
+            contextFor('Bearer wrong-key-1', ModelsController.prototype.list, ModelsController).context,
+          ),
         ),
       );
       expect(
@@ -260,9 +256,11 @@ describe('RequestAuthenticator by route policy', () => {
         loadGatewayConfig({ GATEWAY_API_KEYS: GOOD_KEY, NODE_ENV: 'test', MODELS_REQUIRE_AUTH: 'false' }),
       );
 
-      expectMissingKey(refusal(guard, contextFor(undefined).context));
+      expectMissingKey(refusal(() => guard.canActivate(contextFor(undefined).context)));
       expectMissingKey(
-        refusal(guard, contextFor(undefined, PolicyController.prototype.chat, PolicyController).context),
+        refusal(() =>
+          guard.canActivate(contextFor(undefined, PolicyController.prototype.chat, PolicyController).context),
+        ),
       );
     });
   });

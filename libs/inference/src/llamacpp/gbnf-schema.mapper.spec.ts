@@ -1,17 +1,7 @@
-import { GatewayError } from '@mgw/contracts';
 import { toGbnfJsonSchema } from './gbnf-schema.mapper';
+import { refusal } from '@mgw/testing';
 
 const PARAM = 'response_format.json_schema.schema';
-
-function refusal(schema: Record<string, unknown>): GatewayError {
-  try {
-    toGbnfJsonSchema(schema, PARAM);
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('not refused');
-}
 
 describe('toGbnfJsonSchema', () => {
   it('keeps the supported subset and drops annotations', () => {
@@ -97,7 +87,7 @@ describe('toGbnfJsonSchema', () => {
     [{ enum: ['a'], minLength: 1 }, `${PARAM}.minLength`],
     [{ type: 'date' }, `${PARAM}.type`],
   ])('refuses %j with a 400 naming %s', (schema, where) => {
-    const error = refusal(schema);
+    const error = refusal(() => toGbnfJsonSchema(schema, PARAM));
     expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', param: PARAM });
     expect(error.message.startsWith(`${where}: `)).toBe(true);
     expect(error.message).toContain('subset of JSON Schema');
@@ -125,6 +115,6 @@ describe('toGbnfJsonSchema', () => {
       },
       additionalProperties: false,
     });
-    expect(refusal(read).message).toContain('properties.file_path.pattern');
+    expect(refusal(() => toGbnfJsonSchema(read, PARAM)).message).toContain('properties.file_path.pattern');
   });
 });

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { GatewayError } from '@mgw/contracts';
 import type { ChatInferenceEvent } from '../chat-backend.interface';
 import { countPromptTokens, countTextTokens } from '../text/token-count';
 import { ChatStreamReader } from './chat-stream.reader';
+import { refusalOf } from '@mgw/testing';
 
 const messages = [{ role: 'user' as const, content: 'Hi there' }];
 const data = (choices: unknown[], extra: Record<string, unknown> = {}) =>
@@ -16,16 +16,6 @@ const content = (index: number, text: string, finish: string | null = null) => (
 async function read(n: number, events: string[]): Promise<ChatInferenceEvent[]> {
   const reader = new ChatStreamReader({ n, messages });
   return [...events.flatMap((event) => reader.readEvent(event)), ...(await reader.end())];
-}
-
-async function errorOf(run: () => unknown): Promise<GatewayError> {
-  try {
-    await run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GatewayError);
-    return error as GatewayError;
-  }
-  throw new Error('expected a GatewayError');
 }
 
 describe('ChatStreamReader', () => {
@@ -88,13 +78,13 @@ describe('ChatStreamReader', () => {
 
   it('accepts a stream without [DONE] once every choice finished, but not one cut short', async () => {
     expect((await read(1, [data([content(0, 'ok', 'stop')])])).at(-1)).toMatchObject({ type: 'usage' });
-    const error = await errorOf(() => read(1, [data([content(0, 'partial')])]));
+    const error = await refusalOf(() => read(1, [data([content(0, 'partial')])]));
     expect(error).toMatchObject({ status: 502, code: 'upstream_protocol_error' });
     expect(error.message).toBe('The upstream model server ended the stream before it was complete.');
   });
 
   it('says so when the upstream returned fewer choices than asked for', async () => {
-    expect((await errorOf(() => read(3, [data([content(0, 'only one', 'stop')]), '[DONE]']))).message).toBe(
+    expect((await refusalOf(() => read(3, [data([content(0, 'only one', 'stop')]), '[DONE]']))).message).toBe(
       'The upstream model server returned 1 of 3 choices (it may not support n).',
     );
   });
@@ -106,7 +96,7 @@ describe('ChatStreamReader', () => {
           'engine crashed talking to http://10.1.2.3:8000/internal with sk-secret-abc123def456\n    at step (/srv/engine.js:1:1)',
       },
     });
-    const error = await errorOf(() => read(1, [data([content(0, 'par')]), event]));
+    const error = await refusalOf(() => read(1, [data([content(0, 'par')]), event]));
     expect(error).toMatchObject({ status: 502, code: 'upstream_error' });
     expect(error.message).toBe(
       'The upstream model server failed during generation: engine crashed talking to [url] with [secret]',
@@ -114,18 +104,18 @@ describe('ChatStreamReader', () => {
   });
 
   it('refuses choice indexes outside n and malformed events', async () => {
-    expect((await errorOf(() => read(1, [data([content(1, 'x')])]))).message).toContain(
+    expect((await refusalOf(() => read(1, [data([content(1, 'x')])]))).message).toContain(
       'sent choice 1 for a request of 1',
     );
-    expect((await errorOf(() => read(1, ['{not json']))).code).toBe('upstream_protocol_error');
-    expect((await errorOf(() => read(1, ['[1,2]']))).code).toBe('upstream_protocol_error');
-    expect((await errorOf(() => read(1, [data('x' as unknown as unknown[])]))).code).toBe(
+    expect((await refusalOf(() => read(1, ['{not json']))).code).toBe('upstream_protocol_error');
+    expect((await refusalOf(() => read(1, ['[1,2]']))).code).toBe('upstream_protocol_error');
+    expect((await refusalOf(() => read(1, [data('x' as unknown as unknown[])]))).code).toBe(
       'upstream_protocol_error',
     );
   });
 
   it('turns an error event into a 502 carrying the upstream message', async () => {
-    const error = await errorOf(() =>
+    const error = await refusalOf(() =>
       read(1, [data([content(0, 'a')]), JSON.stringify({ error: { message: 'OOM' } })]),
     );
     expect(error).toMatchObject({ status: 502, code: 'upstream_error' });
@@ -267,7 +257,7 @@ describe('ChatStreamReader', () => {
     });
 
     it('refuses a piece of an unknown call without id or name, and arguments that are not a string', async () => {
-      const unnamed = await errorOf(() =>
+      const unnamed = await refusalOf(() =>
         read(1, [data([toolDelta([{ index: 0, function: { arguments: '{}' } }])])]),
       );
       expect(unnamed).toMatchObject({ status: 502, code: 'upstream_protocol_error' });
@@ -276,23 +266,26 @@ describe('ChatStreamReader', () => {
       );
       expect(
         (
-          await errorOf(() =>
+          await refusalOf(() =>
             read(1, [data([toolDelta([{ index: 0, id: 'c', function: { arguments: '{}' } }])])]),
           )
         ).code,
       ).toBe('upstream_protocol_error');
-      const objectArguments = await errorOf(() =>
+      const objectArguments = await refusalOf(() =>
         read(1, [data([toolDelta([{ index: 0, id: 'c', function: { name: 'f', arguments: { a: 1 } } }])])]),
       );
       expect(objectArguments.message).toBe(
         'The upstream model server sent tool call arguments that are not a string.',
       );
-      expect((await errorOf(() => read(1, [data([toolDelta('x' as unknown as unknown[])])]))).code).toBe(
+      expect((await refusalOf(() => read(1, [data([toolDelta('x' as unknown as unknown[])])]))).code).toBe(
         'upstream_protocol_error',
       );
       expect(
-        (await errorOf(() => read(1, [data([toolDelta([{ index: -1, id: 'c', function: { name: 'f' } }])])])))
-          .code,
+        (
+          await refusalOf(() =>
+            read(1, [data([toolDelta([{ index: -1, id: 'c', function: { name: 'f' } }])])]),
+          )
+        ).code,
       ).toBe('upstream_protocol_error');
     });
 
@@ -406,7 +399,7 @@ describe('ChatStreamReader', () => {
       ]) {
         expect(
           (
-            await errorOf(() =>
+            await refusalOf(() =>
               read(1, [data([{ index: 0, delta: { content: 'a' }, logprobs, finish_reason: null }])]),
             )
           ).code,

@@ -9,6 +9,7 @@ import {
   type PoolUpstream,
   type UpstreamSlot,
 } from './upstream-pool';
+import { waitFor } from '@mgw/testing';
 
 /** A subscriber connection shared by the pools of one test "process", as the worker's PubSubDispatcher is. */
 class Channel implements PoolChannel {
@@ -230,13 +231,13 @@ describe('UpstreamPool (real Redis)', () => {
     expect(one.ready).toBe(false);
     await expect(one.acquire(signal)).resolves.toBeNull();
     await expect(collectError(one)).resolves.toMatchObject({ status: 503, code: 'upstream_unavailable' });
-    await waitUntil(() => !two.ready);
+    await waitFor('the second pool to be unready', () => !two.ready, 5000);
     expect(readiness).toEqual([false]);
 
     answering = true;
     // Each upstream comes back with its own probe: ready (one up) can come a moment before both are.
     const bothUp = (pool: UpstreamPool) => pool.stateOf(0) === 'up' && pool.stateOf(1) === 'up';
-    await waitUntil(() => bothUp(one) && bothUp(two));
+    await waitFor('both upstreams up in both pools', () => bothUp(one) && bothUp(two), 5000);
     expect([two.stateOf(0), two.stateOf(1)]).toEqual(['up', 'up']);
     expect(readiness).toEqual([false, true]);
   });
@@ -475,14 +476,14 @@ describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
     const startedAt = Date.now();
     const { redis } = await processWith(upstreams, { loadIntervalMs: 100 }, observer);
     await processWith(upstreams, { loadIntervalMs: 100 }, observer);
-    await waitUntil(() => reads >= 6);
+    await waitFor('six load reads', () => reads >= 6, 5000);
     // Two processes, one reader per interval: never two reads of one interval.
     expect(reads).toBeLessThanOrEqual((Date.now() - startedAt) / 100 + 2);
     expect(await redis.hget(`${namespace}:upstream-load:m:a`, 'outside')).toBe('11');
     expect(loads).toContainEqual(['a', { running: 3, waiting: 8, kvCacheUsage: 0.25, outside: 11 }]);
     expect(loads.some(([upstream]) => upstream === 'b')).toBe(false);
     answering = false;
-    await waitUntil(() => loads.at(-1)?.[1] === null, 5000);
+    await waitFor('a load read that finds nothing', () => loads.at(-1)?.[1] === null, 5000);
   });
 });
 
@@ -503,12 +504,4 @@ async function collectError(pool: UpstreamPool): Promise<unknown> {
     return error;
   }
   return null;
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }

@@ -9,8 +9,8 @@ import { BoundedCache } from '../text/bounded-cache';
 
 const CHANNELS = 3;
 /**
- * Bound once: a global lookup inside the per-pixel loop is free in plain Node but costs ~200 ns under a
- * vm-sandboxed global (jest), which made a 1792×1024 frame 25× slower there.
+ * Bound once: a global lookup inside the per-pixel loop is free in plain Node but slow under a vm-sandboxed
+ * global (jest), where it would dominate the painting of a frame.
  */
 const sqrt = Math.sqrt;
 
@@ -120,7 +120,7 @@ export async function renderSimulatedPng(
   height: number,
 ): Promise<Buffer> {
   const raw = paintSimulatedImage(prompt, index, width, height);
-  // Unfiltered rows keep deflate's input simple: encoding is several times faster and the files stay small
+  // Unfiltered rows keep deflate's input simple: encoding stays cheap and the files stay small
   // because the picture is made of flat runs.
   return sharp(raw, { raw: { width, height, channels: CHANNELS } })
     .png({ compressionLevel: 6, adaptiveFiltering: false })

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import { PubSubDispatcher, type ChannelListener } from './pubsub.dispatcher';
+import { waitFor } from '@mgw/testing';
 
 class FakeSubscriber extends EventEmitter {
   status = 'ready';
@@ -166,7 +167,9 @@ describe('PubSubDispatcher on a Redis Cluster', () => {
     const start = Date.now();
     subscriber.emit('refresh');
     await waitFor(
+      'the channel subscribed on its new owner',
       () => subscriber.subscribedOn.has(NEW_OWNER) && subscriber.shardnumsub.at(-1) === NEW_OWNER,
+      2_000,
     );
     // 25 + 50 ms of back-off before the fourth check finds it subscribed.
     expect(Date.now() - start).toBeGreaterThanOrEqual(70);
@@ -184,7 +187,7 @@ describe('PubSubDispatcher on a Redis Cluster', () => {
     };
     subscriber.emit('refresh');
     subscriber.emit('refresh');
-    await waitFor(() => subscriber.shardnumsub.at(-1) === NEW_OWNER);
+    await waitFor('the channel on its new owner', () => subscriber.shardnumsub.at(-1) === NEW_OWNER, 2_000);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(subscriber.refreshSlotsCache).toHaveBeenCalledTimes(2);
   });
@@ -236,11 +239,3 @@ describe('PubSubDispatcher on a Redis Cluster', () => {
     expect(plain.ssubscribe).not.toHaveBeenCalled();
   });
 });
-
-async function waitFor(check: () => boolean, timeoutMs = 2_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}

@@ -1,7 +1,8 @@
-import { GatewayError, type ModelEntry, type ModelLookup } from '@mgw/contracts';
+import { type ModelEntry, type ModelLookup } from '@mgw/contracts';
 import type { Principal } from '@mgw/access';
 import type { ModelDirectory } from '@mgw/registry';
 import { ModelResolver } from './model.resolver';
+import { refusalOf } from '@mgw/testing';
 
 const entry = (overrides: Partial<ModelEntry> = {}): ModelEntry => ({
   id: 'm',
@@ -19,16 +20,6 @@ function resolverFor(lookup: ModelLookup): ModelResolver {
   return new ModelResolver(models as unknown as ModelDirectory);
 }
 
-async function errorOf(promise: Promise<unknown>): Promise<GatewayError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a GatewayError');
-}
-
 describe('ModelResolver', () => {
   it('resolves a live model without a start bound', async () => {
     const model = entry({ liveWorkers: 2, concurrency: 16, scaleToZero: { maxWaitMs: 5000 } });
@@ -36,7 +27,7 @@ describe('ModelResolver', () => {
   });
 
   it('refuses a declared model without workers at once: 503 model_unavailable', async () => {
-    const error = await errorOf(resolverFor({ state: 'unavailable', model: entry() }).resolve('m', 'chat'));
+    const error = await refusalOf(resolverFor({ state: 'unavailable', model: entry() }).resolve('m', 'chat'));
     expect([error.status, error.code]).toEqual([503, 'model_unavailable']);
   });
 
@@ -50,9 +41,9 @@ describe('ModelResolver', () => {
 
   it('still refuses the wrong kind and unknown ids before any queueing', async () => {
     const model = entry({ scaleToZero: { maxWaitMs: 45_000 } });
-    const wrong = await errorOf(resolverFor({ state: 'unavailable', model }).resolve('m', 'image'));
+    const wrong = await refusalOf(resolverFor({ state: 'unavailable', model }).resolve('m', 'image'));
     expect([wrong.status, wrong.code]).toEqual([400, 'model_type_mismatch']);
-    const unknown = await errorOf(resolverFor({ state: 'unknown' }).resolve('nope', 'chat'));
+    const unknown = await refusalOf(resolverFor({ state: 'unknown' }).resolve('nope', 'chat'));
     expect([unknown.status, unknown.code]).toEqual([404, 'model_not_found']);
   });
 
@@ -66,7 +57,7 @@ describe('ModelResolver', () => {
     ).resolves.toEqual({
       model,
     });
-    const refused = await errorOf(resolver.resolve('claude-sonnet-4-5', 'chat', scoped(['other'])));
+    const refused = await refusalOf(resolver.resolve('claude-sonnet-4-5', 'chat', scoped(['other'])));
     expect([refused.status, refused.code]).toEqual([404, 'model_not_found']);
   });
 });

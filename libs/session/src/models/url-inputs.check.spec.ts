@@ -1,10 +1,6 @@
-import {
-  GatewayError,
-  type ChatCompletionRequestDto,
-  type ModelEntry,
-  type UrlInputPolicy,
-} from '@mgw/contracts';
+import { type ChatCompletionRequestDto, type ModelEntry, type UrlInputPolicy } from '@mgw/contracts';
 import { checkUrlInputs } from './url-inputs.check';
+import { refusal } from '@mgw/testing';
 
 const model = (urlInputs?: UrlInputPolicy): ModelEntry => ({
   id: 'vision',
@@ -25,16 +21,6 @@ const conversation = (...urls: string[]) =>
     { role: 'user', content: 'Hello' },
     { role: 'user', content: [{ type: 'text', text: 'Look:' }, ...urls.map(image)] },
   ] as unknown as ChatCompletionRequestDto['messages'];
-
-function refusal(run: () => void): GatewayError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof GatewayError) return error;
-    throw error;
-  }
-  throw new Error('expected a refusal');
-}
 
 describe('checkUrlInputs', () => {
   it("refuses an internal URL under the default policy ('public'), naming the chat part", () => {

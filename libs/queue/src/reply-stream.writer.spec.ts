@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { MAX_REPLY_FRAME_MESSAGES, parseReplyFrame, replyProtocolVersionOf } from '@mgw/contracts';
 import { ReplyBatcher } from './reply.batcher';
-import { ReplyStreamWriter, type OutgoingReply } from './reply.publisher';
+import { ReplyStreamWriter, type OutgoingReply } from './reply-stream.writer';
 import { deferred, settle, type Deferred } from '../../../test/support/deferred';
 
 const CHANNEL = 'mgw:reply:gw-1';
