@@ -13,9 +13,9 @@ const LIBS_THROUGH_ALIAS = {
  * Which lib may import which: the house's arrows, one row per lib under libs/. Anything a row does not
  * name is refused, so a new arrow is a decision written here, not an accident. Read bottom-up: contracts
  * (the shared protocol) → config → redis (connections, scripts) → observability, access, queue → the
- * worker's side (inference, registry, worker) and the gateway's: HTTP plumbing (http) → the request core
- * (session) → the rooms on it (api-docs, stored-completions, the front-ends, admin, console-assets) → the
- * assembly (api). Apps wire whatever they need; tests and benches reach anything. `@mgw/testing` (test
+ * worker's side (inference → one lib per backend kind, registry → worker) and the gateway's: HTTP
+ * plumbing (http) → the request core (session) → the rooms on it (api-docs, stored-completions, the
+ * front-ends, admin, console-assets) → the assembly (api). Apps wire whatever they need; tests and benches reach anything. `@mgw/testing` (test
  * fixtures) is for specs only.
  */
 const BASE = ['contracts', 'config', 'observability'];
@@ -29,11 +29,29 @@ const ARROWS = {
   observability: ['contracts', 'config'],
   access: [...BASE, 'redis'],
   queue: [...BASE, 'redis'],
+  // The backends' common ground: their interfaces, the request mapper, text utilities, option reading and
+  // the upstream pool a backend may carry (the worker starts it and gates jobs on it).
   inference: [...BASE, 'redis', 'queue'],
+  // One lib per backend kind, each behind inference's interfaces with its provider's quirks inside; a
+  // backend never imports another.
+  'backend-openai': [...BASE, 'inference'],
+  'backend-llamacpp': [...BASE, 'inference'],
+  'backend-simulator': [...BASE, 'inference'],
   // What each backend kind honours is contracts' table (backend-parameters.ts), so the registry publishes a
   // model's parameters without loading the backends.
   registry: [...BASE, 'redis', 'queue'],
-  worker: [...BASE, 'redis', 'access', 'queue', 'inference', 'registry'],
+  // The worker builds a served model's backend by its kind (backend.factory.ts), so it alone sees them all.
+  worker: [
+    ...BASE,
+    'redis',
+    'access',
+    'queue',
+    'inference',
+    'backend-openai',
+    'backend-llamacpp',
+    'backend-simulator',
+    'registry',
+  ],
   http: [...BASE, 'access'],
   session: [...BASE, 'redis', 'access', 'queue', 'registry'],
   'api-docs': [...BASE, 'access', 'http'],

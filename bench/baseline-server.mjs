@@ -15,8 +15,17 @@ const dist = (path) => require(join(root, process.env.BENCH_DIST || 'dist', 'lib
 
 require('reflect-metadata');
 const Fastify = require('fastify');
-const { createChatBackend, createImageBackend, toChatInferenceRequest, toImageInferenceRequest } =
-  dist('inference/src/index.js');
+const { toChatInferenceRequest, toImageInferenceRequest } = dist('inference/src/index.js');
+// The backend factory's home since each backend kind is its own lib; an older build (BENCH_DIST) has it in
+// inference.
+const backendFactory = () => {
+  try {
+    return dist('worker/src/backend.factory.js');
+  } catch {
+    return dist('inference/src/index.js');
+  }
+};
+const { createChatBackend, createImageBackend } = backendFactory();
 // The chat front-end's home since libs/api was split into rooms; an older build (BENCH_DIST) has it there.
 const chatApi = (file) => {
   try {

@@ -25,7 +25,7 @@ const turns = Number(args.turns ?? 4);
 const systemWords = Number(args['system-words'] ?? 300);
 
 const { LlamaCppChatBackend } = require(
-  join(root, 'dist/libs/inference/src/llamacpp/llamacpp-chat.backend.js'),
+  join(root, 'dist/libs/backend-llamacpp/src/llamacpp-chat.backend.js'),
 );
 
 let dir = null;
@@ -41,7 +41,7 @@ if (modelPath === undefined) {
     platform: 'node',
     format: 'cjs',
     outfile: writer,
-    alias: { '@mgw/inference': join(root, 'dist/libs/inference/src/simulator/seeded-random.js') },
+    alias: { '@mgw/inference': join(root, 'dist/libs/inference/src/seeded-random.js') },
     logLevel: 'error',
   });
   modelPath = join(dir, 'tiny-llama.gguf');

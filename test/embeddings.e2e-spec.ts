@@ -1,6 +1,6 @@
 import { OpenAIEmbeddings } from '@langchain/openai';
 import OpenAI from 'openai';
-import { simulatedEmbedding } from '@mgw/inference';
+import { simulatedEmbedding } from '@mgw/backend-simulator';
 import { FakeOpenAIUpstream, type UpstreamRequest } from './support/fake-openai-upstream';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';

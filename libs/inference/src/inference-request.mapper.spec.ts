@@ -1,6 +1,5 @@
 import { ChatCompletionRequestDto, validateDto } from '@mgw/contracts';
 import { toChatInferenceRequest } from './inference-request.mapper';
-import { toUpstreamChatRequest } from './openai/openai-chat.backend';
 
 describe('toChatInferenceRequest', () => {
   it('treats a null message name as no name (found by the fuzz suite)', () => {
@@ -137,13 +136,5 @@ describe('toChatInferenceRequest: tools, formats, logprobs', () => {
       reasoning_effort: 'low',
       verbosity: 'low',
     });
-  });
-
-  it('keeps store and metadata (the gateway keeps stored completions) out of the upstream request', () => {
-    const request = parse({ store: true, metadata: { team: 'search' }, reasoning_effort: 'low' });
-    const upstream = toUpstreamChatRequest(request, 'upstream-model') as Record<string, unknown>;
-    expect(upstream).toMatchObject({ reasoning_effort: 'low' });
-    expect(upstream).not.toHaveProperty('store');
-    expect(upstream).not.toHaveProperty('metadata');
   });
 });

@@ -10,7 +10,11 @@ import { chatInferenceRequest } from '@mgw/testing';
 /** What the HTTP edge maps a request to; only `n` and `logprobs` matter to the forwarding under test. */
 let inference: ChatInferenceRequest;
 
-jest.mock('@mgw/inference', () => ({ toChatInferenceRequest: () => inference }));
+// The rest of the lib stays real: the backends this processor's module loads are built on it.
+jest.mock('@mgw/inference', () => ({
+  ...jest.requireActual<object>('@mgw/inference'),
+  toChatInferenceRequest: () => inference,
+}));
 
 function requestWith(fields: Partial<ChatInferenceRequest>): ChatInferenceRequest {
   return chatInferenceRequest({

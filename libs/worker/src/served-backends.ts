@@ -1,16 +1,13 @@
 import { Inject, Injectable, type LoggerService } from '@nestjs/common';
 import type { CatalogModel } from '@mgw/config';
 import type { ModelKind } from '@mgw/contracts';
+import type { BackendSettings, ChatBackend, EmbeddingBackend, ImageBackend } from '@mgw/inference';
 import {
   checkBackendOf,
   createChatBackend,
   createEmbeddingBackend,
   createImageBackend,
-  type BackendSettings,
-  type ChatBackend,
-  type EmbeddingBackend,
-  type ImageBackend,
-} from '@mgw/inference';
+} from './backend.factory';
 import { BACKEND_SETTINGS, SERVED_MODELS, WORKER_KIND, WORKER_LOGGER } from './worker.tokens';
 
 /** A served model with its backend, typed by kind so a chat processor never gets an image backend. */

@@ -1,7 +1,7 @@
 import { COMMON_CHAT_PARAMETERS } from './chat-parameter-support';
 
 /**
- * The catalog's backend kinds (`backend.kind`), one folder each in libs/inference. They are here, with
+ * The catalog's backend kinds (`backend.kind`), one lib each (libs/backend-<kind>). They are here, with
  * what each honours, so the registry publishes a model's parameters without loading the backends.
  */
 export const SIMULATOR_BACKEND_KIND = 'simulator';

@@ -1,0 +1,3 @@
+export * from './llamacpp.options';
+export * from './llamacpp-chat.backend';
+export * from './llamacpp-embedding.backend';
