@@ -158,9 +158,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private readonly timers: Partial<Record<TimerName, NodeJS.Timeout>> = {};
   private readonly deadlineMs: number;
 
-  /** The caller's outcome (see `run`), settled by the first of `resolve` and `fail`. */
+  /** The caller's outcome (see `run`), settled by the first of `resolve` and `fail` (then `settle` is null). */
   private readonly outcome: Promise<Outcome>;
-  private readonly settle: Settle;
+  private settle: Settle | null;
 
   constructor(
     private readonly deps: SessionDeps,
@@ -331,7 +331,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     // Every ending settles the caller: a background request's job is over; any other found its client gone.
     if (next !== null && next.name === 'ended') {
       if (this.delivery.mode === 'background') this.resolve(undefined);
-      else this.fail(GatewayError.clientClosed());
+      // Only when nothing settled it: an error captures a stack, too dear for every request that ends well.
+      else if (this.settle !== null) this.fail(GatewayError.clientClosed());
     }
   }
 
@@ -807,10 +808,12 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
 
   /** The caller's outcome: the first of these calls settles it, later ones change nothing. */
   private resolve(outcome: Outcome | Promise<Outcome>): void {
-    this.settle.resolve(outcome);
+    this.settle?.resolve(outcome);
+    this.settle = null;
   }
 
   private fail(error: unknown): void {
-    this.settle.reject(error);
+    this.settle?.reject(error);
+    this.settle = null;
   }
 }
