@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { SCHEDULING_BANDS } from '@mgw/contracts';
 import { JobFeed } from './job-feed';
+import { FairScheduler } from './scheduling/fair.scheduler';
 
 /** Real Redis and BullMQ: what a batcher relies on — one blocking take, then what else waits, at once. */
 describe('JobFeed', () => {
@@ -69,6 +71,50 @@ describe('JobFeed', () => {
       expect(next?.token).toBe(first.token);
       expect(await feed.complete(next!, true)).toBeUndefined();
     } finally {
+      await feed.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+    }
+  });
+
+  it('sends no release while it takes direct jobs, and releases again once it takes a scheduled one', async () => {
+    const queue = new Queue('chat.sched', { connection: commands, prefix: namespace });
+    const feed = new JobFeed(
+      connection,
+      {
+        queue: 'chat.sched',
+        prefix: namespace,
+        jobLockMs: 10_000,
+        scheduling: { kind: 'chat', model: 'sched', minShare: 0 },
+      },
+      silent,
+    );
+    const releases = jest.spyOn(FairScheduler.prototype, 'release');
+    const scheduler = new FairScheduler(commands, namespace);
+    const direct = SCHEDULING_BANDS.normal.direct;
+    try {
+      await feed.start();
+      await queue.addBulk(
+        ['d0', 'd1', 'd2'].map((id) => ({ name: 'chat', data: {}, opts: { jobId: id, priority: direct } })),
+      );
+      const taken = [await feed.next(), await feed.next(), await feed.next()];
+      expect(taken.map((one) => one?.job.id)).toEqual(['d0', 'd1', 'd2']);
+      // The first release found nothing parked; the direct jobs after it cost none.
+      expect(releases).toHaveBeenCalledTimes(1);
+
+      // The model saturates: a tenant's jobs are parked and scheduled.
+      for (const id of ['p0', 'p1', 'p2']) {
+        await queue.add('chat', {}, { jobId: id, priority: SCHEDULING_BANDS.normal.parked });
+        await scheduler.arrive('chat', 'sched', { id, tenant: 'a', tier: 'normal', weight: 1 });
+      }
+      // Taken in queue order (no release went first), which turns releases back on for the next fetches.
+      expect((await feed.takeReady(1)).map((one) => one.job.id)).toEqual(['p0']);
+      expect(releases).toHaveBeenCalledTimes(1);
+      expect((await feed.takeReady(1)).map((one) => one.job.id)).toEqual(['p1']);
+      expect(releases).toHaveBeenCalledTimes(2);
+      for (const one of taken) await feed.complete(one!, false);
+    } finally {
+      releases.mockRestore();
       await feed.close();
       await queue.obliterate({ force: true });
       await queue.close();

@@ -1,6 +1,6 @@
 import { Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { ComponentLogger, ModelKind } from '@mgw/contracts';
+import { isDirectPriority, type ComponentLogger, type ModelKind } from '@mgw/contracts';
 import { boundedFailure, stripFailedJob } from './failed-job.retention';
 import { FairScheduler } from './scheduling/fair.scheduler';
 
@@ -52,6 +52,13 @@ export class JobFeed {
   private readonly held = new Map<string, TakenJob>();
   private readonly renewal: NodeJS.Timeout;
   private readonly scheduler: FairScheduler | null;
+  /**
+   * Whether fetches need a release first. Off once a release found nothing parked, on again as soon as a
+   * fetch takes a job the scheduler handled (released, or parked: then work is waiting its turn), so an
+   * unsaturated model's fetches, which take direct jobs, cost no script (one job per saturation onset is
+   * taken in queue order instead of its turn).
+   */
+  private releasing = true;
   private tokens = 0;
 
   constructor(
@@ -124,6 +131,7 @@ export class JobFeed {
     if (!fetchNext || data === undefined || data === null || typeof id !== 'string') return undefined;
     // The script locked the next job with the completed one's token (as in BullMQ's "looping through jobs").
     const job = Job.fromJSON(this.worker, data as Parameters<typeof Job.fromJSON>[1], id);
+    this.observe(job);
     return this.unlessDeferredFailure(this.hold(job, taken.token));
   }
 
@@ -158,6 +166,7 @@ export class JobFeed {
       const job = (await this.worker.getNextJob(token, { block })) as Job<unknown> | undefined;
       await released;
       if (job === undefined) return undefined;
+      this.observe(job);
       const taken = await this.unlessDeferredFailure(this.hold(job, token));
       if (taken !== undefined) return taken;
     }
@@ -169,12 +178,24 @@ export class JobFeed {
    */
   private async release(count: number): Promise<void> {
     const scheduling = this.options.scheduling;
-    if (this.scheduler === null || scheduling === undefined) return;
-    await this.scheduler
-      .release(scheduling.kind, scheduling.model, count, scheduling.minShare)
-      .catch((error: unknown) =>
-        this.logger.warn(`queue ${this.queue}: scheduler release failed: ${String(error)}`),
+    if (this.scheduler === null || scheduling === undefined || !this.releasing) return;
+    try {
+      const released = await this.scheduler.release(
+        scheduling.kind,
+        scheduling.model,
+        count,
+        scheduling.minShare,
       );
+      if (released === null) this.releasing = false;
+    } catch (error) {
+      this.logger.warn(`queue ${this.queue}: scheduler release failed: ${String(error)}`);
+    }
+  }
+
+  /** A job the scheduler handled (not a direct one) turns releases back on. */
+  private observe(job: Job<unknown>): void {
+    // Read back from Redis's hash, BullMQ leaves the priority a string.
+    if (!this.releasing && !isDirectPriority(Number(job.priority))) this.releasing = true;
   }
 
   /**

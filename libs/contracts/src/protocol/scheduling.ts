@@ -40,6 +40,11 @@ export function tierOfPriority(priority: number | undefined): SchedulingTier | u
   });
 }
 
+/** Whether a queued job's priority is a tier's direct band: a job the scheduler left unscheduled. */
+export function isDirectPriority(priority: number | undefined): boolean {
+  return SCHEDULING_TIERS.some((tier) => SCHEDULING_BANDS[tier].direct === priority);
+}
+
 /** A tenant's weight: its share of a saturated model relative to the other waiting tenants'. */
 export const TENANT_WEIGHT_MIN = 1;
 export const TENANT_WEIGHT_MAX = 100;

@@ -176,8 +176,8 @@ describe('FairScheduler', () => {
         expect(await bandOf(id)).toBe(SCHEDULING_BANDS.normal.direct);
       }
       expect(await scheduler.waiting('chat', modelId, 5)).toEqual({ tenants: 0, top: [] });
-      // Nothing parked: a release is a no-op and leaves no state.
-      await expect(scheduler.release('chat', modelId, 1, 0)).resolves.toBe(0);
+      // Nothing parked: a release says so (null), and leaves no state.
+      await expect(scheduler.release('chat', modelId, 1, 0)).resolves.toBeNull();
       expect(await redis.keys(`${namespace}:sched:chat.${modelId}:*`)).toEqual([]);
     });
 

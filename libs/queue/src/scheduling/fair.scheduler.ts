@@ -95,15 +95,18 @@ export class FairScheduler {
     await FORGET.run(this.redis, [names.tenants, names.waiting, names.owners], [names.base, id]);
   }
 
-  /** Releases up to `count` parked jobs, fairly, for a fetch about to be sent; how many it released. */
-  async release(kind: ModelKind, model: string, count: number, minShare: number): Promise<number> {
+  /**
+   * Releases up to `count` parked jobs, fairly, for a fetch about to be sent; how many it released, or null
+   * when nothing is parked (no tenant waits).
+   */
+  async release(kind: ModelKind, model: string, count: number, minShare: number): Promise<number | null> {
     const names = this.namesOf(kind, model);
     const released = await RELEASE.run(
       this.redis,
       [names.prioritized, names.tenants, names.waiting, names.owners],
       [names.base, names.jobPrefix, minShare, count, ...BAND_ARGS],
     );
-    return Number(released);
+    return released === -1 ? null : Number(released);
   }
 
   /** How many tenants wait, and the `top` with most parked jobs. */

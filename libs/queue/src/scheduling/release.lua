@@ -18,14 +18,14 @@
   KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
   ARGV: 1 scheduler base name, 2 BullMQ job key prefix, 3 minShare, 4 count,
         5..16 direct, released and parked bands of high, normal, low, batch, 17 promoted band
-  Returns the number of jobs released.
+  Returns the number of jobs released, or -1 when nothing is parked.
 ]]
 --- @include "tenant-accounting"
 
 -- Nothing parked (no tenant waits): the common case of an unsaturated model costs one lookup.
 if redis.call('EXISTS', KEYS[3]) == 0 then
   forgetIdle(KEYS[3], KEYS[2])
-  return 0
+  return -1
 end
 
 local base, jobPrefix = ARGV[1], ARGV[2]
