@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { isClusterConnection } from './connections/redis-connection.factory';
 
 /**
  * `--- @include "name"`: the line is replaced by `name.lua` from the including file's folder, or, for
@@ -54,9 +55,13 @@ export class RedisScript {
     }
   }
 
-  /** Loads the script into Redis's script cache, for callers that run it with `runLoaded`. */
+  /**
+   * Loads the script into Redis's script cache, for callers that run it with `runLoaded`. On a Cluster, into
+   * every master's: a command without keys goes to one node, but the script runs where its keys live.
+   */
   async load(redis: Redis): Promise<void> {
-    await redis.script('LOAD', this.source);
+    const masters = isClusterConnection(redis) ? (redis as unknown as Cluster).nodes('master') : [redis];
+    await Promise.all(masters.map((node) => node.script('LOAD', this.source)));
   }
 
   /**
