@@ -31,7 +31,7 @@ const ARROWS = {
   queue: [...BASE, 'redis'],
   // The backends' common ground: their interfaces, the request mapper, text utilities, option reading and
   // the upstream pool a backend may carry (the worker starts it and gates jobs on it).
-  inference: [...BASE, 'redis', 'queue'],
+  inference: [...BASE, 'redis'],
   // One lib per backend kind, each behind inference's interfaces with its provider's quirks inside; a
   // backend never imports another.
   'backend-openai': [...BASE, 'inference'],
