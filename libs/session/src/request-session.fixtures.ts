@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import {
@@ -11,6 +10,7 @@ import {
   type ReattachMessage,
 } from '@mgw/contracts';
 import { JsonReplyClient, SseReplyClient } from '@mgw/http';
+import { FakeResponse } from '@mgw/testing';
 import type { RequestTiming } from '@mgw/observability';
 import type { JobDataOf, ReplyHandler } from '@mgw/queue';
 import type { Admission } from './admission/admission.service';
@@ -19,6 +19,8 @@ import type { AdmissionHold } from './admission/admission-hold';
 import type { ResolvedModel, Unresolved } from './models/model.resolver';
 import { RequestSession, type SessionDeps } from './request-session';
 import type { Delivery, SessionRequest, StreamFormat } from './session-request.types';
+
+export { FakeResponse };
 
 /** Test support for sessions: fake connections and services that record what a session does with them. */
 
@@ -44,55 +46,6 @@ export const entry = (id: string, extra: Partial<ModelEntry> = {}): ModelEntry =
   concurrency: 8,
   ...extra,
 });
-
-/** A response as a session sees it: closed by `leave()` (the client went away) or by finishing. */
-export class FakeResponse extends EventEmitter {
-  destroyed = false;
-  closed = false;
-  writableFinished = false;
-  headersSent = false;
-  writableLength = 0;
-  statusCode = 200;
-  readonly written: string[] = [];
-  readonly headers: Record<string, unknown> = {};
-
-  writeHead(status: number, headers: Record<string, string>): this {
-    this.statusCode = status;
-    Object.assign(this.headers, headers);
-    this.headersSent = true;
-    return this;
-  }
-
-  setHeader(name: string, value: unknown): this {
-    this.headers[name] = value;
-    return this;
-  }
-
-  flushHeaders(): void {}
-
-  write(text: string): boolean {
-    this.written.push(text);
-    return true;
-  }
-
-  end(): this {
-    this.writableFinished = true;
-    return this;
-  }
-
-  destroy(): this {
-    this.leave();
-    return this;
-  }
-
-  /** The client goes away before the response was finished. */
-  leave(): void {
-    if (this.closed) return;
-    this.destroyed = true;
-    this.closed = true;
-    this.emit('close');
-  }
-}
 
 export interface FakeReply {
   raw: FakeResponse;

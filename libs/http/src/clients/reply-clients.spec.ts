@@ -1,55 +1,7 @@
-import { EventEmitter } from 'node:events';
 import type { FastifyReply } from 'fastify';
 import { JsonReplyClient } from './json-reply.client';
 import { SseReplyClient } from './sse-reply.client';
-
-/** A raw response as the clients see it: `leave()` is the client going away mid-answer. */
-class FakeResponse extends EventEmitter {
-  destroyed = false;
-  closed = false;
-  writableFinished = false;
-  headersSent = false;
-  writableLength = 0;
-  status = 0;
-  readonly written: string[] = [];
-  readonly headers: Record<string, unknown> = {};
-
-  writeHead(status: number, headers: Record<string, string>): this {
-    this.status = status;
-    Object.assign(this.headers, headers);
-    this.headersSent = true;
-    return this;
-  }
-
-  setHeader(name: string, value: unknown): this {
-    this.headers[name] = value;
-    return this;
-  }
-
-  flushHeaders(): void {}
-
-  write(text: string): boolean {
-    this.written.push(text);
-    return true;
-  }
-
-  end(): this {
-    this.writableFinished = true;
-    return this;
-  }
-
-  destroy(): this {
-    this.leave();
-    return this;
-  }
-
-  leave(): void {
-    if (this.closed) return;
-    this.destroyed = true;
-    this.closed = true;
-    this.emit('close');
-  }
-}
+import { FakeResponse } from '@mgw/testing';
 
 function fakeReply() {
   const raw = new FakeResponse();
