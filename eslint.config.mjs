@@ -64,6 +64,11 @@ const ARROWS = {
   'responses-api': [...FRONT_END, 'stored-completions'],
   'anthropic-api': [...FRONT_END, 'stored-completions'],
   'embeddings-api': FRONT_END,
+  // The Files API and its object stores (a directory, S3); batches read their input and write their output
+  // through its FileCatalog.
+  files: [...BASE, 'redis', 'access', 'http', 'api-docs'],
+  // A batch line runs through its endpoint's front-end, so batches sit above them.
+  batches: [...FRONT_END, 'queue', 'files', 'chat-api', 'responses-api', 'embeddings-api'],
   admin: [...FRONT_END, 'queue'],
   'console-assets': [...BASE, 'http'],
   api: [
@@ -77,6 +82,8 @@ const ARROWS = {
     'responses-api',
     'anthropic-api',
     'embeddings-api',
+    'files',
+    'batches',
     'admin',
     'console-assets',
   ],
