@@ -69,7 +69,8 @@ const ARROWS = {
   files: [...BASE, 'redis', 'access', 'http', 'api-docs'],
   // A batch line runs through its endpoint's front-end, so batches sit above them.
   batches: [...FRONT_END, 'queue', 'files', 'chat-api', 'responses-api', 'embeddings-api'],
-  admin: [...FRONT_END, 'queue'],
+  // The operator's room reads the request core's state through the HTTP layer's ports, never the core itself.
+  admin: [...BASE, 'redis', 'access', 'http', 'api-docs', 'registry', 'queue'],
   'console-assets': [...BASE, 'http'],
   api: [
     ...BASE,

@@ -1,4 +1,4 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AdminModule } from '@mgw/admin';
 import { AnthropicApiModule } from '@mgw/anthropic-api';
@@ -18,6 +18,17 @@ import { GatewayShutdown, SessionModule } from '@mgw/session';
  * probes, metrics) and the console. This module only wires; each room is a lib of its own. OpenAI's error
  * shape is the default; a front-end of another protocol binds its own filter to its routes.
  */
+/**
+ * The shutdown's phase as the HTTP layer and the probes read it: the request core runs the shutdown, the
+ * rooms above it only see whether it serves (global, so `/readyz` in the admin room sees it too).
+ */
+@Global()
+@Module({
+  providers: [{ provide: ServingPhase, useExisting: GatewayShutdown }],
+  exports: [ServingPhase],
+})
+class ServingPhaseModule {}
+
 @Module({})
 export class ApiModule {
   static forRoot(config: GatewayConfig): DynamicModule {
@@ -25,6 +36,7 @@ export class ApiModule {
       module: ApiModule,
       imports: [
         SessionModule.forRoot(config),
+        ServingPhaseModule,
         ChatApiModule,
         ImagesApiModule,
         ModelsApiModule,
@@ -34,12 +46,7 @@ export class ApiModule {
         AdminModule,
         ConsoleAssetsModule,
       ],
-      providers: [
-        { provide: APP_FILTER, useClass: OpenAiExceptionFilter },
-        RequestAuthenticator,
-        // The HTTP layer refuses new requests once the request core's drain has closed the listener.
-        { provide: ServingPhase, useExisting: GatewayShutdown },
-      ],
+      providers: [{ provide: APP_FILTER, useClass: OpenAiExceptionFilter }, RequestAuthenticator],
     };
   }
 }

@@ -5,8 +5,7 @@ import { mediaTypes } from '@mgw/api-docs';
 import { ReplyRouter } from '@mgw/queue';
 import { RedisConnections } from '@mgw/redis';
 import { ModelDirectory } from '@mgw/registry';
-import { Auth } from '@mgw/http';
-import { GatewayShutdown } from '@mgw/session';
+import { Auth, ServingPhase } from '@mgw/http';
 
 const READY_SCHEMA = {
   type: 'object',
@@ -28,7 +27,7 @@ export class HealthController {
     @Inject(RedisConnections) private readonly redis: RedisConnections,
     @Inject(ReplyRouter) private readonly router: ReplyRouter,
     @Inject(ModelDirectory) private readonly models: ModelDirectory,
-    @Inject(GatewayShutdown) private readonly shutdown: GatewayShutdown,
+    @Inject(ServingPhase) private readonly serving: ServingPhase,
   ) {}
 
   /** The process is up. */
@@ -62,7 +61,7 @@ export class HealthController {
     content: mediaTypes({ 'application/json': { schema: READY_SCHEMA } }),
   })
   async ready(@Res() reply: FastifyReply): Promise<void> {
-    if (this.shutdown.phase !== 'serving') {
+    if (this.serving.stopping) {
       await reply.status(503).send({ status: 'shutting_down' });
       return;
     }

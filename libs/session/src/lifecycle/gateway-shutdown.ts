@@ -35,6 +35,10 @@ export class GatewayShutdown implements BeforeApplicationShutdown {
     return this.current;
   }
 
+  get stopping(): boolean {
+    return this.current !== 'serving';
+  }
+
   get refusing(): boolean {
     return this.current === 'closed';
   }
