@@ -324,6 +324,24 @@ describe('Limiter (real Redis)', () => {
       }
     });
 
+    it('counts a solo tenant, whose jobs fill the room unparked, as a waiting key holding the room', async () => {
+      const model = `solo-${seq}`;
+      const names = schedulerNamesFor(namespace, 'chat', model, 'node');
+      const holder = principal({});
+      const visitor = principal({});
+      // The holder alone filled the room of 4 with direct jobs: nothing is parked, it is the solo tenant.
+      await redis.zadd(queue.prioritized, 1, 'r1', 2, 'r2', 3, 'r3', 4, 'r4');
+      await redis.hset(names.tenants, 'solo', `normal|${holder.keyId}|1|20|22`);
+      const room = { model, maxQueueDepth: 4 };
+      try {
+        expect(refusal(await admit(holder, T0, room)).reason).toBe('queue_full');
+        // A newcomer is under its share (4 * 1/2) of a room it shares with the solo tenant: admitted.
+        expect((await admit(visitor, T0 + 1, room)).admitted).toBe(true);
+      } finally {
+        await redis.del(queue.prioritized, names.waiting, names.tenants);
+      }
+    });
+
     it('forgets an admission whose job never arrived after a while', async () => {
       const who = principal({});
       const model = `stale-${seq}`;

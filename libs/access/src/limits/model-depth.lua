@@ -6,7 +6,7 @@
 -- the queue is under the bound plus one job per waiting tenant; a tenant at or over its share is refused
 -- (`over_share`), and so is everyone when one tenant alone fills the queue or the extra room is used
 -- (`queue_full`). Nothing admitted is ever dropped. The scheduler's counts are its `waiting` set and
--- `tenants` hash (contracts' scheduling.ts).
+-- `tenants` hash (contracts' scheduling.ts), whose `solo` tenant counts as waiting too.
 --- @include "admit-args"
 local function checkModel(waitKey, prioritizedKey, admittingKey, servedKey, waitingKey, tenantsKey)
   local depth, served, status = 0, 0, 'ok'
@@ -19,6 +19,16 @@ local function checkModel(waitKey, prioritizedKey, admittingKey, servedKey, wait
         local mine = tonumber(redis.call('ZSCORE', waitingKey, tenant) or '0')
         local tenants = redis.call('ZCARD', waitingKey)
         local wsum = tonumber(redis.call('HGET', tenantsKey, 'wsum') or '0')
+        -- A solo tenant's jobs wait unparked (the queue's arrive.lua): it waits, and holds the room.
+        local solo = redis.call('HGET', tenantsKey, 'solo')
+        if solo then
+          local soloTenant, soloWeight = string.match(solo, '^[^|]+|(.+)|([^|]+)|[^|]+|[^|]+$')
+          if soloTenant == tenant then
+            mine = depth
+          else
+            tenants, wsum = tenants + 1, wsum + tonumber(soloWeight)
+          end
+        end
         if mine == 0 then tenants, wsum = tenants + 1, wsum + weight end
         if tenants > 1 then
           if mine >= maxq * weight / wsum then

@@ -64,7 +64,9 @@ export const MIN_SHARE_MAX = 0.5;
  *   shares, and the top waiting keys the console shows);
  * - `base:tenants` — a hash, per waiting tenant its weight (`w:<tenant>`), per tenant the virtual time it
  *   left a tier's ring at (`f:<tier>:<tenant>`), and the model's totals: the waiting tenants' weights' sum
- *   (`wsum`), each tier's virtual clock (`v:<tier>`) and the minimum share's credit (`credit`);
+ *   (`wsum`), each tier's virtual clock (`v:<tier>`), the minimum share's credit (`credit`), and the solo
+ *   tenant (`solo`: `<tier>|<tenant>|<weight>|<direct band>|<parked band>`), the one tenant whose unparked
+ *   jobs passed the backlog while nobody else waited (arrive.lua);
  * - `base:owners` — a hash, per parked job id its `<tenant>|<tier>`, so a job taken back by id leaves its
  *   tenant's line.
  */

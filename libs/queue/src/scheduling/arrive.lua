@@ -1,10 +1,21 @@
 --[[
   A job was queued: it is parked and joins the end of its tenant's line in its tier (the tenant joins the
-  tier's ring if it had nothing parked there) — unless the model is not saturated. A job queued in its
-  tier's direct band stays there while no tenant has parked work and at most `backlog` jobs (itself
-  counted) would be taken before it: then workers have room for it, and scheduling it would only cost round
-  trips. A job no longer waiting (a worker took it already, or it was removed) is not scheduled: nothing is
-  left behind.
+  tier's ring if it had nothing parked there) — unless the model is not saturated, or only its tenant
+  saturates it. A job queued in its tier's direct band stays there while no tenant has parked work and
+  either at most `backlog` jobs (itself counted) would be taken before it — workers have room for it — or
+  its tenant is the model's *solo* tenant: the one tenant whose direct jobs passed the backlog, with
+  nobody else waiting. Scheduling those jobs would only cost round trips: within a tenant the order is first
+  come, first served, which the queue already gives.
+
+  The solo tenant's jobs past the first `backlog` of its tier's direct band are its own (any other tenant's
+  job that finds more ahead of it is parked, and a direct job only moves forward). So when another tenant's
+  job must park, those jobs are parked first, in their order, in the solo tenant's line — the waiting room
+  is then fair from that job on, as if they had been parked as they came. Each job is parked at most once:
+  the cost stays constant per job, paid by the arrival that ends a solo run (at most DEMOTE_MAX jobs; a
+  longer run's rest stays ahead, unscheduled).
+
+  A job no longer waiting (a worker took it already, or it was removed) is not scheduled: nothing is left
+  behind.
 
   KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
   ARGV: 1 scheduler base name, 2 job id, 3 tenant, 4 tier, 5 weight, 6 BullMQ job key prefix,
@@ -17,19 +28,57 @@ local base, id, tenant, tier, weight = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonum
 local jobPrefix, directBand, parkedBand = ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8])
 local backlog = tonumber(ARGV[9])
 local SHIFT = 4294967296
+local DEMOTE_MAX = 10000
+
+-- The solo tenant, in the tenants hash: `<tier>|<tenant>|<weight>|<direct band>|<parked band>`.
+local me = tier .. '|' .. tenant .. '|'
+local function isMine(solo) return string.sub(solo, 1, #me) == me end
+
+local function park(jobId, jobTier, jobTenant, jobWeight)
+  local line = base .. ':q:' .. jobTier .. ':' .. jobTenant
+  if redis.call('RPUSH', line, jobId) == 1 then ringJoins(KEYS[2], base .. ':ring:' .. jobTier, jobTier, jobTenant) end
+  redis.call('HSET', KEYS[4], jobId, jobTenant .. '|' .. jobTier)
+end
+
+-- Parks the solo tenant's jobs past the first `backlog` of its tier's direct band, oldest first.
+local function endSolo(solo)
+  redis.call('HDEL', KEYS[2], 'solo')
+  local soloTier, soloTenant, soloWeight, soloDirect, soloParked = string.match(solo, '^([^|]+)|(.+)|([^|]+)|([^|]+)|([^|]+)$')
+  soloWeight, soloDirect, soloParked = tonumber(soloWeight), tonumber(soloDirect), tonumber(soloParked)
+  local run = redis.call('ZRANGEBYSCORE', KEYS[1], soloDirect * SHIFT, '(' .. (soloDirect + 1) * SHIFT, 'WITHSCORES',
+    'LIMIT', backlog, DEMOTE_MAX)
+  local n = #run / 2
+  if n == 0 then return end
+  for i = 1, #run, 2 do
+    local jobId = run[i]
+    redis.call('ZADD', KEYS[1], 'XX', soloParked * SHIFT + tonumber(run[i + 1]) % SHIFT, jobId)
+    redis.call('HSET', jobPrefix .. jobId, 'priority', soloParked)
+    park(jobId, soloTier, soloTenant, soloWeight)
+  end
+  tenantJoins(KEYS[3], KEYS[2], soloTenant, soloWeight, n)
+end
 
 local score = redis.call('ZSCORE', KEYS[1], id)
 if not score then return 0 end
 score = tonumber(score)
+local solo = redis.call('HGET', KEYS[2], 'solo')
 if math.floor(score / SHIFT) == directBand then
-  if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('ZCOUNT', KEYS[1], '-inf', score) <= backlog then
-    return 2
+  if redis.call('EXISTS', KEYS[3]) == 0 then
+    if redis.call('ZCOUNT', KEYS[1], '-inf', score) <= backlog then
+      -- Nothing of the solo tenant's tier is past the backlog any more: its run is over.
+      if solo and string.sub(solo, 1, #tier + 1) == tier .. '|' then redis.call('HDEL', KEYS[2], 'solo') end
+      return 2
+    end
+    if not solo then
+      redis.call('HSET', KEYS[2], 'solo', me .. weight .. '|' .. directBand .. '|' .. parkedBand)
+      return 2
+    end
+    if isMine(solo) then return 2 end
   end
   redis.call('ZADD', KEYS[1], 'XX', parkedBand * SHIFT + score % SHIFT, id)
   redis.call('HSET', jobPrefix .. id, 'priority', parkedBand)
 end
-local line = base .. ':q:' .. tier .. ':' .. tenant
-if redis.call('RPUSH', line, id) == 1 then ringJoins(KEYS[2], base .. ':ring:' .. tier, tier, tenant) end
+if solo then endSolo(solo) end
+park(id, tier, tenant, weight)
 tenantJoins(KEYS[3], KEYS[2], tenant, weight)
-redis.call('HSET', KEYS[4], id, tenant .. '|' .. tier)
 return 1

@@ -181,18 +181,60 @@ describe('FairScheduler', () => {
       expect(await redis.keys(`${namespace}:sched:chat.${modelId}:*`)).toEqual([]);
     });
 
-    it('is parked once the backlog passes the bound, and the next tenant is served before the parked', async () => {
+    it('stays direct past the bound while its tenant is alone, and is parked when another tenant comes', async () => {
       const direct = [];
       for (let i = 0; i < UNSATURATED_BACKLOG; i++) direct.push((await queueDirect('flood')).id);
-      const parked = await queueDirect('flood');
-      expect(parked.outcome).toBe('parked');
-      expect(await bandOf(parked.id)).toBe(SCHEDULING_BANDS.normal.parked);
-      // Someone waits now: every later job is parked, whatever the backlog.
+      // Past the bound, but nobody else waits: the tenant's own order is the queue's, so nothing is parked
+      // and a worker's release costs one lookup.
+      const run = [];
+      for (let i = 0; i < 4; i++) {
+        const job = await queueDirect('flood');
+        expect(job.outcome).toBe('direct');
+        run.push(job.id);
+      }
+      await expect(scheduler.release('chat', modelId, 1, 0)).resolves.toBeNull();
+      // It is the one tenant waiting, with every job it has queued.
+      expect(await scheduler.waiting('chat', modelId, 5)).toEqual({
+        tenants: 1,
+        top: [{ tenant: 'flood', waiting: UNSATURATED_BACKLOG + 4 }],
+      });
+      // Another tenant must wait: the solo run past the bound is parked first, in its order, then its job.
       const single = await queueDirect('single');
       expect(single.outcome).toBe('parked');
+      for (const id of [...run, single.id]) expect(await bandOf(id)).toBe(SCHEDULING_BANDS.normal.parked);
+      for (const id of direct) expect(await bandOf(id)).toBe(SCHEDULING_BANDS.normal.direct);
+      expect(await scheduler.waiting('chat', modelId, 5)).toEqual({
+        tenants: 2,
+        top: [
+          { tenant: 'flood', waiting: 4 },
+          { tenant: 'single', waiting: 1 },
+        ],
+      });
+      // Someone waits now: every later job is parked, whatever the backlog.
+      expect((await queueDirect('flood')).outcome).toBe('parked');
       const order: string[] = [];
-      for (let i = 0; i < UNSATURATED_BACKLOG + 2; i++) order.push((await take())!.id);
-      expect(order).toEqual([...direct, parked.id, single.id]);
+      for (let i = 0; i < UNSATURATED_BACKLOG + 3; i++) order.push((await take())!.id);
+      expect(order).toEqual([...direct, run[0], single.id, run[1]]);
+    });
+
+    it('forgets a solo run once its tier is back under the bound', async () => {
+      for (let i = 0; i < UNSATURATED_BACKLOG + 2; i++) await queueDirect('flood');
+      for (let i = 0; i < UNSATURATED_BACKLOG + 2; i++) await take();
+      // The run drained: a new tenant past nobody's backlog is direct, and ends the solo run.
+      expect((await queueDirect('next')).outcome).toBe('direct');
+      for (let i = 1; i < UNSATURATED_BACKLOG; i++) await queueDirect('next');
+      // Its own run past the bound is its own: nothing of the old solo tenant's is parked into its line.
+      expect((await queueDirect('next')).outcome).toBe('direct');
+      expect((await queueDirect('other')).outcome).toBe('parked');
+      const { tenants, top } = await scheduler.waiting('chat', modelId, 5);
+      expect(tenants).toBe(2);
+      expect(top).toHaveLength(2);
+      expect(top).toEqual(
+        expect.arrayContaining([
+          { tenant: 'next', waiting: 1 },
+          { tenant: 'other', waiting: 1 },
+        ]),
+      );
     });
 
     it('releases nothing for a fetch that takes an unscheduled job, so fair order holds after them', async () => {

@@ -23,6 +23,15 @@ const RELEASE = RedisScript.fromFile(__dirname, 'release.lua');
  */
 export const UNSATURATED_BACKLOG = 8;
 
+const SHIFT = 2 ** 32;
+
+/** The solo tenant as arrive.lua writes it: `<tier>|<tenant>|<weight>|<direct band>|<parked band>`. */
+function soloRunOf(solo: string): { tenant: string; direct: number } | null {
+  const [, tenant, , direct] = solo.split('|');
+  const band = Number(direct);
+  return tenant === undefined || !Number.isSafeInteger(band) ? null : { tenant, direct: band };
+}
+
 /** The bands as release.lua reads them (ARGV 5-17). */
 const BAND_ARGS: number[] = [
   ...SCHEDULING_TIERS.flatMap((tier) => [
@@ -109,18 +118,31 @@ export class FairScheduler {
     return released === -1 ? null : Number(released);
   }
 
-  /** How many tenants wait, and the `top` with most parked jobs. */
+  /**
+   * How many tenants wait, and the `top` with most waiting jobs: their parked jobs, or for a solo tenant (the
+   * one tenant past the backlog, left unparked; see arrive.lua) its jobs queued unscheduled.
+   */
   async waiting(kind: ModelKind, model: string, top: number): Promise<WaitingTenants> {
     const names = this.namesOf(kind, model);
-    const [tenants, flat] = await Promise.all([
+    const [tenants, flat, solo] = await Promise.all([
       this.redis.zcard(names.waiting),
       this.redis.zrevrange(names.waiting, 0, top - 1, 'WITHSCORES'),
+      this.redis.hget(names.tenants, 'solo'),
     ]);
     const list: WaitingTenants['top'] = [];
     for (let i = 0; i + 1 < flat.length; i += 2) {
       list.push({ tenant: flat[i]!, waiting: Number(flat[i + 1]) });
     }
-    return { tenants, top: list };
+    const run = solo === null ? null : soloRunOf(solo);
+    if (run === null || tenants > 0 || top < 1) return { tenants, top: list };
+    const unscheduled = await this.redis.zcount(
+      names.prioritized,
+      run.direct * SHIFT,
+      (run.direct + 1) * SHIFT - 1,
+    );
+    return unscheduled > 0
+      ? { tenants: 1, top: [{ tenant: run.tenant, waiting: unscheduled }] }
+      : { tenants, top: list };
   }
 
   private namesOf(kind: ModelKind, model: string): SchedulerNames {

@@ -1,12 +1,14 @@
 --[[
   A model's waiting tenants: `waiting` (sorted set: tenant -> parked jobs) and, in the `tenants` hash, each
   waiting tenant's weight (`w:<tenant>`) and the sum of the waiting tenants' weights (`wsum`). Both change
-  by one job at a time, in O(log n) of the waiting tenants.
+  in O(log n) of the waiting tenants: by one job at a time, or by a solo tenant's backlog at once when
+  another tenant arrives (arrive.lua).
 ]]
-local function tenantJoins(waitingKey, tenantsKey, tenant, weight)
-  local n = tonumber(redis.call('ZINCRBY', waitingKey, 1, tenant))
+local function tenantJoins(waitingKey, tenantsKey, tenant, weight, jobs)
+  jobs = jobs or 1
+  local n = tonumber(redis.call('ZINCRBY', waitingKey, jobs, tenant))
   local old = tonumber(redis.call('HGET', tenantsKey, 'w:' .. tenant) or '0')
-  if n == 1 then old = 0 end
+  if n == jobs then old = 0 end
   if old ~= weight then
     redis.call('HINCRBY', tenantsKey, 'wsum', weight - old)
     redis.call('HSET', tenantsKey, 'w:' .. tenant, weight)
@@ -43,8 +45,17 @@ end
 
 --[[
   Once no tenant waits, the tiers' clocks, the lower tiers' credit and what tenants left owing start over:
-  fairness is kept over a busy period, and an idle model keeps no scheduler state in Redis.
+  fairness is kept over a busy period, and an idle model keeps no scheduler state in Redis. A solo tenant
+  (`solo`, see arrive.lua) is kept: its jobs are in the queue, unparked, and it is what makes the next
+  tenant's arrival park them.
 ]]
 local function forgetIdle(waitingKey, tenantsKey)
-  if redis.call('EXISTS', waitingKey) == 0 then redis.call('DEL', tenantsKey) end
+  if redis.call('EXISTS', waitingKey) == 1 then return end
+  local solo = redis.call('HGET', tenantsKey, 'solo')
+  if not solo then
+    redis.call('DEL', tenantsKey)
+  elseif redis.call('HLEN', tenantsKey) > 1 then
+    redis.call('DEL', tenantsKey)
+    redis.call('HSET', tenantsKey, 'solo', solo)
+  end
 end
