@@ -11,6 +11,7 @@ import {
   type CatalogModel,
 } from '@mgw/config';
 import type { BackendSettings } from '@mgw/inference';
+import { METRIC_NAMES } from '@mgw/observability';
 import { checkBackendOf } from '@mgw/worker';
 import {
   blockName,
@@ -20,6 +21,7 @@ import {
   markedBlocks,
   parseDotenv,
   parseToml,
+  readDoc,
   type FencedBlock,
 } from '../../support/markdown-docs';
 
@@ -38,6 +40,19 @@ describe('the docs', () => {
       return reason === null ? [] : [`${link.file}:${link.line} ${link.target}: ${reason}`];
     });
     expect(dead).toEqual([]);
+  });
+
+  it('document every metric the apps export, and no other', () => {
+    const docs = docFiles()
+      .map((file) => readDoc(file))
+      .join('\n');
+    expect(METRIC_NAMES.filter((name) => !new RegExp(`\`${name}[\`{]`).test(docs))).toEqual([]);
+    // A name in the first column of a table of docs/operations/metrics.md is one the apps export.
+    const table = readDoc('docs/operations/metrics.md')
+      .split('\n')
+      .flatMap((line) => /^\| `([a-z_:]+)`/.exec(line)?.slice(1) ?? []);
+    expect(table.length).toBeGreaterThan(10);
+    expect(table.filter((name) => !METRIC_NAMES.includes(name))).toEqual([]);
   });
 
   describe('catalog examples (```json catalog)', () => {
