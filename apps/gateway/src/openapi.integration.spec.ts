@@ -30,6 +30,8 @@ const UNDOCUMENTED_ROUTES: ReadonlySet<string> = new Set([
   'GET /console/*',
 ]);
 
+const DOCS_URL = 'https://code.example.org/platform/model-gateway/-/blob/main/docs/README.md';
+
 /** Operations that take no body, as OpenAI's own (cancelling a background response). */
 const BODYLESS_OPERATIONS: ReadonlySet<string> = new Set(['post /v1/responses/{id}/cancel']);
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
@@ -74,6 +76,7 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
       LOG_LEVEL: 'error',
       GATEWAY_API_KEYS: 'sk-openapi-test-key',
       GATEWAY_ADMIN_TOKEN: 'admin-token-for-the-openapi-test',
+      DOCS_URL: DOCS_URL,
     });
     const onRoute = (route: RouteOptions): void => {
       for (const method of [route.method].flat()) {
@@ -92,6 +95,13 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
 
   afterAll(async () => {
     await app?.close();
+  });
+
+  it('links the guides (DOCS_URL) as its externalDocs, which /docs shows', () => {
+    expect(document.externalDocs).toEqual({
+      description: 'The guides and client recipes (docs/README.md)',
+      url: DOCS_URL,
+    });
   });
 
   it('is a valid OpenAPI 3.1 document', async () => {

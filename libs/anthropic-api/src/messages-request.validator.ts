@@ -4,7 +4,7 @@ import type { CountTokensRequest, MessagesRequest, MessagesTool } from './messag
 
 /**
  * Top-level fields the Messages API takes that no backend of ours can honour: accepted, checked for their
- * shape where it matters, and without effect (the README lists them per backend). Claude Code sends all of
+ * shape where it matters, and without effect (docs/api/messages.md lists them per backend). Claude Code sends all of
  * them (`thinking`, `context_management`, `output_config`).
  */
 const WITHOUT_EFFECT = ['service_tier', 'thinking', 'context_management', 'output_config'] as const;

@@ -35,7 +35,7 @@ const TOOLS = {
 } as ApiPropertyOptions;
 
 const WITHOUT_EFFECT =
-  'Accepted without effect: no backend of the gateway honours it (see the README, "Claude Code and Codex on your own models").';
+  'Accepted without effect: no backend of the gateway honours it (see docs/api/messages.md in the repository).';
 
 /** `POST /v1/messages/count_tokens`. */
 export class CountMessageTokensRequest {

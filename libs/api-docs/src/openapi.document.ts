@@ -20,11 +20,17 @@ interface Operation {
   description?: string;
 }
 
-const DESCRIPTION = `An OpenAI-compatible gateway to self-served models: chat completions (JSON or server-sent
-events), image generation and the model list under \`/v1\`; API keys and usage under \`/admin\`.
+const DESCRIPTION = `A gateway to self-served models that speaks the APIs clients already speak: OpenAI's chat
+completions (JSON or server-sent events), the Responses API, embeddings, image generation and the model list,
+and Anthropic's Messages API, under \`/v1\`; API keys, usage and model status under \`/admin\`.
 
-Errors always have the shape \`{"error": {"message", "type", "param", "code"}}\` (schema \`ErrorResponse\`).
-Generated at start from the gateway's controllers and the validators of its request bodies.`;
+Errors have OpenAI's shape \`{"error": {"message", "type", "param", "code"}}\` (schema \`ErrorResponse\`), and
+Anthropic's on \`/v1/messages\`. Generated at start from the gateway's controllers and the validators of its
+request bodies.
+
+Guides — getting started, a recipe per client (Codex, Claude Code, the Agents SDK, the AI SDK, LangChain, the
+\`openai\` SDKs, curl), the catalog and backends, keys and limits, deploy and operations — are the
+repository's \`docs/\` tree, starting at \`docs/README.md\`.`;
 
 const SECURITY_SCHEMES = {
   apiKey: {
@@ -62,7 +68,7 @@ function securityOf(policy: AuthPolicy, config: GatewayConfig): Record<string, s
  * (`nullable`) is rewritten for 3.1.
  */
 export function createOpenApiDocument(app: INestApplication, config: GatewayConfig): OpenApiDocument {
-  const base = new DocumentBuilder()
+  const builder = new DocumentBuilder()
     .setOpenAPIVersion('3.1.0')
     .setTitle('Model Gateway API')
     .setDescription(DESCRIPTION)
@@ -71,8 +77,11 @@ export function createOpenApiDocument(app: INestApplication, config: GatewayConf
     .addTag('Images')
     .addTag('Models')
     .addTag('Admin', 'API keys and usage; exists only when GATEWAY_ADMIN_TOKEN is set.')
-    .addTag('Operations', 'Probes and metrics; public.')
-    .build();
+    .addTag('Operations', 'Probes and metrics; public.');
+  if (config.docsUrl !== undefined) {
+    builder.setExternalDoc('The guides and client recipes (docs/README.md)', config.docsUrl);
+  }
+  const base = builder.build();
   const document = nullableTo31(SwaggerModule.createDocument(app, base)) as OpenApiDocument;
   // Ours replace what `@nestjs/swagger` derived from parameter types (empty objects for DTOs it cannot read).
   const derived = document.components?.schemas ?? {};

@@ -2,7 +2,7 @@ import { type JsonSchema, SeededRandom } from '@mgw/inference';
 
 /**
  * Deterministic instances of a JSON Schema, for the simulator's tool-call arguments and `json_schema`
- * answers. Validity comes first: every supported keyword is honoured (see the README's table), and the
+ * answers. Validity comes first: every supported keyword is honoured (see the table in docs/backends/simulator.md), and the
  * same schema, seed and words always give the same instance.
  *
  * Supported: `type` (one or a list; `null` is picked last), `const`, `enum`, `properties`, `required`,

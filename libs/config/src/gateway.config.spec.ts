@@ -80,6 +80,20 @@ describe('loadGatewayConfig', () => {
     expect(loadGatewayConfig({ PORT: port }).port).toBe(Number(port));
   });
 
+  it('reads DOCS_URL, the guides /docs and /openapi.json link, and refuses what is no http(s) URL', () => {
+    expect(loadGatewayConfig({}).docsUrl).toBeUndefined();
+    const url = 'https://code.example.org/platform/model-gateway/-/blob/main/docs/README.md';
+    expect(loadGatewayConfig({ DOCS_URL: ` ${url} ` }).docsUrl).toBe(url);
+    expect(loadGatewayConfig({ DOCS_URL: 'http://docs.internal:8000/' }).docsUrl).toBe(
+      'http://docs.internal:8000/',
+    );
+    for (const bad of ['docs/README.md', 'ftp://host/docs', 'javascript:alert(1)']) {
+      expect(configError({ DOCS_URL: bad }).problems).toEqual([
+        expect.stringContaining('DOCS_URL must be an http(s) URL'),
+      ]);
+    }
+  });
+
   it('reports every problem at once', () => {
     const error = configError({ PORT: 'x', REDIS_URL: 'http://nope', CHAT_DEADLINE_MS: '5' });
     // A non-integer PORT fails several constraints that share one message; distinct problems count.

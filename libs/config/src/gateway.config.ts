@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Expose, Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import { IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min, MinLength } from 'class-validator';
 import { REQUEST_SIZE_CEILINGS, REQUEST_SIZE_DEFAULTS, type RequestSizeLimits } from '@mgw/contracts';
 import { ConfigError, loadConfig } from './load-config';
 import { SharedConfig } from './shared.config';
@@ -43,6 +43,22 @@ export class GatewayConfig extends SharedConfig {
   @IsOptional()
   @IsString({ message: 'ADMIN_HOST must be a string' })
   adminHost: string | undefined = undefined;
+
+  /**
+   * Where the guides are read (the repository's docs/ tree as its host renders it, e.g. its docs/README.md on
+   * the code host): `/openapi.json` names it as `externalDocs` and `/docs` links it. Unset: no link, since a
+   * gateway cannot know where its sources are published.
+   */
+  @Expose({ name: 'DOCS_URL' })
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' ? value.trim() || undefined : value,
+  )
+  @IsOptional()
+  @IsUrl(
+    { protocols: ['http', 'https'], require_protocol: true, require_tld: false },
+    { message: 'DOCS_URL must be an http(s) URL' },
+  )
+  docsUrl: string | undefined = undefined;
 
   /**
    * Comma-separated Bearer keys. Empty in development: one is generated and printed. In production each

@@ -96,7 +96,7 @@ export class ModelsController {
     return toModelObject(lookup.model, id);
   }
 
-  /** Whether a fallback the key may use takes the model's requests now (see Fallbacks in the README). */
+  /** Whether a fallback the key may use takes the model's requests now (see docs/catalog.md, "Fallbacks"). */
   private async servedByFallback(entry: ModelEntry, principal: Principal | null): Promise<boolean> {
     for (const id of fallbacksFor(entry, principal)) {
       const lookup = await this.models.lookup(id);

@@ -5,6 +5,7 @@ export * from './on-job.decorator';
 export * from './job-handlers.explorer';
 export * from './served-models';
 export * from './served-backends';
+export { checkBackendOf } from './backend.factory';
 export * from './usage.reporter';
 export * from './worker.capacity';
 export * from './worker.tokens';

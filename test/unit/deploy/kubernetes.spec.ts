@@ -73,8 +73,8 @@ function render(): K8sObject[] {
 }
 
 /**
- * The Secrets an operator creates before `kubectl apply -k` (README "Kubernetes"), with the keys the
- * README's commands give them and values of the kind they generate. Nothing in the render carries a secret.
+ * The Secrets an operator creates before `kubectl apply -k` (docs/deploy/kubernetes.md), with the keys the
+ * commands there give them and values of the kind they generate. Nothing in the render carries a secret.
  */
 const OPERATOR_SECRETS: Record<string, Record<string, string>> = {
   'gateway-api-keys': {
@@ -127,7 +127,10 @@ describe('deploy/k8s (kubectl kustomize)', () => {
 
   const secret = (name: string): Record<string, string> => {
     const found = OPERATOR_SECRETS[name];
-    if (!found) throw new Error(`Secret ${name} is neither rendered nor one the README has operators create`);
+    if (!found)
+      throw new Error(
+        `Secret ${name} is neither rendered nor one docs/deploy/kubernetes.md has operators create`,
+      );
     return found;
   };
   /** The env a container gets: its ConfigMap/Secret envFrom sources, then its own `env`. */
@@ -298,11 +301,11 @@ describe('deploy/k8s (kubectl kustomize)', () => {
     expect(configMapByPrefix('mgw-env').data).not.toHaveProperty('REDIS_URL');
     const gateway = containerOf(one('Deployment', 'gateway'));
     expect(gateway.envFrom!.find((s) => s.secretRef)!.secretRef!.name).toBe('gateway-api-keys');
-    // Every Secret the render refers to is one the README tells operators to create, with that key.
+    // Every Secret the render refers to is one the docs tell operators to create, with that key.
     const refs = secretRefs();
     expect(new Set(refs.map((r) => r.name))).toEqual(new Set(Object.keys(OPERATOR_SECRETS)));
     for (const ref of refs) if (ref.key) expect(Object.keys(secret(ref.name))).toContain(ref.key);
-    const readme = readText('README.md');
+    const readme = readText('docs/deploy/kubernetes.md');
     expect(readme).toMatch(/create secret generic gateway-api-keys[^`]*--from-literal=GATEWAY_API_KEYS=/);
     expect(readme).toMatch(/--from-literal=GATEWAY_ADMIN_TOKEN=/);
     expect(readme).toMatch(/create secret generic redis-auth[^`]*--from-literal=REDIS_PASSWORD=/);

@@ -91,7 +91,7 @@ interface HttpRecord {
   timing: RequestTiming | null;
 }
 
-/** The gateway's metrics (see metric-names.ts and the README's Operations section). */
+/** The gateway's metrics (see metric-names.ts and docs/operations/metrics.md). */
 export class GatewayMetrics {
   readonly registry: Registry;
   readonly httpRequests: Counter<'route' | 'method' | 'status'>;

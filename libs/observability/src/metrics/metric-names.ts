@@ -1,6 +1,6 @@
 /**
  * Every metric name we export, in one place: the apps register them, and the Grafana dashboard, the
- * Prometheus rules and the README reference table are checked against this list in tests.
+ * Prometheus rules and the reference table of docs/operations/metrics.md are checked against this list in tests.
  */
 export const GATEWAY_METRICS = {
   httpRequests: 'gateway_http_requests_total',
