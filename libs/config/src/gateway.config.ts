@@ -266,7 +266,8 @@ export class GatewayConfig extends SharedConfig {
   @Trimmed()
   @ValidateIf((config: GatewayConfig) => config.filesStore === 's3')
   @Matches(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, {
-    message: 'FILES_S3_BUCKET must name a bucket (3-63 lowercase letters, digits, . or -) when FILES_STORE=s3',
+    message:
+      'FILES_S3_BUCKET must name a bucket (3-63 lowercase letters, digits, . or -) when FILES_STORE=s3',
   })
   filesS3Bucket = '';
 
