@@ -34,9 +34,13 @@ export interface FileDeleted {
 
 const fileId = ApiParam({ name: 'id', description: 'The file id (`file-…`).', example: FILE_EXAMPLE.id });
 
-/** A filename as a quoted-string of Content-Disposition (its quotes and backslashes escaped, no controls). */
-function quoted(filename: string): string {
-  return [...filename].map((c) => (c < ' ' || c === '\u007f' || c === '"' || c === '\\' ? '_' : c)).join('');
+/**
+ * Content-Disposition for a download: the name as RFC 5987 UTF-8, and a plain fallback (non-ASCII,
+ * controls, quotes and backslashes replaced) for clients that read only `filename`.
+ */
+function attachment(filename: string): string {
+  const plain = [...filename].map((c) => (c < ' ' || c > '~' || c === '"' || c === '\\' ? '_' : c)).join('');
+  return `attachment; filename="${plain}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
 }
 
 /**
@@ -136,7 +140,7 @@ export class FilesController {
       .headers({
         'content-type': 'application/octet-stream',
         'content-length': String(file.bytes),
-        'content-disposition': `attachment; filename="${quoted(file.filename)}"`,
+        'content-disposition': attachment(file.filename),
       })
       .send(content);
   }
