@@ -9,7 +9,11 @@ import { loadGatewayConfig } from '@mgw/config';
 import type { RedisConnections } from '@mgw/redis';
 import { waitFor } from '@mgw/testing';
 import type { NewFile } from '../file-catalog';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { S3RVER_CREDENTIALS, startLocalS3, type LocalS3 } from '../../../../test/fixtures/s3-server';
 import { DirectoryObjectStore } from '../objects/directory-object.store';
+import type { ObjectStore } from '../objects/object.store';
+import { S3ObjectStore } from '../objects/s3-object.store';
 import { expiryMemberOf, fileExpiryIndexOf, newFileId } from './file-names';
 import { RedisFileCatalog } from './redis-file.catalog';
 
@@ -27,22 +31,70 @@ function failingAfter(part: string, failure: Error): Readable {
   );
 }
 
-describe('RedisFileCatalog (real Redis, a directory store)', () => {
+/** An object store for the catalog, and what it holds whatever the state (finished objects and partial ones). */
+interface StoreHarness {
+  store: ObjectStore;
+  objects(): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+async function directoryStore(): Promise<StoreHarness> {
+  const directory = await mkdtemp(join(tmpdir(), 'mgw-catalog-'));
+  const store = new DirectoryObjectStore(directory);
+  return {
+    store,
+    objects: async () => [
+      ...(await readdir(directory)).filter((name) => name !== '.partial'),
+      ...(await readdir(join(directory, '.partial')).catch(() => [])),
+    ],
+    close: () => rm(directory, { recursive: true, force: true }),
+  };
+}
+
+async function s3Store(): Promise<StoreHarness> {
+  const s3: LocalS3 = await startLocalS3();
+  const store = new S3ObjectStore({
+    bucket: s3.bucket,
+    prefix: '',
+    client: {
+      region: 'us-east-1',
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials: S3RVER_CREDENTIALS,
+    },
+  });
+  return {
+    store,
+    objects: async () => {
+      const listed = await store.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+      return (listed.Contents ?? []).map((object) => object.Key ?? '');
+    },
+    close: async () => {
+      store.close();
+      await s3.stop();
+    },
+  };
+}
+
+describe.each([
+  ['a directory store', directoryStore],
+  ['an S3 store (s3rver)', s3Store],
+])('RedisFileCatalog (real Redis, %s)', (_name, openStore) => {
   const namespace = `files-${randomBytes(4).toString('hex')}`;
   let redis: Redis;
-  let directory: string;
-  let store: DirectoryObjectStore;
+  let harness: StoreHarness;
+  let store: ObjectStore;
   let catalog: RedisFileCatalog;
 
   /** Every Redis name of the test's namespace. */
   const names = () => redis.keys(`${namespace}:*`);
-  const objects = async () => (await readdir(store.root)).filter((name) => name !== '.partial');
+  const objects = () => harness.objects();
 
   beforeAll(async () => {
     redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
     await redis.connect();
-    directory = await mkdtemp(join(tmpdir(), 'mgw-catalog-'));
-    store = new DirectoryObjectStore(directory);
+    harness = await openStore();
+    store = harness.store;
     const config = loadGatewayConfig({ KEY_PREFIX: namespace, GATEWAY_API_KEYS: 'sk-catalog-spec' });
     catalog = new RedisFileCatalog({ commands: redis } as RedisConnections, config, store);
   });
@@ -54,7 +106,7 @@ describe('RedisFileCatalog (real Redis, a directory store)', () => {
 
   afterAll(async () => {
     await redis.quit();
-    await rm(directory, { recursive: true, force: true });
+    await harness.close();
   });
 
   it("stores a file as its key's, reads it back, lists it and deletes it with its content", async () => {
@@ -106,7 +158,6 @@ describe('RedisFileCatalog (real Redis, a directory store)', () => {
       catalog.store(OWNER, Readable.from([Buffer.from('{}\n')]), () => Promise.reject(refused)),
     ).rejects.toBe(refused);
     expect(await objects()).toEqual([]);
-    expect(await readdir(join(store.root, '.partial'))).toEqual([]);
     expect(await names()).toEqual([]);
   });
 
