@@ -6,6 +6,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import type { OnApplicationShutdown } from '@nestjs/common';
 import { PassThrough, Readable } from 'node:stream';
 import { assertObjectKey, ObjectStore } from './object.store';
 
@@ -27,7 +28,7 @@ const QUEUE_SIZE = 2;
  * left billed. A bucket should still abort incomplete multipart uploads by a lifecycle rule, for the writes
  * of a gateway that was killed mid-upload.
  */
-export class S3ObjectStore extends ObjectStore {
+export class S3ObjectStore extends ObjectStore implements OnApplicationShutdown {
   readonly client: S3Client;
 
   constructor(private readonly settings: S3ObjectStoreSettings) {
@@ -82,6 +83,10 @@ export class S3ObjectStore extends ObjectStore {
   /** Closes the client's connections. */
   close(): void {
     this.client.destroy();
+  }
+
+  onApplicationShutdown(): void {
+    this.close();
   }
 
   private name(key: string): string {
