@@ -39,6 +39,8 @@ RUN npm ci --omit=dev --no-audit --no-fund \
 COPY --from=build /app/dist ./dist
 COPY deploy/catalog.json ./deploy/catalog.json
 # Everything above is owned by root and read-only to the app; it runs as the image's unprivileged user.
+# The file store's directory is the one thing it writes: a volume mounted there takes its owner from it.
+RUN mkdir -p /data/files && chown node:node /data/files
 USER node
 EXPOSE 8080 9464
 CMD ["node", "dist/apps/gateway/src/main.js"]

@@ -6,6 +6,7 @@ import { ChatApiModule } from '@mgw/chat-api';
 import { GatewayConfig } from '@mgw/config';
 import { ConsoleAssetsModule } from '@mgw/console-assets';
 import { EmbeddingsApiModule } from '@mgw/embeddings-api';
+import { FilesModule } from '@mgw/files';
 import { OpenAiExceptionFilter, RequestAuthenticator, ServingPhase } from '@mgw/http';
 import { ImagesApiModule } from '@mgw/images-api';
 import { ModelsApiModule } from '@mgw/models-api';
@@ -14,7 +15,7 @@ import { GatewayShutdown, SessionModule } from '@mgw/session';
 
 /**
  * The gateway assembled: the request core (`SessionModule`, global, so every room below sees it) and the
- * rooms built on it — the front-ends (chat completions, the Responses API, images, models), the operator's routes (admin,
+ * rooms built on it — the front-ends (chat completions, the Responses API, images, models, files), the operator's routes (admin,
  * probes, metrics) and the console. This module only wires; each room is a lib of its own. OpenAI's error
  * shape is the default; a front-end of another protocol binds its own filter to its routes.
  */
@@ -43,6 +44,7 @@ export class ApiModule {
         ResponsesApiModule,
         AnthropicApiModule,
         EmbeddingsApiModule,
+        FilesModule,
         AdminModule,
         ConsoleAssetsModule,
       ],

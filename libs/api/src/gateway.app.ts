@@ -6,6 +6,7 @@ import type { GatewayConfig } from '@mgw/config';
 import { AccessLog, type PinoLoggerService } from '@mgw/observability';
 import { configureGatewayHttp, fastifyOptionsFor, OperatorListener } from '@mgw/http';
 import { serveApiDocs } from '@mgw/api-docs';
+import { acceptMultipartUploads } from '@mgw/files';
 
 export interface GatewayAppOptions {
   /** Sees every route as it is registered (the route-coverage test of the API document reads them). */
@@ -37,6 +38,8 @@ export async function createGatewayApp(
   if (options.onRoute) fastify.addHook('onRoute', options.onRoute);
   OperatorListener.install(fastify, config);
   configureGatewayHttp(app, new AccessLog(logger.pino));
+  // After authentication's route hook, so an upload without a key is refused before its body is looked at.
+  acceptMultipartUploads(fastify, config.filesMaxBytes);
   await serveApiDocs(app);
   return app;
 }

@@ -319,4 +319,51 @@ describe('loadGatewayConfig', () => {
       }
     });
   });
+  describe('files (FILES_*)', () => {
+    it("keeps files in a directory by default, within OpenAI's limits for a batch input file", () => {
+      const config = loadGatewayConfig({});
+      expect(config).toMatchObject({
+        filesStore: 'directory',
+        filesDir: 'data/files',
+        filesMaxBytes: 200 * 1024 * 1024,
+        filesMaxLines: 50_000,
+        filesExpirySeconds: 30 * 24 * 3600,
+      });
+    });
+
+    it('reads an S3-compatible store and lower limits', () => {
+      const config = loadGatewayConfig({
+        FILES_STORE: 's3',
+        FILES_S3_BUCKET: 'batch-files',
+        FILES_S3_ENDPOINT: 'http://minio:9000',
+        FILES_S3_FORCE_PATH_STYLE: 'true',
+        FILES_MAX_BYTES: '1048576',
+        FILES_MAX_LINES: '100',
+      });
+      expect(config).toMatchObject({
+        filesStore: 's3',
+        filesS3Bucket: 'batch-files',
+        filesS3Endpoint: 'http://minio:9000',
+        filesS3ForcePathStyle: true,
+        filesS3Region: 'us-east-1',
+        filesMaxBytes: 1_048_576,
+        filesMaxLines: 100,
+      });
+    });
+
+    it("refuses limits above OpenAI's, an unknown store, and S3 without a bucket or with a bad endpoint", () => {
+      expect(configError({ FILES_MAX_BYTES: String(200 * 1024 * 1024 + 1) }).message).toContain(
+        'FILES_MAX_BYTES must be an integer between 1 and 209715200',
+      );
+      expect(configError({ FILES_MAX_LINES: '50001' }).message).toContain('FILES_MAX_LINES');
+      expect(configError({ FILES_STORE: 'gcs' }).message).toContain(
+        'FILES_STORE must be one of directory, s3',
+      );
+      expect(configError({ FILES_STORE: 's3' }).message).toContain('FILES_S3_BUCKET must name a bucket');
+      expect(configError({ FILES_STORE: 's3', FILES_S3_BUCKET: 'ab' }).message).toContain('FILES_S3_BUCKET');
+      expect(
+        configError({ FILES_STORE: 's3', FILES_S3_BUCKET: 'files', FILES_S3_ENDPOINT: 'minio:9000' }).message,
+      ).toContain('FILES_S3_ENDPOINT must be an http(s) URL');
+    });
+  });
 });

@@ -1,11 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { Expose, Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, IsUrl, Matches, Max, Min, MinLength } from 'class-validator';
+import {
+  IsIn,
+  IsInt,
+  IsOptional,
+  IsString,
+  IsUrl,
+  Matches,
+  Max,
+  Min,
+  MinLength,
+  ValidateIf,
+} from 'class-validator';
 import { REQUEST_SIZE_CEILINGS, REQUEST_SIZE_DEFAULTS, type RequestSizeLimits } from '@mgw/contracts';
 import { ConfigError, loadConfig } from './load-config';
 import { SharedConfig } from './shared.config';
 import { EnvBool, EnvInt, ToInt, ToList, Trimmed } from './env.decorators';
 import { StrongInProduction } from './production-secret.validator';
+import { FILE_STORE_KINDS, OPENAI_FILE_LIMITS, type FileStoreKind } from './files.settings';
 
 const API_KEY_FORMAT = /^\S{8,512}$/;
 const ADMIN_TOKEN_FORMAT = /^\S{24,512}$/;
@@ -251,6 +263,76 @@ export class GatewayConfig extends SharedConfig {
   /** Stored completions kept per API key: storing one more evicts the key's oldest. */
   @EnvInt('STORE_MAX_PER_KEY', 1, 1_000_000)
   storeMaxPerKey = 10_000;
+
+  /**
+   * Where file contents (the Files API) are kept: `directory` (FILES_DIR, on a volume) or `s3` (an
+   * S3-compatible bucket, FILES_S3_*; its credentials come from the standard AWS environment).
+   */
+  @Expose({ name: 'FILES_STORE' })
+  @Trimmed()
+  @IsIn(FILE_STORE_KINDS, { message: `FILES_STORE must be one of ${FILE_STORE_KINDS.join(', ')}` })
+  filesStore: FileStoreKind = 'directory';
+
+  @Expose({ name: 'FILES_DIR' })
+  @Trimmed()
+  @MinLength(1, { message: 'FILES_DIR must be a path' })
+  filesDir = 'data/files';
+
+  @Expose({ name: 'FILES_S3_BUCKET' })
+  @Trimmed()
+  @ValidateIf((config: GatewayConfig) => config.filesStore === 's3')
+  @Matches(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, {
+    message:
+      'FILES_S3_BUCKET must name a bucket (3-63 lowercase letters, digits, . or -) when FILES_STORE=s3',
+  })
+  filesS3Bucket = '';
+
+  /** An S3-compatible endpoint (MinIO, Ceph, GCS); unset: AWS S3 of the region. */
+  @Expose({ name: 'FILES_S3_ENDPOINT' })
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' ? value.trim() || undefined : value,
+  )
+  @IsOptional()
+  @IsUrl(
+    { require_tld: false, require_protocol: true, protocols: ['http', 'https'] },
+    { message: 'FILES_S3_ENDPOINT must be an http(s) URL' },
+  )
+  filesS3Endpoint: string | undefined = undefined;
+
+  @Expose({ name: 'FILES_S3_REGION' })
+  @Trimmed()
+  @MinLength(1, { message: 'FILES_S3_REGION must be a region name' })
+  filesS3Region = 'us-east-1';
+
+  /** Path-style addressing (`endpoint/bucket/key`), which MinIO and most self-hosted stores need. */
+  @EnvBool('FILES_S3_FORCE_PATH_STYLE')
+  filesS3ForcePathStyle = false;
+
+  /** What every object's name starts with in the bucket (a bucket shared with other data). */
+  @Expose({ name: 'FILES_S3_PREFIX' })
+  @Trimmed()
+  @Matches(/^[A-Za-z0-9!_.*'()/-]{0,200}$/, { message: 'FILES_S3_PREFIX must be a plain key prefix' })
+  filesS3Prefix = '';
+
+  /** Bytes of one uploaded file; OpenAI's 200 MB for a batch input file is the most. */
+  @EnvInt('FILES_MAX_BYTES', 1, OPENAI_FILE_LIMITS.batchBytes)
+  filesMaxBytes = OPENAI_FILE_LIMITS.batchBytes;
+
+  /** Lines of one batch input file (one request each); OpenAI's 50,000 is the most. */
+  @EnvInt('FILES_MAX_LINES', 1, OPENAI_FILE_LIMITS.batchLines)
+  filesMaxLines = OPENAI_FILE_LIMITS.batchLines;
+
+  /** How long a file is kept when its upload names no `expires_after`: 30 days, as OpenAI keeps batch files. */
+  @EnvInt('FILES_EXPIRY_SECONDS', 60, 366 * 24 * 3600)
+  filesExpirySeconds = 30 * 24 * 3600;
+
+  /** An upload not received completely within this long is refused (408) and nothing of it is kept. */
+  @EnvInt('FILES_UPLOAD_TIMEOUT_MS', 1000, 24 * 3_600_000)
+  filesUploadTimeoutMs = 15 * 60_000;
+
+  /** How often expired files (and what crashed uploads left) are looked for and removed from the store. */
+  @EnvInt('FILES_SWEEP_INTERVAL_MS', 100, 3_600_000)
+  filesSweepIntervalMs = 60_000;
 
   /** Set when no key was configured and one was generated for this development run. */
   generatedDevKey: string | null = null;

@@ -2,6 +2,7 @@ export * from './load-config';
 export * from './deprecated-env';
 export * from './shared.config';
 export * from './redis.settings';
+export * from './files.settings';
 export * from './gateway.config';
 export * from './worker.config';
 export * from './registry.config';

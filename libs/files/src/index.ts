@@ -1,1 +1,3 @@
 export * from './file-catalog';
+export * from './files.module';
+export * from './upload/multipart-route';

@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { ConfigMap, Namespace, Service } from 'kubernetes-models/v1';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { ConfigMap, Namespace, PersistentVolumeClaim, Service } from 'kubernetes-models/v1';
 import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
@@ -58,17 +60,19 @@ const MODELS: Record<string, { validate(data: unknown): void }> = {
     validate: (d) => new TriggerAuthentication(d as never).validate(),
   },
   'networking.k8s.io/v1/NetworkPolicy': { validate: (d) => new NetworkPolicy(d as never).validate() },
+  'v1/PersistentVolumeClaim': { validate: (d) => new PersistentVolumeClaim(d as never).validate() },
   'monitoring.coreos.com/v1/ServiceMonitor': { validate: (d) => new ServiceMonitor(d as never).validate() },
 };
 
-function render(): K8sObject[] {
+/** `dir`: a kustomization, relative to the repository (deploy/k8s) or absolute (one a test writes). */
+function render(dir = 'deploy/k8s'): K8sObject[] {
   if (!KUBECTL) {
     throw new Error(
       'kubectl not found in /usr/bin or /usr/local/bin: install it (apt-get install kubernetes-client)',
     );
   }
-  const result = spawnSync(KUBECTL, ['kustomize', 'deploy/k8s'], { cwd: ROOT, encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`kubectl kustomize deploy/k8s failed:\n${result.stderr}`);
+  const result = spawnSync(KUBECTL, ['kustomize', dir], { cwd: ROOT, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`kubectl kustomize ${dir} failed:\n${result.stderr}`);
   return parseYamlDocuments(result.stdout) as K8sObject[];
 }
 
@@ -266,6 +270,57 @@ describe('deploy/k8s (kubectl kustomize)', () => {
       else if (app === 'registry') expect(() => loadConfig(RegistryConfig, env)).not.toThrow();
       else expect(() => loadWorkerConfig(env, app === 'chat-worker' ? 'chat' : 'image')).not.toThrow();
     }
+  });
+
+  it("keeps the gateway's files on the gateway-files claim (ReadWriteMany), mounted where FILES_DIR points", () => {
+    const gateway = one('Deployment', 'gateway');
+    expect(one('PersistentVolumeClaim', 'gateway-files').spec.accessModes).toEqual(['ReadWriteMany']);
+    const volumes = gateway.spec.template.spec.volumes as {
+      name: string;
+      persistentVolumeClaim?: { claimName: string };
+    }[];
+    const volume = volumes.find((v) => v.persistentVolumeClaim?.claimName === 'gateway-files')!;
+    const mount = containerOf(gateway).volumeMounts!.find((m) => m.name === volume.name)!;
+    const env = envOf(containerOf(gateway));
+    expect(env.FILES_DIR).toBe(mount.mountPath);
+    expect(loadGatewayConfig(env).filesStore).toBe('directory');
+  });
+
+  it('with the files-s3 component: files in a bucket the gateway config accepts, keys from the files-s3 Secret, no claim', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mgw-k8s-'));
+    let rendered: K8sObject[];
+    try {
+      writeFileSync(
+        join(dir, 'kustomization.yaml'),
+        [
+          'apiVersion: kustomize.config.k8s.io/v1beta1',
+          'kind: Kustomization',
+          'resources:',
+          `  - ${relative(dir, join(ROOT, 'deploy/k8s'))}`,
+          'components:',
+          `  - ${relative(dir, join(ROOT, 'deploy/k8s/components/files-s3'))}`,
+          '',
+        ].join('\n'),
+      );
+      rendered = render(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(rendered.filter((o) => o.kind === 'PersistentVolumeClaim')).toEqual([]);
+    const gateway = rendered.find((o) => o.kind === 'Deployment' && o.metadata.name === 'gateway')!;
+    const container = containerOf(gateway);
+    expect(container.envFrom).toContainEqual({ secretRef: { name: 'files-s3' } });
+    expect(container.volumeMounts!.map((m) => m.mountPath)).not.toContain('/data/files');
+    const own = Object.fromEntries(
+      (container.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]),
+    );
+    expect(own).not.toHaveProperty('FILES_DIR');
+    const config = loadGatewayConfig({
+      ...own,
+      GATEWAY_API_KEYS: OPERATOR_SECRETS['gateway-api-keys']!.GATEWAY_API_KEYS,
+    });
+    expect(config).toMatchObject({ filesStore: 's3', filesS3ForcePathStyle: true });
+    expect(config.filesS3Bucket.length).toBeGreaterThanOrEqual(3);
   });
 
   it('mounts the catalog ConfigMap where CATALOG_PATH points, for the registry and every worker', () => {
