@@ -28,6 +28,7 @@ export * from './protocol/control-message';
 export * from './protocol/key-invalidation';
 export * from './protocol/upstream-event';
 export * from './validation/record.reader';
+export * from './validation/wire-schema';
 export * from './logging/component.logger';
 export * from './registry/registry.patterns';
 export * from './registry/registry.messages';

@@ -1,0 +1,64 @@
+import { toJSONSchema, type z } from 'zod';
+
+/** One refusal found by a wire schema: where in the body, and the schema's own words for it. */
+export interface SchemaIssue {
+  /** The path from the body's root (keys and indexes). */
+  path: PropertyKey[];
+  /** The message the schema's error map gave, or zod's own. */
+  message: string;
+  /** zod's issue code (`invalid_type`, `too_big`, `unrecognized_keys`, `custom`…). */
+  code: string;
+  /** For `unrecognized_keys`: the first key the schema does not know. */
+  key?: string;
+}
+
+type Issue = z.core.$ZodIssue;
+
+/**
+ * The issue a hand-ordered check would have stopped at first: an unknown top-level field before anything
+ * else (the bodies refuse those first), then the first issue zod found in the schema's field order. A union
+ * that no option matched is read through the option whose base type did match (a content array whose
+ * third part is wrong), so the path names the part, not the union.
+ */
+export function firstSchemaIssue(error: z.ZodError): SchemaIssue {
+  const issues = error.issues;
+  const unknown = issues.find((issue) => issue.code === 'unrecognized_keys' && issue.path.length === 0);
+  return readIssue(unknown ?? issues[0]!, []);
+}
+
+function readIssue(issue: Issue, prefix: PropertyKey[]): SchemaIssue {
+  const path = [...prefix, ...issue.path];
+  if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+    const matched = issue.errors.find((option) => option.length > 0 && option[0]!.path.length > 0);
+    if (matched !== undefined) return readIssue(matched[0]!, path);
+  }
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0]!;
+    return { path: [...path, key], message: issue.message, code: issue.code, key };
+  }
+  return { path, message: issue.message, code: issue.code };
+}
+
+/** The value at `path` in `body` (undefined where the path leaves it). */
+export function valueAt(body: unknown, path: readonly PropertyKey[]): unknown {
+  let value = body;
+  for (const step of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[step];
+  }
+  return value;
+}
+
+/**
+ * A wire schema as the API document shows a request body: JSON Schema 2020-12 (what OpenAPI 3.1 takes),
+ * as the client sends it. Refinements that no JSON Schema keyword says (tool ids answered in the next
+ * turn) stay in the descriptions.
+ */
+export function openApiSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _draft, ...document } = toJSONSchema(schema, {
+    io: 'input',
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  });
+  return document;
+}
