@@ -1,4 +1,4 @@
-import { describeValue, firstSchemaIssue, GatewayError, jsonSchemaProblem } from '@mgw/contracts';
+import { describeValue, GatewayError, jsonSchemaProblem, WireSchema } from '@mgw/contracts';
 import { z } from 'zod';
 import { inputSchemaProblem } from './input-schema.validator';
 
@@ -159,10 +159,7 @@ export const MESSAGES_TOOL = object({
   input_schema: object(
     { type: z.literal('object', { error: got("Input should be 'object'") }) },
     requiredOr(AN_OBJECT),
-  ).superRefine((schema, context) => {
-    const problem = jsonSchemaProblem(schema, true) ?? inputSchemaProblem(schema);
-    if (problem !== null) context.addIssue({ code: 'custom', message: problem });
-  }),
+  ).describe('A JSON Schema (draft 2020-12, or draft-07 where it declares that) of type object.'),
 });
 
 const CHOICE_OPTIONS = {
@@ -176,76 +173,8 @@ export const MESSAGES_TOOL_CHOICE = z.discriminatedUnion(
     object({ type: z.literal('tool'), name: string(), ...CHOICE_OPTIONS }),
     object({ type: z.literal('none') }),
   ],
-  {
-    error: byType(got("Input should be 'auto', 'any', 'tool' or 'none'")),
-  },
+  { error: byType(got("Input should be 'auto', 'any', 'tool' or 'none'")) },
 );
-
-/**
- * `messages`: user and assistant turns (system entries anywhere), the first of them a user turn; every
- * `tool_use` of an assistant turn answered by a `tool_result` in the next turn, and every `tool_result`
- * answering a `tool_use` of the turn before, as Anthropic requires.
- */
-function checkConversation(messages: z.infer<typeof INPUT_MESSAGE>[], context: z.RefinementCtx): void {
-  const refuse = (path: PropertyKey[], message: string) =>
-    context.addIssue({ code: 'custom', path, message });
-  const unanswered = (ids: Iterable<string>, at: number) =>
-    refuse(
-      [at],
-      `\`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${[...ids].join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
-    );
-  let previous: 'user' | 'assistant' | null = null;
-  /** The tool uses of the last assistant turn. */
-  let toolUses = new Set<string>();
-  let toolUsesAt = -1;
-  for (const [index, message] of messages.entries()) {
-    if (message.role === 'system') continue;
-    if (previous === null && message.role !== 'user')
-      return refuse([], 'the first message must use the "user" role');
-    if (message.role === 'assistant') {
-      if (toolUses.size > 0) return unanswered(toolUses, toolUsesAt);
-      toolUses = new Set();
-      toolUsesAt = index;
-      if (typeof message.content !== 'string')
-        for (const block of message.content) if (block.type === 'tool_use') toolUses.add(block.id);
-    } else {
-      const answered = new Set<string>();
-      if (typeof message.content !== 'string') {
-        for (const [at, block] of message.content.entries()) {
-          if (block.type !== 'tool_result') continue;
-          if (!toolUses.has(block.tool_use_id)) {
-            return refuse(
-              [index, 'content', at],
-              `unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${block.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
-            );
-          }
-          answered.add(block.tool_use_id);
-        }
-      }
-      const missing = [...toolUses].filter((id) => !answered.has(id));
-      if (missing.length > 0) return unanswered(missing, toolUsesAt);
-      toolUses = new Set();
-    }
-    previous = message.role;
-  }
-  if (previous === null) return refuse([], 'at least one user message is required');
-  if (toolUses.size > 0) unanswered(toolUses, toolUsesAt);
-}
-
-function checkToolNames(tools: z.infer<typeof MESSAGES_TOOL>[], context: z.RefinementCtx): void {
-  const names = new Set<string>();
-  for (const [index, { name }] of tools.entries()) {
-    if (names.has(name)) {
-      context.addIssue({
-        code: 'custom',
-        path: [index, 'name'],
-        message: `tool names must be unique, '${name}' is repeated`,
-      });
-      return;
-    }
-    names.add(name);
-  }
-}
 
 /**
  * Fields both bodies take, in the order a refusal names them. `service_tier`, `thinking`,
@@ -254,17 +183,16 @@ function checkToolNames(tools: z.infer<typeof MESSAGES_TOOL>[], context: z.Refin
  */
 const COMMON = {
   model: string(requiredOr(A_STRING)).min(1, { error: 'String should have at least 1 character' }),
-  messages: list(INPUT_MESSAGE, MESSAGES_LIMITS.messages, requiredOr(A_LIST))
-    .superRefine(checkConversation)
-    .describe(
-      'The conversation: `user` and `assistant` turns (content a string, or blocks: `text`, `image`, `tool_use`, `tool_result`, `thinking`), starting with a user turn; `system` entries are taken into the system prompt.',
-    ),
+  messages: list(INPUT_MESSAGE, MESSAGES_LIMITS.messages, requiredOr(A_LIST)).describe(
+    'The conversation: `user` and `assistant` turns, starting with a user turn; every `tool_use` answered by a `tool_result` in the next turn; `system` entries are taken into the system prompt.',
+  ),
   system: SYSTEM.nullish().describe('The system prompt: a string or text blocks.'),
   tools: list(MESSAGES_TOOL, MESSAGES_LIMITS.tools)
-    .superRefine(checkToolNames)
     .nullish()
-    .describe('Client tools: `name`, `description`, `input_schema` (a JSON Schema of type object).'),
-  tool_choice: MESSAGES_TOOL_CHOICE.nullish(),
+    .describe('Client tools, their names unique: `name`, `description`, `input_schema`.'),
+  tool_choice: MESSAGES_TOOL_CHOICE.nullish().describe(
+    '`tool` names one of `tools`; only `none` and `auto` go without tools.',
+  ),
   thinking: object({
     type: z.enum(['enabled', 'disabled', 'adaptive'], {
       error: got("Input should be 'enabled', 'disabled' or 'adaptive'"),
@@ -286,63 +214,123 @@ const SAMPLING = {
   ).nullish(),
 };
 
-type Common = { tools?: { name: string }[] | null; tool_choice?: unknown };
-
-/** What no one field says: a `tool_choice` needs tools (unless it asks for none), and names one of them. */
-function checkToolChoice(body: Common, context: z.RefinementCtx): void {
-  const choice = body.tool_choice as { type?: string; name?: string } | null | undefined;
-  if (
-    body.tool_choice !== undefined &&
-    body.tools === undefined &&
-    choice?.type !== 'none' &&
-    choice?.type !== 'auto'
-  ) {
-    context.addIssue({ code: 'custom', path: ['tool_choice'], message: 'tool_choice requires tools' });
-  } else if (
-    choice?.type === 'tool' &&
-    body.tools != null &&
-    !body.tools.some(({ name }) => name === choice.name)
-  ) {
-    context.addIssue({
-      code: 'custom',
-      path: ['tool_choice', 'name'],
-      message: `no tool named '${choice.name}' in tools`,
-    });
-  }
-}
-
 /** A `POST /v1/messages` body. */
-export const MESSAGES_REQUEST = z
-  .strictObject({
-    ...COMMON,
-    max_tokens: between(1, Number.MAX_SAFE_INTEGER, true, true)
-      .nullable()
-      .describe('The most tokens to generate.'),
-    ...SAMPLING,
-    stream: z.boolean({ error: A_BOOLEAN }).nullish().describe('Stream the answer as server-sent events.'),
-  })
-  .superRefine(checkToolChoice);
+export const MESSAGES_REQUEST = z.strictObject({
+  ...COMMON,
+  max_tokens: between(1, Number.MAX_SAFE_INTEGER, true, true)
+    .nullable()
+    .describe('The most tokens to generate.'),
+  ...SAMPLING,
+  stream: z.boolean({ error: A_BOOLEAN }).nullish().describe('Stream the answer as server-sent events.'),
+});
 
 /** A `POST /v1/messages/count_tokens` body: the same, without `max_tokens` and `stream`. */
-export const COUNT_TOKENS_REQUEST = z.strictObject({ ...COMMON, ...SAMPLING }).superRefine(checkToolChoice);
-
-function validate<T>(schema: z.ZodType<T>, body: unknown): T {
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
-    throw GatewayError.invalidRequest(`The request body must be a JSON object, got ${describeValue(body)}.`);
-  const result = schema.safeParse(body);
-  if (result.success) return body as T;
-  const issue = firstSchemaIssue(result.error);
-  const path = issue.path.join('.');
-  const message = issue.code === 'unrecognized_keys' ? 'Extra inputs are not permitted' : issue.message;
-  throw GatewayError.invalidRequest(`${path}: ${message}`, path);
-}
-
-/** Checks a `POST /v1/messages` body as Anthropic does; returns the body itself. */
-export const validateMessagesRequest = (body: unknown): MessagesRequest => validate(MESSAGES_REQUEST, body);
-
-/** Checks a `POST /v1/messages/count_tokens` body; returns the body itself. */
-export const validateCountTokensRequest = (body: unknown): CountTokensRequest =>
-  validate(COUNT_TOKENS_REQUEST, body);
+export const COUNT_TOKENS_REQUEST = z.strictObject({ ...COMMON, ...SAMPLING });
 
 export type MessagesRequest = z.infer<typeof MESSAGES_REQUEST>;
 export type CountTokensRequest = z.infer<typeof COUNT_TOKENS_REQUEST>;
+
+/** A refusal found by a rule: the field's path, and what is wrong with it. */
+type Broken = { path: PropertyKey[]; message: string } | null;
+
+const unanswered = (ids: Iterable<string>, at: number): Broken => ({
+  path: ['messages', at],
+  message: `\`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${[...ids].join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+});
+
+/**
+ * The conversation's rules: the first turn (system entries aside) a user turn; every `tool_use` of an
+ * assistant turn answered by a `tool_result` in the next turn, and every `tool_result` answering a
+ * `tool_use` of the turn before, as Anthropic requires.
+ */
+function conversationBroken(messages: CountTokensRequest['messages']): Broken {
+  let previous: 'user' | 'assistant' | null = null;
+  /** The tool uses of the last assistant turn. */
+  let toolUses = new Set<string>();
+  let toolUsesAt = -1;
+  for (const [index, message] of messages.entries()) {
+    if (message.role === 'system') continue;
+    if (previous === null && message.role !== 'user')
+      return { path: ['messages'], message: 'the first message must use the "user" role' };
+    if (message.role === 'assistant') {
+      if (toolUses.size > 0) return unanswered(toolUses, toolUsesAt);
+      toolUses = new Set();
+      toolUsesAt = index;
+      if (typeof message.content !== 'string')
+        for (const block of message.content) if (block.type === 'tool_use') toolUses.add(block.id);
+    } else {
+      const answered = new Set<string>();
+      if (typeof message.content !== 'string') {
+        for (const [at, block] of message.content.entries()) {
+          if (block.type !== 'tool_result') continue;
+          if (!toolUses.has(block.tool_use_id)) {
+            return {
+              path: ['messages', index, 'content', at],
+              message: `unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${block.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+            };
+          }
+          answered.add(block.tool_use_id);
+        }
+      }
+      const missing = [...toolUses].filter((id) => !answered.has(id));
+      if (missing.length > 0) return unanswered(missing, toolUsesAt);
+      toolUses = new Set();
+    }
+    previous = message.role;
+  }
+  if (previous === null) return { path: ['messages'], message: 'at least one user message is required' };
+  return toolUses.size > 0 ? unanswered(toolUses, toolUsesAt) : null;
+}
+
+/** Each tool's `input_schema` a valid JSON Schema, each name once. */
+function toolsBroken(tools: NonNullable<CountTokensRequest['tools']>): Broken {
+  const names = new Set<string>();
+  for (const [index, { name, input_schema: schema }] of tools.entries()) {
+    const problem = jsonSchemaProblem(schema, true) ?? inputSchemaProblem(schema);
+    if (problem !== null) return { path: ['tools', index, 'input_schema'], message: problem };
+    if (names.has(name))
+      return { path: ['tools', index, 'name'], message: `tool names must be unique, '${name}' is repeated` };
+    names.add(name);
+  }
+  return null;
+}
+
+/** What no JSON Schema says: the conversation's turns, the tools, and a `tool_choice` naming one of them. */
+function rulesBroken(body: CountTokensRequest): Broken {
+  const conversation = conversationBroken(body.messages);
+  if (conversation !== null) return conversation;
+  const choice = body.tool_choice;
+  if (choice !== undefined && body.tools === undefined && choice?.type !== 'none' && choice?.type !== 'auto')
+    return { path: ['tool_choice'], message: 'tool_choice requires tools' };
+  if (body.tools == null) return null;
+  const tools = toolsBroken(body.tools);
+  if (tools !== null) return tools;
+  if (choice?.type === 'tool' && !body.tools.some(({ name }) => name === choice.name))
+    return { path: ['tool_choice', 'name'], message: `no tool named '${choice.name}' in tools` };
+  return null;
+}
+
+const MESSAGES = new WireSchema(MESSAGES_REQUEST);
+const COUNT_TOKENS = new WireSchema(COUNT_TOKENS_REQUEST);
+
+function validate<T extends CountTokensRequest>(schema: WireSchema<T>, body: unknown): T {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw GatewayError.invalidRequest(`The request body must be a JSON object, got ${describeValue(body)}.`);
+  const issue = schema.issueOf(body);
+  const broken: Broken =
+    issue === null
+      ? rulesBroken(body as T)
+      : {
+          path: issue.path,
+          message: issue.code === 'unrecognized_keys' ? 'Extra inputs are not permitted' : issue.message,
+        };
+  if (broken === null) return body as T;
+  const path = broken.path.join('.');
+  throw GatewayError.invalidRequest(`${path}: ${broken.message}`, path);
+}
+
+/** Checks a `POST /v1/messages` body as Anthropic does; returns the body itself. */
+export const validateMessagesRequest = (body: unknown): MessagesRequest => validate(MESSAGES, body);
+
+/** Checks a `POST /v1/messages/count_tokens` body; returns the body itself. */
+export const validateCountTokensRequest = (body: unknown): CountTokensRequest => validate(COUNT_TOKENS, body);

@@ -1,3 +1,4 @@
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import { toJSONSchema, type z } from 'zod';
 
 /** One refusal found by a wire schema: where in the body, and the schema's own words for it. */
@@ -29,7 +30,7 @@ export function firstSchemaIssue(error: z.ZodError): SchemaIssue {
 function readIssue(issue: Issue, prefix: PropertyKey[]): SchemaIssue {
   const path = [...prefix, ...issue.path];
   if (issue.code === 'invalid_union' && issue.errors.length > 0) {
-    const matched = issue.errors.find((option) => option.length > 0 && option[0]!.path.length > 0);
+    const matched = issue.errors.find((option) => option.length > 0 && !isMismatch(option[0]!));
     if (matched !== undefined) return readIssue(matched[0]!, path);
   }
   if (issue.code === 'unrecognized_keys') {
@@ -37,6 +38,14 @@ function readIssue(issue: Issue, prefix: PropertyKey[]): SchemaIssue {
     return { path: [...path, key], message: issue.message, code: issue.code, key };
   }
   return { path, message: issue.message, code: issue.code };
+}
+
+/** An option of a union that the value is not at all (another type, another tag). */
+function isMismatch(issue: Issue): boolean {
+  return (
+    issue.path.length === 0 &&
+    (issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union')
+  );
 }
 
 /** The value at `path` in `body` (undefined where the path leaves it). */
@@ -61,4 +70,42 @@ export function openApiSchemaOf(schema: z.ZodType): Record<string, unknown> {
     target: 'draft-2020-12',
   });
   return document;
+}
+
+/**
+ * A request body's schema as a validator. zod's parse copies every object it checks, so a body is first
+ * checked by the same schema compiled to JSON Schema by ajv (no copies); only a body ajv refuses is parsed
+ * by zod, for the issue in the schema's own words. What a JSON Schema cannot say (a `tool_result` answering
+ * the turn before) is the front-end's rules, checked after.
+ */
+export class WireSchema<T> {
+  private fast: ValidateFunction | null = null;
+
+  constructor(
+    readonly schema: z.ZodType<T>,
+    /** An error map for issues without a message of their own (see zod's `error` parse parameter). */
+    private readonly error?: z.core.$ZodErrorMap,
+  ) {}
+
+  /** The first issue of `body`, or null when the schema takes it. */
+  issueOf(body: unknown): SchemaIssue | null {
+    this.fast ??= new Ajv2020({ strict: false, allErrors: false, validateFormats: false }).compile(
+      firstMatch(openApiSchemaOf(this.schema)) as Record<string, unknown>,
+    );
+    if (this.fast(body)) return null;
+    const result = this.schema.safeParse(body, this.error === undefined ? undefined : { error: this.error });
+    return result.success ? null : firstSchemaIssue(result.error);
+  }
+}
+
+/**
+ * The schema with each `oneOf` (zod's tagged unions, whose options exclude each other by their tag) as an
+ * `anyOf`: the same bodies pass, and the check stops at the first option that takes one.
+ */
+function firstMatch(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(firstMatch);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  return Object.fromEntries(
+    Object.entries(schema).map(([key, value]) => [key === 'oneOf' ? 'anyOf' : key, firstMatch(value)]),
+  );
 }
