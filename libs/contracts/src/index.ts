@@ -37,7 +37,6 @@ export * from './dto/chat-tools.dto';
 export * from './dto/chat-parameter.constraints';
 export * from './dto/json-schema.bounds';
 export * from './dto/chat-parameter-support';
-export * from './dto/backend-parameters';
 export * from './openai/stored-completion.types';
 export * from './dto/stored-completion-query.dto';
 export * from './admin/model-status.types';
