@@ -79,19 +79,21 @@ export function openApiSchemaOf(schema: z.ZodType): Record<string, unknown> {
  * the turn before) is the front-end's rules, checked after.
  */
 export class WireSchema<T> {
-  private fast: ValidateFunction | null = null;
+  /** Compiled when the schema is declared (at start), so that no request waits for it. */
+  private readonly fast: ValidateFunction;
 
   constructor(
     readonly schema: z.ZodType<T>,
     /** An error map for issues without a message of their own (see zod's `error` parse parameter). */
     private readonly error?: z.core.$ZodErrorMap,
-  ) {}
+  ) {
+    this.fast = new Ajv2020({ strict: false, allErrors: false, validateFormats: false }).compile(
+      firstMatch(openApiSchemaOf(schema)) as Record<string, unknown>,
+    );
+  }
 
   /** The first issue of `body`, or null when the schema takes it. */
   issueOf(body: unknown): SchemaIssue | null {
-    this.fast ??= new Ajv2020({ strict: false, allErrors: false, validateFormats: false }).compile(
-      firstMatch(openApiSchemaOf(this.schema)) as Record<string, unknown>,
-    );
     if (this.fast(body)) return null;
     const result = this.schema.safeParse(body, this.error === undefined ? undefined : { error: this.error });
     return result.success ? null : firstSchemaIssue(result.error);
