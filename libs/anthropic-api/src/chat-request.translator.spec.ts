@@ -5,7 +5,7 @@ import {
   toChatCompletionRequest,
   translateMessagesRequest,
 } from './chat-request.translator';
-import { validateMessagesRequest } from './messages-request.validator';
+import { validateMessagesRequest } from './messages-request.schema';
 
 describe('toChatCompletionRequest', () => {
   const body = validateMessagesRequest({

@@ -4,7 +4,7 @@ export * from './chat-request.translator';
 export * from './message-json.renderer';
 export * from './message-parts';
 export * from './message-stream.renderer';
-export * from './messages-request.validator';
+export * from './messages-request.schema';
 export * from './messages.controller';
 export * from './messages.service';
 export * from './messages.types';

@@ -11,12 +11,12 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Auth, ErrorsShapedAs, requirePrincipal, requestIdOf, type ErrorShape } from '@mgw/http';
 import { toAnthropicError } from './anthropic-error';
-import { validateCountTokensRequest, validateMessagesRequest } from './messages-request.validator';
+import { validateCountTokensRequest, validateMessagesRequest } from './messages-request.schema';
 import { MessagesService } from './messages.service';
 import {
   AnthropicErrorResponse,
-  CountMessageTokensRequest,
-  CreateMessageRequest,
+  COUNT_MESSAGE_TOKENS_REQUEST,
+  CREATE_MESSAGE_REQUEST,
   Message,
   MESSAGES_STREAM_DESCRIPTION,
   MessageTokensCount,
@@ -91,7 +91,7 @@ export class MessagesController {
     description:
       "Anthropic's Messages API: the key in `x-api-key` or `Authorization: Bearer`; errors in Anthropic's shape. With `stream: true`, Anthropic's named events.",
   })
-  @ApiBody({ type: CreateMessageRequest })
+  @ApiBody({ schema: CREATE_MESSAGE_REQUEST })
   @ApiResponse({
     status: 200,
     description: '`stream` false: the message as JSON. `stream` true: `text/event-stream`.',
@@ -121,7 +121,7 @@ export class MessagesController {
     description:
       "The prompt's tokens (messages, system prompt, tools), counted by the model's worker as it counts a message's prompt (an estimate for `openai` models). A count uses none of the key's tokens.",
   })
-  @ApiBody({ type: CountMessageTokensRequest })
+  @ApiBody({ schema: COUNT_MESSAGE_TOKENS_REQUEST })
   @ApiResponse({
     status: 200,
     description: 'The count.',

@@ -1,97 +1,20 @@
-import { ApiProperty, ApiPropertyOptional, type ApiPropertyOptions } from '@nestjs/swagger';
+import { openApiSchemaOf } from '@mgw/contracts';
+import { ApiProperty, type ApiBodyOptions } from '@nestjs/swagger';
+import { COUNT_TOKENS_REQUEST, MESSAGES_REQUEST } from './messages-request.schema';
 
 /*
- * The Messages API in the gateway's API document: classes read by @nestjs/swagger only, never
- * instantiated (the bodies are checked by `validateMessagesRequest`). Each becomes a schema of its name.
+ * The Messages API in the gateway's API document: the request bodies from their schemas, the answers as
+ * classes read by @nestjs/swagger only, never instantiated. Each class becomes a schema of its name.
  */
 
-const CONTENT = {
-  oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }],
-} as ApiPropertyOptions;
+/** A request body's schema as `@ApiBody` takes it. */
+type BodySchema = Extract<ApiBodyOptions, { schema: unknown }>['schema'];
 
-const MESSAGE_LIST = {
-  type: 'array',
-  description:
-    'The conversation: `user` and `assistant` turns (content a string, or blocks: `text`, `image`, `tool_use`, `tool_result`, `thinking`), starting with a user turn; `system` entries are taken into the system prompt.',
-  items: {
-    type: 'object',
-    required: ['role', 'content'],
-    properties: { role: { type: 'string', enum: ['user', 'assistant', 'system'] }, content: CONTENT },
-  },
-} as ApiPropertyOptions;
+/** `POST /v1/messages`, from its schema. */
+export const CREATE_MESSAGE_REQUEST = openApiSchemaOf(MESSAGES_REQUEST) as BodySchema;
 
-const TOOLS = {
-  type: 'array',
-  description: 'Client tools: `name`, `description`, `input_schema` (a JSON Schema of type object).',
-  items: {
-    type: 'object',
-    required: ['name', 'input_schema'],
-    properties: {
-      name: { type: 'string' },
-      description: { type: 'string' },
-      input_schema: { type: 'object' },
-    },
-  },
-} as ApiPropertyOptions;
-
-const WITHOUT_EFFECT =
-  'Accepted without effect: no backend of the gateway honours it (see docs/api/messages.md in the repository).';
-
-/** `POST /v1/messages/count_tokens`. */
-export class CountMessageTokensRequest {
-  @ApiProperty({ type: 'string', description: 'A model id or alias.', example: 'sim-chat' })
-  model!: string;
-
-  @ApiProperty(MESSAGE_LIST)
-  messages!: unknown[];
-
-  @ApiPropertyOptional({
-    ...CONTENT,
-    description: 'The system prompt: a string or text blocks.',
-  })
-  system?: unknown;
-
-  @ApiPropertyOptional(TOOLS)
-  tools?: unknown[];
-
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: '`{"type": "auto" | "any" | "tool" | "none", "name"?, "disable_parallel_tool_use"?}`.',
-  })
-  tool_choice?: unknown;
-
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: WITHOUT_EFFECT })
-  thinking?: unknown;
-}
-
-/** `POST /v1/messages`. */
-export class CreateMessageRequest extends CountMessageTokensRequest {
-  @ApiProperty({ type: 'integer', minimum: 1, description: 'The most tokens to generate.', example: 256 })
-  max_tokens!: number;
-
-  @ApiPropertyOptional({ type: 'boolean', description: 'Stream the answer as server-sent events.' })
-  stream?: boolean;
-
-  @ApiPropertyOptional({ type: 'array', items: { type: 'string' } })
-  stop_sequences?: string[];
-
-  @ApiPropertyOptional({ type: 'number', minimum: 0, maximum: 1 })
-  temperature?: number;
-
-  @ApiPropertyOptional({ type: 'number', minimum: 0, maximum: 1 })
-  top_p?: number;
-
-  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: WITHOUT_EFFECT })
-  top_k?: number;
-
-  @ApiPropertyOptional({
-    type: 'object',
-    additionalProperties: true,
-    description: '`user_id`: the end user (advisory).',
-  })
-  metadata?: unknown;
-}
+/** `POST /v1/messages/count_tokens`, from its schema. */
+export const COUNT_MESSAGE_TOKENS_REQUEST = openApiSchemaOf(COUNT_TOKENS_REQUEST) as BodySchema;
 
 /** The answer of `POST /v1/messages`. */
 export class Message {

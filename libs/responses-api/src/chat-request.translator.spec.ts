@@ -1,6 +1,6 @@
 import { GatewayError, REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
 import { asResponsesError, toChatRequest } from './chat-request.translator';
-import { validateResponsesRequest } from './responses-request.validator';
+import { validateResponsesRequest } from './responses-request.schema';
 import type { ConversationItem } from './responses.types';
 import { refusal } from '@mgw/testing';
 

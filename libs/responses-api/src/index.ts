@@ -1,5 +1,5 @@
 export * from './responses-api.module';
-export * from './responses-request.validator';
+export * from './responses-request.schema';
 export * from './chat-request.translator';
 export * from './response-output';
 export * from './response-events.renderer';

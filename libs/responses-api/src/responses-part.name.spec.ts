@@ -2,7 +2,7 @@ import { REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
 import { toChatRequest } from './chat-request.translator';
 import { resolveInput } from './conversation';
 import { responsesPartName } from './responses-part.name';
-import { validateResponsesRequest } from './responses-request.validator';
+import { validateResponsesRequest } from './responses-request.schema';
 import type { ConversationItem } from './responses.types';
 
 const image = (url: string) => ({ type: 'input_image', image_url: url });

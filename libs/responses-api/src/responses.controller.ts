@@ -27,7 +27,7 @@ import { GatewayError } from '@mgw/contracts';
 import { Auth, requestIdOf, requirePrincipal, StoredReadGuard } from '@mgw/http';
 import { ResponsesRequestPipe } from './responses-request.pipe';
 import {
-  CreateResponseRequestDoc,
+  CREATE_RESPONSE_REQUEST,
   INPUT_ITEM_LIST_SCHEMA,
   RESPONSE_DELETED_SCHEMA,
   RESPONSE_SCHEMA,
@@ -98,7 +98,7 @@ export class ResponsesController {
     description:
       "OpenAI's Responses API over the same queue as chat completions: one response object, or with `stream: true` the Responses stream's named events; `background: true` answers at once with a queued response that runs without its client.",
   })
-  @ApiBody({ type: CreateResponseRequestDoc })
+  @ApiBody({ schema: CREATE_RESPONSE_REQUEST })
   @ApiResponse({
     status: 200,
     description: '`stream` false: the response object. `stream` true: `text/event-stream`.',

@@ -1,67 +1,12 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { openApiSchemaOf } from '@mgw/contracts';
+import type { ApiBodyOptions } from '@nestjs/swagger';
+import { RESPONSES_BODY } from './responses-request.schema';
 
-/**
- * The Responses API in the API document. The route validates the plain body itself
- * (`validateResponsesRequest`); this class only describes it, so @nestjs/swagger can list its fields.
- */
-export class CreateResponseRequestDoc {
-  @ApiPropertyOptional({ description: "The model's id; the gateway's default chat model when absent." })
-  model?: string;
-
-  @ApiProperty({
-    description:
-      'A string (one user message), or input items: `message`, `function_call`, `function_call_output`, `item_reference`, `reasoning`.',
-    oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }],
-  })
-  input!: unknown;
-
-  @ApiPropertyOptional({ description: 'A system message before the conversation.' })
-  instructions?: string;
-
-  @ApiPropertyOptional({
-    description:
-      '`function` tools and `namespace` groups of them; hosted tools (`web_search`, `file_search`, …) are accepted and left out of what the model sees.',
-    type: 'array',
-    items: { type: 'object' },
-  })
-  tools?: unknown[];
-
-  @ApiPropertyOptional({ description: "`none`, `auto`, `required`, or `{type: 'function', name}`." })
-  tool_choice?: unknown;
-
-  @ApiPropertyOptional({
-    description: '`{format: {type: text | json_object | json_schema, …}}`.',
-    type: 'object',
-    additionalProperties: true,
-  })
-  text?: unknown;
-
-  @ApiPropertyOptional({ minimum: 0, maximum: 2 })
-  temperature?: number;
-
-  @ApiPropertyOptional({ minimum: 0, maximum: 1 })
-  top_p?: number;
-
-  @ApiPropertyOptional({ minimum: 16, type: 'integer' })
-  max_output_tokens?: number;
-
-  @ApiPropertyOptional({ description: "The Responses stream's named events instead of one response object." })
-  stream?: boolean;
-
-  @ApiPropertyOptional({ description: 'Keep the response (default true).' })
-  store?: boolean;
-
-  @ApiPropertyOptional({
-    description: 'Answer at once with a queued response; the job runs without its client.',
-  })
-  background?: boolean;
-
-  @ApiPropertyOptional({ description: 'Continue the stored conversation that ends with this response.' })
-  previous_response_id?: string;
-
-  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string' } })
-  metadata?: Record<string, string>;
-}
+/** `POST /v1/responses` in the API document, from the body's schema. */
+export const CREATE_RESPONSE_REQUEST = openApiSchemaOf(RESPONSES_BODY) as Extract<
+  ApiBodyOptions,
+  { schema: unknown }
+>['schema'];
 
 const OUTPUT_ITEM = {
   type: 'object',

@@ -1,54 +1,24 @@
 import type { ErrorObject } from '@mgw/contracts';
+import type { z } from 'zod';
+import type {
+  FUNCTION_CALL_ITEM,
+  FUNCTION_CALL_OUTPUT_ITEM,
+  INPUT_CONTENT_PART,
+  ITEM_REFERENCE,
+  MESSAGE_ITEM,
+  REASONING_ITEM,
+} from './responses-request.schema';
 
-/** A content part of an input message, as the Responses API takes it. */
-export type InputContentPart =
-  | { type: 'input_text'; text: string }
-  | { type: 'output_text'; text: string; annotations?: unknown[] }
-  | { type: 'refusal'; refusal: string }
-  | { type: 'input_image'; image_url?: string; file_id?: string; detail?: 'low' | 'high' | 'auto' };
+export { MESSAGE_ROLES, type MessageRole } from './responses-request.schema';
 
-export const MESSAGE_ROLES = ['user', 'assistant', 'system', 'developer'] as const;
-export type MessageRole = (typeof MESSAGE_ROLES)[number];
-
-export interface MessageItem {
-  type: 'message';
-  id?: string;
-  role: MessageRole;
-  content: string | InputContentPart[];
-  status?: string;
-}
-
-export interface FunctionCallItem {
-  type: 'function_call';
-  id?: string;
-  call_id: string;
-  name: string;
-  arguments: string;
-  status?: string;
-}
-
-export interface FunctionCallOutputItem {
-  type: 'function_call_output';
-  id?: string;
-  call_id: string;
-  output: string | InputContentPart[];
-  status?: string;
-}
-
-/** A client's pointer to an item it was given earlier (the AI SDK's default tool loop sends these). */
-export interface ItemReference {
-  type: 'item_reference';
-  id: string;
-}
-
-/** A reasoning item passed back by a client; no backend here reasons in items, so it is not shown to one. */
-export interface ReasoningItem {
-  type: 'reasoning';
-  id?: string;
-  summary?: unknown[];
-  encrypted_content?: string | null;
-}
-
+/** The wire shapes of an input, from the request schema. */
+export type InputContentPart = z.infer<typeof INPUT_CONTENT_PART>;
+/** A message item; one sent without a `type` gets it when the body is read. */
+export type MessageItem = z.infer<typeof MESSAGE_ITEM> & { type: 'message' };
+export type FunctionCallItem = z.infer<typeof FUNCTION_CALL_ITEM>;
+export type FunctionCallOutputItem = z.infer<typeof FUNCTION_CALL_OUTPUT_ITEM>;
+export type ItemReference = z.infer<typeof ITEM_REFERENCE>;
+export type ReasoningItem = z.infer<typeof REASONING_ITEM>;
 export type InputItem =
   MessageItem | FunctionCallItem | FunctionCallOutputItem | ItemReference | ReasoningItem;
 

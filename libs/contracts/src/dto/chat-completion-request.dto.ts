@@ -41,6 +41,7 @@ import {
   type ChatMessageContent,
   type TextContentPart,
 } from './message-content';
+import { EXTENDED_CHAT_PARAMETERS } from './chat-parameter-support';
 import { MODEL_REQUEST_LIMITS, ModelRequestDto } from './model-request.dto';
 import type { RequestSizeLimits } from './request-size.limits';
 import { unknownFieldOf, unknownFieldsNow, type UnknownFields } from './unknown-fields';
@@ -400,31 +401,6 @@ interface ChatRequestExtensionFields {
   safety_identifier?: string;
 }
 
-/** Top-level keys that select `ExtendedChatCompletionRequestDto`. */
-const EXTENSION_KEYS: ReadonlySet<string> = new Set([
-  'tools',
-  'tool_choice',
-  'parallel_tool_calls',
-  'response_format',
-  'logprobs',
-  'top_logprobs',
-  'logit_bias',
-  'reasoning_effort',
-  'verbosity',
-  'prediction',
-  'modalities',
-  'audio',
-  'web_search_options',
-  'functions',
-  'function_call',
-  'store',
-  'metadata',
-  'service_tier',
-  'prompt_cache_key',
-  'prompt_cache_retention',
-  'safety_identifier',
-]);
-
 /**
  * `POST /v1/chat/completions` body. Unknown fields are refused, as OpenAI does. Every parameter OpenAI
  * documents is declared with its shape; whether a model honours one is decided per model at the gateway
@@ -495,7 +471,7 @@ export class ChatCompletionRequestDto extends ModelRequestDto {
   static validationClassFor(plain: object): typeof ChatCompletionRequestDto {
     let extended = false;
     for (const key in plain) {
-      if (!EXTENSION_KEYS.has(key)) continue;
+      if (!EXTENDED_CHAT_PARAMETERS.has(key)) continue;
       extended = true;
       break;
     }

@@ -1,61 +1,120 @@
 import { GatewayError } from '../errors/gateway-error';
 import type { ChatCompletionRequestDto } from './chat-completion-request.dto';
 
-/**
- * Parameters every chat model takes: honoured by the gateway (`store` and `metadata`: stored completions
- * are kept by the gateway, never relayed to a backend) or by every backend, or advisory (accepted and not
- * acted on: `service_tier`, `prompt_cache_key`, `prompt_cache_retention`, `safety_identifier`, `user`). The
- * README's parameter table says which is which.
- */
-export const COMMON_CHAT_PARAMETERS: readonly string[] = [
-  'model',
-  'messages',
-  'stream',
-  'stream_options',
-  'temperature',
-  'top_p',
-  'n',
-  'max_tokens',
-  'max_completion_tokens',
-  'stop',
-  'presence_penalty',
-  'frequency_penalty',
-  'seed',
-  'user',
-  'store',
-  'metadata',
-  'service_tier',
-  'prompt_cache_key',
-  'prompt_cache_retention',
-  'safety_identifier',
-];
-
 type Request = ChatCompletionRequestDto;
 
+/** The catalog's backend kinds (`backend.kind`), one lib each (libs/backend-<kind>). */
+export const SIMULATOR_BACKEND_KIND = 'simulator';
+export const LLAMACPP_BACKEND_KIND = 'llamacpp';
+export const OPENAI_BACKEND_KIND = 'openai';
+
+/** Every chat model takes it. */
+const EVERY = 'every model';
+
+interface ChatParameter {
+  /** `EVERY`, or the backend kinds that act on it (none: refused for every model). */
+  honouredBy: typeof EVERY | readonly string[];
+  /** When a request uses it; absent for a parameter every model takes. A default asks for nothing. */
+  usedBy?: (request: Request) => boolean;
+  /** Newer than what most requests send: a body with it is validated by the extended chat DTO. */
+  extended?: true;
+}
+
+/** Tool calling and structured outputs, as every backend of ours implements them. */
+const EVERY_BACKEND = [SIMULATOR_BACKEND_KIND, LLAMACPP_BACKEND_KIND, OPENAI_BACKEND_KIND];
+/** Per-token logprobs: the simulator's, llama.cpp's token probabilities, or an upstream's. */
+const WITH_LOGPROBS = EVERY_BACKEND;
+/** Relayed to an OpenAI-compatible upstream only (`relayedParameters`); llama.cpp's sampling extras are not wired. */
+const UPSTREAM_ONLY = [OPENAI_BACKEND_KIND];
+
 /**
- * When a request uses a parameter that only some models honour. A parameter at its default (`logprobs:
- * false`, `response_format: {type: 'text'}`, `modalities: ['text']`) asks for nothing and is accepted
- * everywhere. Parameters no backend declares (`audio`, `web_search_options`, …) are refused for every model
- * by the same rule.
+ * Every OpenAI chat parameter, once: which backends honour it, when a request uses it, whether it selects
+ * the extended DTO. Parameters every model takes are honoured by the gateway (`store` and `metadata`:
+ * stored completions are kept by the gateway, never relayed to a backend) or by every backend, or advisory
+ * (accepted and not acted on: `service_tier`, `prompt_cache_key`, `prompt_cache_retention`,
+ * `safety_identifier`, `user`); the README's parameter table says which is which. The registry publishes
+ * what a model's backend honours on every model entry, and the gateway refuses any other parameter a
+ * request uses before it is enqueued (`assertChatParametersSupported`). A backend lists a parameter only
+ * once it acts on it; parameters no backend declares (`audio`, `web_search_options`, …) are refused for
+ * every model by the same rule.
  */
-const GATED_PARAMETERS: ReadonlyArray<readonly [string, (request: Request) => boolean]> = [
-  ['tools', (r) => r.tools != null],
-  ['tool_choice', (r) => r.tool_choice != null],
-  ['parallel_tool_calls', (r) => r.parallel_tool_calls != null],
-  ['response_format', (r) => r.response_format != null && r.response_format.type !== 'text'],
-  ['logprobs', (r) => r.logprobs === true],
-  ['top_logprobs', (r) => r.top_logprobs != null],
-  ['logit_bias', (r) => r.logit_bias != null],
-  ['reasoning_effort', (r) => r.reasoning_effort != null],
-  ['verbosity', (r) => r.verbosity != null],
-  ['prediction', (r) => r.prediction != null],
-  ['web_search_options', (r) => r.web_search_options != null],
-  ['audio', (r) => r.audio != null],
-  ['modalities', (r) => r.modalities != null && r.modalities.includes('audio')],
-  ['functions', (r) => r.functions != null],
-  ['function_call', (r) => r.function_call != null],
-  ['stream_options.include_obfuscation', (r) => r.stream_options?.include_obfuscation === true],
-];
+export const CHAT_PARAMETERS: Readonly<Record<string, ChatParameter>> = {
+  model: { honouredBy: EVERY },
+  messages: { honouredBy: EVERY },
+  stream: { honouredBy: EVERY },
+  stream_options: { honouredBy: EVERY },
+  temperature: { honouredBy: EVERY },
+  top_p: { honouredBy: EVERY },
+  n: { honouredBy: EVERY },
+  max_tokens: { honouredBy: EVERY },
+  max_completion_tokens: { honouredBy: EVERY },
+  stop: { honouredBy: EVERY },
+  presence_penalty: { honouredBy: EVERY },
+  frequency_penalty: { honouredBy: EVERY },
+  seed: { honouredBy: EVERY },
+  user: { honouredBy: EVERY },
+  store: { honouredBy: EVERY, extended: true },
+  metadata: { honouredBy: EVERY, extended: true },
+  service_tier: { honouredBy: EVERY, extended: true },
+  prompt_cache_key: { honouredBy: EVERY, extended: true },
+  prompt_cache_retention: { honouredBy: EVERY, extended: true },
+  safety_identifier: { honouredBy: EVERY, extended: true },
+  tools: { honouredBy: EVERY_BACKEND, usedBy: (r) => r.tools != null, extended: true },
+  tool_choice: { honouredBy: EVERY_BACKEND, usedBy: (r) => r.tool_choice != null, extended: true },
+  parallel_tool_calls: {
+    honouredBy: EVERY_BACKEND,
+    usedBy: (r) => r.parallel_tool_calls != null,
+    extended: true,
+  },
+  response_format: {
+    honouredBy: EVERY_BACKEND,
+    usedBy: (r) => r.response_format != null && r.response_format.type !== 'text',
+    extended: true,
+  },
+  logprobs: { honouredBy: WITH_LOGPROBS, usedBy: (r) => r.logprobs === true, extended: true },
+  top_logprobs: { honouredBy: WITH_LOGPROBS, usedBy: (r) => r.top_logprobs != null, extended: true },
+  logit_bias: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.logit_bias != null, extended: true },
+  reasoning_effort: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.reasoning_effort != null, extended: true },
+  verbosity: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.verbosity != null, extended: true },
+  prediction: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.prediction != null, extended: true },
+  web_search_options: { honouredBy: [], usedBy: (r) => r.web_search_options != null, extended: true },
+  audio: { honouredBy: [], usedBy: (r) => r.audio != null, extended: true },
+  modalities: {
+    honouredBy: [],
+    usedBy: (r) => r.modalities != null && r.modalities.includes('audio'),
+    extended: true,
+  },
+  functions: { honouredBy: [], usedBy: (r) => r.functions != null, extended: true },
+  function_call: { honouredBy: [], usedBy: (r) => r.function_call != null, extended: true },
+  'stream_options.include_obfuscation': {
+    honouredBy: [],
+    usedBy: (r) => r.stream_options?.include_obfuscation === true,
+  },
+};
+
+const TABLE = Object.entries(CHAT_PARAMETERS);
+
+/** Parameters every chat model takes. */
+export const COMMON_CHAT_PARAMETERS: readonly string[] = TABLE.filter(
+  ([, { honouredBy }]) => honouredBy === EVERY,
+).map(([name]) => name);
+
+/** Top-level keys that select the extended chat DTO. */
+export const EXTENDED_CHAT_PARAMETERS: ReadonlySet<string> = new Set(
+  TABLE.filter(([, { extended }]) => extended === true).map(([name]) => name),
+);
+
+/** The parameters only some models honour, in the order a refusal names the first one used. */
+const GATED_PARAMETERS = TABLE.flatMap(([name, { usedBy }]) =>
+  usedBy === undefined ? [] : [[name, usedBy] as const],
+);
+
+/** Every OpenAI request parameter a chat model of backend `kind` honours (an unknown kind: the common ones). */
+export function supportedChatParametersOf(kind: string): string[] {
+  return TABLE.filter(([, { honouredBy }]) => honouredBy === EVERY || honouredBy.includes(kind)).map(
+    ([name]) => name,
+  );
+}
 
 const HINTS: Readonly<Record<string, string>> = {
   functions: ' Use `tools` instead.',

@@ -1,5 +1,5 @@
 import { GatewayError } from '@mgw/contracts';
-import { validateCountTokensRequest, validateMessagesRequest } from './messages-request.validator';
+import { validateCountTokensRequest, validateMessagesRequest } from './messages-request.schema';
 import { refusal } from '@mgw/testing';
 
 const valid = { model: 'sim-chat', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] };

@@ -1,4 +1,4 @@
-import { validateResponsesRequest } from './responses-request.validator';
+import { validateResponsesRequest } from './responses-request.schema';
 import { refusal } from '@mgw/testing';
 
 describe('validateResponsesRequest', () => {
