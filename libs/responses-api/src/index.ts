@@ -1,4 +1,5 @@
 export * from './responses-api.module';
+export * from './responses.service';
 export * from './responses-request.validator';
 export * from './chat-request.translator';
 export * from './response-output';
