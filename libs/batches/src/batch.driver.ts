@@ -28,6 +28,8 @@ export interface DriverDeps {
   window: number;
   maxLines: number;
   logger: { warn(message: string): void; error(message: string): void };
+  /** False once the gateway drains: no line starts, those running finish and are kept. */
+  accepting?: () => boolean;
 }
 
 /** Validation reports this many errors at most (the rest of the file is still read for its count). */
@@ -142,6 +144,10 @@ export class BatchDriver {
   stop(): void {
     this.stopped = true;
     this.interrupt.abort();
+  }
+
+  private get accepting(): boolean {
+    return this.deps.accepting?.() ?? true;
   }
 
   private get halted(): boolean {
@@ -302,14 +308,14 @@ export class BatchDriver {
     for await (const line of inputLines(content)) {
       if (finished.has(line.index)) continue;
       while (running.size >= window) await Promise.race(running);
-      if (this.halted) break;
+      if (this.halted || !this.accepting) break;
       const run: Promise<void> = this.runLine(batch, principal, line.index, line.text).finally(() =>
         running.delete(run),
       );
       running.add(run);
     }
     await Promise.all(running);
-    if (this.stopped || this.cancelled) return;
+    if (this.stopped || this.cancelled || !this.accepting) return;
     await this.step(batch, this.expired ? { type: 'expire' } : { type: 'drained' });
   }
 

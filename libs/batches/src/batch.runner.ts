@@ -3,12 +3,14 @@ import {
   Injectable,
   Logger,
   Optional,
+  type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import { GatewayConfig } from '@mgw/config';
 import { FileCatalog } from '@mgw/files';
 import { RedisConnections } from '@mgw/redis';
+import { GatewayShutdown } from '@mgw/session';
 import { BatchDriver, type DriverDeps } from './batch.driver';
 import { BatchLineExecutor } from './batch-line.executor';
 import { BatchMetrics, type DrivenBatches } from './batch.metrics';
@@ -24,7 +26,9 @@ const CLAIM_SCAN = 100;
  * batch created here is claimed at once; the others on the renewal ticks.
  */
 @Injectable()
-export class BatchRunner implements OnApplicationBootstrap, OnApplicationShutdown, DrivenBatches {
+export class BatchRunner
+  implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown, DrivenBatches
+{
   private readonly logger = new Logger('Batches');
   private readonly drivers = new Map<string, BatchDriver>();
   private readonly holder: string;
@@ -41,6 +45,7 @@ export class BatchRunner implements OnApplicationBootstrap, OnApplicationShutdow
     @Inject(BatchLineExecutor) executor: BatchLineExecutor,
     @Inject(BatchMetrics) metrics: BatchMetrics,
     @Inject(RedisConnections) redis: RedisConnections,
+    @Optional() @Inject(GatewayShutdown) shutdown: GatewayShutdown | null = null,
   ) {
     this.holder = redis.instanceId;
     const logger = this.logger;
@@ -52,6 +57,7 @@ export class BatchRunner implements OnApplicationBootstrap, OnApplicationShutdow
       window: config.batchWindow,
       maxLines: config.batchMaxLines,
       logger: { warn: (message) => logger.warn(message), error: (message) => logger.error(message) },
+      accepting: () => !this.closing && (shutdown === null || shutdown.phase === 'serving'),
     };
     metrics.watch(this);
   }
@@ -64,6 +70,12 @@ export class BatchRunner implements OnApplicationBootstrap, OnApplicationShutdow
     this.timer = setInterval(() => void this.tick(), Math.max(100, Math.floor(this.config.batchLeaseMs / 3)));
     this.timer.unref();
     this.claim();
+  }
+
+  /** The drain: no batch is claimed and no line starts any more; the lines running finish and are kept. */
+  beforeApplicationShutdown(): void {
+    // The leases are still renewed meanwhile: the lines running here are this gateway's until they end.
+    this.closing = true;
   }
 
   /** Drivers stop where they are and let go of their leases: another gateway (or this one, restarted) goes on. */
