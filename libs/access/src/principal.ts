@@ -1,4 +1,4 @@
-import type { PriorityTier } from './admin-api.types';
+import type { SchedulingTier } from '@mgw/contracts';
 
 /** Who a request runs as: an issued key, or a bootstrap key from GATEWAY_API_KEYS (unlimited, all models). */
 export interface Principal {
@@ -10,7 +10,8 @@ export interface Principal {
   rpm: number | null;
   tpm: number | null;
   maxConcurrent: number | null;
-  priority: PriorityTier;
+  /** A key's tier (`high`, `normal`, `low`); a batch's lines run as their key in the `batch` tier. */
+  priority: SchedulingTier;
   /** Its share of a saturated model against the other waiting keys' (1-100; README "Scheduling"). */
   weight: number;
 }

@@ -2,6 +2,7 @@ import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { AdminModule } from '@mgw/admin';
 import { AnthropicApiModule } from '@mgw/anthropic-api';
+import { BatchesModule } from '@mgw/batches';
 import { ChatApiModule } from '@mgw/chat-api';
 import { GatewayConfig } from '@mgw/config';
 import { ConsoleAssetsModule } from '@mgw/console-assets';
@@ -15,7 +16,8 @@ import { GatewayShutdown, SessionModule } from '@mgw/session';
 
 /**
  * The gateway assembled: the request core (`SessionModule`, global, so every room below sees it) and the
- * rooms built on it — the front-ends (chat completions, the Responses API, images, models, files), the operator's routes (admin,
+ * rooms built on it — the front-ends (chat completions, the Responses API, Messages, embeddings, images,
+ * models, files, batches), the operator's routes (admin,
  * probes, metrics) and the console. This module only wires; each room is a lib of its own. OpenAI's error
  * shape is the default; a front-end of another protocol binds its own filter to its routes.
  */
@@ -45,6 +47,7 @@ export class ApiModule {
         AnthropicApiModule,
         EmbeddingsApiModule,
         FilesModule,
+        BatchesModule,
         AdminModule,
         ConsoleAssetsModule,
       ],

@@ -4,6 +4,7 @@ import { AdmissionService } from '@mgw/session';
 import { StoredCompletionsModule } from '@mgw/stored-completions';
 import { ChatCompletionsController } from './chat-completions.controller';
 import { ChatCompletionsService } from './chat-completions.service';
+import { ChatRequestPipe } from './chat-request.pipe';
 import { ChatStreamResumer } from './chat-stream.resumer';
 import { StoredCompletionsController } from './stored-completions.controller';
 
@@ -16,10 +17,13 @@ import { StoredCompletionsController } from './stored-completions.controller';
   controllers: [ChatCompletionsController, StoredCompletionsController],
   providers: [
     ChatCompletionsService,
+    ChatRequestPipe,
     ChatStreamResumer,
     ReplyClients,
     // The stored routes' reads count against the key's rpm, as the request core's admission counts them.
     { provide: StoredReadCounter, useExisting: AdmissionService },
   ],
+  // A batch's chat lines are validated and served by the same pipe and service as a live request.
+  exports: [ChatCompletionsService, ChatRequestPipe],
 })
 export class ChatApiModule {}

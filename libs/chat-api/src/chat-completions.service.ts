@@ -10,6 +10,7 @@ import {
   RequestSessions,
   streamResumeChoice,
   type EventSink,
+  type JsonClient,
   type RenderContext,
   type StreamRenderer,
 } from '@mgw/session';
@@ -21,6 +22,15 @@ import { CompletionAssembler } from './completion.assembler';
 
 /** The chunks' and the completion's `created` (seconds). */
 const createdOf = (context: RenderContext): number => Math.floor(context.createdMs / 1000);
+
+/** What a stored completion records of its request. */
+function storing(
+  principal: Principal,
+  request: ChatCompletionRequestDto,
+  context: RenderContext,
+): StoreRequest {
+  return { principal, createdMs: context.createdMs, request };
+}
 
 /**
  * `POST /v1/chat/completions`, the chat completions front-end: the body (validated by the route's pipe) is
@@ -42,34 +52,45 @@ export class ChatCompletionsService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const stream = body.stream === true;
+    if (body.stream !== true) {
+      await this.answer(requestId, body, principal, this.clients.json(reply));
+      return;
+    }
     const store = body.store === true;
-    const resume = stream ? streamResumeChoice(reply.request.headers) : undefined;
     const request = chatSessionRequest(body, this.config.tpmDefaultMaxTokens, {
       requestId,
       principal,
-      ...(resume !== undefined && { resume }),
-      // A completion to store is finished and kept even when its client leaves before the answer.
-      ...(!stream && store && { outlivesClient: true }),
+      resume: streamResumeChoice(reply.request.headers),
     });
-    const storing = (context: RenderContext): StoreRequest => ({
+    await this.sessions.run(
+      request,
+      {
+        mode: 'stream',
+        format: CHAT_STREAM_FORMAT,
+        // Each model's job gets its own serializer: `model` names the one that serves (a fallback's, if so).
+        renderer: (sse, context) =>
+          this.streamRenderer(sse, context, store ? storing(principal, body, context) : null),
+      },
+      this.clients.stream(reply, CHAT_STREAM_FORMAT),
+    );
+  }
+
+  /**
+   * A non-streamed request answered to `client`: an HTTP reply's, or a batch line's (one path for both).
+   */
+  async answer(
+    requestId: string,
+    body: ChatCompletionRequestDto,
+    principal: Principal,
+    client: JsonClient,
+  ): Promise<void> {
+    const store = body.store === true;
+    const request = chatSessionRequest(body, this.config.tpmDefaultMaxTokens, {
+      requestId,
       principal,
-      createdMs: context.createdMs,
-      request: body,
+      // A completion to store is finished and kept even when its client leaves before the answer.
+      ...(store && { outlivesClient: true }),
     });
-    if (stream) {
-      await this.sessions.run(
-        request,
-        {
-          mode: 'stream',
-          format: CHAT_STREAM_FORMAT,
-          // Each model's job gets its own serializer: `model` names the one that serves (a fallback's, if so).
-          renderer: (sse, context) => this.streamRenderer(sse, context, store ? storing(context) : null),
-        },
-        this.clients.stream(reply, CHAT_STREAM_FORMAT),
-      );
-      return;
-    }
     await this.sessions.run(
       request,
       {
@@ -78,10 +99,10 @@ export class ChatCompletionsService {
           new BoundedJsonRenderer(
             new CompletionAssembler(requestId, context.model, createdOf(context)),
             refuse,
-            store ? (completion) => this.stored.save(storing(context), completion) : null,
+            store ? (completion) => this.stored.save(storing(principal, body, context), completion) : null,
           ),
       },
-      this.clients.json(reply),
+      client,
     );
   }
 

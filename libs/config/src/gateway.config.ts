@@ -333,6 +333,32 @@ export class GatewayConfig extends SharedConfig {
   /** How often expired files (and what crashed uploads left) are looked for and removed from the store. */
   @EnvInt('FILES_SWEEP_INTERVAL_MS', 100, 3_600_000)
   filesSweepIntervalMs = 60_000;
+  /** Batches (`/v1/batches`) of one API key not yet ended; one more is refused with a 429. */
+  @EnvInt('BATCH_MAX_IN_FLIGHT_PER_KEY', 1, 10_000)
+  batchMaxInFlightPerKey = 20;
+
+  /** Lines of one API key's batches not yet ended; a batch that would pass it fails validation. */
+  @EnvInt('BATCH_MAX_ENQUEUED_LINES_PER_KEY', 1, 100_000_000)
+  batchMaxEnqueuedLinesPerKey = 500_000;
+
+  /** Lines one batch input file may hold (OpenAI's limit is 50,000). */
+  @EnvInt('BATCH_MAX_LINES', 1, 1_000_000)
+  batchMaxLines = 50_000;
+
+  /** Lines of one batch running at once: its window on its model's queue. */
+  @EnvInt('BATCH_WINDOW', 1, 10_000)
+  batchWindow = 64;
+
+  /** Batches one gateway drives at once; the others wait for a gateway with room (any replica). */
+  @EnvInt('BATCH_MAX_DRIVEN', 1, 1_000)
+  batchMaxDriven = 8;
+
+  /**
+   * How long a gateway's lease on a batch it drives lasts unrenewed: another gateway takes a batch over
+   * this long after its driver died. Renewed every third of it.
+   */
+  @EnvInt('BATCH_LEASE_MS', 300, 600_000)
+  batchLeaseMs = 15_000;
 
   /** Set when no key was configured and one was generated for this development run. */
   generatedDevKey: string | null = null;

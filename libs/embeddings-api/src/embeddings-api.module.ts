@@ -9,5 +9,7 @@ import { EmbeddingsService } from './embeddings.service';
 @Module({
   controllers: [EmbeddingsController],
   providers: [EmbeddingsService],
+  // A batch's embedding lines are served by the same service as a live request.
+  exports: [EmbeddingsService],
 })
 export class EmbeddingsApiModule {}

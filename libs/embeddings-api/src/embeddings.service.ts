@@ -10,7 +10,7 @@ import {
 } from '@mgw/contracts';
 import { JsonReplyClient } from '@mgw/http';
 import { RedisConnections } from '@mgw/redis';
-import { RequestSessions } from '@mgw/session';
+import { RequestSessions, type JsonClient } from '@mgw/session';
 import { EmbeddingListRenderer } from './embedding-list.renderer';
 
 /**
@@ -58,11 +58,21 @@ export class EmbeddingsService {
     @Inject(RedisConnections) private readonly redis: RedisConnections,
   ) {}
 
-  async handle(
+  handle(
     requestId: string,
     body: EmbeddingRequestDto,
     reply: FastifyReply,
     principal: Principal,
+  ): Promise<void> {
+    return this.answer(requestId, body, principal, new JsonReplyClient(reply));
+  }
+
+  /** The request answered to `client`: an HTTP reply's, or a batch line's (the same path for both). */
+  async answer(
+    requestId: string,
+    body: EmbeddingRequestDto,
+    principal: Principal,
+    client: JsonClient,
   ): Promise<void> {
     const inputs = embeddingInputsOf(body.input);
     await this.sessions.run(
@@ -81,7 +91,7 @@ export class EmbeddingsService {
         renderer: (context) =>
           new EmbeddingListRenderer(context, body.encoding_format ?? 'float', (key) => this.fetch(key)),
       },
-      new JsonReplyClient(reply),
+      client,
     );
   }
 

@@ -1,5 +1,6 @@
 export * from './responses-api.module';
 export * from './responses-request.schema';
+export * from './responses.service';
 export * from './chat-request.translator';
 export * from './response-output';
 export * from './response-events.renderer';

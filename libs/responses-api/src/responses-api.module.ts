@@ -22,5 +22,7 @@ import { StoredResponses } from './stored/stored-responses.service';
     // The stored routes' reads count against the key's rpm, as the request core's admission counts them.
     { provide: StoredReadCounter, useExisting: AdmissionService },
   ],
+  // A batch's Responses lines are served by the same service as a live request.
+  exports: [ResponsesService],
 })
 export class ResponsesApiModule {}

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { CHAT_LIMITS, type RequestSizeLimits } from '@mgw/contracts';
+import { CHAT_LIMITS, GatewayError, type RequestSizeLimits } from '@mgw/contracts';
 import { ReplyClients } from '@mgw/http';
 import { GatewayMetrics } from '@mgw/observability';
 import {
@@ -12,6 +12,7 @@ import {
   RequestSessions,
   streamResumeChoice,
   type Delivery,
+  type JsonClient,
   type RenderContext,
   type SessionRequest,
 } from '@mgw/session';
@@ -66,6 +67,83 @@ export class ResponsesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<ResponseObject | undefined> {
+    const resume = request.stream
+      ? request.background
+        ? 'on'
+        : streamResumeChoice(reply.request.headers)
+      : undefined;
+    const { session, input, base, keep } = await this.prepare(requestId, request, principal, resume);
+    if (request.background) return this.background(session, request, input, base, reply);
+    if (!request.stream) {
+      await this.runJson(session, request, base, keep, this.clients.json(reply));
+      return undefined;
+    }
+    try {
+      await this.sessions.run(
+        session,
+        {
+          mode: 'stream',
+          format: RESPONSES_STREAM_FORMAT,
+          renderer: (sse, context) =>
+            new ResponseEventsRenderer(sse, base(context), -1, request.store ? keep(context) : null),
+        },
+        this.clients.stream(reply, RESPONSES_STREAM_FORMAT),
+      );
+    } catch (error) {
+      throw asResponsesError(error, request);
+    }
+    return undefined;
+  }
+
+  /**
+   * A request that is neither streamed nor in the background, answered to `client`: an HTTP reply's, or a
+   * batch line's (one path for both).
+   */
+  async answer(
+    requestId: string,
+    request: ResponsesRequest,
+    principal: Principal,
+    client: JsonClient,
+  ): Promise<void> {
+    if (request.stream || request.background) {
+      throw GatewayError.invalidRequest(
+        `'${request.stream ? 'stream' : 'background'}' is not supported here.`,
+        request.stream ? 'stream' : 'background',
+      );
+    }
+    const { session, base, keep } = await this.prepare(requestId, request, principal, undefined);
+    await this.runJson(session, request, base, keep, client);
+  }
+
+  private async runJson(
+    session: SessionRequest<'chat'>,
+    request: ResponsesRequest,
+    base: (context: RenderContext) => ResponseBase,
+    keep: (context: RenderContext) => (response: ResponseObject) => Promise<void>,
+    client: JsonClient,
+  ): Promise<void> {
+    try {
+      await this.sessions.run(
+        session,
+        {
+          mode: 'json',
+          renderer: (context, refuse) =>
+            new ResponseJsonRenderer(base(context), refuse, request.store ? keep(context) : null),
+        },
+        client,
+      );
+    } catch (error) {
+      throw asResponsesError(error, request);
+    }
+  }
+
+  /** The request as the session takes it: its stored conversation read and translated into a chat request. */
+  private async prepare(
+    requestId: string,
+    request: ResponsesRequest,
+    principal: Principal,
+    resume: 'on' | 'off' | undefined,
+  ) {
     // A request that continues nothing and refers to nothing (most of them) reads nothing stored; one that
     // does is let through the key's cheap checks first, so a refused one reads nothing either.
     const previousId = request.previousResponseId;
@@ -92,9 +170,7 @@ export class ResponsesService {
       // The prompt is the conversation: a chain whose stored history is too long is refused as its input.
       promptParam: 'input',
       urlPartName: responsesPartName(request, history.length, origins),
-      ...(request.stream && {
-        resume: request.background ? 'on' : streamResumeChoice(reply.request.headers),
-      }),
+      ...(resume !== undefined && { resume }),
       // A response to store is finished and kept even when its client leaves; a background one also runs on
       // without this gateway (a drain or a crash lets go of it; its stream resumes on another replica).
       ...(request.store && !request.stream && { outlivesClient: true }),
@@ -115,29 +191,7 @@ export class ResponsesService {
         input,
         response,
       });
-    if (request.background) return this.background(session, request, input, base, reply);
-    const delivery: Delivery = request.stream
-      ? {
-          mode: 'stream',
-          format: RESPONSES_STREAM_FORMAT,
-          renderer: (sse, context) =>
-            new ResponseEventsRenderer(sse, base(context), -1, request.store ? keep(context) : null),
-        }
-      : {
-          mode: 'json',
-          renderer: (context, refuse) =>
-            new ResponseJsonRenderer(base(context), refuse, request.store ? keep(context) : null),
-        };
-    try {
-      await this.sessions.run(
-        session,
-        delivery,
-        request.stream ? this.clients.stream(reply, RESPONSES_STREAM_FORMAT) : this.clients.json(reply),
-      );
-    } catch (error) {
-      throw asResponsesError(error, request);
-    }
-    return undefined;
+    return { session, input, base, keep };
   }
 
   /**

@@ -13,14 +13,14 @@ import {
   Min,
   MinLength,
 } from 'class-validator';
-import { parkedPriorityOf, TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN } from '@mgw/contracts';
+import { parkedPriorityOf, TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN, type SchedulingTier } from '@mgw/contracts';
 import { PRIORITY_TIERS, type ApiKeyView, type PriorityTier } from '../admin-api.types';
 
 /**
  * The BullMQ priority a key's jobs are queued at: its tier's parked band (contracts' scheduling.ts); every job
  * gets one (BullMQ runs un-prioritised jobs before all others).
  */
-export function jobPriorityOf(tier: PriorityTier): number {
+export function jobPriorityOf(tier: SchedulingTier): number {
   return parkedPriorityOf(tier);
 }
 
