@@ -17,7 +17,8 @@ export function accessNames(namespace: string, layout: KeyLayout = 'node') {
   // Unattributed usage (no key id) still needs a tag: an empty `{}` would hash the whole name.
   const keyTag = (keyId: string) => (cluster ? slotTagged(keyId || 'unattributed', layout) : keyId);
   const limits = (keyId: string) => `${namespace}:limits:${keyTag(keyId)}`;
-  const teamLimits = (teamId: string) => `${namespace}:limits:team:${cluster ? slotTagged(teamId, layout) : teamId}`;
+  const teamLimits = (teamId: string) =>
+    `${namespace}:limits:team:${cluster ? slotTagged(teamId, layout) : teamId}`;
   return {
     keyRecord: (id: string) => `${keys}:record:${id}`,
     keyByHash: (hash: string) => `${keys}:hash:${hash}`,

@@ -44,7 +44,13 @@ export class AdminKeysController {
     if (actor.kind === 'operator') return;
     const record = await this.keys.record(id);
     if (record.teamId !== actor.teamId) {
-      throw new GatewayError(404, 'invalid_request_error', 'key_not_found', `No API key with id ${id}.`, 'id');
+      throw new GatewayError(
+        404,
+        'invalid_request_error',
+        'key_not_found',
+        `No API key with id ${id}.`,
+        'id',
+      );
     }
   }
 

@@ -113,7 +113,8 @@ export class AdminTeamsController {
   @ApiOperation({
     operationId: 'createTeamToken',
     summary: "Create a team's admin token",
-    description: "It manages the team's keys and reads the team, nothing else. The secret is in this answer only.",
+    description:
+      "It manages the team's keys and reads the team, nothing else. The secret is in this answer only.",
   })
   @teamId
   @ApiJsonBody('CreateTeamTokenRequest', { named: { summary: 'A named token', value: { name: 'on-call' } } })

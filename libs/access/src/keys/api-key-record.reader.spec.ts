@@ -36,7 +36,12 @@ describe('readApiKeyRecord', () => {
       rpm: null,
     });
     const { expiresAt: _e, models: _m, tpm: _t, teamId: _team, ...without } = stored;
-    expect(readApiKeyRecord(without)).toMatchObject({ expiresAt: null, models: null, tpm: null, teamId: null });
+    expect(readApiKeyRecord(without)).toMatchObject({
+      expiresAt: null,
+      models: null,
+      tpm: null,
+      teamId: null,
+    });
     expect(readBack({ teamId: `team_${'0b'.repeat(12)}` }).teamId).toBe(`team_${'0b'.repeat(12)}`);
   });
 

@@ -36,7 +36,10 @@ function scopeOf(own: string[] | null, team: string[] | null): ReadonlySet<strin
 
 /** A key in a team: its scope within the team's, its tier at most the team's, the team's limits too. */
 function principalOf(record: ApiKeyRecord, team: TeamRecord | null): Principal {
-  const tier = Math.max(PRIORITY_TIERS.indexOf(record.priority), PRIORITY_TIERS.indexOf(team?.priority ?? 'high'));
+  const tier = Math.max(
+    PRIORITY_TIERS.indexOf(record.priority),
+    PRIORITY_TIERS.indexOf(team?.priority ?? 'high'),
+  );
   return {
     keyId: record.id,
     name: record.name,

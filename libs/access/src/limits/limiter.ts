@@ -101,7 +101,6 @@ const ADMITTING_MS = 10_000;
 
 /** Status, retry ms, the key's and the team's limit state (4 each), queue depth, served (key-limits.lua). */
 type Reply = [string, number, ...number[]];
-const NO_TEAM_STATE = [0, 0, 0, 0];
 
 /** Per kind, the state of whichever holder has less left: what a client can still send. */
 function bindingState(principal: Principal, reply: Reply): LimitState {

@@ -28,7 +28,9 @@ export class InvalidTeamRecordError extends Error {
   override readonly name = 'InvalidTeamRecordError';
 }
 
-const read = new RecordReader(new FailFast((message) => new InvalidTeamRecordError(`team record: ${message}`)));
+const read = new RecordReader(
+  new FailFast((message) => new InvalidTeamRecordError(`team record: ${message}`)),
+);
 
 function nullableInt(record: FieldRecord, field: string): number | null {
   const value = record[field];

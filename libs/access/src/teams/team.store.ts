@@ -168,7 +168,9 @@ export class TeamStore {
       teamId,
       name: name ?? 'team admin',
       hash: hashApiKey(token),
-      prefix: displayPrefixOf(token).replace(/^sk-gw/, 'sk-gwt').slice(0, 11),
+      prefix: displayPrefixOf(token)
+        .replace(/^sk-gw/, 'sk-gwt')
+        .slice(0, 11),
       createdAt: nowSeconds(),
     };
     await this.redis
@@ -235,7 +237,10 @@ export class TeamStore {
     for (const raw of raws) {
       if (raw === null) continue;
       try {
-        transaction.publish(this.names.keysChanged, encodeKeyInvalidation(readApiKeyRecord(JSON.parse(raw)).hash));
+        transaction.publish(
+          this.names.keysChanged,
+          encodeKeyInvalidation(readApiKeyRecord(JSON.parse(raw)).hash),
+        );
       } catch {
         // An unreadable record authenticates nobody: there is nothing cached to drop.
       }

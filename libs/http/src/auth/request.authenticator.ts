@@ -135,6 +135,11 @@ export class RequestAuthenticator {
   }
 
   private badAdminToken(): GatewayError {
-    return new GatewayError(401, 'invalid_request_error', 'invalid_admin_token', 'Incorrect admin token provided.');
+    return new GatewayError(
+      401,
+      'invalid_request_error',
+      'invalid_admin_token',
+      'Incorrect admin token provided.',
+    );
   }
 }
