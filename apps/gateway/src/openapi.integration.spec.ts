@@ -12,7 +12,7 @@ import {
   StoredCompletionUpdateDto,
   validateDto,
 } from '@mgw/contracts';
-import { CreateKeyDto, UpdateKeyDto } from '@mgw/access';
+import { CreateKeyDto, CreateTeamDto, CreateTeamTokenDto, UpdateKeyDto, UpdateTeamDto } from '@mgw/access';
 import { createAppLogger } from '@mgw/observability';
 import { OpenApiSchemas } from '../../../test/fixtures/openapi-schemas';
 import { GatewayModule } from './gateway.module';
@@ -191,6 +191,7 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
         required: [{ apiKey: [] }],
         models: [{ apiKey: [] }],
         admin: [{ adminToken: [] }],
+        'team-admin': [{ adminToken: [] }, { teamAdminToken: [] }],
         public: [],
       }[policy];
       expect({ route: `${method} ${url}`, security: operation.security }).toEqual({
@@ -199,7 +200,11 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
       });
       expect(operation).not.toHaveProperty('x-auth-policy');
     }
-    expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['adminToken', 'apiKey']);
+    expect(Object.keys(document.components.securitySchemes).sort()).toEqual([
+      'adminToken',
+      'apiKey',
+      'teamAdminToken',
+    ]);
   });
 
   it('documents the error shape on every operation that can fail, and the SSE stream of chat', () => {
@@ -224,6 +229,9 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
       CreateEmbeddingRequest: EmbeddingRequestDto,
       CreateKeyRequest: CreateKeyDto,
       UpdateKeyRequest: UpdateKeyDto,
+      CreateTeamRequest: CreateTeamDto,
+      UpdateTeamRequest: UpdateTeamDto,
+      CreateTeamTokenRequest: CreateTeamTokenDto,
       StoredCompletionUpdateRequest: StoredCompletionUpdateDto,
     };
     let checked = 0;

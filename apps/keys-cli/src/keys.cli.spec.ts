@@ -13,4 +13,15 @@ describe('keys CLI options', () => {
       await expect(refusal).rejects.toThrow('--weight must be a whole number from 1 to 100');
     },
   );
+
+  it.each([
+    [['team', 'create', '--name', 't', '--rpm=-1'], '--rpm must be a whole number'],
+    [['team', 'create', '--name', 't', '--expires-at', '5'], '--expires-at is not a setting of a team'],
+    [['team', 'update', 'team_x'], 'team update needs at least one setting to change'],
+    [['team', 'rename'], 'unknown team command "rename"'],
+  ])('refuses %j before asking the store', async (argv, message) => {
+    const refusal = runKeysCommand(argv, redis, 'ns');
+    await expect(refusal).rejects.toThrow(CliUsageError);
+    await expect(refusal).rejects.toThrow(message);
+  });
 });

@@ -1,22 +1,40 @@
 import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
-import { CreateKeyDto, KeyStore, PRIORITY_TIERS, UpdateKeyDto, UsageReader } from '@mgw/access';
+import {
+  CreateKeyDto,
+  CreateTeamDto,
+  KeyStore,
+  PRIORITY_TIERS,
+  TeamStore,
+  UpdateKeyDto,
+  UpdateTeamDto,
+  UsageReader,
+} from '@mgw/access';
 import { GatewayError, TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN, validateDto } from '@mgw/contracts';
 
 export const USAGE = `Usage: npm run keys -- <command> [options]
 
   create --name NAME [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N]
-         [--priority high|normal|low] [--weight 1-100] [--expires-at UNIX_SECONDS]
+         [--priority high|normal|low] [--weight 1-100] [--expires-at UNIX_SECONDS] [--team TEAM_ID]
                       issue a key; prints it with its secret (shown only this once)
   list                list keys (never their secrets)
   show ID             one key
   update ID [--name NAME] [--models a,b|none] [--rpm N|none] [--tpm N|none]
          [--max-concurrent N|none] [--priority TIER] [--weight 1-100] [--expires-at S|none]
-         [--disable|--enable]
+         [--team TEAM_ID|none] [--disable|--enable]
                       change a key; takes effect on every gateway within a second
   revoke ID           revoke a key for good
   usage [--key ID] [--from YYYY-MM-DD] [--to YYYY-MM-DD]
                       usage per key, model and UTC day (default: today)
+  team create --name NAME [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N]
+         [--priority TIER] [--weight 1-100]
+                      a team: its limits hold for all its keys together (docs/teams.md)
+  team list | team show ID
+  team update ID [--name NAME] [--models a,b|none] [--rpm N|none] [--tpm N|none]
+         [--max-concurrent N|none] [--priority TIER] [--weight 1-100]
+  team delete ID      refused while the team has live keys
+  team token ID [--name NAME]
+                      a team admin token (its team's keys only); its secret is shown only this once
 
 Reads REDIS_URL and KEY_PREFIX like the gateway. Prints JSON.`;
 
@@ -32,6 +50,7 @@ const OPTIONS = {
   priority: { type: 'string' },
   weight: { type: 'string' },
   'expires-at': { type: 'string' },
+  team: { type: 'string' },
   disable: { type: 'boolean' },
   enable: { type: 'boolean' },
   key: { type: 'string' },
@@ -90,11 +109,46 @@ function settingsOf(values: Values): Record<string, unknown> {
     }
     settings.weight = weight;
   }
+  if (values.team !== undefined) settings.team_id = values.team === 'none' ? null : values.team;
   return settings;
 }
 
+/** A team's settings: a key's, less what only keys have. */
+function teamSettingsOf(values: Values): Record<string, unknown> {
+  for (const option of ['expires-at', 'team', 'disable', 'enable', 'key', 'from', 'to'] as const) {
+    if (values[option] !== undefined) throw new CliUsageError(`--${option} is not a setting of a team`);
+  }
+  return settingsOf(values);
+}
+
+async function runTeamCommand(rest: string[], values: Values, store: TeamStore): Promise<unknown> {
+  const [command, ...ids] = rest;
+  switch (command) {
+    case 'create':
+      if (ids.length > 0) throw new CliUsageError('team create takes no positional arguments');
+      return store.create(validateDto(CreateTeamDto, teamSettingsOf(values)));
+    case 'list':
+      return { object: 'list', data: await store.list() };
+    case 'show':
+      return store.get(onlyId(ids, 'team show'));
+    case 'update': {
+      const id = onlyId(ids, 'team update');
+      const change = teamSettingsOf(values);
+      if (Object.keys(change).length === 0)
+        throw new CliUsageError('team update needs at least one setting to change');
+      return store.update(id, validateDto(UpdateTeamDto, change));
+    }
+    case 'delete':
+      return { ...(await store.delete(onlyId(ids, 'team delete'))), deleted: true };
+    case 'token':
+      return store.createToken(onlyId(ids, 'team token'), values.name);
+    default:
+      throw new CliUsageError(`unknown team command "${command ?? ''}"`);
+  }
+}
+
 function onlyId(positionals: string[], command: string): string {
-  if (positionals.length !== 1) throw new CliUsageError(`${command} takes exactly one key id`);
+  if (positionals.length !== 1) throw new CliUsageError(`${command} takes exactly one id`);
   return positionals[0]!;
 }
 
@@ -132,6 +186,8 @@ export async function runKeysCommand(argv: string[], redis: Redis, namespace: st
     }
     case 'revoke':
       return { ...(await store.revoke(onlyId(rest, 'revoke'))), deleted: true };
+    case 'team':
+      return runTeamCommand(rest, values, new TeamStore(redis, namespace));
     case 'usage':
       if (rest.length > 0) throw new CliUsageError('usage takes no positional arguments');
       return new UsageReader(redis, namespace).report({ key: values.key, from: values.from, to: values.to });

@@ -7,7 +7,9 @@ import { queueNameFor, slotTagged, type KeyLayout, type ModelKind } from '@mgw/c
  * On a Cluster (`layout`): the key store's names share one slot (`{keys}`: a key is created, changed and
  * revoked in one MULTI, and found by its hash); an API key's limits, reservations and usage share its id's
  * slot (its admission step and its usage are one script each); a model's admission keys share its queue's.
- * A reservation and a usage marker then need the key id besides the request id (`keyId` below).
+ * A reservation and a usage marker then need the key id besides the request id (`keyId` below). Teams are
+ * kept with the keys (`{keys}`); a team's limits and reservations share its id's slot, so on a Cluster a key's
+ * admission step and its team's are two, each atomic in its slot (limiter.ts).
  */
 export function accessNames(namespace: string, layout: KeyLayout = 'node') {
   const cluster = layout === 'cluster';
@@ -15,12 +17,26 @@ export function accessNames(namespace: string, layout: KeyLayout = 'node') {
   // Unattributed usage (no key id) still needs a tag: an empty `{}` would hash the whole name.
   const keyTag = (keyId: string) => (cluster ? slotTagged(keyId || 'unattributed', layout) : keyId);
   const limits = (keyId: string) => `${namespace}:limits:${keyTag(keyId)}`;
+  const teamLimits = (teamId: string) =>
+    `${namespace}:limits:team:${cluster ? slotTagged(teamId, layout) : teamId}`;
   return {
     keyRecord: (id: string) => `${keys}:record:${id}`,
     keyByHash: (hash: string) => `${keys}:hash:${hash}`,
     keyIds: `${keys}:ids`,
     /** pub/sub: the hash of a key whose record changed; every gateway drops it from its cache. */
     keysChanged: `${namespace}:keys:changed`,
+    teamRecord: (id: string) => `${keys}:team:${id}`,
+    teamIds: `${keys}:teams`,
+    /** The live (unrevoked) keys of a team: a team with any cannot be deleted. */
+    teamKeys: (id: string) => `${keys}:team-keys:${id}`,
+    teamTokenRecord: (id: string) => `${keys}:team-token:${id}`,
+    teamTokenByHash: (hash: string) => `${keys}:team-token-hash:${hash}`,
+    teamTokens: (teamId: string) => `${keys}:team-tokens:${teamId}`,
+    teamRpm: (teamId: string) => `${teamLimits(teamId)}:rpm`,
+    teamTpm: (teamId: string) => `${teamLimits(teamId)}:tpm`,
+    teamConcurrency: (teamId: string) => `${teamLimits(teamId)}:concurrency`,
+    /** What a request reserved against its team's TPM window, until the worker reconciles it. */
+    teamReservation: (requestId: string, teamId: string) => `${teamLimits(teamId)}:reservation:${requestId}`,
     rpm: (keyId: string) => `${limits(keyId)}:rpm`,
     tpm: (keyId: string) => `${limits(keyId)}:tpm`,
     concurrency: (keyId: string) => `${limits(keyId)}:concurrency`,

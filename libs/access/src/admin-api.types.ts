@@ -23,11 +23,47 @@ export interface ApiKeyView {
   weight: number;
   disabled: boolean;
   revoked_at: number | null;
+  /** The team it belongs to, or null. */
+  team_id: string | null;
 }
 
 export interface CreatedKey extends ApiKeyView {
   /** The secret, returned by create only. */
   key: string;
+}
+
+/** A team as the admin API and the CLI show it. */
+export interface TeamView {
+  id: string;
+  object: 'team';
+  name: string;
+  created_at: number;
+  /** Model ids its keys may use at most; null = every model. */
+  models: string[] | null;
+  rpm: number | null;
+  tpm: number | null;
+  max_concurrent: number | null;
+  /** The highest tier its keys run at. */
+  priority: PriorityTier;
+  /** Its share of a saturated model against the other waiting teams' and team-less keys' (1-100). */
+  weight: number;
+  /** How many live (unrevoked) keys it has. */
+  keys: number;
+}
+
+/** A team-scoped admin token as listed: never the secret. */
+export interface TeamTokenView {
+  id: string;
+  object: 'team_admin_token';
+  team_id: string;
+  name: string;
+  prefix: string;
+  created_at: number;
+}
+
+export interface CreatedTeamToken extends TeamTokenView {
+  /** The secret, returned by create only. */
+  token: string;
 }
 
 export interface UsageRow {

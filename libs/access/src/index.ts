@@ -12,3 +12,6 @@ export * from './limits/image-tokens.estimate';
 export * from './usage/usage.days';
 export * from './usage/usage.recorder';
 export * from './usage/usage.reader';
+export * from './teams/team.record';
+export * from './teams/team-record.reader';
+export * from './teams/team.store';

@@ -1,11 +1,12 @@
 import type { SchedulingTier } from '@mgw/contracts';
+import type { TeamLimits } from './teams/team.record';
 
 /** Who a request runs as: an issued key, or a bootstrap key from GATEWAY_API_KEYS (unlimited, all models). */
 export interface Principal {
   keyId: string;
   name: string;
   bootstrap: boolean;
-  /** Model ids this key may use; null = every model. */
+  /** Model ids this key may use (its own scope within its team's); null = every model. */
   models: ReadonlySet<string> | null;
   rpm: number | null;
   tpm: number | null;
@@ -14,6 +15,15 @@ export interface Principal {
   priority: SchedulingTier;
   /** Its share of a saturated model against the other waiting keys' (1-100; README "Scheduling"). */
   weight: number;
+  /** Its team, whose limits hold for all its keys together on top of the key's own; null = none. */
+  team?: TeamLimits | null;
+}
+
+/** Who a request's jobs are scheduled as: its team when it has one (README "Scheduling"), else its key. */
+export function tenantOf(principal: Principal): { tenant: string; weight: number } {
+  return principal.team
+    ? { tenant: principal.team.id, weight: principal.team.weight }
+    : { tenant: principal.keyId, weight: principal.weight };
 }
 
 export function allowsModel(principal: Principal | null, model: string): boolean {

@@ -1,23 +1,58 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
 import { CreateKeyDto, KeyStore, UpdateKeyDto, type ApiKeyView, type CreatedKey } from '@mgw/access';
 import { ApiErrors, ApiJson, ApiJsonBody, schemaRef } from '@mgw/api-docs';
-import { Auth, DtoValidationPipe } from '@mgw/http';
+import { GatewayError } from '@mgw/contracts';
+import { adminActorOf, Auth, DtoValidationPipe, type AdminActor } from '@mgw/http';
 
 interface KeyList {
   object: 'list';
   data: ApiKeyView[];
 }
 
-/** Issue, inspect, scope, limit and revoke API keys. The secret is returned by `POST` only, once. */
 const keyId = ApiParam({ name: 'id', description: 'The key id (`key_` and 24 hex digits).' });
 
+/** A team admin token may place keys in its own team only. */
+function ownTeamOnly(actor: Extract<AdminActor, { kind: 'team' }>, teamId: string | null | undefined): void {
+  if (teamId !== undefined && teamId !== actor.teamId) {
+    throw new GatewayError(
+      403,
+      'invalid_request_error',
+      'insufficient_permissions',
+      `Invalid 'team_id': a team admin token manages the keys of its team (${actor.teamId}) only.`,
+      'team_id',
+    );
+  }
+}
+
+/**
+ * Issue, inspect, scope, limit and revoke API keys. The secret is returned by `POST` only, once. The operator
+ * manages every key; a team's admin token its team's keys only (another key answers 404, as if it did not
+ * exist).
+ */
 @Controller('admin/keys')
-@Auth('admin')
+@Auth('team-admin')
 @ApiTags('Admin')
-@ApiErrors(401, 404)
+@ApiErrors(401, 403, 404)
 export class AdminKeysController {
   constructor(@Inject(KeyStore) private readonly keys: KeyStore) {}
+
+  /** The key, if the actor may manage it: any key for the operator, its team's for a team admin token. */
+  private async checkOwned(request: FastifyRequest, id: string): Promise<void> {
+    const actor = adminActorOf(request);
+    if (actor.kind === 'operator') return;
+    const record = await this.keys.record(id);
+    if (record.teamId !== actor.teamId) {
+      throw new GatewayError(
+        404,
+        'invalid_request_error',
+        'key_not_found',
+        `No API key with id ${id}.`,
+        'id',
+      );
+    }
+  }
 
   @Post()
   @HttpCode(201)
@@ -31,7 +66,15 @@ export class AdminKeysController {
   })
   @ApiJson(201, 'CreatedApiKey', 'The key, with its secret.')
   @ApiErrors(400, 413, 415)
-  create(@Body(new DtoValidationPipe(CreateKeyDto)) body: CreateKeyDto): Promise<CreatedKey> {
+  create(
+    @Req() request: FastifyRequest,
+    @Body(new DtoValidationPipe(CreateKeyDto)) body: CreateKeyDto,
+  ): Promise<CreatedKey> {
+    const actor = adminActorOf(request);
+    if (actor.kind === 'team') {
+      ownTeamOnly(actor, body.team_id);
+      body.team_id = actor.teamId;
+    }
     return this.keys.create(body);
   }
 
@@ -44,17 +87,22 @@ export class AdminKeysController {
       properties: { object: { const: 'list' }, data: { type: 'array', items: schemaRef('ApiKey') } },
       required: ['object', 'data'],
     },
-    'Every key, revoked ones included.',
+    "Every key, revoked ones included (a team admin token: its team's live keys).",
   )
-  async list(): Promise<KeyList> {
-    return { object: 'list', data: await this.keys.list() };
+  async list(@Req() request: FastifyRequest): Promise<KeyList> {
+    const actor = adminActorOf(request);
+    return {
+      object: 'list',
+      data: await this.keys.list(actor.kind === 'team' ? actor.teamId : undefined),
+    };
   }
 
   @Get(':id')
   @ApiOperation({ operationId: 'retrieveKey', summary: 'Retrieve an API key' })
   @keyId
   @ApiJson(200, 'ApiKey', 'The key (never its secret).')
-  show(@Param('id') id: string): Promise<ApiKeyView> {
+  async show(@Req() request: FastifyRequest, @Param('id') id: string): Promise<ApiKeyView> {
+    await this.checkOwned(request, id);
     return this.keys.get(id);
   }
 
@@ -62,16 +110,20 @@ export class AdminKeysController {
   @ApiOperation({
     operationId: 'updateKey',
     summary: 'Update an API key',
-    description: 'Limits, scope, name; disable or enable.',
+    description: 'Limits, scope, name, team; disable or enable.',
   })
   @keyId
   @ApiJsonBody('UpdateKeyRequest', { disable: { summary: 'Disable a key', value: { disabled: true } } })
   @ApiJson(200, 'ApiKey', 'The key as updated.')
   @ApiErrors(400, 413, 415)
-  update(
+  async update(
+    @Req() request: FastifyRequest,
     @Param('id') id: string,
     @Body(new DtoValidationPipe(UpdateKeyDto)) body: UpdateKeyDto,
   ): Promise<ApiKeyView> {
+    await this.checkOwned(request, id);
+    const actor = adminActorOf(request);
+    if (actor.kind === 'team') ownTeamOnly(actor, body.team_id);
     return this.keys.update(id, body);
   }
 
@@ -93,7 +145,11 @@ export class AdminKeysController {
     },
     'The revoked key.',
   )
-  async revoke(@Param('id') id: string): Promise<ApiKeyView & { deleted: true }> {
+  async revoke(
+    @Req() request: FastifyRequest,
+    @Param('id') id: string,
+  ): Promise<ApiKeyView & { deleted: true }> {
+    await this.checkOwned(request, id);
     return { ...(await this.keys.revoke(id)), deleted: true };
   }
 }

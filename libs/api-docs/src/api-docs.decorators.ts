@@ -8,9 +8,11 @@ export const schemaRef = (name: string): { $ref: string } => ({ $ref: `#/compone
 const ERROR_DESCRIPTIONS: Readonly<Record<number, string>> = {
   400: 'Invalid request: a bad field (`param` names it), malformed JSON, or a parameter the model does not support.',
   401: 'Missing or invalid credentials (`invalid_api_key`, `invalid_admin_token`), or a disabled or expired key.',
-  404: 'Unknown model (or one the key may not use), key or URL.',
+  403: 'A team admin token used beyond its team (`insufficient_permissions`).',
+  404: 'Unknown model (or one the key may not use), key, team or URL.',
   408: 'The request was not received in time.',
   413: 'The body is larger than the gateway accepts.',
+  409: 'The change conflicts with what is stored (`team_not_empty`: a team with live keys).',
   415: 'The body is not `application/json`.',
   429: 'A limit of the key (`rate_limit_exceeded`) or a full queue (`queue_full`); see `Retry-After`.',
   500: 'An unexpected failure of the gateway or the worker.',

@@ -45,6 +45,12 @@ const SECURITY_SCHEMES = {
     description:
       'The admin token: `Authorization: Bearer <GATEWAY_ADMIN_TOKEN>`. Without one configured the admin routes answer 404.',
   },
+  teamAdminToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description:
+      "A team's admin token (`sk-gwt-…`, from `POST /admin/teams/{id}/tokens`): its team's keys and its team only.",
+  },
 } as const;
 
 function securityOf(policy: AuthPolicy, config: GatewayConfig): Record<string, string[]>[] {
@@ -55,6 +61,8 @@ function securityOf(policy: AuthPolicy, config: GatewayConfig): Record<string, s
       return config.modelsRequireAuth ? [{ apiKey: [] }] : [];
     case 'admin':
       return [{ adminToken: [] }];
+    case 'team-admin':
+      return [{ adminToken: [] }, { teamAdminToken: [] }];
     case 'required':
       return [{ apiKey: [] }];
   }

@@ -1,4 +1,4 @@
-import { CreateKeyDto, UpdateKeyDto } from '@mgw/access';
+import { CreateKeyDto, CreateTeamDto, CreateTeamTokenDto, UpdateKeyDto, UpdateTeamDto } from '@mgw/access';
 import {
   CHAT_LIMITS,
   CHAT_PARAMETER_LIMITS,
@@ -312,7 +312,45 @@ export function requestBodySchemas(): DtoSchemaBuilder {
           description: "Its share of a saturated model against the other waiting keys'.",
         },
         expires_at: { nullable: true, description: 'Unix seconds, in the future.' },
+        team_id: {
+          nullable: true,
+          description: 'The team it belongs to (must exist); null or absent: none.',
+        },
       },
+    })
+    .document(CreateTeamDto, {
+      name: 'CreateTeamRequest',
+      description: 'Null or absent limits mean "no limit". A team\'s limits hold for all its keys together.',
+      fields: {
+        name: { example: 'search' },
+        models: { nullable: true, description: 'Model ids its keys may use at most; null or absent: all.' },
+        rpm: { nullable: true, description: 'Requests per minute, all its keys together.' },
+        tpm: {
+          nullable: true,
+          description: 'Tokens (prompt + completion) per minute, all its keys together.',
+        },
+        max_concurrent: { nullable: true, description: 'Requests in flight at once, all its keys together.' },
+        priority: { default: 'normal', description: 'The highest queue priority its keys run at.' },
+        weight: {
+          default: 1,
+          description: "Its share of a saturated model against the other waiting teams' and keys'.",
+        },
+      },
+    })
+    .document(UpdateTeamDto, {
+      name: 'UpdateTeamRequest',
+      description: 'Only the fields given change; null clears a limit or the scope.',
+      fields: {
+        models: { nullable: true },
+        rpm: { nullable: true },
+        tpm: { nullable: true },
+        max_concurrent: { nullable: true },
+      },
+    })
+    .document(CreateTeamTokenDto, {
+      name: 'CreateTeamTokenRequest',
+      description: 'A label for the token.',
+      fields: { name: { example: 'search on-call' } },
     })
     .document(StoredCompletionUpdateDto, {
       name: 'StoredCompletionUpdateRequest',
@@ -328,6 +366,10 @@ export function requestBodySchemas(): DtoSchemaBuilder {
         tpm: { nullable: true },
         max_concurrent: { nullable: true },
         expires_at: { nullable: true },
+        team_id: {
+          nullable: true,
+          description: 'Moves the key to this team (must exist); null: out of its team.',
+        },
         disabled: { description: 'A disabled key is refused (401) until enabled again.' },
       },
     });

@@ -2,6 +2,9 @@ import {
   PRIORITY_TIERS,
   type ApiKeyView,
   type CreatedKey,
+  type CreatedTeamToken,
+  type TeamTokenView,
+  type TeamView,
   type UsageReport,
   type UsageRow,
   type UsageTotals,
@@ -63,6 +66,9 @@ interface ResponseTypes {
   ErrorObject: ErrorObject;
   ApiKey: ApiKeyView;
   CreatedApiKey: CreatedKey;
+  Team: TeamView;
+  TeamAdminToken: TeamTokenView;
+  CreatedTeamAdminToken: CreatedTeamToken;
   UsageReport: UsageReport;
   UsageRow: UsageRow;
   UsageTotals: UsageTotals;
@@ -304,6 +310,7 @@ const keyView = objectSchema('An API key as the admin API shows it: never the se
   },
   disabled: { type: 'boolean' },
   revoked_at: nullableInteger('Unix seconds; null: not revoked.'),
+  team_id: { type: ['string', 'null'], description: 'The team it belongs to; null: none.' },
 });
 
 const createdKey = {
@@ -311,6 +318,47 @@ const createdKey = {
     ref('ApiKey'),
     objectSchema('The secret, returned by this call only.', {
       key: string('The secret to send as `Authorization: Bearer <key>`. Shown once.'),
+    }),
+  ],
+} as const;
+
+const teamView = objectSchema("A team: its limits hold for all its keys together, on top of each key's.", {
+  id: string('`team_` and 24 hex digits.'),
+  object: { const: 'team' },
+  name: string('A label.'),
+  created_at: unixSeconds(),
+  models: {
+    type: ['array', 'null'],
+    items: { type: 'string' },
+    description: "Its keys' scope at most; null: all models.",
+  },
+  rpm: nullableInteger('Requests per minute, all its keys together; null: no limit.'),
+  tpm: nullableInteger('Tokens per minute, all its keys together; null: no limit.'),
+  max_concurrent: nullableInteger('Requests in flight, all its keys together; null: no limit.'),
+  priority: { enum: [...PRIORITY_TIERS] },
+  weight: {
+    type: 'integer',
+    minimum: 1,
+    maximum: 100,
+    description: "Its share of a saturated model against the other waiting teams' and keys'.",
+  },
+  keys: integer('How many live keys it has.'),
+});
+
+const teamToken = objectSchema('A team-scoped admin token: never the secret.', {
+  id: string('`tat_` and 24 hex digits.'),
+  object: { const: 'team_admin_token' },
+  team_id: string('The team it manages.'),
+  name: string('A label.'),
+  prefix: string('The first characters of the secret.'),
+  created_at: unixSeconds(),
+});
+
+const createdTeamToken = {
+  allOf: [
+    ref('TeamAdminToken'),
+    objectSchema('The secret, returned by this call only.', {
+      token: string('The secret to send as `Authorization: Bearer <token>` to the admin API. Shown once.'),
     }),
   ],
 } as const;
@@ -435,6 +483,9 @@ const SCHEMAS = {
   ErrorObject: errorObject,
   ApiKey: keyView,
   CreatedApiKey: createdKey,
+  Team: teamView,
+  TeamAdminToken: teamToken,
+  CreatedTeamAdminToken: createdTeamToken,
   UsageReport: usageReport,
   UsageRow: usageRow,
   UsageTotals: usageTotals,

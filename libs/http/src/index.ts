@@ -1,5 +1,6 @@
 export * from './auth/auth-policy.decorator';
 export * from './auth/request-principal';
+export * from './auth/admin-actor';
 export * from './auth/request.authenticator';
 export * from './auth/stored-read.counter';
 export * from './auth/stored-read.guard';

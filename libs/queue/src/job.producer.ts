@@ -25,7 +25,7 @@ export type JobDataOf<K extends ModelKind> = K extends 'chat'
  * The gateway's only contact with BullMQ: add a job to a model's queue, or take a waiting one back.
  * All queues share one command connection; a Queue object per model is created on first use.
  *
- * A job of a tenant (its API key) in a scheduling band is handed to the model's fair scheduler, which
+ * A job of a tenant (its API key's team, or the key) in a scheduling band is handed to the model's fair scheduler, which
  * decides when it runs (README "Scheduling").
  */
 export class JobProducer {
@@ -66,7 +66,8 @@ export class JobProducer {
    * in its tier's direct band, and the scheduler parks it unless the model has room for it at once.
    */
   async enqueue<K extends ModelKind>(kind: K, data: JobDataOf<K>, weight?: number): Promise<void> {
-    const scheduled = scheduledJobOf(data.requestId, data.priority, data.keyId, weight);
+    // A key in a team shares its team's place in the model's fair share (README "Scheduling").
+    const scheduled = scheduledJobOf(data.requestId, data.priority, data.teamId ?? data.keyId, weight);
     const priority = scheduled ? SCHEDULING_BANDS[scheduled.tier].direct : data.priority;
     await this.queueFor(kind, data.model).add(
       kind,

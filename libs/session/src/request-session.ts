@@ -614,7 +614,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */
   private async openResumable(job: JobDataOf<K>): Promise<void> {
     if (this.delivery.mode === 'json') return;
-    const { keyId, ticketId } = this.admission.ticket;
+    const { keyId, ticketId, teamId } = this.admission.ticket;
     try {
       await this.deps.streams.open(job.requestId, {
         keyId,
@@ -623,6 +623,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         created: Math.floor(job.enqueuedAt / 1000),
         deadline: job.deadline,
         ticketId,
+        ...(teamId === undefined ? {} : { teamId }),
       });
     } catch (error) {
       this.deps.logger.warn(

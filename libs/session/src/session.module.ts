@@ -1,5 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { KeyAuthenticator, KeyStore, UsageReader } from '@mgw/access';
+import { KeyAuthenticator, KeyStore, TeamStore, UsageReader } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
@@ -54,6 +54,7 @@ export class SessionModule {
         ReplyRouter,
         ModelDirectory,
         KeyStore,
+        TeamStore,
         UsageReader,
         KeyAuthenticator,
         AdmissionService,

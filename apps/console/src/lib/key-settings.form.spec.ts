@@ -16,6 +16,7 @@ const key: ApiKeyView = {
   weight: 3,
   disabled: false,
   revoked_at: null,
+  team_id: null,
 };
 
 describe('key settings form', () => {

@@ -16,6 +16,7 @@ const stored: ApiKeyRecord = {
   weight: 1,
   disabled: false,
   revokedAt: null,
+  teamId: null,
 };
 
 const readBack = (change: Record<string, unknown>) =>
@@ -34,8 +35,14 @@ describe('readApiKeyRecord', () => {
       models: null,
       rpm: null,
     });
-    const { expiresAt: _e, models: _m, tpm: _t, ...without } = stored;
-    expect(readApiKeyRecord(without)).toMatchObject({ expiresAt: null, models: null, tpm: null });
+    const { expiresAt: _e, models: _m, tpm: _t, teamId: _team, ...without } = stored;
+    expect(readApiKeyRecord(without)).toMatchObject({
+      expiresAt: null,
+      models: null,
+      tpm: null,
+      teamId: null,
+    });
+    expect(readBack({ teamId: `team_${'0b'.repeat(12)}` }).teamId).toBe(`team_${'0b'.repeat(12)}`);
   });
 
   it.each([
@@ -62,6 +69,7 @@ describe('readApiKeyRecord', () => {
     ['a zero max', () => readBack({ maxConcurrent: 0 }), 'key record: maxConcurrent must be an integer'],
     ['an odd priority', () => readBack({ priority: 'urgent' }), "key record: priority must be 'high' or"],
     ['disabled not boolean', () => readBack({ disabled: 'no' }), 'key record: disabled must be a boolean'],
+    ['a bad team id', () => readBack({ teamId: 'team_1' }), 'key record: teamId must be a team id'],
     ['a missing hash', () => readBack({ hash: undefined }), 'key record: hash must be a string'],
   ])('refuses %s', (_case, readIt, message) => {
     expect(readIt).toThrow(InvalidKeyRecordError);

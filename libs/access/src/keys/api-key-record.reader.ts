@@ -2,6 +2,7 @@ import {
   DEFAULT_TENANT_WEIGHT,
   FailFast,
   RecordReader,
+  TEAM_ID_PATTERN,
   TENANT_WEIGHT_MAX,
   TENANT_WEIGHT_MIN,
   type FieldRecord,
@@ -24,6 +25,7 @@ const FIELDS: readonly (keyof ApiKeyRecord)[] = [
   'weight',
   'disabled',
   'revokedAt',
+  'teamId',
 ];
 const NAME_MAX = 128;
 
@@ -53,6 +55,13 @@ function nullableStrings(record: FieldRecord, field: string): string[] | null {
   if (!Array.isArray(value) || !value.every((item) => typeof item === 'string'))
     read.report(`${field} must be an array of strings`);
   return [...(value as string[])];
+}
+
+function teamIdOf(record: FieldRecord): string | null {
+  const value = record.teamId;
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || !TEAM_ID_PATTERN.test(value)) read.report('teamId must be a team id');
+  return value as string;
 }
 
 /**
@@ -86,5 +95,6 @@ export function readApiKeyRecord(value: unknown): ApiKeyRecord {
     ),
     disabled: disabled as boolean,
     revokedAt: nullableInt(record, 'revokedAt', 0),
+    teamId: teamIdOf(record),
   };
 }

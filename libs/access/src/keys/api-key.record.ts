@@ -11,9 +11,16 @@ import {
   Max,
   MaxLength,
   Min,
+  Matches,
   MinLength,
 } from 'class-validator';
-import { parkedPriorityOf, TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN, type SchedulingTier } from '@mgw/contracts';
+import {
+  parkedPriorityOf,
+  TEAM_ID_PATTERN,
+  TENANT_WEIGHT_MAX,
+  TENANT_WEIGHT_MIN,
+  type SchedulingTier,
+} from '@mgw/contracts';
 import { PRIORITY_TIERS, type ApiKeyView, type PriorityTier } from '../admin-api.types';
 
 /**
@@ -50,6 +57,8 @@ export interface ApiKeyRecord {
   weight: number;
   disabled: boolean;
   revokedAt: number | null;
+  /** Its team (absent in older records: none). */
+  teamId: string | null;
 }
 
 export function toKeyView(record: ApiKeyRecord): ApiKeyView {
@@ -68,6 +77,7 @@ export function toKeyView(record: ApiKeyRecord): ApiKeyView {
     weight: record.weight,
     disabled: record.disabled,
     revoked_at: record.revokedAt ?? null,
+    team_id: record.teamId,
   };
 }
 
@@ -119,6 +129,12 @@ abstract class KeySettingsDto {
   @Min(1)
   @IsInt()
   expires_at?: number | null;
+
+  /** The team the key belongs to (which must exist); null takes it out of its team. */
+  @IsOptional()
+  @Matches(TEAM_ID_PATTERN, { message: 'team_id must be a team id (team_ and 24 hex digits)' })
+  @IsString()
+  team_id?: string | null;
 }
 
 /** `POST /admin/keys` (and `keys create`). Null or absent limits mean "no limit". */

@@ -43,3 +43,23 @@ export function newKeyId(): string {
 export function bootstrapKeyIdOf(keyHash: string): string {
   return `bootstrap_${keyHash.slice(0, 16)}`;
 }
+
+export function newTeamId(): string {
+  return `team_${randomBytes(12).toString('hex')}`;
+}
+
+/** Team-scoped admin tokens: recognisable, and never mistaken for an API key (`sk-gw-`). */
+export const TEAM_TOKEN_PREFIX = 'sk-gwt-';
+const TEAM_TOKEN_PATTERN = /^sk-gwt-[A-Za-z0-9_-]{43}$/;
+
+export function generateTeamToken(): string {
+  return `${TEAM_TOKEN_PREFIX}${randomBytes(SECRET_BYTES).toString('base64url')}`;
+}
+
+export function looksLikeTeamToken(candidate: string): boolean {
+  return TEAM_TOKEN_PATTERN.test(candidate);
+}
+
+export function newTeamTokenId(): string {
+  return `tat_${randomBytes(12).toString('hex')}`;
+}

@@ -1,7 +1,8 @@
--- A Cluster's first admission step, in the API key's slot: admit.lua's key half (KEYS 1-4, same ARGV).
--- Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms.
+-- The key's step of admission (and a count against its `rpm` alone): KEYS 1-4 as admit.lua's, and for a
+-- key in a team on one node its team's as 5-8; a Cluster runs it once per holder, in its slot (the team's
+-- counters as KEYS 1-4, its limits as ARGV 3-5). Same ARGV as admit.lua.
+-- Returns: status, retry ms, the key's and the team's limit state (key-limits.lua's `holdersReply`).
 --- @include "key-limits"
-local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
-if c.status == 'ok' then recordKey(c, KEYS[1], KEYS[2], KEYS[3], KEYS[4]) end
-local reqReset, tokReset = resetsOf(c, KEYS[1])
-return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
+local c, t = checkHolders(5)
+if c.status == 'ok' then recordHolders(c, t, 5) end
+return holdersReply(c, t, 5)

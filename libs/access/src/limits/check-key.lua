@@ -1,7 +1,6 @@
--- The key's limits checked without counting anything (KEYS 1-4 and ARGV as admit-key.lua): whether a
--- request would be refused before the work that precedes its admission is done.
--- Returns: status, retry ms, requests used, requests reset ms, tokens used, tokens reset ms.
+-- The key's limits (and its team's) checked without counting anything (KEYS and ARGV as admit-key.lua):
+-- whether a request would be refused before the work that precedes its admission is done.
+-- Returns: as admit-key.lua.
 --- @include "key-limits"
-local c = checkKey(KEYS[1], KEYS[2], KEYS[3])
-local reqReset, tokReset = resetsOf(c, KEYS[1])
-return { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset }
+local c, t = checkHolders(5)
+return holdersReply(c, t, 5)

@@ -6,7 +6,8 @@
 local now = clock(ARGV[6])
 local sec = math.floor(now / 1000)
 
-local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpmKey)
+-- `teamReservationKey` and `teamTpmKey` (both or neither) reconcile the key's team's TPM window as well.
+local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpmKey, teamReservationKey, teamTpmKey)
   if not redis.call('SET', recordedKey, '1', 'NX', 'PX', 86400000) then return false end
   local prompt, completion, images = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   if ARGV[1] ~= '' then
@@ -18,6 +19,7 @@ local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpm
     redis.call('PEXPIRE', usageKey, tonumber(ARGV[7]))
     if keyIdsKey then redis.call('SADD', keyIdsKey, ARGV[1]) end
     reconcile(reservationKey, tpmKey, prompt + completion)
+    if teamTpmKey then reconcile(teamReservationKey, teamTpmKey, prompt + completion) end
   end
   return true
 end

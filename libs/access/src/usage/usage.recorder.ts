@@ -1,7 +1,12 @@
 import type { Redis } from 'ioredis';
 import { keyLayoutOf, type ModelKind } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
-import { COUNT_SERVED_SCRIPT, RECORD_KEY_USAGE_SCRIPT, RECORD_USAGE_SCRIPT } from '../limits/limit.scripts';
+import {
+  COUNT_SERVED_SCRIPT,
+  RECONCILE_TEAM_SCRIPT,
+  RECORD_KEY_USAGE_SCRIPT,
+  RECORD_USAGE_SCRIPT,
+} from '../limits/limit.scripts';
 import { dayOf } from './usage.days';
 
 export interface UsageSubject {
@@ -9,6 +14,8 @@ export interface UsageSubject {
   model: string;
   /** Absent on jobs from a gateway that predates keys: counted for the service rate only. */
   keyId?: string;
+  /** The key's team at admission, whose TPM reservation is settled with the key's. */
+  teamId?: string;
 }
 
 export interface UsageAmounts {
@@ -25,8 +32,9 @@ const USAGE_RETENTION_MS = 400 * 24 * 3600 * 1000;
  * or not its client was still there to receive it.
  *
  * On a Cluster the once-only marker, the key's counters and its TPM reconciliation stay one script in the
- * key's slot; the key ids index and the model's served count (a rate estimate) follow it only when it
- * counted, so a repeat still counts nothing.
+ * key's slot; the key ids index, the model's served count (a rate estimate) and the team's TPM
+ * reconciliation (in the team's slot) follow it only when it counted, so a repeat still counts nothing. A
+ * worker lost between the two leaves the team's estimate standing until its minute window passes.
  */
 export class UsageRecorder {
   private readonly names: AccessNames;
@@ -53,17 +61,23 @@ export class UsageRecorder {
       this.names.tpm(owner),
       this.names.served(this.kind, subject.model),
     ];
+    const prompt = Math.max(0, Math.round(amounts.promptTokens));
+    const completion = Math.max(0, Math.round(amounts.completionTokens));
     const args = [
       keyId,
       subject.model,
-      Math.max(0, Math.round(amounts.promptTokens)),
-      Math.max(0, Math.round(amounts.completionTokens)),
+      prompt,
+      completion,
       Math.max(0, Math.round(amounts.images)),
       now,
       USAGE_RETENTION_MS,
     ];
+    const teamId = keyId === '' ? undefined : subject.teamId;
+    const team = teamId
+      ? [this.names.teamReservation(subject.requestId, teamId), this.names.teamTpm(teamId)]
+      : [];
     if (!this.cluster) {
-      const keys = [recorded, usage, this.names.usageKeyIds, reservation, tpm, served];
+      const keys = [recorded, usage, this.names.usageKeyIds, reservation, tpm, served, ...team];
       return (await RECORD_USAGE_SCRIPT.run(this.redis, keys, args)) === 1;
     }
     if ((await RECORD_KEY_USAGE_SCRIPT.run(this.redis, [recorded, usage, reservation, tpm], args)) !== 1) {
@@ -72,6 +86,7 @@ export class UsageRecorder {
     await Promise.all([
       keyId === '' ? null : this.redis.sadd(this.names.usageKeyIds, keyId),
       COUNT_SERVED_SCRIPT.run(this.redis, [served], args),
+      team.length === 0 ? null : RECONCILE_TEAM_SCRIPT.run(this.redis, team, [prompt + completion]),
     ]);
     return true;
   }

@@ -15,7 +15,7 @@ import { EmbeddingRequestDto } from '../dto/embedding-request.dto';
 import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
 import type { RequestSizeLimits } from '../dto/request-size.limits';
 import type { FieldProblem } from '../dto/validate-dto';
-import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN } from './names';
+import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN, TEAM_ID_PATTERN } from './names';
 import { protocolVersionOf } from './protocol-version';
 import { readVersionedDto } from './versioned-dto.reader';
 
@@ -83,6 +83,11 @@ abstract class JobEnvelope {
   @IsOptional()
   @Matches(KEY_ID_PATTERN)
   keyId?: string;
+
+  /** The key's team, if it has one: its token reservation is settled with the key's, and it is the tenant. */
+  @IsOptional()
+  @Matches(TEAM_ID_PATTERN)
+  teamId?: string;
 
   /** The BullMQ priority the job was queued at (from the key's tier); 1 runs first. */
   @IsOptional()

@@ -99,6 +99,9 @@ export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 /** API key ids: issued keys (`key_…`) and bootstrap keys from GATEWAY_API_KEYS (`bootstrap_…`). */
 export const KEY_ID_PATTERN = /^(key_[0-9a-f]{24}|bootstrap_[0-9a-f]{16})$/;
 
+/** Team ids (`team_…`): a team's keys share its limits and its place in a model's fair share. */
+export const TEAM_ID_PATTERN = /^team_[0-9a-f]{24}$/;
+
 /** BullMQ's priority range: 1 runs first. */
 export const JOB_PRIORITY_MAX = 2 ** 21;
 

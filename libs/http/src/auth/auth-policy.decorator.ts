@@ -6,11 +6,18 @@ export const AUTH_POLICY_EXTENSION = 'x-auth-policy';
 
 /**
  * `required`: Bearer key needed. `public`: never. `models`: as MODELS_REQUIRE_AUTH says. `admin`: the
- * admin token (GATEWAY_ADMIN_TOKEN), and the route does not exist without one.
+ * admin token (GATEWAY_ADMIN_TOKEN), and the route does not exist without one. `team-admin`: as `admin`, or
+ * a team's admin token, whose handler then acts for that team only (`adminActorOf`).
  */
-export type AuthPolicy = 'required' | 'public' | 'models' | 'admin';
+export type AuthPolicy = 'required' | 'public' | 'models' | 'admin' | 'team-admin';
 
-const POLICIES: ReadonlySet<string> = new Set<AuthPolicy>(['required', 'public', 'models', 'admin']);
+const POLICIES: ReadonlySet<string> = new Set<AuthPolicy>([
+  'required',
+  'public',
+  'models',
+  'admin',
+  'team-admin',
+]);
 
 interface AuthRouteConfig {
   authPolicy?: AuthPolicy;

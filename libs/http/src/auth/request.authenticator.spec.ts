@@ -1,12 +1,21 @@
 import { createHash } from 'node:crypto';
 import type { ExecutionContext } from '@nestjs/common';
 import { loadGatewayConfig, type GatewayConfig } from '@mgw/config';
-import { generateApiKey, KeyAuthenticator, type ApiKeyRecord, type KeyStore } from '@mgw/access';
+import {
+  generateApiKey,
+  generateTeamToken,
+  KeyAuthenticator,
+  type ApiKeyRecord,
+  type KeyStore,
+  type TeamRecord,
+  type TeamStore,
+} from '@mgw/access';
 import { GatewayError } from '@mgw/contracts';
 import { RouteConfig } from '@nestjs/platform-fastify';
 import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
 import { Auth, authPolicyOf, authPolicyOfHandler } from './auth-policy.decorator';
 import { principalOf } from './request-principal';
+import { adminActorOf } from './admin-actor';
 import { hashApiKey, RequestAuthenticator } from './request.authenticator';
 import { refusal } from '@mgw/testing';
 
@@ -424,6 +433,117 @@ describe('RequestAuthenticator with issued keys and the admin policy', () => {
       loadGatewayConfig({ GATEWAY_ADMIN_TOKEN: ADMIN, GATEWAY_API_KEYS: ADMIN, NODE_ENV: 'test' }),
     ).toThrow('GATEWAY_ADMIN_TOKEN');
     expect(loadGatewayConfig({ GATEWAY_ADMIN_TOKEN: '  ', NODE_ENV: 'test' }).adminToken).toBeUndefined();
+  });
+});
+
+describe('RequestAuthenticator with teams', () => {
+  const ADMIN = 'admin-token-abcdefghijklmnopqrstuvwxyz';
+  const TEAM = `team_${'ab'.repeat(12)}`;
+  const issued = generateApiKey();
+  const record = {
+    id: 'key_0123456789abcdef01234567',
+    name: 'ci',
+    hash: hashApiKey(issued),
+    prefix: issued.slice(0, 10),
+    createdAt: 1,
+    expiresAt: null,
+    models: ['a', 'b'],
+    rpm: 10,
+    tpm: null,
+    maxConcurrent: null,
+    priority: 'high',
+    weight: 1,
+    disabled: false,
+    revokedAt: null,
+    teamId: TEAM,
+  } as ApiKeyRecord;
+  const team: TeamRecord = {
+    id: TEAM,
+    name: 'search',
+    createdAt: 1,
+    models: ['b', 'c'],
+    rpm: 100,
+    tpm: 1000,
+    maxConcurrent: 4,
+    priority: 'normal',
+    weight: 3,
+  };
+  const TEAM_TOKEN = generateTeamToken();
+
+  class TeamAdminController {
+    @Auth('team-admin')
+    keys(): void {}
+
+    @Auth('admin')
+    models(): void {}
+  }
+
+  function guardWith(found: TeamRecord | null) {
+    const config = loadGatewayConfig({ NODE_ENV: 'test', GATEWAY_ADMIN_TOKEN: ADMIN });
+    const store = {
+      findByHash: (hash: string) => Promise.resolve(hash === record.hash ? record : null),
+      findTeam: (id: string) => Promise.resolve(found && found.id === id ? found : null),
+    };
+    const teams = { teamOfToken: (secret: string) => Promise.resolve(secret === TEAM_TOKEN ? TEAM : null) };
+    const authenticator = new KeyAuthenticator(store as unknown as KeyStore, [], { ttlMs: 0, maxEntries: 1 });
+    return new RouteCheck(new RequestAuthenticator(config, authenticator, teams as unknown as TeamStore));
+  }
+
+  function requestTo(authorization: string, handler: () => void) {
+    const request = { headers: { authorization }, method: 'GET', url: '/admin/x' };
+    const context = {
+      getHandler: () => handler,
+      getClass: () => TeamAdminController,
+      switchToHttp: () => ({ getRequest: () => request }),
+    } as unknown as ExecutionContext;
+    return { request, context };
+  }
+
+  async function outcome(guard: RouteCheck, context: ExecutionContext): Promise<true | GatewayError> {
+    try {
+      return await guard.canActivate(context);
+    } catch (error) {
+      if (error instanceof GatewayError) return error;
+      throw error;
+    }
+  }
+
+  it("gives a key in a team the team's limits, its scope within the team's, its tier at most the team's", async () => {
+    const { request, context } = requestTo(`Bearer ${issued}`, PlainController.prototype.handle);
+    expect(await outcome(guardWith(team), context)).toBe(true);
+    const principal = principalOf(request as never)!;
+    expect([...principal.models!]).toEqual(['b']);
+    expect(principal).toMatchObject({
+      priority: 'normal',
+      rpm: 10,
+      team: { id: TEAM, rpm: 100, tpm: 1000, maxConcurrent: 4, weight: 3 },
+    });
+  });
+
+  it('refuses a key whose team cannot be read, rather than leave it without its limits', async () => {
+    const { context } = requestTo(`Bearer ${issued}`, PlainController.prototype.handle);
+    const error = (await outcome(guardWith(null), context)) as GatewayError;
+    expect([error.status, error.code]).toEqual([401, 'invalid_api_key']);
+  });
+
+  it("opens the team-admin routes to the operator and to a team's token, each as who it is", async () => {
+    for (const [token, actor] of [
+      [ADMIN, { kind: 'operator' }],
+      [TEAM_TOKEN, { kind: 'team', teamId: TEAM }],
+    ] as const) {
+      const { request, context } = requestTo(`Bearer ${token}`, TeamAdminController.prototype.keys);
+      expect(await outcome(guardWith(team), context)).toBe(true);
+      expect(adminActorOf(request as never)).toEqual(actor);
+    }
+  });
+
+  it("refuses a team's token on the operator's routes with 403, and an unknown one with 401", async () => {
+    const denied = requestTo(`Bearer ${TEAM_TOKEN}`, TeamAdminController.prototype.models);
+    const error = (await outcome(guardWith(team), denied.context)) as GatewayError;
+    expect([error.status, error.code]).toEqual([403, 'insufficient_permissions']);
+    expect(error.message).toContain("operator's admin token");
+    const unknown = requestTo(`Bearer ${generateTeamToken()}`, TeamAdminController.prototype.keys);
+    expect(((await outcome(guardWith(team), unknown.context)) as GatewayError).status).toBe(401);
   });
 });
 

@@ -1,14 +1,20 @@
 import type { Provider } from '@nestjs/common';
-import { KeyAuthenticator, KeyStore, Limiter, UsageReader } from '@mgw/access';
+import { KeyAuthenticator, KeyStore, Limiter, TeamStore, UsageReader } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
 import { RedisConnections } from '@mgw/redis';
 
-/** Keys, usage and limits, each on the command connection. */
+/** Keys, teams, usage and limits, each on the command connection. */
 export const accessProviders: Provider[] = [
   {
     provide: KeyStore,
     useFactory: (redis: RedisConnections, config: GatewayConfig) =>
       new KeyStore(redis.commands, config.namespace),
+    inject: [RedisConnections, GatewayConfig],
+  },
+  {
+    provide: TeamStore,
+    useFactory: (redis: RedisConnections, config: GatewayConfig) =>
+      new TeamStore(redis.commands, config.namespace),
     inject: [RedisConnections, GatewayConfig],
   },
   {

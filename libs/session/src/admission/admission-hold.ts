@@ -1,4 +1,4 @@
-import type { Limiter, Ticket } from '@mgw/access';
+import { leasesOf, type Limiter, type Ticket } from '@mgw/access';
 import type { SlotKeeper } from '@mgw/redis';
 
 /**
@@ -32,7 +32,12 @@ export class AdmissionHold {
     adopted = false,
   ) {
     this.phase = adopted ? 'queued' : 'admitted';
-    if (ticket.leased) leases.track(ticket);
+    for (const slot of leasesOf(ticket)) leases.track(slot);
+  }
+
+  /** Its key's and its team's concurrency slots are no longer renewed here. */
+  private untrack(): void {
+    for (const slot of leasesOf(this.ticket)) this.leases.untrack(slot);
   }
 
   get ended(): boolean {
@@ -51,7 +56,7 @@ export class AdmissionHold {
     if (this.phase === 'ended') return;
     const queued = this.phase === 'queued';
     this.phase = 'ended';
-    this.leases.untrack(this.ticket);
+    this.untrack();
     this.quietly(this.limiter.release(this.ticket, queued), 'release');
   }
 
@@ -62,7 +67,7 @@ export class AdmissionHold {
   handOver(): void {
     if (this.phase === 'ended') return;
     this.phase = 'ended';
-    this.leases.untrack(this.ticket);
+    this.untrack();
   }
 
   /**
@@ -73,7 +78,7 @@ export class AdmissionHold {
     if (this.rolledBack) return;
     this.rolledBack = true;
     this.phase = 'ended';
-    this.leases.untrack(this.ticket);
+    this.untrack();
     this.quietly(this.limiter.rollback(this.ticket), 'rollback');
   }
 }

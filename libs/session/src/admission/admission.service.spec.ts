@@ -124,4 +124,47 @@ describe('AdmissionService.admit', () => {
       [null, 0],
     ]);
   });
+
+  describe('for a key in a team', () => {
+    const team = { id: `team_${'ab'.repeat(12)}`, rpm: 100, tpm: 5000, maxConcurrent: 4, weight: 5 };
+    const member: Principal = { ...principal, tpm: null, team };
+
+    it("reserves tokens for the team's tpm even when the key has none, and none for an image", async () => {
+      const { service, requests } = setup(admitted);
+      await service.admit(member, 'chat', model, 'req_team_chat_1', 300);
+      await service.admit(member, 'image', { ...model, type: 'images/generations' }, 'req_team_image', 0);
+      expect(requests.map((r) => [r.tokenEstimate, r.principal.team?.tpm])).toEqual([
+        [300, 5000],
+        [0, null],
+      ]);
+    });
+
+    it("carries the team to the job and schedules it at the team's weight", async () => {
+      const { service } = setup(admitted);
+      const admission = await service.admit(member, 'chat', model, 'req_team_chat_2', 10);
+      expect(admission.fields).toMatchObject({ keyId: member.keyId, teamId: team.id });
+      expect(admission.weight).toBe(5);
+    });
+
+    it.each([
+      ['team_requests', 429, "requests per minute (RPM) of this key's team"],
+      ['team_tokens', 429, "tokens per minute (TPM) of this key's team"],
+      ['team_concurrency', 429, "concurrent requests for this API key's team"],
+      ['team_too_large', 400, "of this key's team"],
+    ] as const)('refuses %s with %i, saying it is the team', async (reason, status, words) => {
+      const { service } = setup(() => ({
+        admitted: false,
+        reason,
+        retryAfterMs: 1000,
+        state: { ...state, rpm: 100, requestsUsed: 100, tpm: 5000, tokensUsed: 4990 },
+        depth: 0,
+        servedLastMinute: 0,
+      }));
+      const refusal = (await service
+        .admit(member, 'chat', model, 'req_team_refused', 20)
+        .catch((e: unknown) => e)) as GatewayError;
+      expect(refusal.status).toBe(status);
+      expect(refusal.message).toContain(words);
+    });
+  });
 });

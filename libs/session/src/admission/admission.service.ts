@@ -4,6 +4,7 @@ import {
   Limiter,
   rateLimitHeaders,
   retryAfterSeconds,
+  tenantOf,
   type AdmissionDecision,
   type KeyDecision,
   type Principal,
@@ -19,6 +20,8 @@ import { AdmissionHold } from './admission-hold';
 /** What the job carries from its admission. */
 export interface AdmittedFields {
   keyId: string;
+  /** The key's team: the job's tenant, and whose token reservation its usage settles. */
+  teamId?: string;
   priority: number;
 }
 
@@ -28,7 +31,10 @@ export interface AdmittedFields {
  */
 export interface Admission {
   fields: AdmittedFields;
-  /** The key's scheduling weight: its job is scheduled with it, but does not carry it (README "Scheduling"). */
+  /**
+   * Its tenant's scheduling weight (its team's, else its key's): its job is scheduled with it, but does not
+   * carry it (README "Scheduling").
+   */
   weight: number;
   ticket: Ticket;
   hold: AdmissionHold;
@@ -75,14 +81,15 @@ export class AdmissionService implements OnApplicationShutdown {
     tokenEstimate: number,
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
+    const team = principal.team ?? null;
     const decision = await this.decide(
-      // Image requests use no tokens, so a key's token budget never holds them back; chat and embedding
-      // requests spend it (an embedding's input tokens).
-      kind === 'image' ? { ...principal, tpm: null } : principal,
+      // Image requests use no tokens, so neither a key's token budget nor its team's holds them back; chat
+      // and embedding requests spend it (an embedding's input tokens).
+      kind === 'image' ? { ...principal, tpm: null, team: team && { ...team, tpm: null } } : principal,
       kind,
       model,
       requestId,
-      principal.tpm === null ? 0 : tokenEstimate,
+      principal.tpm === null && team?.tpm == null ? 0 : tokenEstimate,
       maxQueueDepth,
     );
     const headers = rateLimitHeaders(decision.state);
@@ -96,7 +103,10 @@ export class AdmissionService implements OnApplicationShutdown {
    * throw, counting nothing. The request's admission then counts it once, as any other.
    */
   async precheck(principal: Principal): Promise<void> {
-    if (principal.rpm === null && principal.tpm === null && principal.maxConcurrent === null) return;
+    const team = principal.team;
+    const unlimited = (holder: { rpm: number | null; tpm: number | null; maxConcurrent: number | null }) =>
+      holder.rpm === null && holder.tpm === null && holder.maxConcurrent === null;
+    if (unlimited(principal) && (!team || unlimited(team))) return;
     const decision = await this.keyStep(principal.keyId, () => this.limiter.checkKey(principal));
     if (!decision.allowed) throw this.keyRefusal(decision);
   }
@@ -106,7 +116,7 @@ export class AdmissionService implements OnApplicationShutdown {
    * throws its 429; answers the key's rate-limit headers for the response.
    */
   async countStoredRead(principal: Principal): Promise<Record<string, string>> {
-    if (principal.rpm === null) return {};
+    if (principal.rpm === null && principal.team?.rpm == null) return {};
     const decision = await this.keyStep(principal.keyId, () => this.limiter.countRequest(principal));
     if (!decision.allowed) throw this.keyRefusal(decision);
     return rateLimitHeaders(decision.state);
@@ -139,7 +149,7 @@ export class AdmissionService implements OnApplicationShutdown {
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const decision = await this.decide(
-      { ...principal, rpm: null, tpm: null, maxConcurrent: null },
+      { ...principal, rpm: null, tpm: null, maxConcurrent: null, team: null },
       kind,
       model,
       // Its own ticket name: a rollback (the enqueue failed) takes back the reservation filed under its request
@@ -178,9 +188,11 @@ export class AdmissionService implements OnApplicationShutdown {
   }
 
   private admitted(ticket: Ticket, principal: Principal, headers: Record<string, string>): Admission {
+    const fields: AdmittedFields = { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) };
+    if (principal.team) fields.teamId = principal.team.id;
     return {
-      fields: { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) },
-      weight: principal.weight,
+      fields,
+      weight: tenantOf(principal).weight,
       ticket,
       hold: new AdmissionHold(ticket, this.limiter, this.leases, (work, what) =>
         this.quietly(work, ticket, what),
@@ -232,6 +244,33 @@ export class AdmissionService implements OnApplicationShutdown {
           'tokens',
           `Rate limit reached for tokens per minute (TPM): Limit ${state.tpm}, Used ${state.tokensUsed}, Requested ${tokenEstimate}. ${wait}`,
           { ...headers, 'retry-after': retryAfter },
+        );
+      case 'team_requests':
+        return GatewayError.rateLimited(
+          'requests',
+          `Rate limit reached for requests per minute (RPM) of this key's team: Limit ${state.rpm}, Used ${state.requestsUsed}. ${wait}`,
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'team_concurrency':
+        return GatewayError.rateLimited(
+          'requests',
+          "Too many concurrent requests for this API key's team. Wait for one to finish.",
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'team_tokens':
+        return GatewayError.rateLimited(
+          'tokens',
+          `Rate limit reached for tokens per minute (TPM) of this key's team: Limit ${state.tpm}, Used ${state.tokensUsed}, Requested ${tokenEstimate}. ${wait}`,
+          { ...headers, 'retry-after': retryAfter },
+        );
+      case 'team_too_large':
+        return new GatewayError(
+          400,
+          'invalid_request_error',
+          'request_too_large',
+          `Request too large for the tokens per min (TPM) of this key's team: Limit ${state.tpm}, Requested ${tokenEstimate}. Lower max_tokens or shorten the messages.`,
+          'max_tokens',
+          headers,
         );
       case 'too_large':
         return new GatewayError(

@@ -11,6 +11,8 @@ export interface StreamTicket {
   keyId: string;
   /** The leased ticket's id, or null when the request holds no concurrency slot. */
   ticketId: string | null;
+  /** The key's team when the ticket holds a slot of its team's concurrency too. */
+  teamId?: string;
 }
 
 /**
@@ -50,7 +52,10 @@ export class RequestAdmission {
   get ticket(): StreamTicket {
     if (this.first === null) return this.adopted ?? { keyId: '', ticketId: null };
     const { ticket } = this.first;
-    return { keyId: ticket.keyId, ticketId: ticket.leased ? ticket.id : null };
+    const leased = ticket.leased || ticket.teamLeased === true;
+    const held: StreamTicket = { keyId: ticket.keyId, ticketId: leased ? ticket.id : null };
+    if (ticket.teamLeased && ticket.teamId) held.teamId = ticket.teamId;
+    return held;
   }
 
   /** Admits the request for `model`: against the key's limits the first time, else for the model's queue. */
@@ -81,6 +86,7 @@ export class RequestAdmission {
       kind: 'chat',
       model,
       leased: true,
+      ...(ticket.teamId === undefined ? {} : { teamId: ticket.teamId, teamLeased: true }),
     });
     this.holds.push(hold);
   }

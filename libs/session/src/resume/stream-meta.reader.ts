@@ -1,4 +1,11 @@
-import { FailFast, KEY_ID_PATTERN, protocolVersionOf, RecordReader, type FieldRecord } from '@mgw/contracts';
+import {
+  FailFast,
+  KEY_ID_PATTERN,
+  protocolVersionOf,
+  RecordReader,
+  TEAM_ID_PATTERN,
+  type FieldRecord,
+} from '@mgw/contracts';
 
 /** What the gateway that opened a resumable stream keeps about it, next to its replay log. */
 export interface StreamMeta {
@@ -17,6 +24,8 @@ export interface StreamMeta {
   deadline: number;
   /** The concurrency lease the stream holds (a resume elsewhere keeps it alive); null when the key has none. */
   ticketId: string | null;
+  /** The key's team, when the lease is held in its team's concurrency too. */
+  teamId?: string;
 }
 
 export class InvalidStreamMetaError extends Error {
@@ -51,7 +60,7 @@ export function readStreamMeta(raw: string): StreamMeta {
   if (model.length === 0) read.report('model is empty');
   const ticketId = read.nullableString(record, 'ticketId');
   if (ticketId !== null && !TICKET_ID.test(ticketId)) read.report('ticketId is not a ticket id');
-  return {
+  const meta: StreamMeta = {
     keyId,
     protocol,
     model,
@@ -59,4 +68,10 @@ export function readStreamMeta(raw: string): StreamMeta {
     deadline: read.natural(record, 'deadline'),
     ticketId,
   };
+  if (record.teamId !== undefined) {
+    const teamId = read.string(record, 'teamId');
+    if (!TEAM_ID_PATTERN.test(teamId)) read.report('teamId is not a team id');
+    meta.teamId = teamId;
+  }
+  return meta;
 }

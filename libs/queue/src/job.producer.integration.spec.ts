@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { parkedPriorityOf, type ChatJobData } from '@mgw/contracts';
+import { JobProducer } from './job.producer';
+
+/** Who a job is scheduled as: its key's team when it has one, else its key (real Redis, its own namespace). */
+describe('JobProducer tenants', () => {
+  const namespace = `unit-producer-${randomBytes(5).toString('hex')}`;
+  let redis: Redis;
+  let producer: JobProducer;
+
+  beforeAll(async () => {
+    redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: null });
+    await redis.connect();
+    producer = new JobProducer(redis, namespace, 0);
+  });
+
+  afterAll(async () => {
+    await producer.queueFor('chat', 'm').close();
+    const keys = await redis.keys(`${namespace}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await redis.quit();
+  });
+
+  it("hands a team's job to the scheduler as its team, at the weight given, and a team-less key's as the key", async () => {
+    const arrive = jest.spyOn(producer.scheduler, 'arrive').mockResolvedValue('direct');
+    const job = (requestId: string, teamId?: string) =>
+      ({
+        requestId,
+        model: 'm',
+        keyId: `key_${'0a'.repeat(12)}`,
+        ...(teamId ? { teamId } : {}),
+        priority: parkedPriorityOf('normal'),
+      }) as unknown as ChatJobData;
+    const team = `team_${'0b'.repeat(12)}`;
+    await producer.enqueue('chat', job('req_team_job_1', team), 4);
+    await producer.enqueue('chat', job('req_team_job_2'), 1);
+    expect(arrive.mock.calls.map(([, , scheduled]) => [scheduled.tenant, scheduled.weight])).toEqual([
+      [team, 4],
+      [`key_${'0a'.repeat(12)}`, 1],
+    ]);
+  });
+});
