@@ -213,6 +213,14 @@ describe('translateMessagesRequest', () => {
         stop_sequences: ['a', 'b', 'c', 'd', 'e', 'f'],
       }),
     );
+    const long = translateMessagesRequest(
+      validateMessagesRequest({
+        model: 'm',
+        max_tokens: 2_000_000,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    );
+    expect(chatRequestProblem(long.request, REQUEST_SIZE_CEILINGS)).toMatchObject({ param: 'max_tokens' });
     // More stop sequences than chat's 4 are the Messages API's own: the request carries them.
     expect(many.request.stop).toHaveLength(6);
     expect(chatRequestProblem(many.request, REQUEST_SIZE_CEILINGS)).toBeNull();

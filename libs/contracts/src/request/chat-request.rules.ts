@@ -205,6 +205,13 @@ export function chatRequestProblem(
       );
     }
   }
+  const { maxTokens: bound } = CHAT_LIMITS;
+  if (request.maxTokens !== null && (request.maxTokens < bound.min || request.maxTokens > bound.max)) {
+    return invalid(
+      'max_tokens',
+      `expected an integer between ${bound.min} and ${bound.max}, got ${describeValue(request.maxTokens)}.`,
+    );
+  }
   const { user } = request;
   if (user !== null && user.length > MODEL_REQUEST_LIMITS.user.maxLength) {
     return invalid(
