@@ -15,7 +15,12 @@ const dist = (path) => require(join(root, process.env.BENCH_DIST || 'dist', 'lib
 
 require('reflect-metadata');
 const Fastify = require('fastify');
-const { toChatInferenceRequest, toImageInferenceRequest } = dist('inference/src/index.js');
+const inferenceLib = dist('inference/src/index.js');
+const { toImageInferenceRequest } = inferenceLib;
+// A chat body's neutral request is made in contracts since the neutral request; an older build (BENCH_DIST)
+// makes it in inference.
+const toChatInferenceRequest =
+  inferenceLib.toChatInferenceRequest ?? dist('contracts/src/index.js').chatRequestOfBody;
 // The backend factory's home since each backend kind is its own lib; an older build (BENCH_DIST) has it in
 // inference.
 const backendFactory = () => {
@@ -129,8 +134,15 @@ const { REQUEST_SIZE_CEILINGS } = dist('contracts/src/index.js');
 if (responsesApi !== null) {
   app.post('/v1/responses', async (request, reply) => {
     const parsed = responsesApi.validateResponsesRequest(request.body);
-    const body = responsesApi.toChatRequest(parsed, parsed.input, REQUEST_SIZE_CEILINGS);
-    const backend = chat.get(body.model);
+    // Since the neutral request, the translator makes it (with its origins) from the history and the input.
+    const translated =
+      responsesApi.toChatRequest.length === 4
+        ? responsesApi.toChatRequest(parsed, [], parsed.input, REQUEST_SIZE_CEILINGS)
+        : null;
+    const body =
+      translated?.request ?? responsesApi.toChatRequest(parsed, parsed.input, REQUEST_SIZE_CEILINGS);
+    const model = translated === null ? body.model : parsed.model;
+    const backend = chat.get(model);
     if (!backend) return reply.status(404).send({ error: { message: 'no such model' } });
     const controller = new AbortController();
     reply.raw.once('close', () => {
@@ -138,7 +150,7 @@ if (responsesApi !== null) {
     });
     const base = {
       requestId: String(request.id),
-      model: body.model,
+      model,
       createdMs: Date.now(),
       echo: parsed.echo,
     };
@@ -146,7 +158,8 @@ if (responsesApi !== null) {
     let usage = null;
     const done = () => ({ requestId: String(request.id), seq: 0, kind: 'chat-done', finishReasons, usage });
     const generate = async (renderer) => {
-      for await (const event of backend.generate(toChatInferenceRequest(body), controller.signal)) {
+      const inference = translated === null ? toChatInferenceRequest(body) : body;
+      for await (const event of backend.generate(inference, controller.signal)) {
         if (event.type === 'delta') {
           if (event.text.length > 0) renderer.delta(event.choice, event.text);
         } else if (event.type === 'finish') finishReasons[event.choice] = event.reason;

@@ -33,6 +33,8 @@ const contracts = require(join(distDir, 'libs/contracts/src/index.js'));
 const { ChatCompletionRequestDto, ChatJobData, REQUEST_SIZE_DEFAULTS, validateDto } = contracts;
 // The worker's job reader where the build has one; before it, the worker called validateDto itself.
 const readJob = contracts.readJobData ?? ((cls, plain) => validateDto(cls, plain));
+// Since the neutral request, the worker reads a chat job of any version into it.
+const readChatJob = contracts.readChatJob ?? ((plain) => readJob(ChatJobData, plain));
 
 const body = (model) => ({
   model,
@@ -110,10 +112,7 @@ line(
 );
 const validate = (plain) => validateDto(ChatCompletionRequestDto, plain, REQUEST_SIZE_DEFAULTS);
 line('gateway: validate the body', cpuMs(valid, validate));
-line(
-  'worker: validate the job',
-  cpuMs(job, (plain) => readJob(ChatJobData, plain)),
-);
+line('worker: validate the job', cpuMs(job, readChatJob));
 line('gateway: last part invalid', cpuMs(invalid, validate));
 line('gateway: the body as a tool loop', cpuMs(toolLoop, validate));
 

@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { parseReplyFrame, PROTOCOL_VERSIONS } from '@mgw/contracts';
+import { chatInferenceRequest } from '@mgw/testing';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
 
@@ -122,6 +123,17 @@ describe('worker job protocol', () => {
       { jobId: requestId },
     );
     await messagesOf(requestId, 'chat-done');
+  });
+
+  it('answers a job of version 4, whose request is the neutral one (more stop sequences than a chat body takes)', async () => {
+    const requestId = randomBytes(16).toString('hex');
+    const request = chatInferenceRequest({
+      messages: [{ role: 'user', content: 'three small words' }],
+      stop: ['1', '2', '3', '4', '5', '6'],
+    });
+    await queue.add('chat', { ...envelope(requestId), v: 4, request }, { jobId: requestId });
+    const messages = await messagesOf(requestId, 'chat-done');
+    expect(messages.map((m) => m.kind)).toContain('delta');
   });
 
   it('refuses a job of the next protocol version with a 503 to retry, saying so in its log', async () => {

@@ -9,13 +9,24 @@ import { PubSubDispatcher, type RedisConnections } from '@mgw/redis';
 import { KeyInvalidationListener, StreamLogStore } from '@mgw/session';
 import { loadConfig, RedisOnlyConfig, type GatewayConfig } from '@mgw/config';
 import {
+  ChatCompletionRequestDto,
+  chatJobFields,
   ChatJobData,
+  chatRequestOfBody,
   CHAT_MODEL_TYPE,
+  NEUTRAL_CHAT_JOB_VERSION,
   PROTOCOL_VERSIONS,
+  ProtocolVersionError,
+  readChatJob,
+  readVersionedDto,
   registryPatterns,
+  validateDto,
+  type ChatJob,
+  type ChatRequest,
   type ProtocolFamily,
   type ReplyMessage,
 } from '@mgw/contracts';
+import { translateMessagesRequest, validateMessagesRequest } from '@mgw/anthropic-api';
 import { UpstreamPool } from '@mgw/inference';
 import { ControlListener, ReplyRouter, type ReplyBatcher } from '@mgw/queue';
 import { createRegistryController, RegistryClient, type WorkerDirectory } from '@mgw/registry';
@@ -82,6 +93,72 @@ function fakeSubscriber() {
   return Object.assign(new EventEmitter(), { status: 'ready', subscribe: () => Promise.resolve(1) });
 }
 
+/** The chat job's request: a Chat Completions body up to version 3, the neutral request from version 4. */
+function jobRequest(v: number | undefined, extra: boolean): Fields {
+  const parts = [
+    { type: 'text', text: 'hi', ...(extra && { cache_control: { type: 'ephemeral' } }) },
+    { type: 'image_url', image_url: { url: 'https://x/y.png', ...(extra && { future: 1 }) } },
+  ];
+  const message = { role: 'user', ...(extra && { cache_control: { type: 'ephemeral' } }), content: parts };
+  if ((v ?? 1) < NEUTRAL_CHAT_JOB_VERSION) {
+    return {
+      ...(extra && { future_parameter: true }),
+      ...(extra && { prediction: { type: 'content', content: 'x', future: 1 } }),
+      messages: [message],
+    };
+  }
+  const neutral = chatRequestOfBody(
+    validateDto(ChatCompletionRequestDto, { messages: [{ role: 'user', content: 'x' }] }),
+  );
+  return { ...neutral, ...(extra && { futureField: true }), messages: [message] };
+}
+
+/** Runs one job through a worker's JobRunner with `reader`, and says what it read, or null when refused. */
+async function runJob<T>(
+  plain: Fields,
+  reader: { read(plain: unknown): T },
+): Promise<{ data: T | null; logged: string[]; sent: string[] }> {
+  const sent: string[] = [];
+  const publisher = {
+    publish: (_channel: string, encoded: string) => {
+      sent.push(encoded);
+      return Promise.resolve(1);
+    },
+    gateOf: () => null,
+    read: () => Promise.resolve(null),
+  } as unknown as ReplyBatcher;
+  const { logged, logger } = capturingLogger();
+  const cancels = new ControlListener(
+    new PubSubDispatcher(fakeSubscriber() as unknown as Redis),
+    'mgw:cancel:w',
+    logger,
+  );
+  const runner = new JobRunner(publisher, cancels, 'worker-1', logger, {
+    heartbeatMs: 60_000,
+    namespace: 'mgw',
+  });
+  let data: T | null = null;
+  try {
+    const jobOf = { id: REQUEST_ID, data: plain, timestamp: Date.now() } as unknown as Job<unknown>;
+    await runner.run(
+      jobOf,
+      reader as {
+        read(plain: unknown): T & { requestId: string; model: string; replyTo: string; deadline: number };
+      },
+      'sim-chat',
+      (context) => {
+        data = context.data;
+        return Promise.resolve();
+      },
+    );
+  } catch {
+    // refused: the runner has logged it and answered the gateway with an error
+  } finally {
+    runner.close();
+  }
+  return { data, logged, sent };
+}
+
 const job: Family = {
   name: 'job data (worker)',
   family: 'job',
@@ -93,59 +170,12 @@ const job: Family = {
       deadline: Date.now() + 60_000,
       enqueuedAt: Date.now(),
       ...(extra && { queuedBy: 'gw-2', resume: { retentionMs: 1000, maxEntries: 16, graceMs: 0, x: 1 } }),
-      request: {
-        ...(extra && { future_parameter: true }),
-        ...(extra && { prediction: { type: 'content', content: 'x', future: 1 } }),
-        messages: [
-          {
-            role: 'user',
-            ...(extra && { cache_control: { type: 'ephemeral' } }),
-            content: [
-              { type: 'text', text: 'hi', ...(extra && { cache_control: { type: 'ephemeral' } }) },
-              { type: 'image_url', image_url: { url: 'https://x/y.png', ...(extra && { future: 1 }) } },
-            ],
-          },
-        ],
-      },
+      request: jobRequest(v, extra),
     }),
   async read(message) {
-    const sent: string[] = [];
-    const publisher = {
-      publish: (_channel: string, encoded: string) => {
-        sent.push(encoded);
-        return Promise.resolve(1);
-      },
-      gateOf: () => null,
-      read: () => Promise.resolve(null),
-    } as unknown as ReplyBatcher;
-    const { logged, logger } = capturingLogger();
-    const cancels = new ControlListener(
-      new PubSubDispatcher(fakeSubscriber() as unknown as Redis),
-      'mgw:cancel:w',
-      logger,
-    );
-    const runner = new JobRunner(publisher, cancels, 'worker-1', logger, {
-      heartbeatMs: 60_000,
-      namespace: 'mgw',
-    });
-    let data: ChatJobData | null = null;
-    try {
-      const jobOf = {
-        id: REQUEST_ID,
-        data: fields(message),
-        timestamp: Date.now(),
-      } as unknown as Job<unknown>;
-      await runner.run(jobOf, ChatJobData, 'sim-chat', (context) => {
-        data = context.data;
-        return Promise.resolve();
-      });
-    } catch {
-      // refused: the runner has logged it and answered the gateway with an error
-    } finally {
-      runner.close();
-    }
+    const { data, logged } = await runJob(fields(message), { read: readChatJob });
     if (data !== null) {
-      const read: ChatJobData = data;
+      const read: ChatJob = data;
       // What a newer gateway added is gone: the worker passes on only what it understands.
       // The version it was written as (none: 1); a chat job reads the same at every version up to this one's.
       expect(read.v).toBe((fields(message) as { v?: number }).v ?? 1);
@@ -154,8 +184,9 @@ const job: Family = {
         expect(read.resume).toEqual({ retentionMs: 1000, maxEntries: 16, graceMs: 0 });
       }
       expect(read.request).not.toHaveProperty('future_parameter');
-      if (read.request.prediction !== undefined) {
-        expect(read.request.prediction).toEqual({ type: 'content', content: 'x' });
+      expect(read.request).not.toHaveProperty('futureField');
+      if (read.request.relayedParameters !== undefined) {
+        expect(read.request.relayedParameters).toEqual({ prediction: { type: 'content', content: 'x' } });
       }
       expect(read.request.messages).toEqual([
         {
@@ -522,5 +553,173 @@ describe('rolling upgrades: every reader of a message between processes', () => 
         );
       }
     });
+  });
+});
+
+/**
+ * The job's request changed shape in version 4 (the neutral request): a worker of the release before reads
+ * chat bodies of versions 1 to 3 (`ChatJobData`, unchanged since) and hands its backends what its mapper
+ * (`chatRequestOfBody`, moved to contracts verbatim) makes of one.
+ */
+const OLD_WORKER_JOB_VERSION = 3;
+const oldWorker = {
+  read(plain: unknown): ChatJob {
+    const v = (plain as { v?: unknown }).v ?? 1;
+    if (typeof v !== 'number' || v > OLD_WORKER_JOB_VERSION) throw new ProtocolVersionError('job', v);
+    const data = readVersionedDto(ChatJobData, plain, 'job');
+    return Object.assign(data, { request: chatRequestOfBody(data.request) });
+  },
+};
+
+const envelopeOf = (fieldsOfJob: Fields): Fields => ({
+  requestId: REQUEST_ID,
+  model: 'sim-chat',
+  replyTo: 'mgw:reply:gw-1',
+  deadline: Date.now() + 60_000,
+  enqueuedAt: Date.now(),
+  ...fieldsOfJob,
+});
+
+const chatBody = (body: Fields) => validateDto(ChatCompletionRequestDto, body);
+const messagesBody = (body: Fields) =>
+  translateMessagesRequest(validateMessagesRequest({ model: 'sim-chat', max_tokens: 16, ...body })).request;
+const WEATHER = {
+  name: 'weather',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } } },
+};
+
+/** Requests as the front-ends of this release make them, and whether a chat body carries them. */
+const REQUESTS: Array<[string, ChatRequest, boolean]> = [
+  [
+    'a plain chat completion',
+    chatRequestOfBody(chatBody({ messages: [{ role: 'user', content: 'hi' }] })),
+    true,
+  ],
+  [
+    'a chat completion with tools, a format, logprobs and relayed parameters',
+    chatRequestOfBody(
+      chatBody({
+        messages: [
+          { role: 'system', content: 's' },
+          { role: 'user', content: 'hi', name: 'ann' },
+        ],
+        tools: [{ type: 'function', function: { name: 'w', parameters: { type: 'object' } } }],
+        tool_choice: 'required',
+        response_format: { type: 'json_object' },
+        logprobs: true,
+        top_logprobs: 2,
+        stop: ['x'],
+        seed: 3,
+        reasoning_effort: 'low',
+      }),
+    ),
+    true,
+  ],
+  [
+    'a Messages request with a tool loop and an image',
+    messagesBody({
+      system: 'Be brief.',
+      tools: [WEATHER],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Oslo?' },
+            { type: 'image', source: { type: 'url', url: 'https://x/y.png' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Oslo' } }],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'cold' }] },
+      ],
+      stop_sequences: ['END'],
+    }),
+    true,
+  ],
+  [
+    'a Messages request with more stop sequences than a chat body takes',
+    messagesBody({
+      messages: [{ role: 'user', content: 'count' }],
+      stop_sequences: ['1', '2', '3', '4', '5', '6'],
+    }),
+    false,
+  ],
+];
+
+describe('rolling upgrades: the chat job, between a gateway and a worker of adjacent releases', () => {
+  const asWritten = (request: ChatRequest, countOnly: boolean): Fields =>
+    JSON.parse(JSON.stringify(envelopeOf(chatJobFields(request, countOnly)))) as Fields;
+
+  describe.each(REQUESTS)('%s', (_name, request, inBody) => {
+    it.each([false, true])(
+      'is served by a worker of the release before as this one would serve it (count only: %s)',
+      async (countOnly) => {
+        const written = asWritten(request, countOnly);
+        expect(written.v).toBe(inBody ? (countOnly ? 3 : 1) : NEUTRAL_CHAT_JOB_VERSION);
+        const { data, sent } = await runJob(written, oldWorker);
+        if (inBody) {
+          expect(data?.request).toEqual(request);
+          expect(data?.countOnly === true).toBe(countOnly);
+        } else {
+          // Refused by its version, and the waiting client told to retry once the rollout reaches it.
+          expect(data).toBeNull();
+          expect(sent.join()).toContain('"status":503');
+        }
+      },
+    );
+
+    it.each([false, true])('is served by a worker of this release (count only: %s)', async (countOnly) => {
+      const { data } = await runJob(asWritten(request, countOnly), { read: readChatJob });
+      expect(data?.request).toEqual(request);
+      expect(data?.countOnly === true).toBe(countOnly);
+    });
+  });
+
+  it('serves the jobs of a gateway of the release before: its chat bodies, counts at version 3', async () => {
+    const bodies: Fields[] = [
+      { messages: [{ role: 'user', content: 'hi' }] },
+      {
+        messages: [
+          { role: 'user', content: 'q' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c', type: 'function', function: { name: 'w', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 'c', content: 'r' },
+        ],
+        tools: [{ type: 'function', function: { name: 'w' } }],
+        max_completion_tokens: 9,
+        stop: ['a', 'b'],
+        temperature: 0.2,
+        user: 'u',
+      },
+    ];
+    for (const body of bodies) {
+      for (const [v, countOnly] of [
+        [undefined, false],
+        [1, false],
+        [3, true],
+      ] as const) {
+        const written = JSON.parse(
+          JSON.stringify(
+            envelopeOf({
+              ...(v !== undefined && { v }),
+              request: chatBody(body),
+              ...(countOnly && { countOnly }),
+            }),
+          ),
+        ) as Fields;
+        const [ours, theirs] = [
+          await runJob(written, { read: readChatJob }),
+          await runJob(written, oldWorker),
+        ];
+        expect(ours.data?.request).toEqual(chatRequestOfBody(chatBody(body)));
+        expect(ours.data?.request).toEqual(theirs.data?.request);
+        expect(ours.data?.countOnly === true).toBe(countOnly);
+      }
+    }
   });
 });

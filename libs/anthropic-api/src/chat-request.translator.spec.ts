@@ -1,13 +1,8 @@
-import { ChatCompletionRequestDto, GatewayError, validateDto } from '@mgw/contracts';
-import {
-  inMessagesWords,
-  messagesPartName,
-  toChatCompletionRequest,
-  translateMessagesRequest,
-} from './chat-request.translator';
+import { chatRequestProblem, GatewayError, REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
+import { translateMessagesRequest } from './chat-request.translator';
 import { validateMessagesRequest } from './messages-request.schema';
 
-describe('toChatCompletionRequest', () => {
+describe('translateMessagesRequest', () => {
   const body = validateMessagesRequest({
     model: 'sim-chat',
     max_tokens: 100,
@@ -50,12 +45,17 @@ describe('toChatCompletionRequest', () => {
     metadata: { user_id: 'x'.repeat(100) },
   });
 
-  it('maps system, blocks, tool uses and results, tools and tool_choice onto the chat request', () => {
-    const chat = toChatCompletionRequest(body);
-    expect(chat).toEqual({
-      model: 'sim-chat',
-      max_tokens: 100,
+  it('maps system, blocks, tool uses and results, tools and tool_choice onto the neutral request', () => {
+    const { request } = translateMessagesRequest(body);
+    expect(request).toEqual({
+      n: 1,
+      maxTokens: 100,
       stop: ['END'],
+      temperature: 1,
+      topP: 1,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      seed: null,
       user: expect.stringMatching(/^[0-9a-f]{64}$/),
       messages: [
         { role: 'system', content: 'Top.\n\nInside.' },
@@ -69,7 +69,7 @@ describe('toChatCompletionRequest', () => {
         {
           role: 'assistant',
           content: 'Checking.',
-          tool_calls: [
+          toolCalls: [
             {
               id: 'toolu_1',
               type: 'function',
@@ -77,44 +77,50 @@ describe('toChatCompletionRequest', () => {
             },
           ],
         },
-        { role: 'tool', tool_call_id: 'toolu_1', content: 'sunny' },
+        { role: 'tool', toolCallId: 'toolu_1', content: 'sunny' },
         { role: 'user', content: [{ type: 'text', text: 'and tomorrow?' }] },
       ],
       tools: [
         {
-          type: 'function',
-          function: {
-            name: 'get_weather',
-            description: 'Weather.',
-            parameters: { type: 'object', properties: { city: { type: 'string' } } },
-          },
+          name: 'get_weather',
+          description: 'Weather.',
+          parameters: { type: 'object', properties: { city: { type: 'string' } } },
+          strict: false,
         },
       ],
-      tool_choice: 'required',
-      parallel_tool_calls: false,
+      toolChoice: { type: 'required' },
+      parallelToolCalls: false,
+      responseFormat: { type: 'text' },
+      logprobs: false,
+      topLogprobs: 0,
     });
-    // The result is a valid chat request.
-    expect(() => validateDto(ChatCompletionRequestDto, chat)).not.toThrow();
+    // It keeps the chat request's rules.
+    expect(chatRequestProblem(request, REQUEST_SIZE_CEILINGS)).toBeNull();
   });
 
   it("names a chat message's refusal by the Messages field it came from", () => {
-    const { chat, sources } = translateMessagesRequest(body);
-    expect(sources).toHaveLength((chat.messages as unknown[]).length);
+    const { request, origins } = translateMessagesRequest(body);
     // The joined system prompt, then user 0, assistant 2, and user 3 as its tool result and its text.
-    expect(sources).toEqual(['system', 'messages.0', 'messages.2', 'messages.3', 'messages.3']);
+    expect(request.messages.map((_, i) => origins.param(`messages[${i}]`))).toEqual([
+      'system',
+      'messages.0',
+      'messages.2',
+      'messages.3',
+      'messages.3',
+    ]);
     const backend = GatewayError.invalidRequest(
       'The model `m` accepts text only; messages[1].content has an image part.',
       'messages[1].content',
       'unsupported_content',
     );
-    expect(inMessagesWords(backend, sources)).toMatchObject({
+    expect(origins.told(backend)).toMatchObject({
       status: 400,
       code: 'unsupported_content',
       param: 'messages.0.content',
       message: 'The model `m` accepts text only; messages.0.content has an image part.',
     });
     const unrelated = GatewayError.invalidRequest('max_tokens: too large', 'max_tokens');
-    expect(inMessagesWords(unrelated, sources)).toBe(unrelated);
+    expect(origins.told(unrelated)).toBe(unrelated);
   });
 
   it("names an image's URL by its Messages block, past the tool results a turn's parts follow", () => {
@@ -142,20 +148,21 @@ describe('toChatCompletionRequest', () => {
       }),
     );
     // system, messages.0, messages.1, then messages.2 as its tool result and its parts.
-    const parts = translated.chat.messages as Array<{ content: unknown }>;
+    const parts = translated.request.messages;
     expect(parts[4]!.content).toEqual([
       { type: 'text', text: 'And these:' },
       { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
       { type: 'image_url', image_url: { url: 'http://10.0.0.1/b.png' } },
     ]);
-    const name = messagesPartName(translated);
+    const name = (m: number, p: number) =>
+      translated.origins.param(`messages[${m}].content[${p}].image_url.url`);
     expect(name(4, 2)).toBe('messages.2.content.3.source.url');
-    expect(name(4, 0)).toBe('messages.2.content.1.source.url');
-    expect(name(3, 0)).toBe('messages.2');
+    expect(name(4, 1)).toBe('messages.2.content.2.source.url');
+    expect(translated.origins.param('messages[3].content')).toBe('messages.2.content');
   });
 
   it('marks an error result', () => {
-    const chat = toChatCompletionRequest(
+    const { request } = translateMessagesRequest(
       validateMessagesRequest({
         model: 'm',
         max_tokens: 1,
@@ -169,14 +176,53 @@ describe('toChatCompletionRequest', () => {
         ],
       }),
     );
-    expect(chat.messages).toEqual([
+    expect(request.messages).toEqual([
       { role: 'user', content: 'x' },
       {
         role: 'assistant',
         content: null,
-        tool_calls: [{ id: 't', type: 'function', function: { name: 'a', arguments: '{}' } }],
+        toolCalls: [{ id: 't', type: 'function', function: { name: 'a', arguments: '{}' } }],
       },
-      { role: 'tool', tool_call_id: 't', content: 'Error: boom' },
+      { role: 'tool', toolCallId: 't', content: 'Error: boom' },
     ]);
+  });
+
+  it("keeps the chat request's bounds, refused in the Messages request's words", () => {
+    const tools = Array.from({ length: 129 }, (_, i) => ({
+      name: `t${i}`,
+      input_schema: { type: 'object' },
+    }));
+    const { request, origins } = translateMessagesRequest(
+      validateMessagesRequest({
+        model: 'm',
+        max_tokens: 1,
+        messages: [{ role: 'user', content: 'x' }],
+        tools,
+      }),
+    );
+    const problem = chatRequestProblem(request, REQUEST_SIZE_CEILINGS)!;
+    expect(origins.told(GatewayError.invalidRequest(problem.message, problem.param))).toMatchObject({
+      param: 'tools',
+      message: "Invalid 'tools': expected at most 128 tools, got an array of 129.",
+    });
+    const many = translateMessagesRequest(
+      validateMessagesRequest({
+        model: 'm',
+        max_tokens: 1,
+        messages: [{ role: 'user', content: 'x' }],
+        stop_sequences: ['a', 'b', 'c', 'd', 'e', 'f'],
+      }),
+    );
+    const long = translateMessagesRequest(
+      validateMessagesRequest({
+        model: 'm',
+        max_tokens: 2_000_000,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    );
+    expect(chatRequestProblem(long.request, REQUEST_SIZE_CEILINGS)).toMatchObject({ param: 'max_tokens' });
+    // More stop sequences than chat's 4 are the Messages API's own: the request carries them.
+    expect(many.request.stop).toHaveLength(6);
+    expect(chatRequestProblem(many.request, REQUEST_SIZE_CEILINGS)).toBeNull();
   });
 });

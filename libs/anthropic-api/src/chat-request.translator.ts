@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { GatewayError } from '@mgw/contracts';
+import {
+  ParamOrigins,
+  type ChatContentPart,
+  type ChatRequest,
+  type InferenceMessage,
+  type ToolCall,
+  type ToolChoice,
+} from '@mgw/contracts';
 import type {
   CountTokensRequest,
   ImageBlock,
@@ -10,11 +17,6 @@ import type {
   ToolResultBlock,
 } from './messages.types';
 
-/** A chat completions request as plain JSON, validated next with the chat request's own rules. */
-export type PlainChatRequest = Record<string, unknown>;
-type PlainMessage = Record<string, unknown>;
-type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
-
 /** OpenAI bounds `user` at 64 characters; a longer id (Claude Code's JSON one) is sent as its digest. */
 const USER_MAX_CHARS = 64;
 
@@ -23,13 +25,13 @@ const joinText = (blocks: readonly TextBlock[]): string => blocks.map((block) =>
 const systemText = (system: string | TextBlock[]): string =>
   typeof system === 'string' ? system : joinText(system);
 
-function imageUrl(block: ImageBlock): ContentPart {
+function imagePart(block: ImageBlock): ChatContentPart {
   const source = block.source;
   const url = source.type === 'base64' ? `data:${source.media_type};base64,${source.data}` : source.url;
   return { type: 'image_url', image_url: { url } };
 }
 
-/** A tool's result as the text of a chat tool message; images in it, which tool messages cannot hold, by name. */
+/** A tool's result as the text of a tool message; images in it, which tool messages cannot hold, by name. */
 function toolResultText(block: ToolResultBlock): string {
   const content = block.content;
   const text =
@@ -41,36 +43,12 @@ function toolResultText(block: ToolResultBlock): string {
   return block.is_error === true ? `Error: ${text}` : text;
 }
 
-/**
- * One user turn: its tool results first (chat answers a call with a `tool` message), then its other content,
- * whose parts' block indices go to `blocks`.
- */
-function userMessages(
-  content: string | Exclude<InputMessage, { role: 'system' }>['content'],
-  blocks: number[],
-): PlainMessage[] {
-  if (typeof content === 'string') return [{ role: 'user', content }];
-  const messages: PlainMessage[] = [];
-  const parts: ContentPart[] = [];
-  content.forEach((block, index) => {
-    if (block.type === 'tool_result') {
-      messages.push({ role: 'tool', tool_call_id: block.tool_use_id, content: toolResultText(block) });
-      return;
-    }
-    if (block.type === 'text') parts.push({ type: 'text', text: block.text });
-    else if (block.type === 'image') parts.push(imageUrl(block));
-    else return;
-    blocks.push(index);
-  });
-  if (parts.length > 0 || messages.length === 0) messages.push({ role: 'user', content: parts });
-  return messages;
-}
-
-/** One assistant turn: its text and its tool calls; thinking blocks are dropped (no backend reads them). */
-function assistantMessage(content: Extract<InputMessage, { role: 'assistant' }>['content']): PlainMessage {
+function assistantMessage(
+  content: Extract<InputMessage, { role: 'assistant' }>['content'],
+): InferenceMessage {
   if (typeof content === 'string') return { role: 'assistant', content };
   const texts: string[] = [];
-  const calls: PlainMessage[] = [];
+  const calls: ToolCall[] = [];
   for (const block of content) {
     if (block.type === 'text') texts.push(block.text);
     else if (block.type === 'tool_use') {
@@ -83,127 +61,127 @@ function assistantMessage(content: Extract<InputMessage, { role: 'assistant' }>[
   }
   const text = texts.join('');
   if (calls.length === 0) return { role: 'assistant', content: text };
-  return { role: 'assistant', content: text.length > 0 ? text : null, tool_calls: calls };
+  return { role: 'assistant', content: text.length > 0 ? text : null, toolCalls: calls };
 }
 
-function toolChoiceOf(choice: MessagesToolChoice): unknown {
-  switch (choice.type) {
+function toolChoiceOf(choice: MessagesToolChoice | undefined, hasTools: boolean): ToolChoice {
+  if (!hasTools) return { type: 'none' };
+  switch (choice?.type) {
+    case undefined:
     case 'auto':
-      return 'auto';
+      return { type: 'auto' };
     case 'any':
-      return 'required';
+      return { type: 'required' };
     case 'none':
-      return 'none';
+      return { type: 'none' };
     case 'tool':
-      return { type: 'function', function: { name: choice.name } };
+      return { type: 'function', name: choice.name };
   }
 }
 
-function userOf(userId: string | null | undefined): string | undefined {
-  if (userId === undefined || userId === null || userId.length === 0) return undefined;
+function userOf(userId: string | null | undefined): string | null {
+  if (userId === undefined || userId === null || userId.length === 0) return null;
   if (userId.length <= USER_MAX_CHARS) return userId;
   return createHash('sha256').update(userId).digest('hex');
 }
 
+/** The conversation as neutral messages, each named by the Messages field it came from. */
+class Conversation {
+  readonly messages: InferenceMessage[] = [];
+
+  constructor(readonly origins: ParamOrigins) {}
+
+  add(message: InferenceMessage, param: string): void {
+    this.origins.set(`messages[${this.messages.length}]`, param);
+    this.messages.push(message);
+  }
+
+  /** A user turn: its tool results first (each a tool message), then its other content, as parts. */
+  user(content: Extract<InputMessage, { role: 'user' }>['content'], param: string): void {
+    if (typeof content === 'string') return this.add({ role: 'user', content }, param);
+    const parts: ChatContentPart[] = [];
+    const blocks: number[] = [];
+    let results = 0;
+    content.forEach((block, index) => {
+      if (block.type === 'tool_result') {
+        this.add({ role: 'tool', toolCallId: block.tool_use_id, content: toolResultText(block) }, param);
+        results++;
+        return;
+      }
+      if (block.type === 'text') parts.push({ type: 'text', text: block.text });
+      else if (block.type === 'image') parts.push(imagePart(block));
+      else return;
+      blocks.push(index);
+    });
+    if (parts.length === 0 && results > 0) return;
+    const at = this.messages.length;
+    this.add({ role: 'user', content: parts }, param);
+    blocks.forEach((block, part) => {
+      if (parts[part]!.type === 'image_url') {
+        this.origins.set(
+          `messages[${at}].content[${part}].image_url.url`,
+          `${param}.content.${block}.source.url`,
+        );
+      }
+    });
+  }
+}
+
 /**
- * A Messages request as the internal job request (the chat completions shape): `system` and the system
+ * A Messages request as the neutral chat request, and where its parts came from: `system` and the system
  * entries of `messages` become one leading system message; `tool_use` blocks become the assistant's tool
- * calls and `tool_result` blocks tool messages; `tools` become function tools with `input_schema` as their
+ * calls and `tool_result` blocks tool messages; `tools` are functions with `input_schema` as their
  * parameters; `tool_choice` `any` is `required`. What no backend honours (`top_k`, thinking, cache
  * control, `service_tier`, effort) is left out.
  */
-export function toChatCompletionRequest(request: MessagesRequest | CountTokensRequest): PlainChatRequest {
-  return translateMessagesRequest(request).chat;
-}
-
-/** The chat request of a Messages request, and the Messages field each of its messages came from. */
-export interface TranslatedRequest {
-  chat: PlainChatRequest;
-  /** By chat message index: `system` (the joined system prompt) or `messages.<i>`. */
-  sources: string[];
-  /** By chat message index: the block index of each of its content parts (absent: no parts). */
-  blocks: Array<readonly number[] | undefined>;
-}
-
-/** The Messages name of a chat request's content part (an image's URL, for a refusal of it). */
-export function messagesPartName(
-  translated: Pick<TranslatedRequest, 'sources' | 'blocks'>,
-): (message: number, part: number) => string {
-  return (message, part) => {
-    const source = translated.sources[message] ?? 'messages';
-    const block = translated.blocks[message]?.[part];
-    return block === undefined ? source : `${source}.content.${block}.source.url`;
-  };
-}
-
-/** `toChatCompletionRequest`, keeping where each chat message came from, to name it in a refusal. */
-export function translateMessagesRequest(request: MessagesRequest | CountTokensRequest): TranslatedRequest {
+export function translateMessagesRequest(request: MessagesRequest | CountTokensRequest): {
+  request: ChatRequest;
+  origins: ParamOrigins;
+} {
+  const origins = new ParamOrigins().set('stop', 'stop_sequences').set('max_tokens', 'max_tokens');
   const system: string[] = [];
   if (request.system !== undefined && request.system !== null) system.push(systemText(request.system));
-  const messages: PlainMessage[] = [];
-  const sources: string[] = [];
-  const blocks: Array<readonly number[] | undefined> = [];
-  request.messages.forEach((message, index) => {
-    if (message.role === 'system') {
-      system.push(systemText(message.content));
-      return;
-    }
-    const partBlocks: number[] = [];
-    const made =
-      message.role === 'user'
-        ? userMessages(message.content, partBlocks)
-        : [assistantMessage(message.content)];
-    messages.push(...made);
-    for (let i = 0; i < made.length; i++) {
-      sources.push(`messages.${index}`);
-      // The content parts, when there are any, are the turn's last message.
-      blocks.push(i === made.length - 1 ? partBlocks : undefined);
-    }
-  });
+  for (const message of request.messages)
+    if (message.role === 'system') system.push(systemText(message.content));
+  const conversation = new Conversation(origins);
   const leading = system.filter((text) => text.length > 0).join('\n\n');
-  const chat: PlainChatRequest = {
-    model: request.model,
-    messages: leading.length > 0 ? [{ role: 'system', content: leading }, ...messages] : messages,
+  if (leading.length > 0) conversation.add({ role: 'system', content: leading }, 'system');
+  request.messages.forEach((message, index) => {
+    const param = `messages.${index}`;
+    if (message.role === 'user') conversation.user(message.content, param);
+    else if (message.role === 'assistant') conversation.add(assistantMessage(message.content), param);
+  });
+  const tools = (request.tools ?? []).map((tool, index) => {
+    origins.set(`tools[${index}].function.parameters`, `tools.${index}.input_schema`);
+    origins.set(`tools[${index}]`, `tools.${index}`);
+    return {
+      name: tool.name,
+      ...(tool.description !== undefined && { description: tool.description }),
+      parameters: tool.input_schema,
+      strict: false,
+    };
+  });
+  const choice = request.tool_choice ?? undefined;
+  const serial = choice !== undefined && choice.type !== 'none' && choice.disable_parallel_tool_use === true;
+  return {
+    request: {
+      messages: conversation.messages,
+      n: 1,
+      maxTokens: 'max_tokens' in request ? request.max_tokens : null,
+      stop: request.stop_sequences ?? [],
+      temperature: request.temperature ?? 1,
+      topP: request.top_p ?? 1,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      seed: null,
+      user: userOf(request.metadata?.user_id),
+      tools,
+      toolChoice: toolChoiceOf(choice, tools.length > 0),
+      parallelToolCalls: !(tools.length > 0 && serial),
+      responseFormat: { type: 'text' },
+      logprobs: false,
+      topLogprobs: 0,
+    },
+    origins,
   };
-  if ('max_tokens' in request) chat.max_tokens = request.max_tokens;
-  if ('stream' in request && request.stream === true) chat.stream = true;
-  if (request.temperature != null) chat.temperature = request.temperature;
-  if (request.top_p != null) chat.top_p = request.top_p;
-  if (request.stop_sequences != null && request.stop_sequences.length > 0) chat.stop = request.stop_sequences;
-  const user = userOf(request.metadata?.user_id);
-  if (user !== undefined) chat.user = user;
-  const tools = request.tools ?? [];
-  if (tools.length > 0) {
-    chat.tools = tools.map((tool) => ({
-      type: 'function',
-      function: {
-        name: tool.name,
-        ...(tool.description !== undefined && { description: tool.description }),
-        parameters: tool.input_schema,
-      },
-    }));
-    const choice = request.tool_choice;
-    if (choice != null) {
-      chat.tool_choice = toolChoiceOf(choice);
-      if (choice.type !== 'none' && choice.disable_parallel_tool_use === true)
-        chat.parallel_tool_calls = false;
-    }
-  }
-  return leading.length > 0
-    ? { chat, sources: ['system', ...sources], blocks: [undefined, ...blocks] }
-    : { chat, sources, blocks };
-}
-
-/**
- * A refusal in the Messages request's words: the chat request's rules and a backend's refusals (a
- * text-only model's image part) name a chat message by its index (`messages[1]`), which the lifted system
- * prompt and split tool results shift; it is named by the Messages field it came from (`messages.0`).
- */
-export function inMessagesWords(error: GatewayError, sources: readonly string[]): GatewayError {
-  const rename = (text: string) =>
-    text.replace(/\bmessages\[(\d+)\]/g, (chat, index: string) => sources[Number(index)] ?? chat);
-  const message = rename(error.message);
-  if (message === error.message) return error;
-  const param = error.param === null ? null : rename(error.param);
-  return new GatewayError(error.status, error.type, error.code, message, param, error.headers);
 }

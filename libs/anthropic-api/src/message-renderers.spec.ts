@@ -83,23 +83,6 @@ describe('MessageStreamRenderer', () => {
     expect(sse.events).toEqual([['error', { type: 'error', error: { type: 'api_error', message: 'down' } }]]);
     expect(sse.ended).toBe(true);
   });
-
-  it('names the failure in the request’s words, as the refusal before the 200 is', () => {
-    const sse = new FakeSse();
-    const renamed = GatewayError.invalidRequest('messages.0.content has an image part.');
-    new MessageStreamRenderer(sse as unknown as SseWriter, context, () => renamed).error(
-      GatewayError.invalidRequest('messages[1].content has an image part.'),
-    );
-    expect(sse.events).toEqual([
-      [
-        'error',
-        {
-          type: 'error',
-          error: { type: 'invalid_request_error', message: 'messages.0.content has an image part.' },
-        },
-      ],
-    ]);
-  });
 });
 
 describe('MessageJsonRenderer', () => {

@@ -32,8 +32,6 @@ export class MessageStreamRenderer implements StreamRenderer {
   constructor(
     private readonly sse: EventSink,
     private readonly context: RenderContext,
-    /** A failure in the request's words (`inMessagesWords`): the same as the refusal before the 200. */
-    private readonly named: (error: GatewayError) => GatewayError = (error) => error,
   ) {}
 
   delta(choice: number, content: string): void {
@@ -91,7 +89,7 @@ export class MessageStreamRenderer implements StreamRenderer {
 
   /** A failure after the 200: Anthropic's `error` event, then the stream ends. */
   error(error: GatewayError): void {
-    this.sse.event('error', JSON.stringify(toAnthropicError(this.named(error)).body));
+    this.sse.event('error', JSON.stringify(toAnthropicError(error).body));
     this.sse.close();
   }
 

@@ -2,20 +2,20 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { ChatCompletionRequestDto, GatewayError, type RequestSizeLimits, validateDto } from '@mgw/contracts';
+import { chatRequestProblem, GatewayError, type RequestSizeLimits } from '@mgw/contracts';
 import { ReplyClients } from '@mgw/http';
-import { chatSessionRequest, RequestSessions, type SessionRequest, type UrlPartNamer } from '@mgw/session';
-import { inMessagesWords, messagesPartName, translateMessagesRequest } from './chat-request.translator';
+import { chatSessionRequest, RequestSessions, type SessionRequest } from '@mgw/session';
+import { translateMessagesRequest } from './chat-request.translator';
 import { MessageJsonRenderer } from './message-json.renderer';
 import { MESSAGES_STREAM_FORMAT, MessageStreamRenderer } from './message-stream.renderer';
 import { TokenCountRenderer } from './token-count.renderer';
 import type { CountTokensRequest, MessagesRequest } from './messages.types';
 
 /**
- * The Messages API front-end: a body (checked by `validateMessagesRequest`) becomes the session's chat job
- * request, validated with the chat request's own rules and bounds, and the session's output is rendered
- * as Anthropic's events or one `message`. Admission, limits, queueing, fallbacks and usage are the
- * session's, as for every protocol.
+ * The Messages API front-end: a body (checked by `validateMessagesRequest`) becomes the neutral chat
+ * request, whose assembled conversation keeps the chat request's bounds, and the session's output is
+ * rendered as Anthropic's events or one `message`. Admission, limits, queueing, fallbacks and usage are the
+ * session's, as for every protocol; its refusals name the Messages field through the request's origins.
  */
 @Injectable()
 export class MessagesService {
@@ -35,30 +35,24 @@ export class MessagesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const { chat, sources, urlPartName } = this.chatRequestOf(body);
-    const request = this.sessionRequest(requestId, principal, chat, { urlPartName });
+    const request = this.sessionRequest(requestId, principal, body, false);
     if (body.stream === true) {
       await this.sessions.run(
         request,
         {
           mode: 'stream',
           format: MESSAGES_STREAM_FORMAT,
-          renderer: (sse, context) =>
-            new MessageStreamRenderer(sse, context, (error) => inMessagesWords(error, sources)),
+          renderer: (sse, context) => new MessageStreamRenderer(sse, context),
         },
         this.clients.stream(reply, MESSAGES_STREAM_FORMAT),
       );
       return;
     }
-    try {
-      await this.sessions.run(
-        request,
-        { mode: 'json', renderer: (context, refuse) => new MessageJsonRenderer(context, refuse) },
-        this.clients.json(reply),
-      );
-    } catch (error) {
-      throw inMessagesWordsIfRefusal(error, sources);
-    }
+    await this.sessions.run(
+      request,
+      { mode: 'json', renderer: (context, refuse) => new MessageJsonRenderer(context, refuse) },
+      this.clients.json(reply),
+    );
   }
 
   /**
@@ -73,56 +67,30 @@ export class MessagesService {
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
-    const { chat, sources, urlPartName } = this.chatRequestOf(body);
-    const request = this.sessionRequest(requestId, principal, chat, { countOnly: true, urlPartName });
-    try {
-      await this.sessions.run(
-        request,
-        { mode: 'json', renderer: (_context, refuse) => new TokenCountRenderer(refuse) },
-        this.clients.json(reply),
-      );
-    } catch (error) {
-      throw inMessagesWordsIfRefusal(error, sources);
-    }
+    await this.sessions.run(
+      this.sessionRequest(requestId, principal, body, true),
+      { mode: 'json', renderer: (_context, refuse) => new TokenCountRenderer(refuse) },
+      this.clients.json(reply),
+    );
   }
 
+  /** The body as the session's chat request; a conversation over the chat request's bounds is refused. */
   private sessionRequest(
     requestId: string,
     principal: Principal,
-    chat: ChatCompletionRequestDto,
-    extra: Pick<SessionRequest<'chat'>, 'countOnly' | 'urlPartName'>,
+    body: MessagesRequest | CountTokensRequest,
+    countOnly: boolean,
   ): SessionRequest<'chat'> {
-    return chatSessionRequest(chat, this.config.tpmDefaultMaxTokens, {
+    const { request, origins } = translateMessagesRequest(body);
+    const problem = chatRequestProblem(request, this.limits);
+    if (problem !== null) throw origins.told(GatewayError.invalidRequest(problem.message, problem.param));
+    return chatSessionRequest(body.model, request, this.config.tpmDefaultMaxTokens, {
       requestId,
       principal,
+      origins,
       // A Messages stream has no resume route: it ends with its client.
       resume: 'off',
-      ...extra,
+      ...(countOnly && { countOnly: true }),
     });
   }
-
-  /** The chat job request, validated by the chat request's rules, whose refusals name the Messages field. */
-  private chatRequestOf(body: MessagesRequest | CountTokensRequest): {
-    chat: ChatCompletionRequestDto & { model: string };
-    sources: string[];
-    urlPartName: UrlPartNamer;
-  } {
-    const translated = translateMessagesRequest(body);
-    const { chat, sources } = translated;
-    try {
-      const validated = validateDto(ChatCompletionRequestDto, chat, this.limits);
-      return {
-        chat: validated as ChatCompletionRequestDto & { model: string },
-        sources,
-        urlPartName: messagesPartName(translated),
-      };
-    } catch (error) {
-      throw inMessagesWordsIfRefusal(error, sources);
-    }
-  }
-}
-
-/** A refusal told in the Messages request's words; any other error passes as it is. */
-function inMessagesWordsIfRefusal(error: unknown, sources: string[]): unknown {
-  return error instanceof GatewayError ? inMessagesWords(error, sources) : error;
 }

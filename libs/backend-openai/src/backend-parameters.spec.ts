@@ -1,10 +1,10 @@
 import {
   ChatCompletionRequestDto,
+  chatRequestOfBody,
   COMMON_CHAT_PARAMETERS,
   supportedChatParametersOf,
   validateDto,
 } from '@mgw/contracts';
-import { toChatInferenceRequest } from '@mgw/inference';
 import { toUpstreamChatRequest } from './openai-chat.backend';
 
 describe('supportedChatParametersOf', () => {
@@ -61,7 +61,7 @@ describe('the openai backend relays the parameters its entry declares', () => {
       verbosity: 'high',
       prediction: { type: 'content', content: 'x' },
     };
-    const request = toChatInferenceRequest(
+    const request = chatRequestOfBody(
       validateDto(ChatCompletionRequestDto, { messages: [{ role: 'user', content: 'hi' }], ...relayed }),
     );
     expect(toUpstreamChatRequest(request, 'up-model')).toMatchObject({ model: 'up-model', ...relayed });
@@ -69,7 +69,7 @@ describe('the openai backend relays the parameters its entry declares', () => {
   });
 
   it('keeps store and metadata (the gateway keeps stored completions) out of the upstream request', () => {
-    const request = toChatInferenceRequest(
+    const request = chatRequestOfBody(
       validateDto(ChatCompletionRequestDto, {
         messages: [{ role: 'user', content: 'hi' }],
         store: true,

@@ -2,7 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import type { ChatCompletionRequestDto } from '@mgw/contracts';
+import {
+  assertChatParametersSupported,
+  chatRequestOfBody,
+  type ChatCompletionRequestDto,
+} from '@mgw/contracts';
 import { ReplyClients } from '@mgw/http';
 import {
   BoundedJsonRenderer,
@@ -33,8 +37,8 @@ function storing(
 }
 
 /**
- * `POST /v1/chat/completions`, the chat completions front-end: the body (validated by the route's pipe) is
- * the session's job request as it is; the session's output is rendered as SSE chunks or assembled into one
+ * `POST /v1/chat/completions`, the chat completions front-end: the body (validated by the route's pipe)
+ * becomes the neutral chat request (`chatRequestOfBody`); the session's output is rendered as SSE chunks or assembled into one
  * JSON completion, stored on the way out with `store: true`.
  */
 @Injectable()
@@ -57,10 +61,14 @@ export class ChatCompletionsService {
       return;
     }
     const store = body.store === true;
-    const request = chatSessionRequest(body, this.config.tpmDefaultMaxTokens, {
+    const resume = streamResumeChoice(reply.request.headers);
+    const request = chatSessionRequest(body.model, chatRequestOfBody(body), this.config.tpmDefaultMaxTokens, {
       requestId,
       principal,
-      resume: streamResumeChoice(reply.request.headers),
+      // The body may ask for what the neutral request has no field for (`audio`, `functions`, …): it is
+      // checked as sent. Its params are the neutral paths: it needs no origins.
+      checkModel: (model) => assertChatParametersSupported(body, model),
+      ...(resume !== undefined && { resume }),
     });
     await this.sessions.run(
       request,
@@ -85,9 +93,10 @@ export class ChatCompletionsService {
     client: JsonClient,
   ): Promise<void> {
     const store = body.store === true;
-    const request = chatSessionRequest(body, this.config.tpmDefaultMaxTokens, {
+    const request = chatSessionRequest(body.model, chatRequestOfBody(body), this.config.tpmDefaultMaxTokens, {
       requestId,
       principal,
+      checkModel: (model) => assertChatParametersSupported(body, model),
       // A completion to store is finished and kept even when its client leaves before the answer.
       ...(store && { outlivesClient: true }),
     });

@@ -1,72 +1,19 @@
 import type { UpstreamPool } from './pool/upstream-pool';
-import type { ChatMessageContent, FinishReason, TokenLogprob, ToolCall } from '@mgw/contracts';
+import type { ChatRequest, FinishReason, TokenLogprob } from '@mgw/contracts';
 
-/** A JSON Schema as the client sent it (already bounded in size and depth at the HTTP edge). */
-export type JsonSchema = Record<string, unknown>;
+export type {
+  InferenceMessage,
+  JsonSchema,
+  ResponseFormat,
+  ToolChoice,
+  ToolDefinition,
+} from '@mgw/contracts';
 
-/** A function the model may call (`tools[].function`). */
-export interface ToolDefinition {
-  name: string;
-  description?: string;
-  /** JSON Schema of the arguments object; `{type: 'object', properties: {}}` when the client sent none. */
-  parameters: JsonSchema;
-  strict: boolean;
-}
-
-/** `tool_choice`, normalised: a named function is `{type: 'function', name}`. */
-export type ToolChoice =
-  { type: 'none' } | { type: 'auto' } | { type: 'required' } | { type: 'function'; name: string };
-
-/** `response_format`, normalised. */
-export type ResponseFormat =
-  | { type: 'text' }
-  | { type: 'json_object' }
-  | { type: 'json_schema'; name: string; schema: JsonSchema; strict: boolean; description?: string };
-
-/** One message of the conversation, in the shape backends consume. */
-export type InferenceMessage =
-  | { role: 'system' | 'developer' | 'user'; content: ChatMessageContent; name?: string }
-  /** `content` is null when the assistant turn only called tools. */
-  | { role: 'assistant'; content: ChatMessageContent | null; name?: string; toolCalls?: ToolCall[] }
-  /** The result of the call `toolCallId` of an earlier assistant turn. */
-  | { role: 'tool'; content: ChatMessageContent; toolCallId: string };
-
-/** A chat request in the shape backends consume: defaults applied, `stop` normalised to a list. */
-export interface ChatInferenceRequest {
-  messages: readonly InferenceMessage[];
-  n: number;
-  /** null = until the backend's natural end */
-  maxTokens: number | null;
-  stop: readonly string[];
-  temperature: number;
-  topP: number;
-  presencePenalty: number;
-  frequencyPenalty: number;
-  seed: number | null;
-  user: string | null;
-  /** Functions the model may call; empty when the request has none. */
-  tools: readonly ToolDefinition[];
-  /** `auto` when the request has tools and no `tool_choice`, `none` when it has no tools. */
-  toolChoice: ToolChoice;
-  /** Whether one turn may call several tools (OpenAI's default: true). */
-  parallelToolCalls: boolean;
-  responseFormat: ResponseFormat;
-  /** Whether each generated token's log probability is reported. */
-  logprobs: boolean;
-  /** How many alternatives per token, 0–20 (only with `logprobs`). */
-  topLogprobs: number;
-  /**
-   * OpenAI parameters with no meaning of their own here (`logit_bias`, `reasoning_effort`, `verbosity`,
-   * `prediction`), by their wire names, present only when the client sent one. The gateway admits them only
-   * for models whose backend declares them (`backend-parameters.ts` in libs/contracts), i.e. one that relays them upstream.
-   */
-  relayedParameters?: Readonly<Record<string, unknown>>;
-  /**
-   * OpenAI's `prompt_cache_key`, when the client sent one: requests with the same key share a prompt prefix.
-   * A pool with prefix routing places them by it (pool/prompt-prefix.ts); it is not sent upstream.
-   */
-  promptCacheKey?: string;
-}
+/**
+ * The chat request backends generate from: the gateway's neutral `ChatRequest` (libs/contracts), which the
+ * worker reads out of every job version.
+ */
+export type ChatInferenceRequest = ChatRequest;
 
 export type ChatInferenceEvent =
   /**

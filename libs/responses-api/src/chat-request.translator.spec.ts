@@ -1,17 +1,17 @@
 import { GatewayError, REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
-import { asResponsesError, toChatRequest } from './chat-request.translator';
+import { RESPONSES_ORIGINS, toChatRequest } from './chat-request.translator';
 import { validateResponsesRequest } from './responses-request.schema';
 import type { ConversationItem } from './responses.types';
 import { refusal } from '@mgw/testing';
 
 const translate = (body: Record<string, unknown>, items?: ConversationItem[]) => {
   const request = validateResponsesRequest({ model: 'm', input: 'x', ...body });
-  return toChatRequest(request, items ?? (request.input as ConversationItem[]), REQUEST_SIZE_CEILINGS);
+  return toChatRequest(request, [], items ?? (request.input as ConversationItem[]), REQUEST_SIZE_CEILINGS);
 };
 
 describe('toChatRequest', () => {
-  it('maps instructions, developer, function calls and their outputs to chat messages', () => {
-    const chat = translate({
+  it('maps instructions, developer, function calls and their outputs to neutral messages', () => {
+    const { request: chat } = translate({
       instructions: 'sys',
       input: [
         { role: 'developer', content: 'dev' },
@@ -29,13 +29,13 @@ describe('toChatRequest', () => {
       {
         role: 'assistant',
         content: null,
-        tool_calls: [
+        toolCalls: [
           { id: 'c1', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
           { id: 'c2', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } },
         ],
       },
-      { role: 'tool', tool_call_id: 'c1', content: 'cold' },
-      { role: 'tool', tool_call_id: 'c2', content: 'warm' },
+      { role: 'tool', toolCallId: 'c1', content: 'cold' },
+      { role: 'tool', toolCallId: 'c2', content: 'warm' },
     ]);
   });
 
@@ -52,7 +52,7 @@ describe('toChatRequest', () => {
   });
 
   it('passes function tools (namespaces flattened, $schema dropped), tool_choice and text.format', () => {
-    const chat = translate({
+    const { request: chat } = translate({
       tools: [
         {
           type: 'function',
@@ -79,14 +79,15 @@ describe('toChatRequest', () => {
       },
       max_output_tokens: 100,
     });
-    expect(chat.tools?.map((tool) => tool.function.name)).toEqual(['f', 'g']);
-    expect(chat.tools?.[0]?.function.parameters).toEqual({ type: 'object', properties: {} });
-    expect(chat.tool_choice).toEqual({ type: 'function', function: { name: 'f' } });
-    expect(chat.response_format).toMatchObject({
-      type: 'json_schema',
-      json_schema: { name: 'out', strict: true },
+    expect(chat.tools.map((tool) => tool.name)).toEqual(['f', 'g']);
+    expect(chat.tools[0]).toEqual({
+      name: 'f',
+      parameters: { type: 'object', properties: {} },
+      strict: true,
     });
-    expect(chat.max_completion_tokens).toBe(100);
+    expect(chat.toolChoice).toEqual({ type: 'function', name: 'f' });
+    expect(chat.responseFormat).toMatchObject({ type: 'json_schema', name: 'out', strict: true });
+    expect(chat.maxTokens).toBe(100);
   });
 
   it("names the Responses field in the chat request's refusals", () => {
@@ -100,20 +101,26 @@ describe('toChatRequest', () => {
     expect(schema.param).toMatch(/^text\.format/);
   });
 
-  it("names the Responses field in a backend's refusal of the chat request", () => {
-    const request = validateResponsesRequest({ model: 'm', input: 'x' });
+  it("names the Responses field in a backend's refusal of the request, by its origins", () => {
+    const { origins } = translate({});
     const backend = GatewayError.invalidRequest(
       'The model `m` accepts text only; messages[0].content has an image part.',
       'messages[0].content',
       'unsupported_content',
     );
-    expect(asResponsesError(backend, request)).toMatchObject({
+    expect(origins.told(backend)).toMatchObject({
       status: 400,
       param: 'input',
       code: 'unsupported_content',
       message: 'The model `m` accepts text only; input has an image part.',
     });
     const unrelated = GatewayError.invalidRequest('no such model', 'model');
-    expect(asResponsesError(unrelated, request)).toBe(unrelated);
+    expect(origins.told(unrelated)).toBe(unrelated);
+    // A stream resumed from its replies alone knows no request: a tool is named as `tools`.
+    const tool = GatewayError.invalidRequest(
+      "Invalid 'tools[2].function.parameters': bad.",
+      'tools[2].function.parameters',
+    );
+    expect(RESPONSES_ORIGINS.told(tool)).toMatchObject({ param: 'tools', message: "Invalid 'tools': bad." });
   });
 });

@@ -1,4 +1,18 @@
-import { ChatCompletionRequestDto, GatewayError, validateDto, type RequestSizeLimits } from '@mgw/contracts';
+import {
+  ANY_OBJECT,
+  chatRequestProblem,
+  GatewayError,
+  NO_PARAMETERS,
+  ParamOrigins,
+  type ChatContentPart,
+  type ChatRequest,
+  type InferenceMessage,
+  type RequestSizeLimits,
+  type ResponseFormat,
+  type ToolChoice,
+  type ToolDefinition,
+} from '@mgw/contracts';
+import { responsesPartName } from './responses-part.name';
 import type {
   ConversationItem,
   FunctionTool,
@@ -7,15 +21,6 @@ import type {
   ResponseToolChoice,
   TextFormat,
 } from './responses.types';
-
-type ChatPart =
-  { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } };
-interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string | ChatPart[] | null;
-  tool_calls?: Array<{ id: string; type: 'function'; function: { name: string; arguments: string } }>;
-  tool_call_id?: string;
-}
 
 function textOf(content: string | InputContentPart[]): string {
   if (typeof content === 'string') return content;
@@ -27,10 +32,10 @@ function textOf(content: string | InputContentPart[]): string {
   return text;
 }
 
-function partsOf(content: string | InputContentPart[]): string | ChatPart[] {
+function partsOf(content: string | InputContentPart[]): string | ChatContentPart[] {
   if (typeof content === 'string') return content;
   if (!content.some((part) => part.type === 'input_image')) return textOf(content);
-  return content.map((part): ChatPart => {
+  return content.map((part): ChatContentPart => {
     switch (part.type) {
       case 'input_image':
         return {
@@ -46,7 +51,7 @@ function partsOf(content: string | InputContentPart[]): string | ChatPart[] {
 }
 
 /**
- * The conversation as chat messages: `developer` speaks as `system`, consecutive `function_call` items
+ * The conversation as neutral messages: `developer` speaks as `system`, consecutive `function_call` items
  * become one assistant message's `tool_calls` (joined to the assistant text before them), each
  * `function_call_output` a `tool` message. As OpenAI does, a call without its output and an output for a
  * call never made are refused.
@@ -55,8 +60,8 @@ export function toChatMessages(
   instructions: string | null,
   items: readonly ConversationItem[],
   origins?: number[],
-): ChatMessage[] {
-  const messages: ChatMessage[] = [];
+): InferenceMessage[] {
+  const messages: InferenceMessage[] = [];
   if (instructions !== null && instructions !== '') messages.push({ role: 'system', content: instructions });
   const calls = new Set<string>();
   const answered = new Set<string>();
@@ -79,8 +84,8 @@ export function toChatMessages(
           function: { name: item.name, arguments: item.arguments },
         };
         const last = messages.at(-1);
-        if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
-        else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+        if (last?.role === 'assistant') (last.toolCalls ??= []).push(call);
+        else messages.push({ role: 'assistant', content: null, toolCalls: [call] });
         break;
       }
       case 'function_call_output':
@@ -91,7 +96,7 @@ export function toChatMessages(
           );
         }
         answered.add(item.call_id);
-        messages.push({ role: 'tool', tool_call_id: item.call_id, content: textOf(item.output) });
+        messages.push({ role: 'tool', toolCallId: item.call_id, content: textOf(item.output) });
         break;
     }
   }
@@ -113,139 +118,128 @@ function withoutDialect(
   return rest;
 }
 
-function chatTool(tool: FunctionTool): unknown {
-  const parameters = withoutDialect(tool.parameters);
+function toolOf(tool: FunctionTool): ToolDefinition {
   return {
-    type: 'function',
-    function: {
-      name: tool.name,
-      ...(tool.description !== undefined && tool.description !== null && { description: tool.description }),
-      ...(parameters !== undefined && { parameters }),
-      ...(tool.strict !== undefined && tool.strict !== null && { strict: tool.strict }),
-    },
+    name: tool.name,
+    ...(tool.description !== undefined && tool.description !== null && { description: tool.description }),
+    parameters: withoutDialect(tool.parameters) ?? NO_PARAMETERS,
+    strict: tool.strict ?? false,
   };
 }
 
-function chatToolChoice(choice: ResponseToolChoice): unknown {
-  if (typeof choice === 'string') return choice;
-  if (choice.type === 'function' && typeof choice.name === 'string') {
-    return { type: 'function', function: { name: choice.name } };
-  }
+function toolChoiceOf(choice: ResponseToolChoice): ToolChoice {
+  if (typeof choice === 'string') return { type: choice };
+  if (choice.type === 'function' && typeof choice.name === 'string')
+    return { type: 'function', name: choice.name };
   // A hosted tool or an allowed-tools list: the model chooses among the tools it sees.
-  return 'auto';
+  return { type: 'auto' };
 }
 
-function responseFormat(format: TextFormat): unknown {
-  switch (format.type) {
-    case 'text':
-      return undefined;
-    case 'json_object':
-      return { type: 'json_object' };
-    case 'json_schema': {
-      const { name, schema, description, strict } = format;
-      return {
-        type: 'json_schema',
-        json_schema: {
-          name,
-          schema: withoutDialect(schema),
-          ...(description !== undefined && { description }),
-          ...(strict !== undefined && strict !== null && { strict }),
-        },
-      };
-    }
-  }
+function formatOf(format: TextFormat): ResponseFormat {
+  if (format.type !== 'json_schema') return { type: format.type };
+  const { name, schema, description, strict } = format;
+  return {
+    type: 'json_schema',
+    name,
+    schema: withoutDialect(schema) ?? ANY_OBJECT,
+    strict: strict ?? false,
+    ...(description !== undefined && { description }),
+  };
 }
 
 /**
- * Chat names of the body's fields, and their Responses names, for the chat request's refusals. Without the
- * request (a stream's failure, rendered again on a resume from its replies alone), a tool is named only as
- * `tools`: its chat index is not its place among the request's tools once hosted ones are left out.
+ * Where any Responses request's parts came from: its conversation is `input` (the chat message's index
+ * is not the item's: instructions and stored turns come first), its tools `tools`, its format
+ * `text.format`. Also the origins of a stream resumed from its replies alone, whose request is not known.
  */
-function responsesParam(chatParam: string, request: ResponsesRequest | null): string {
-  const tool = /^tools\[(\d+)\](?:\.function)?(.*)$/.exec(chatParam);
-  if (tool !== null) {
-    const from = request?.tools[Number(tool[1])];
-    return from === undefined ? 'tools' : `${from.param}${tool[2] ?? ''}`;
-  }
-  if (chatParam.startsWith('messages')) return 'input';
-  if (chatParam.startsWith('response_format')) {
-    return chatParam.replace(/^response_format(\.json_schema)?/, 'text.format');
-  }
-  if (chatParam === 'max_completion_tokens') return 'max_output_tokens';
-  return chatParam;
-}
+export const RESPONSES_ORIGINS = new ParamOrigins()
+  .set('messages', 'input', 'drop')
+  .set('tools', 'tools', 'drop')
+  .set('response_format.json_schema', 'text.format')
+  .set('response_format', 'text.format')
+  .set('max_completion_tokens', 'max_output_tokens')
+  .set('max_tokens', 'max_output_tokens');
 
 /**
- * A refusal that names a field of the chat request, renamed to the Responses field it came from: the chat
- * request's rules here and a backend's refusals in the worker (a text-only model's image part) alike.
+ * Where this request's parts came from, past `RESPONSES_ORIGINS`: each function tool's place among the
+ * request's tools (hosted ones are left out of the model's), and each image part's item.
  */
-export function inResponsesWords(error: GatewayError, request: ResponsesRequest | null = null): GatewayError {
-  if (error.param === null || error.status !== 400) return error;
-  const param = responsesParam(error.param, request);
-  if (param === error.param) return error;
-  const message = error.message.split(error.param).join(param);
-  return new GatewayError(error.status, error.type, error.code, message, param, error.headers);
-}
-
-/** What a request's session threw, its refusals in the Responses request's words. */
-export function asResponsesError(error: unknown, request: ResponsesRequest): unknown {
-  return error instanceof GatewayError ? inResponsesWords(error, request) : error;
+function originsOf(
+  request: ResponsesRequest,
+  messages: readonly InferenceMessage[],
+  historyLength: number,
+  sources: readonly number[],
+): ParamOrigins {
+  const origins = new ParamOrigins(RESPONSES_ORIGINS);
+  request.tools.forEach(({ param }, index) => {
+    origins.set(`tools[${index}].function`, param).set(`tools[${index}]`, param);
+  });
+  const name = responsesPartName(request, historyLength, sources);
+  messages.forEach(({ content }, m) => {
+    if (!Array.isArray(content)) return;
+    content.forEach((part, p) => {
+      if (part.type === 'image_url')
+        origins.set(`messages[${m}].content[${p}].image_url.url`, name(m, p), 'drop');
+    });
+  });
+  return origins;
 }
 
 /**
- * A Responses request as the internal chat job request: its conversation (instructions, the stored turns
- * of `previous_response_id`, its own input with references resolved) as chat messages, its function tools
- * and text format in chat's shape. The chat request's own rules (bounds, schemas, sizes) are checked here
- * once more, and their refusals name the Responses field.
+ * A Responses request as the neutral chat request, and where its parts came from: its conversation
+ * (instructions, the stored turns of `previous_response_id`, its own input with references resolved) as
+ * messages, its function tools and text format. The assembled conversation keeps the chat request's
+ * bounds (`chatRequestProblem`), refused in the Responses request's words.
  */
 export function toChatRequest(
   request: ResponsesRequest,
-  conversation: readonly ConversationItem[],
+  history: readonly ConversationItem[],
+  input: readonly ConversationItem[],
   limits: Readonly<RequestSizeLimits>,
-  origins?: number[],
-): ChatCompletionRequestDto {
-  const format = responseFormat(request.textFormat);
-  // Set field by field: this is on every request's path, and conditional spreads take V8's slow path.
-  const chat: Record<string, unknown> = {
-    messages: toChatMessages(request.instructions, conversation, origins),
-  };
-  if (request.model !== undefined) chat.model = request.model;
-  if (request.tools.length > 0) {
-    chat.tools = request.tools.map(({ tool }) => chatTool(tool));
-    chat.tool_choice = chatToolChoice(request.toolChoice);
-    chat.parallel_tool_calls = request.parallelToolCalls;
-  }
-  if (format !== undefined) chat.response_format = format;
-  if (request.temperature !== null) chat.temperature = request.temperature;
-  if (request.topP !== null) chat.top_p = request.topP;
-  if (request.maxOutputTokens !== null) chat.max_completion_tokens = request.maxOutputTokens;
-  const { user, safety_identifier, prompt_cache_key } = request.passThrough;
-  if (user !== undefined) chat.user = user;
-  if (safety_identifier !== undefined) chat.safety_identifier = safety_identifier;
-  if (prompt_cache_key !== undefined) chat.prompt_cache_key = prompt_cache_key;
-  if ((chat.messages as unknown[]).length === 0) {
+): { request: ChatRequest; origins: ParamOrigins } {
+  const sources: number[] = [];
+  const messages = toChatMessages(request.instructions, [...history, ...input], sources);
+  if (messages.length === 0) {
     throw GatewayError.invalidRequest(
       "Invalid 'input': the conversation has no message for the model.",
       'input',
     );
   }
-  let validated: ChatCompletionRequestDto;
-  try {
-    validated = validateDto(ChatCompletionRequestDto, chat, limits);
-  } catch (error) {
-    throw asResponsesError(error, request);
-  }
+  const tools = request.tools.map(({ tool }) => toolOf(tool));
+  const { user, prompt_cache_key } = request.passThrough;
+  const chat: ChatRequest = {
+    messages,
+    n: 1,
+    maxTokens: request.maxOutputTokens,
+    stop: [],
+    temperature: request.temperature ?? 1,
+    topP: request.topP ?? 1,
+    presencePenalty: 0,
+    frequencyPenalty: 0,
+    seed: null,
+    user: user ?? null,
+    tools,
+    toolChoice: tools.length > 0 ? toolChoiceOf(request.toolChoice) : { type: 'none' },
+    parallelToolCalls: tools.length > 0 ? request.parallelToolCalls : true,
+    responseFormat: formatOf(request.textFormat),
+    logprobs: false,
+    topLogprobs: 0,
+  };
+  if (prompt_cache_key !== undefined) chat.promptCacheKey = prompt_cache_key;
+  const origins = originsOf(request, messages, history.length, sources);
+  const problem = chatRequestProblem(chat, limits);
+  if (problem !== null) throw origins.told(GatewayError.invalidRequest(problem.message, problem.param));
   if (request.textFormat.type === 'json_schema') {
-    const problem = schemaTypeProblem(request.textFormat.schema);
-    if (problem !== null) {
+    const typeProblem = schemaTypeProblem(request.textFormat.schema);
+    if (typeProblem !== null) {
       throw GatewayError.invalidRequest(
-        `Invalid schema for response_format '${request.textFormat.name}': ${problem}`,
+        `Invalid schema for response_format '${request.textFormat.name}': ${typeProblem}`,
         'text.format.schema',
         'invalid_json_schema',
       );
     }
   }
-  return validated;
+  return { request: chat, origins };
 }
 
 const JSON_TYPES: ReadonlySet<unknown> = new Set([

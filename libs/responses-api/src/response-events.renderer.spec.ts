@@ -1,5 +1,6 @@
 import { GatewayError, type ChatDoneMessage } from '@mgw/contracts';
 import type { SseWriter } from '@mgw/http';
+import { RESPONSES_ORIGINS } from './chat-request.translator';
 import { ResponseEventsRenderer } from './response-events.renderer';
 import { ResponseJsonRenderer } from './response-json.renderer';
 import { UNSTORED_ECHO, type ResponseBase } from './response-output';
@@ -118,14 +119,16 @@ describe('ResponseEventsRenderer', () => {
     expect(events.at(-1)!.data.response).toMatchObject({ status: 'failed', error: { message: 'boom' } });
   });
 
-  it("names the Responses field in a backend's refusal, as the 400 before the stream does", () => {
+  it("renders a backend's refusal as the session tells it, by the Responses field", () => {
     const { sse, events } = recorder();
     const renderer = new ResponseEventsRenderer(sse, base);
     renderer.error(
-      GatewayError.invalidRequest(
-        'The model `m` accepts text only; messages[1].content has an image part.',
-        'messages[1].content',
-        'unsupported_content',
+      RESPONSES_ORIGINS.told(
+        GatewayError.invalidRequest(
+          'The model `m` accepts text only; messages[1].content has an image part.',
+          'messages[1].content',
+          'unsupported_content',
+        ),
       ),
     );
     const message = 'The model `m` accepts text only; input has an image part.';

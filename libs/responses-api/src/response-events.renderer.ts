@@ -1,6 +1,5 @@
 import type { ChatDoneMessage, GatewayError, ImageDoneMessage, ToolCallMessage } from '@mgw/contracts';
 import type { EventSink, StreamFormat, StreamRenderer } from '@mgw/session';
-import { inResponsesWords } from './chat-request.translator';
 import { ResponseOutput, type ResponseBase } from './response-output';
 import type { ResponseObject } from './responses.types';
 
@@ -54,12 +53,11 @@ export class ResponseEventsRenderer implements StreamRenderer {
   }
 
   /**
-   * A failure after the 200: `error`, then `response.failed` — never a clean-looking end. A backend's
-   * refusal names the Responses field, as the same refusal before the 200 does.
+   * A failure after the 200: `error`, then `response.failed` — never a clean-looking end. The session
+   * tells a refusal by the Responses field, as the same refusal before the 200 is.
    */
-  error(failure: GatewayError): void {
+  error(error: GatewayError): void {
     this.start();
-    const error = inResponsesWords(failure);
     this.emit('error', { code: error.code ?? error.type, message: error.message, param: error.param });
     this.end(this.output.failed(error), 'response.failed');
   }

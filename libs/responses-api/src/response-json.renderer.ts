@@ -5,7 +5,6 @@ import {
   type ToolCallMessage,
 } from '@mgw/contracts';
 import { BoundedJsonRenderer, type StreamRenderer } from '@mgw/session';
-import { inResponsesWords } from './chat-request.translator';
 import { MAX_RESPONSE_CHARS, ResponseOutput, type ResponseBase } from './response-output';
 import type { ResponseObject } from './responses.types';
 
@@ -75,7 +74,7 @@ export class ResponseRecorder implements StreamRenderer {
   }
 
   error(error: GatewayError): void {
-    void this.record(this.output.failed(inResponsesWords(error)));
+    void this.record(this.output.failed(error));
   }
 
   /** The job goes on without this gateway (it shuts down): whoever reads the response next finds it. */

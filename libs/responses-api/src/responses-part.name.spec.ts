@@ -1,13 +1,12 @@
 import { REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
 import { toChatRequest } from './chat-request.translator';
 import { resolveInput } from './conversation';
-import { responsesPartName } from './responses-part.name';
 import { validateResponsesRequest } from './responses-request.schema';
 import type { ConversationItem } from './responses.types';
 
 const image = (url: string) => ({ type: 'input_image', image_url: url });
 
-describe('responsesPartName', () => {
+describe('the origins of image parts (responsesPartName)', () => {
   it('names a part by the input item, the reference or the stored turn it came from', async () => {
     const history: ConversationItem[] = [
       { type: 'message', id: 'msg_old_1', role: 'user', content: [image('http://10.0.0.1/old.png')] },
@@ -32,9 +31,8 @@ describe('responsesPartName', () => {
       ],
     });
     const input = await resolveInput('req_name_1', request.input, () => stored, null);
-    const origins: number[] = [];
-    const chat = toChatRequest(request, [...history, ...input], REQUEST_SIZE_CEILINGS, origins);
-    const urls = (chat.messages as Array<{ content: unknown }>).map((message) =>
+    const { request: chat, origins } = toChatRequest(request, history, input, REQUEST_SIZE_CEILINGS);
+    const urls = chat.messages.map((message) =>
       Array.isArray(message.content)
         ? (message.content as Array<{ image_url?: { url: string } }>).map((part) => part.image_url?.url)
         : message.content,
@@ -47,7 +45,7 @@ describe('responsesPartName', () => {
       [undefined, 'http://10.0.0.3/new.png'],
       [undefined, 'http://10.0.0.2/ref.png'],
     ]);
-    const name = responsesPartName(request, history.length, origins);
+    const name = (m: number, p: number) => origins.param(`messages[${m}].content[${p}].image_url.url`);
     expect(name(1, 0)).toBe('previous_response_id');
     expect(name(3, 1)).toBe('input[1].content[1].image_url');
     expect(name(4, 1)).toBe('input[2].id');

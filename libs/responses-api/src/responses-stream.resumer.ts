@@ -5,6 +5,7 @@ import { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
 import { ReplyClients } from '@mgw/http';
 import { StreamResumer } from '@mgw/session';
+import { RESPONSES_ORIGINS } from './chat-request.translator';
 import { RESPONSES_STREAM_FORMAT, ResponseEventsRenderer } from './response-events.renderer';
 import { echoOf, requestIdOfResponse, UNSTORED_ECHO } from './response-output';
 import type { ResponseEcho } from './responses.types';
@@ -55,6 +56,7 @@ export class ResponsesStreamResumer {
           after,
         ),
       background: echo.background,
+      origins: RESPONSES_ORIGINS,
       notFound: () => responseNotFound(id),
       expired: () =>
         new GatewayError(

@@ -16,10 +16,9 @@ import {
   type RenderContext,
   type SessionRequest,
 } from '@mgw/session';
-import { asResponsesError, toChatRequest } from './chat-request.translator';
+import { toChatRequest } from './chat-request.translator';
 import { historyOf, itemNotFound, requestIdOfItem, resolveInput } from './conversation';
 import { ExpansionBudget, type ExpansionLimits } from './expansion.budget';
-import { responsesPartName } from './responses-part.name';
 import { RESPONSES_STREAM_FORMAT, ResponseEventsRenderer } from './response-events.renderer';
 import { ResponseJsonRenderer, ResponseRecorder } from './response-json.renderer';
 import { responseIdFor, responseObject, type ResponseBase } from './response-output';
@@ -28,7 +27,7 @@ import { StoredResponses } from './stored/stored-responses.service';
 
 /**
  * `POST /v1/responses`, the Responses API front-end: the body (validated on the plain object) becomes the
- * chat job request — its stored conversation first when it continues one (`previous_response_id`) —, and
+ * neutral chat request — its stored conversation first when it continues one (`previous_response_id`) —, and
  * the session's output is rendered as a response object, as the Responses stream's events, or recorded for
  * a background response. Stored with `store` (the default), as OpenAI does.
  */
@@ -78,20 +77,16 @@ export class ResponsesService {
       await this.runJson(session, request, base, keep, this.clients.json(reply));
       return undefined;
     }
-    try {
-      await this.sessions.run(
-        session,
-        {
-          mode: 'stream',
-          format: RESPONSES_STREAM_FORMAT,
-          renderer: (sse, context) =>
-            new ResponseEventsRenderer(sse, base(context), -1, request.store ? keep(context) : null),
-        },
-        this.clients.stream(reply, RESPONSES_STREAM_FORMAT),
-      );
-    } catch (error) {
-      throw asResponsesError(error, request);
-    }
+    await this.sessions.run(
+      session,
+      {
+        mode: 'stream',
+        format: RESPONSES_STREAM_FORMAT,
+        renderer: (sse, context) =>
+          new ResponseEventsRenderer(sse, base(context), -1, request.store ? keep(context) : null),
+      },
+      this.clients.stream(reply, RESPONSES_STREAM_FORMAT),
+    );
     return undefined;
   }
 
@@ -122,19 +117,15 @@ export class ResponsesService {
     keep: (context: RenderContext) => (response: ResponseObject) => Promise<void>,
     client: JsonClient,
   ): Promise<void> {
-    try {
-      await this.sessions.run(
-        session,
-        {
-          mode: 'json',
-          renderer: (context, refuse) =>
-            new ResponseJsonRenderer(base(context), refuse, request.store ? keep(context) : null),
-        },
-        client,
-      );
-    } catch (error) {
-      throw asResponsesError(error, request);
-    }
+    await this.sessions.run(
+      session,
+      {
+        mode: 'json',
+        renderer: (context, refuse) =>
+          new ResponseJsonRenderer(base(context), refuse, request.store ? keep(context) : null),
+      },
+      client,
+    );
   }
 
   /** The request as the session takes it: its stored conversation read and translated into a chat request. */
@@ -161,15 +152,13 @@ export class ResponsesService {
       refers ? this.referenceResolver(principal, byId) : (id, param) => byId.get(id) ?? fail(id, param),
       budget,
     );
-    const origins: number[] = [];
-    const chat = toChatRequest(request, [...history, ...input], this.limits, origins);
+    const { request: chat, origins } = toChatRequest(request, history, input, this.limits);
     for (const type of request.hostedTools) this.metrics.hostedToolDropped(type);
-    const session = chatSessionRequest(chat, this.config.tpmDefaultMaxTokens, {
+    const session = chatSessionRequest(request.model, chat, this.config.tpmDefaultMaxTokens, {
       requestId,
       principal,
       // The prompt is the conversation: a chain whose stored history is too long is refused as its input.
-      promptParam: 'input',
-      urlPartName: responsesPartName(request, history.length, origins),
+      origins,
       ...(resume !== undefined && { resume }),
       // A response to store is finished and kept even when its client leaves; a background one also runs on
       // without this gateway (a drain or a crash lets go of it; its stream resumes on another replica).

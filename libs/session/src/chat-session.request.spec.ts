@@ -1,22 +1,30 @@
 import { estimateChatTokens, type Principal } from '@mgw/access';
-import type { ChatCompletionRequestDto, ModelEntry } from '@mgw/contracts';
+import {
+  ChatCompletionRequestDto,
+  chatRequestOfBody,
+  ParamOrigins,
+  validateDto,
+  type ModelEntry,
+} from '@mgw/contracts';
 import { refusal } from '@mgw/testing';
 import { chatSessionRequest } from './chat-session.request';
 
 const principal = { keyId: 'k' } as unknown as Principal;
-const chat = {
-  model: 'm',
-  messages: [{ role: 'user', content: 'hello there' }],
-  logprobs: true,
-} as unknown as ChatCompletionRequestDto;
+const chat = chatRequestOfBody(
+  validateDto(ChatCompletionRequestDto, {
+    messages: [{ role: 'user', content: 'hello there' }],
+    logprobs: true,
+  }),
+);
 
 describe('chatSessionRequest', () => {
   it("charges the request's estimate, names its model and keeps the front-end's options", () => {
-    const request = chatSessionRequest(chat, 256, {
+    const origins = new ParamOrigins().set('messages', 'input', 'drop');
+    const request = chatSessionRequest('m', chat, 256, {
       requestId: 'r',
       principal,
       resume: 'on',
-      promptParam: 'input',
+      origins,
     });
     expect(request).toMatchObject({
       kind: 'chat',
@@ -26,17 +34,17 @@ describe('chatSessionRequest', () => {
       request: chat,
       tokenEstimate: estimateChatTokens(chat, 256),
       resume: 'on',
-      promptParam: 'input',
+      origins,
     });
   });
 
   it('charges a count nothing', () => {
-    const request = chatSessionRequest(chat, 256, { requestId: 'r', principal, countOnly: true });
+    const request = chatSessionRequest('m', chat, 256, { requestId: 'r', principal, countOnly: true });
     expect(request.tokenEstimate).toBe(0);
   });
 
-  it('refuses a model that does not support a parameter the request asks for', () => {
-    const { checkModel } = chatSessionRequest(chat, 256, { requestId: 'r', principal });
+  it('refuses a model that does not support a parameter the request asks for, by neutral path', () => {
+    const { checkModel } = chatSessionRequest('m', chat, 256, { requestId: 'r', principal });
     const model = (supportedParameters: string[]) =>
       ({ id: 'm', supportedParameters }) as unknown as ModelEntry;
     expect(() => checkModel!(model(['messages', 'model', 'logprobs']))).not.toThrow();

@@ -1,5 +1,6 @@
 import type { Principal } from '@mgw/access';
 import { GatewayError, type ModelEntry, type ModelLookup } from '@mgw/contracts';
+import { chatInferenceRequest } from '@mgw/testing';
 import type { ModelDirectory } from '@mgw/registry';
 import type { Attempt } from './machine/session.types';
 import { ModelResolver } from './models/model.resolver';
@@ -64,7 +65,7 @@ class Setup {
         requestId: 'req_pipeline_01',
         principal,
         model: 'big',
-        request: { model: 'big', messages: [{ role: 'user', content: 'hi' }] } as never,
+        request: chatInferenceRequest(),
         tokenEstimate: 10,
         ...(checkModel && { checkModel }),
       },

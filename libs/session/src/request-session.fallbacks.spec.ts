@@ -1,11 +1,13 @@
 import {
   GatewayError,
   type ChatDoneMessage,
+  type ChatRequest,
   type ImageDoneMessage,
   type ModelEntry,
   type ReplyMessage,
 } from '@mgw/contracts';
 import type { JobDataOf } from '@mgw/queue';
+import { chatInferenceRequest } from '@mgw/testing';
 import type { RequestSession } from './request-session';
 import { entry, flush, SessionWorld, fakeReply } from './request-session.fixtures';
 import type { Delivery, StreamRenderer } from './session-request.types';
@@ -26,7 +28,7 @@ interface Plan {
   /** The requested model's catalog URL policy. */
   urlInputs?: ModelEntry['urlInputs'];
   /** The chat job request, when not a plain `hi`. */
-  request?: JobDataOf<'chat'>['request'];
+  request?: ChatRequest;
   /** The model asked for, when not `a` (declared by the test). */
   requested?: string;
   /** Deliver as a stream (whose keep-alive bound also bounds a cold start while a fallback remains). */
@@ -272,10 +274,9 @@ describe('RequestSession: fallbacks after a job fails before any output', () => 
 
   describe("a model's URL policy (urlInputs)", () => {
     const withImage = (url: string) =>
-      ({
-        model: 'a',
+      chatInferenceRequest({
         messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }],
-      }) as unknown as JobDataOf<'chat'>['request'];
+      });
 
     it('refuses a URL the requested model does not take before anything is queued, and tries no fallback', async () => {
       await world.attempts({ fallbacks: ['b'], request: withImage('http://169.254.169.254/latest/') });

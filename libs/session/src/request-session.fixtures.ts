@@ -10,7 +10,7 @@ import {
   type ReattachMessage,
 } from '@mgw/contracts';
 import { JsonReplyClient, SseReplyClient } from '@mgw/http';
-import { FakeResponse } from '@mgw/testing';
+import { chatInferenceRequest, FakeResponse } from '@mgw/testing';
 import type { RequestTiming } from '@mgw/observability';
 import type { JobDataOf, ReplyHandler } from '@mgw/queue';
 import type { Admission } from './admission/admission.service';
@@ -285,7 +285,7 @@ export class SessionWorld {
         kind: 'chat' as K,
         principal,
         model: undefined,
-        request: { model: 'a', messages: [{ role: 'user', content: 'hi' }] },
+        request: chatInferenceRequest() as SessionRequest<K>['request'],
         tokenEstimate: 10,
         ...request,
       },

@@ -2,8 +2,10 @@ import type { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
   MAX_RESUME_GRACE_MS,
-  type ChatCompletionRequestDto,
+  chatJobFields,
   jobProtocolVersionOf,
+  ParamOrigins,
+  type ChatRequest,
   type DoneMessage,
   type ModelEntry,
   type ModelKind,
@@ -181,7 +183,6 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       // A cold start that would outlast half the keep-alive bound hands over to a fallback before the 200
       // commits the stream to the model still waiting for its worker.
       startWaitBoundMs: stream && keepAliveMs > 0 ? Math.floor(keepAliveMs / 2) : undefined,
-      ...(input.promptParam !== undefined && { promptParam: input.promptParam }),
     });
     let settle: Settle | undefined;
     this.outcome = new Promise((resolve, reject) => (settle = { resolve, reject }));
@@ -204,6 +205,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   }
 
   /** The request `run` serves: only `run` admits and enqueues (a resumed stream's job exists already). */
+  /** Where the request's parts came from: every refusal the client hears names its own param. */
+  private get origins(): ParamOrigins {
+    return this.input.origins ?? ParamOrigins.SAME;
+  }
+
   private get fresh(): SessionRequest<K> {
     if (!('request' in this.input))
       throw new Error(`request ${this.requestId}: a resumed stream has no request`);
@@ -369,13 +375,13 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.openStream(effect.servedModel);
         return;
       case 'render_error':
-        this.streamRenderer(model)?.error(effect.error);
+        this.streamRenderer(model)?.error(this.origins.told(effect.error));
         return;
       case 'render_moved':
         this.streamRenderer(model)?.moved();
         return;
       case 'reject':
-        this.fail(effect.error);
+        this.fail(this.origins.told(effect.error));
         return;
       case 'hold':
         this.hold(effect.op);
@@ -549,11 +555,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         this.deps.job.envelope(this.requestId, model, this.deadlineMs, now),
         this.admission.fields!,
         {
-          // The lowest job version that describes it (an embedding job is version 2, a count-only one 3, see
-          // protocol-version.ts).
-          v: jobProtocolVersionOf(request.kind, request),
-          request: request.request,
-          ...(request.countOnly === true && { countOnly: true }),
+          // The lowest job version that describes it (see protocol-version.ts): a chat job's request as a
+          // body older workers read whenever one carries it (`chatJobFields`).
+          ...(request.kind === 'chat'
+            ? chatJobFields(request.request as ChatRequest, request.countOnly === true)
+            : { v: jobProtocolVersionOf(request.kind), request: request.request }),
         },
       ) as JobDataOf<K>;
       this.job = job;
@@ -606,9 +612,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private checkPrompt(model: ModelEntry): void {
     const request = this.fresh;
     if (request.kind !== 'chat') return;
-    const { messages } = request.request as ChatCompletionRequestDto;
-    checkUrlInputs(messages, model, request.urlPartName);
-    checkContextWindow(messages, model, request.promptParam);
+    const { messages } = request.request as ChatRequest;
+    checkUrlInputs(messages, model);
+    checkContextWindow(messages, model);
   }
 
   /** Without its meta a stream still runs; it just cannot be resumed (said in the log). */

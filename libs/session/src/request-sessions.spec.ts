@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '@mgw/config';
-import { GatewayError, type CancelMessage, type ReplyMessage } from '@mgw/contracts';
+import { GatewayError, ParamOrigins, type CancelMessage, type ReplyMessage } from '@mgw/contracts';
+import { chatInferenceRequest } from '@mgw/testing';
 import { GatewayMetrics } from '@mgw/observability';
 import type { JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
 import type { AdmissionService } from './admission/admission.service';
@@ -100,7 +101,7 @@ describe('RequestSessions', () => {
           requestId,
           principal,
           model: 'sim-chat',
-          request: { model: 'sim-chat', messages: [] },
+          request: chatInferenceRequest(),
           tokenEstimate: 0,
         },
         { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
@@ -199,7 +200,7 @@ describe('RequestSessions', () => {
         requestId: 'req-background-1',
         principal,
         model: 'sim-chat',
-        request: { model: 'sim-chat', messages: [] },
+        request: chatInferenceRequest(),
         tokenEstimate: 0,
       },
       { mode: 'background', format: { protocol: 'test' }, renderer: () => renderer },
@@ -230,7 +231,7 @@ describe('RequestSessions', () => {
           requestId: 'req-background-stream-1',
           principal,
           model: 'sim-chat',
-          request: { model: 'sim-chat', messages: [] },
+          request: chatInferenceRequest(),
           tokenEstimate: 0,
           resume: 'on',
           background: true,
@@ -259,9 +260,9 @@ describe('RequestSessions', () => {
           requestId: 'req-too-long-1',
           principal,
           model: 'tiny-chat',
-          request: { model: 'tiny-chat', messages: [{ role: 'user', content: 'y'.repeat(5 * 256) }] },
+          request: chatInferenceRequest({ messages: [{ role: 'user', content: 'y'.repeat(5 * 256) }] }),
           tokenEstimate: 0,
-          promptParam: 'input',
+          origins: new ParamOrigins().set('messages', 'input', 'drop'),
         },
         { mode: 'json', renderer: () => ({ done: () => undefined, error: () => undefined }) } as never,
         jsonClient(fakeReply()),
@@ -277,6 +278,66 @@ describe('RequestSessions', () => {
       param: 'input',
     });
     expect(enqueued).toEqual([]);
+  });
+
+  it("tells a worker's refusal by the client's own param, as an answer and after a stream opened", async () => {
+    const origins = new ParamOrigins().set('messages[0]', 'messages.2');
+    const refusal = GatewayError.invalidRequest(
+      'The model `m` accepts text only; messages[0].content has an image part.',
+      'messages[0].content',
+      'unsupported_content',
+    );
+    const told = {
+      param: 'messages.2.content',
+      message: refusal.message.replace('messages[0]', 'messages.2'),
+    };
+    const answer = sessions
+      .run(
+        {
+          kind: 'chat',
+          requestId: 'req-told-1',
+          principal,
+          model: 'sim-chat',
+          request: chatInferenceRequest(),
+          tokenEstimate: 0,
+          origins,
+        },
+        { mode: 'json', renderer: () => ({ done: () => undefined, error: () => undefined }) } as never,
+        jsonClient(fakeReply()),
+      )
+      .catch((error: unknown) => error);
+    await flush();
+    reply('req-told-1', 0, { kind: 'error', error: refusal.toWire() });
+    expect(await answer).toMatchObject(told);
+    const rendered: GatewayError[] = [];
+    const renderer: StreamRenderer = {
+      delta: () => undefined,
+      toolCall: () => undefined,
+      image: () => undefined,
+      done: () => undefined,
+      error: (error) => void rendered.push(error),
+      moved: () => undefined,
+    };
+    void sessions
+      .run(
+        {
+          kind: 'chat',
+          requestId: 'req-told-2',
+          principal,
+          model: 'sim-chat',
+          request: chatInferenceRequest(),
+          tokenEstimate: 0,
+          origins,
+        },
+        { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
+        world.streamClient(fakeReply()),
+      )
+      .catch(() => undefined);
+    await flush();
+    reply('req-told-2', 0, { kind: 'started', workerId: 'w1' });
+    reply('req-told-2', 1, { kind: 'delta', choice: 0, content: 'x' });
+    reply('req-told-2', 2, { kind: 'error', error: refusal.toWire() });
+    expect(rendered).toEqual([expect.objectContaining(told)]);
   });
 
   it('stops a request that runs elsewhere: off its queue, or its worker (from its replay log) told', async () => {

@@ -1,7 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { GatewayError, jobProtocolVersionOf, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
+import {
+  GatewayError,
+  jobProtocolVersionOf,
+  type JobEnvelopeFields,
+  type ModelKind,
+  type ParamOrigins,
+} from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { AdmissionService } from './admission/admission.service';
@@ -30,6 +36,8 @@ export interface ResumedStream {
   client: StreamClient;
   /** A background response's stream: its job runs to its end without this client or this gateway. */
   background?: boolean;
+  /** Where any request of its protocol came from (the request itself is not known here). */
+  origins?: ParamOrigins;
 }
 
 /**
@@ -118,7 +126,7 @@ export class RequestSessions implements OnApplicationShutdown {
     this.byId.get(requestId)?.takeOver();
     const session = new RequestSession(
       this.deps,
-      { kind: 'chat', requestId, principal, ...(stream.background === true && { background: true }) },
+      { kind: 'chat', requestId, principal, origins: stream.origins, background: stream.background },
       { mode: 'stream', format, renderer: stream.renderer },
       client,
     );

@@ -1,16 +1,20 @@
 import type { Principal } from '@mgw/access';
 import type {
+  ChatRequest,
   DoneMessage,
   GatewayError,
   ImageMessage,
   ModelEntry,
   ModelKind,
+  ParamOrigins,
   TokenLogprob,
   ToolCallMessage,
 } from '@mgw/contracts';
 import type { JobDataOf } from '@mgw/queue';
 import type { EventSink } from './client/session-client.port';
-import type { UrlPartNamer } from './models/url-inputs.check';
+
+/** The request of a kind as the session takes it and queues it: a chat request is the neutral one. */
+export type RequestOf<K extends ModelKind> = K extends 'chat' ? ChatRequest : JobDataOf<K>['request'];
 
 /** A protocol's request as the session takes it: the internal job request plus protocol-neutral options. */
 export interface SessionRequest<K extends ModelKind> {
@@ -19,8 +23,8 @@ export interface SessionRequest<K extends ModelKind> {
   principal: Principal;
   /** The requested model id (resolved at admission), or undefined for the kind's default. */
   model: string | undefined;
-  /** The internal job request (chat: the chat completions request shape). */
-  request: JobDataOf<K>['request'];
+  /** The internal request (chat: the neutral `ChatRequest`). */
+  request: RequestOf<K>;
   /** Tokens the request may use, for the key's token budget (0 when the kind uses none). */
   tokenEstimate: number;
   /**
@@ -28,13 +32,12 @@ export interface SessionRequest<K extends ModelKind> {
    * is also checked against the model's context window by the session itself, for every front-end.
    */
   checkModel?: (model: ModelEntry) => void;
-  /** The front-end's field that carries the prompt, named when it does not fit (default `messages`). */
-  promptParam?: string;
   /**
-   * The front-end's name of a URL part of a chat job request, named when the model's URL policy refuses
-   * its URL (default: the chat request's `messages[i].content[j].image_url.url`).
+   * Where the request's parts came from in the client's body (default: they are its params as they are):
+   * every refusal the session tells the client — its own checks, a model's, a worker's — names the client's
+   * param through it.
    */
-  urlPartName?: UrlPartNamer;
+  origins?: ParamOrigins;
   /**
    * The client's own choice about resuming a stream (`x-stream-resume`): 'on', 'off', or undefined for the
    * model's catalog default (`streamResume`).
@@ -61,7 +64,7 @@ export interface SessionRequest<K extends ModelKind> {
  */
 export type ResumedRequest = Pick<
   SessionRequest<'chat'>,
-  'kind' | 'requestId' | 'principal' | 'background' | 'outlivesClient' | 'promptParam'
+  'kind' | 'requestId' | 'principal' | 'background' | 'outlivesClient' | 'origins'
 >;
 
 /** What a renderer needs to know of the request it renders. */

@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import { GatewayError, type ChatJobData, type TokenLogprob } from '@mgw/contracts';
+import { GatewayError, type ChatJob, type TokenLogprob } from '@mgw/contracts';
 import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '@mgw/inference';
 import type { OutgoingReply } from '@mgw/queue';
 import { ChatJobProcessor } from './chat-job.processor';
@@ -7,14 +7,8 @@ import type { JobContext, JobRunner } from './job-runner';
 import type { UsageReporter } from './usage.reporter';
 import { chatInferenceRequest } from '@mgw/testing';
 
-/** What the HTTP edge maps a request to; only `n` and `logprobs` matter to the forwarding under test. */
+/** The job's neutral request; only `n` and `logprobs` matter to the forwarding under test. */
 let inference: ChatInferenceRequest;
-
-// The rest of the lib stays real: the backends this processor's module loads are built on it.
-jest.mock('@mgw/inference', () => ({
-  ...jest.requireActual<object>('@mgw/inference'),
-  toChatInferenceRequest: () => inference,
-}));
 
 function requestWith(fields: Partial<ChatInferenceRequest>): ChatInferenceRequest {
   return chatInferenceRequest({
@@ -28,8 +22,7 @@ const data = {
   model: 'sim-chat',
   replyTo: 'mgw:replies:gw-1',
   deadline: Date.now() + 60_000,
-  request: { model: 'sim-chat', messages: [{ role: 'user', content: 'What is the weather in Paris?' }] },
-} as unknown as ChatJobData;
+} as unknown as ChatJob;
 
 const lp = (token: string): TokenLogprob => ({
   token,
@@ -50,7 +43,7 @@ interface Run {
 }
 
 /** Runs one job through the processor with a runner that hands it a recording writer. */
-function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJobData = data): Run {
+function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJob = data): Run {
   const sent: OutgoingReply[] = [];
   const reported: Run['reported'] = [];
   const backend: ChatBackend = {
@@ -70,14 +63,14 @@ function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJobDa
       _job: unknown,
       _cls: unknown,
       _model: string,
-      execute: (c: JobContext<ChatJobData>) => Promise<void>,
+      execute: (c: JobContext<ChatJob>) => Promise<void>,
     ) => {
       const writer = { send: (message: OutgoingReply) => Promise.resolve(void sent.push(message)) };
       await execute({
-        data: jobData,
+        data: { ...jobData, request: inference },
         signal: new AbortController().signal,
         writer,
-      } as unknown as JobContext<ChatJobData>);
+      } as unknown as JobContext<ChatJob>);
       return 'completed';
     },
   } as unknown as JobRunner;
@@ -240,7 +233,7 @@ describe('ChatJobProcessor event forwarding', () => {
   });
 
   describe('a job whose gateway has a fallback model for it (hasFallback)', () => {
-    const withFallback = { ...data, hasFallback: true } as ChatJobData;
+    const withFallback = { ...data, hasFallback: true } as ChatJob;
 
     it('records no usage when it fails before any output: the model that serves records the request', async () => {
       const failure = GatewayError.workerFailed('upstream 500');

@@ -1,18 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import {
-  ChatJobData,
   GatewayError,
+  readChatJob,
   toolCallHeadProblem,
   type FinishReason,
   type TokenUsage,
 } from '@mgw/contracts';
-import { toChatInferenceRequest, type ChatBackend } from '@mgw/inference';
+import type { ChatBackend } from '@mgw/inference';
 import { estimatePromptTokens } from '@mgw/access';
 import { JobRunner, type JobOutcome } from './job-runner';
 import { OnJob } from './on-job.decorator';
 import { ServedBackends } from './served-backends';
 import { failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter';
+
+/** A chat job of any version, its request neutral (`readChatJob`). */
+const CHAT_JOB_READER = { read: readChatJob };
 
 /**
  * Runs chat jobs on their model's backend: the backend's events become `delta` and `tool-call` messages and
@@ -30,8 +33,8 @@ export class ChatJobProcessor {
   @OnJob('chat')
   process(job: Job<unknown>, model: string): Promise<JobOutcome> {
     const backend: ChatBackend = this.backends.chat(model);
-    return this.runner.run(job, ChatJobData, model, async ({ data, signal, writer }) => {
-      const request = toChatInferenceRequest(data.request);
+    return this.runner.run(job, CHAT_JOB_READER, model, async ({ data, signal, writer }) => {
+      const { request } = data;
       if (data.countOnly === true) {
         // Counting is not generating: no output, and no usage recorded (a count costs the key no tokens).
         const promptTokens = await backend.countPromptTokens(request, signal);
@@ -110,7 +113,7 @@ export class ChatJobProcessor {
         // Stopped early (client gone, deadline, backend failure): what was generated still counts. Without
         // the backend's final count, what was sent is counted as above and the prompt is estimated.
         await this.usage.report(data, {
-          promptTokens: usage?.prompt_tokens ?? estimatePromptTokens(data.request.messages),
+          promptTokens: usage?.prompt_tokens ?? estimatePromptTokens(request.messages),
           completionTokens: usage?.completion_tokens ?? produced,
           images: 0,
         });

@@ -33,6 +33,12 @@ interface Envelope {
   resume?: ResumeOptions;
 }
 
+/**
+ * How a job's data is read out of Redis: a job data class (read by `readJobData`), or a reader of its own
+ * for a kind whose versions differ in shape (`readChatJob`).
+ */
+export type JobReader<T> = (new () => T) | { read(plain: unknown): T };
+
 export interface JobContext<T extends Envelope> {
   data: T;
   signal: AbortSignal;
@@ -88,11 +94,11 @@ export class JobRunner {
 
   async run<T extends Envelope>(
     job: Job<unknown>,
-    cls: new () => T,
+    reader: JobReader<T>,
     servedModel: string,
     execute: (context: JobContext<T>) => Promise<void>,
   ): Promise<JobOutcome> {
-    const data = await this.parse(job, cls, servedModel);
+    const data = await this.parse(job, reader, servedModel);
     // One controller for every reason a job stops early — a gateway's cancel, a worker stop (both through
     // the control listener), nobody listening, the deadline — and one timer: AbortSignal.any over three
     // signals plus an AbortSignal.timeout would allocate and link four signals per job on a hot path.
@@ -243,11 +249,11 @@ export class JobRunner {
    */
   private async parse<T extends Envelope>(
     job: Job<unknown>,
-    cls: new () => T,
+    reader: JobReader<T>,
     servedModel: string,
   ): Promise<T> {
     try {
-      const data = readJobData(cls, job.data);
+      const data = 'read' in reader ? reader.read(job.data) : readJobData(reader, job.data);
       if (data.model !== servedModel) {
         throw new Error(`job for model "${data.model}" arrived on the queue of "${servedModel}"`);
       }

@@ -1,12 +1,14 @@
-import { ChatCompletionRequestDto, validateDto } from '@mgw/contracts';
+import { ChatCompletionRequestDto, chatRequestOfBody, validateDto, type ChatRequest } from '@mgw/contracts';
 import { estimateChatTokens, estimatePromptTokens, estimateToolAndSchemaTokens } from './token.estimate';
 
-const request = (extra: Record<string, unknown> = {}): ChatCompletionRequestDto =>
-  validateDto(ChatCompletionRequestDto, {
-    messages: [{ role: 'user', content: 'What is the weather in Paris today?' }],
-    max_tokens: 10,
-    ...extra,
-  });
+const request = (extra: Record<string, unknown> = {}): ChatRequest =>
+  chatRequestOfBody(
+    validateDto(ChatCompletionRequestDto, {
+      messages: [{ role: 'user', content: 'What is the weather in Paris today?' }],
+      max_tokens: 10,
+      ...extra,
+    }),
+  );
 
 const tool = (description: string) => ({
   type: 'function',

@@ -1,4 +1,4 @@
-import type { ChatCompletionRequestDto } from '@mgw/contracts';
+import { ANY_OBJECT, NO_PARAMETERS, type ChatRequest, type InferenceMessage } from '@mgw/contracts';
 import { estimateImageTokens } from './image-tokens.estimate';
 
 /** Per message: role and framing tokens that every chat template adds. */
@@ -15,7 +15,7 @@ const textTokens = (text: string): number => Math.ceil(text.length / CHARS_PER_T
  * Tool calls an assistant message echoes back count with their name and arguments; an image part by its
  * size (see `estimateImageTokens`).
  */
-export function estimatePromptTokens(messages: ChatCompletionRequestDto['messages']): number {
+export function estimatePromptTokens(messages: readonly InferenceMessage[]): number {
   let tokens = 0;
   for (const message of messages) {
     tokens += PER_MESSAGE_TOKENS;
@@ -33,8 +33,8 @@ export function estimatePromptTokens(messages: ChatCompletionRequestDto['message
             : estimateImageTokens(part.image_url?.url, part.image_url?.detail);
       }
     }
-    const calls = message.tool_calls;
-    if (calls != null) {
+    const calls = message.role === 'assistant' ? message.toolCalls : undefined;
+    if (calls !== undefined) {
       for (const call of calls) {
         tokens += PER_TOOL_TOKENS + textTokens(call.function.name) + textTokens(call.function.arguments);
       }
@@ -48,32 +48,28 @@ export function estimatePromptTokens(messages: ChatCompletionRequestDto['message
  * (a chat template's tool section, a schema instruction or grammar), so they count against TPM like text.
  * Zero, without serializing anything, for a request that has neither.
  */
-export function estimateToolAndSchemaTokens(request: ChatCompletionRequestDto): number {
+export function estimateToolAndSchemaTokens(request: ChatRequest): number {
   let tokens = 0;
-  if (request.tools != null) {
-    for (const tool of request.tools) {
-      const { name, description, parameters } = tool.function;
-      tokens += PER_TOOL_TOKENS + textTokens(name);
-      if (typeof description === 'string') tokens += textTokens(description);
-      if (parameters != null) tokens += textTokens(JSON.stringify(parameters));
-    }
+  for (const { name, description, parameters } of request.tools) {
+    tokens += PER_TOOL_TOKENS + textTokens(name);
+    if (description !== undefined) tokens += textTokens(description);
+    // The default of a function the client gave no parameters is not the client's text.
+    if (parameters !== NO_PARAMETERS) tokens += textTokens(JSON.stringify(parameters));
   }
-  const schema = request.response_format?.json_schema;
-  if (schema != null) {
-    tokens += PER_TOOL_TOKENS + textTokens(schema.name);
-    if (typeof schema.description === 'string') tokens += textTokens(schema.description);
-    if (schema.schema != null) tokens += textTokens(JSON.stringify(schema.schema));
+  const format = request.responseFormat;
+  if (format.type === 'json_schema') {
+    tokens += PER_TOOL_TOKENS + textTokens(format.name);
+    if (format.description !== undefined) tokens += textTokens(format.description);
+    if (format.schema !== ANY_OBJECT) tokens += textTokens(JSON.stringify(format.schema));
   }
   return tokens;
 }
 
 /** Prompt estimate (messages, tools, schema) plus the completion budget of every choice. */
-export function estimateChatTokens(request: ChatCompletionRequestDto, defaultMaxTokens: number): number {
-  const completion = request.max_completion_tokens ?? request.max_tokens ?? defaultMaxTokens;
+export function estimateChatTokens(request: ChatRequest, defaultMaxTokens: number): number {
+  const completion = request.maxTokens ?? defaultMaxTokens;
   return (
-    estimatePromptTokens(request.messages) +
-    estimateToolAndSchemaTokens(request) +
-    completion * (request.n ?? 1)
+    estimatePromptTokens(request.messages) + estimateToolAndSchemaTokens(request) + completion * request.n
   );
 }
 

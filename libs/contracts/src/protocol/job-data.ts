@@ -2,6 +2,7 @@ import { Type, type ClassConstructor } from 'class-transformer';
 import {
   IsBoolean,
   IsInt,
+  IsObject,
   IsOptional,
   IsString,
   Matches,
@@ -15,6 +16,10 @@ import { EmbeddingRequestDto } from '../dto/embedding-request.dto';
 import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
 import type { RequestSizeLimits } from '../dto/request-size.limits';
 import type { FieldProblem } from '../dto/validate-dto';
+import { isFieldRecord } from '../validation/record.reader';
+import { chatBodyOf, chatRequestOfBody } from '../request/chat-body.mapper';
+import type { ChatRequest } from '../request/chat-request';
+import { readChatRequest } from '../request/chat-request.reader';
 import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN, TEAM_ID_PATTERN } from './names';
 import { protocolVersionOf } from './protocol-version';
 import { readVersionedDto } from './versioned-dto.reader';
@@ -114,6 +119,10 @@ abstract class JobEnvelope {
 /** The envelope fields alone, as the gateway builds them before adding the request. */
 export type JobEnvelopeFields = Omit<ChatJobData, 'request'>;
 
+/**
+ * A chat job of version 3 or less, as gateways before the neutral request write it and as a gateway still
+ * writes one an older worker must serve (`chatJobFields`): its request is a Chat Completions body.
+ */
 export class ChatJobData extends JobEnvelope {
   @ValidateNested()
   @Type((help) => ChatCompletionRequestDto.validationClassFor((help?.object as ChatJobData).request ?? {}))
@@ -149,6 +158,55 @@ export class ChatJobData extends JobEnvelope {
     const problem = ChatCompletionRequestDto.problemAcrossFields(job.request);
     return problem && { param: `request.${problem.param}`, message: problem.message };
   }
+}
+
+/** A chat job of version 4: its request is the neutral `ChatRequest`, read by `readChatRequest`. */
+class NeutralChatJobData extends JobEnvelope {
+  @IsObject()
+  request!: object;
+
+  @IsOptional()
+  @IsBoolean()
+  countOnly?: boolean;
+}
+
+/** A chat job as a worker serves it, whichever version wrote it: its envelope and the neutral request. */
+export type ChatJob = Omit<ChatJobData, 'request'> & { request: ChatRequest };
+
+/**
+ * A chat job read from Redis: version 4 carries the neutral request; an older one a Chat Completions body,
+ * which becomes the same neutral request a gateway of this release would have written.
+ */
+export function readChatJob(plain: unknown): ChatJob {
+  const v = isFieldRecord(plain) ? protocolVersionOf('job', plain.v) : 1;
+  if (v < NEUTRAL_CHAT_JOB_VERSION) {
+    const job = readJobData(ChatJobData, plain);
+    return Object.assign(job, { request: chatRequestOfBody(job.request) });
+  }
+  const job = readJobData(NeutralChatJobData, plain);
+  return Object.assign(job, { request: readChatRequest(job.request) });
+}
+
+/** The job version whose chat request is the neutral one. */
+export const NEUTRAL_CHAT_JOB_VERSION = 4;
+
+/**
+ * The request of a chat job as a gateway writes it, and the job's version: during a rolling upgrade a
+ * worker of the release before reads chat bodies only (job version 3 at most), so a request one carries is
+ * written as one; a request none carries (`chatBodyOf`) is written neutral, as version 4, which an older
+ * worker refuses by its version (the client hears a 503 to retry) instead of misreading it.
+ */
+export function chatJobFields(
+  request: ChatRequest,
+  countOnly: boolean,
+): { v: number; request: object; countOnly?: true } {
+  const body = chatBodyOf(request);
+  if (body === null) {
+    return countOnly
+      ? { v: NEUTRAL_CHAT_JOB_VERSION, request, countOnly: true }
+      : { v: NEUTRAL_CHAT_JOB_VERSION, request };
+  }
+  return countOnly ? { v: 3, request: body, countOnly: true } : { v: 1, request: body };
 }
 
 export class ImageJobData extends JobEnvelope {

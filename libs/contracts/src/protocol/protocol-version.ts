@@ -31,10 +31,12 @@ export const PROTOCOL_VERSIONS = {
    * BullMQ job data, gateway → worker (`ChatJobData`, `ImageJobData`, `EmbeddingJobData`). Version 2: the
    * embedding job. Its queues are new, so only embedding workers, which read version 2, ever see one.
    * Version 3: a count-only chat job (`countOnly`), which a worker of version 2 would misread as a request
-   * to generate, so it refuses it by its version instead. Every other chat job and image jobs are still
-   * written as version 1 (`jobProtocolVersionOf`).
+   * to generate, so it refuses it by its version instead. Version 4: a chat job whose request is the
+   * neutral `ChatRequest` instead of a Chat Completions body, written only for a request no such body
+   * carries (`chatJobFields`); every other chat job is still written as a body, as version 1 or 3, and image
+   * jobs as version 1 (`jobProtocolVersionOf`).
    */
-  job: 3,
+  job: 4,
   /**
    * Reply messages, worker → gateway, one by one in a frame and in a stream's replay log. Version 2: the
    * `embedding-done` kind, written as version 2 and sent only to gateways that queued an embedding job;

@@ -121,13 +121,6 @@ function opensAtOutput(state: LiveState): boolean {
   );
 }
 
-/** A worker's refusal of the prompt names the front-end's prompt field, as the gateway's own check does. */
-function promptRefusal(plan: SessionPlan, error: GatewayError): GatewayError {
-  const param = plan.promptParam;
-  if (param === undefined || error.code !== 'context_length_exceeded' || error.param === param) return error;
-  return new GatewayError(error.status, error.type, error.code, error.message, param, error.headers);
-}
-
 /** Whether a client that leaves lets the job go on: for the resume grace, or to its end. */
 function keepsRunning(state: LiveState): 'detach' | 'outlive' | null {
   if (state.client === 'open' && state.attempt.resumable && state.plan.resumeGrace) return 'detach';
@@ -541,12 +534,7 @@ function onJobMessage(state: JobState, message: ReplyMessage): Step {
       return finish(state, 'job_finished', true, open, [RENDER]);
     }
     case 'error':
-      return attemptFailed(
-        state,
-        promptRefusal(state.plan, GatewayError.fromWire(message.error)),
-        'job_finished',
-        'failed',
-      );
+      return attemptFailed(state, GatewayError.fromWire(message.error), 'job_finished', 'failed');
     default:
       return assertNever(message);
   }

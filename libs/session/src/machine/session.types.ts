@@ -38,8 +38,6 @@ export interface SessionPlan {
    * commits to its model after the keep-alive bound, so it falls back before then); undefined: no bound.
    */
   readonly startWaitBoundMs: number | undefined;
-  /** The front-end's field that carries the prompt, when it is not `messages` (a worker's refusal names it). */
-  readonly promptParam?: string;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { GatewayError, type ChatCompletionRequestDto, type ModelEntry } from '@mgw/contracts';
+import { GatewayError, ParamOrigins, type InferenceMessage, type ModelEntry } from '@mgw/contracts';
 import { checkContextWindow, MAX_CHARS_PER_TOKEN } from './context-window.check';
 
 const model = (contextTokens?: number): ModelEntry => ({
@@ -13,7 +13,7 @@ const model = (contextTokens?: number): ModelEntry => ({
 });
 
 const messages = (...texts: string[]) =>
-  texts.map((content) => ({ role: 'user', content })) as unknown as ChatCompletionRequestDto['messages'];
+  texts.map((content) => ({ role: 'user', content })) as unknown as InferenceMessage[];
 
 describe('checkContextWindow', () => {
   it('lets through any prompt whose lower bound fits, however many tokens it really has', () => {
@@ -27,7 +27,7 @@ describe('checkContextWindow', () => {
     const parts = [
       { role: 'user', content: [{ type: 'text', text: 'y'.repeat(500 * MAX_CHARS_PER_TOKEN) }] },
       { role: 'user', content: 'y'.repeat(500 * MAX_CHARS_PER_TOKEN + 1) },
-    ] as unknown as ChatCompletionRequestDto['messages'];
+    ] as unknown as InferenceMessage[];
     let error: unknown;
     try {
       checkContextWindow(parts, model(1000));
@@ -47,14 +47,14 @@ describe('checkContextWindow', () => {
     expect((error as GatewayError).status).toBe(400);
   });
 
-  it("names the front-end's own prompt field", () => {
-    const call = () =>
-      checkContextWindow(messages('y'.repeat(2 * MAX_CHARS_PER_TOKEN + 1)), model(2), 'input');
-    expect(call).toThrow(GatewayError);
+  it("is told by the front-end's own prompt field through its origins, the message as it is", () => {
+    let error: unknown;
     try {
-      call();
-    } catch (error) {
-      expect((error as GatewayError).param).toBe('input');
+      checkContextWindow(messages('y'.repeat(2 * MAX_CHARS_PER_TOKEN + 1)), model(2));
+    } catch (caught) {
+      error = caught;
     }
+    const told = new ParamOrigins().set('messages', 'input', 'drop').told(error as GatewayError);
+    expect(told).toMatchObject({ param: 'input', message: (error as GatewayError).message });
   });
 });

@@ -1,4 +1,4 @@
-import { GatewayError, type ChatCompletionRequestDto, type ModelEntry } from '@mgw/contracts';
+import { GatewayError, type InferenceMessage, type ModelEntry } from '@mgw/contracts';
 
 /**
  * Longer than any token a model is likely to have: o200k_base's longest is 128 characters (a run of
@@ -12,26 +12,20 @@ export const MAX_CHARS_PER_TOKEN = 256;
  * catalog). The gateway has no tokenizer, so it refuses only when a lower bound of the count (characters
  * over the longest token, nothing for framing or images) is already over: it never refuses a prompt that
  * fits. The worker counts exactly and refuses the rest. A model without `contextTokens` costs nothing.
- * Every chat front-end's request reaches it as chat messages (the session runs it); `param` names the
- * front-end's own field that carries the prompt.
+ * Every chat front-end's request reaches it as neutral messages (the session runs it); the refusal names
+ * them `messages`, which the session tells in the client's words.
  */
-export function checkContextWindow(
-  messages: ChatCompletionRequestDto['messages'],
-  model: ModelEntry,
-  param = 'messages',
-): void {
+export function checkContextWindow(messages: readonly InferenceMessage[], model: ModelEntry): void {
   const contextTokens = model.contextTokens;
   if (contextTokens === undefined) return;
   let chars = 0;
   for (const message of messages) {
-    const content: unknown = message.content;
+    const content = message.content;
     if (typeof content === 'string') chars += content.length;
-    else if (Array.isArray(content)) {
-      for (const part of content as Array<{ type?: string; text?: unknown }>) {
-        if (part.type === 'text' && typeof part.text === 'string') chars += part.text.length;
-      }
+    else if (content !== null) {
+      for (const part of content) if (part.type === 'text') chars += part.text.length;
     }
   }
   const atLeast = Math.ceil(chars / MAX_CHARS_PER_TOKEN);
-  if (atLeast > contextTokens) throw GatewayError.contextLengthExceeded(contextTokens, atLeast, true, param);
+  if (atLeast > contextTokens) throw GatewayError.contextLengthExceeded(contextTokens, atLeast, true);
 }

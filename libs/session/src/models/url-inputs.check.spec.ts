@@ -1,4 +1,4 @@
-import { type ChatCompletionRequestDto, type ModelEntry, type UrlInputPolicy } from '@mgw/contracts';
+import { ParamOrigins, type InferenceMessage, type ModelEntry, type UrlInputPolicy } from '@mgw/contracts';
 import { checkUrlInputs } from './url-inputs.check';
 import { refusal } from '@mgw/testing';
 
@@ -20,7 +20,7 @@ const conversation = (...urls: string[]) =>
     { role: 'system', content: 'Describe images.' },
     { role: 'user', content: 'Hello' },
     { role: 'user', content: [{ type: 'text', text: 'Look:' }, ...urls.map(image)] },
-  ] as unknown as ChatCompletionRequestDto['messages'];
+  ] as unknown as InferenceMessage[];
 
 describe('checkUrlInputs', () => {
   it("refuses an internal URL under the default policy ('public'), naming the chat part", () => {
@@ -39,13 +39,10 @@ describe('checkUrlInputs', () => {
     expect(error.status).toBe(400);
   });
 
-  it('names the part in the front-end’s words when it gives a namer', () => {
-    const error = refusal(() =>
-      checkUrlInputs(
-        conversation('file:///etc/passwd'),
-        model('any'),
-        (m, p) => `messages.${m - 1}.content.${p}`,
-      ),
+  it('is told in the front-end’s words through its origins', () => {
+    const origins = new ParamOrigins().set('messages[2].content[1].image_url.url', 'messages.1.content.1');
+    const error = origins.told(
+      refusal(() => checkUrlInputs(conversation('file:///etc/passwd'), model('any'))),
     );
     expect(error.param).toBe('messages.1.content.1');
     expect(error.message).toMatch(/^Invalid 'messages\.1\.content\.1': the file: scheme is not accepted/);
@@ -65,9 +62,7 @@ describe('checkUrlInputs', () => {
   });
 
   it('reads only image parts: text that looks like a URL is not a URL input', () => {
-    const text = [
-      { role: 'user', content: 'http://127.0.0.1/' },
-    ] as unknown as ChatCompletionRequestDto['messages'];
+    const text = [{ role: 'user', content: 'http://127.0.0.1/' }] as unknown as InferenceMessage[];
     expect(() => checkUrlInputs(text, model('none'))).not.toThrow();
   });
 });

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '@mgw/access';
-import { GatewayError, ProtocolError } from '@mgw/contracts';
+import { GatewayError, ProtocolError, type ParamOrigins } from '@mgw/contracts';
 import { JobProducer } from '@mgw/queue';
 import type { EventSink, StreamClient } from '../client/session-client.port';
 import { RequestSessions } from '../request-sessions';
@@ -16,6 +16,8 @@ export interface ResumeRequest {
   renderer: (events: EventSink, context: RenderContext) => StreamRenderer;
   /** A background response's stream: its job runs to its end without this client or this gateway. */
   background?: boolean;
+  /** Where any request of the protocol came from, to tell a failure in its words. */
+  origins?: ParamOrigins;
   /** The protocol's 404 for a stream that does not exist, or that this key may not see. */
   notFound(): GatewayError;
   /** The protocol's 404 for a stream past its retention. */
@@ -63,6 +65,7 @@ export class StreamResumer {
       renderer: request.renderer,
       client,
       background: request.background === true,
+      origins: request.origins,
     });
   }
 

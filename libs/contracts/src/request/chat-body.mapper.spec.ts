@@ -1,7 +1,9 @@
-import { ChatCompletionRequestDto, validateDto } from '@mgw/contracts';
-import { toChatInferenceRequest } from './inference-request.mapper';
+import { ChatCompletionRequestDto } from '../dto/chat-completion-request.dto';
+import { validateDto } from '../dto/validate-dto';
+import { chatBodyOf, chatRequestOfBody } from './chat-body.mapper';
+import { readChatRequest } from './chat-request.reader';
 
-describe('toChatInferenceRequest', () => {
+describe('chatRequestOfBody', () => {
   it('treats a null message name as no name (found by the fuzz suite)', () => {
     const dto = {
       model: 'm',
@@ -10,14 +12,14 @@ describe('toChatInferenceRequest', () => {
         { role: 'user', content: 'b', name: 'ann' },
       ],
     } as unknown as ChatCompletionRequestDto;
-    expect(toChatInferenceRequest(dto).messages).toEqual([
+    expect(chatRequestOfBody(dto).messages).toEqual([
       { role: 'user', content: 'a' },
       { role: 'user', content: 'b', name: 'ann' },
     ]);
   });
 
   it("applies OpenAI's defaults", () => {
-    const request = toChatInferenceRequest({
+    const request = chatRequestOfBody({
       model: 'm',
       messages: [{ role: 'user', content: 'a' }],
     });
@@ -25,9 +27,9 @@ describe('toChatInferenceRequest', () => {
   });
 });
 
-describe('toChatInferenceRequest: tools, formats, logprobs', () => {
+describe('chatRequestOfBody: tools, formats, logprobs', () => {
   const parse = (extra: Record<string, unknown>) =>
-    toChatInferenceRequest(
+    chatRequestOfBody(
       validateDto(ChatCompletionRequestDto, { messages: [{ role: 'user', content: 'hi' }], ...extra }),
     );
 
@@ -136,5 +138,102 @@ describe('toChatInferenceRequest: tools, formats, logprobs', () => {
       reasoning_effort: 'low',
       verbosity: 'low',
     });
+  });
+});
+
+describe('chatBodyOf: the body an older worker reads back into the same request', () => {
+  const parse = (body: Record<string, unknown>) =>
+    chatRequestOfBody(validateDto(ChatCompletionRequestDto, body));
+  const bodies: Array<Record<string, unknown>> = [
+    { messages: [{ role: 'user', content: 'hi' }] },
+    {
+      messages: [
+        { role: 'system', content: 's', name: 'boss' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'q' },
+            { type: 'image_url', image_url: { url: 'https://x/y.png', detail: 'low' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'w', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'r' },
+      ],
+      tools: [
+        { type: 'function', function: { name: 'w' } },
+        {
+          type: 'function',
+          function: { name: 'v', description: 'd', parameters: { type: 'object' }, strict: true },
+        },
+      ],
+      tool_choice: { type: 'function', function: { name: 'v' } },
+      parallel_tool_calls: false,
+      n: 2,
+      max_completion_tokens: 9,
+      stop: ['x', 'y'],
+      temperature: 0.5,
+      top_p: 0.9,
+      presence_penalty: 1,
+      frequency_penalty: -1,
+      seed: 7,
+      user: 'u',
+      logprobs: true,
+      top_logprobs: 2,
+      logit_bias: { '7': -100 },
+      prompt_cache_key: 'k',
+    },
+    {
+      messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'a' } },
+    },
+    {
+      messages: [{ role: 'user', content: 'x' }],
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'b', schema: { type: 'object' }, strict: true, description: 'd' },
+      },
+      stop: 'z',
+    },
+    {
+      messages: [{ role: 'user', content: 'x' }],
+      response_format: { type: 'json_object' },
+      tools: [{ type: 'function', function: { name: 'w' } }],
+      tool_choice: 'none',
+    },
+  ];
+
+  it.each(bodies.map((body, i) => [i, body] as const))('round-trips body %i through JSON', (_i, body) => {
+    const request = parse(body);
+    const written = JSON.parse(JSON.stringify(chatBodyOf(request))) as Record<string, unknown>;
+    expect(parse(written)).toEqual(request);
+  });
+
+  it('has no body for more stop sequences than chat takes, and the neutral reader reads that request', () => {
+    const request = { ...parse(bodies[0]!), stop: ['a', 'b', 'c', 'd', 'e'] };
+    expect(chatBodyOf(request)).toBeNull();
+    const read = readChatRequest(JSON.parse(JSON.stringify({ ...request, future: 1 })));
+    expect(read).toEqual(request);
+  });
+
+  it('reads every request a chat body makes as a neutral job request, dropping unknown fields', () => {
+    for (const body of bodies) {
+      const request = parse(body);
+      const plain = JSON.parse(JSON.stringify(request)) as Record<string, unknown>;
+      (plain.messages as Array<Record<string, unknown>>)[0]!.future = true;
+      expect(readChatRequest(plain)).toEqual(request);
+    }
+  });
+
+  it('refuses a neutral request of another shape, naming the field', () => {
+    const request = JSON.parse(JSON.stringify(parse(bodies[0]!))) as Record<string, unknown>;
+    expect(() => readChatRequest({ ...request, n: 'two' })).toThrow(/request\.n/);
+    expect(() => readChatRequest({ ...request, messages: [{ role: 'tool', content: 'x' }] })).toThrow(
+      /Malformed job/,
+    );
+    expect(() => readChatRequest({ ...request, messages: [{ role: 'user', content: null }] })).toThrow();
   });
 });
