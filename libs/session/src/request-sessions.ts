@@ -4,6 +4,7 @@ import { GatewayConfig } from '@mgw/config';
 import { GatewayError, jobProtocolVersionOf, type JobEnvelopeFields, type ModelKind } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
+import { activeTraceparent } from '@mgw/tracing';
 import { AdmissionService } from './admission/admission.service';
 import type { EventSink, SessionClient, StreamClient } from './client/session-client.port';
 import { ModelResolver } from './models/model.resolver';
@@ -186,6 +187,7 @@ export class RequestSessions implements OnApplicationShutdown {
 
   /** The part of a job that says who asked, by when, and where the answer goes. */
   envelope(requestId: string, model: string, deadlineMs: number, now = Date.now()): JobEnvelopeFields {
+    const traceparent = activeTraceparent();
     return {
       // A chat or image job's version; the session stamps its own kind's when it builds the job.
       v: jobProtocolVersionOf('chat'),
@@ -194,6 +196,8 @@ export class RequestSessions implements OnApplicationShutdown {
       replyTo: this.router.channel,
       deadline: now + deadlineMs,
       enqueuedAt: now,
+      // The request's server span (active here), which the worker's spans continue; absent when not tracing.
+      ...(traceparent !== undefined && { traceparent }),
     };
   }
 

@@ -15,7 +15,7 @@ import { EmbeddingRequestDto } from '../dto/embedding-request.dto';
 import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
 import type { RequestSizeLimits } from '../dto/request-size.limits';
 import type { FieldProblem } from '../dto/validate-dto';
-import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN } from './names';
+import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN, TRACEPARENT_PATTERN } from './names';
 import { protocolVersionOf } from './protocol-version';
 import { readVersionedDto } from './versioned-dto.reader';
 
@@ -104,6 +104,15 @@ abstract class JobEnvelope {
   @IsOptional()
   @IsBoolean()
   hasFallback?: boolean;
+
+  /**
+   * The trace the request is in, when its gateway traces (OpenTelemetry): the W3C `traceparent` of the
+   * gateway's span for it, which the worker's spans continue. Optional within the job protocol's version:
+   * a worker that does not trace ignores it.
+   */
+  @IsOptional()
+  @Matches(TRACEPARENT_PATTERN)
+  traceparent?: string;
 }
 
 /** The envelope fields alone, as the gateway builds them before adding the request. */

@@ -99,6 +99,9 @@ export const REQUEST_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 /** API key ids: issued keys (`key_…`) and bootstrap keys from GATEWAY_API_KEYS (`bootstrap_…`). */
 export const KEY_ID_PATTERN = /^(key_[0-9a-f]{24}|bootstrap_[0-9a-f]{16})$/;
 
+/** A W3C `traceparent` of version 00 (version, trace id, parent span id, flags), as a job carries it. */
+export const TRACEPARENT_PATTERN = /^00-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/;
+
 /** BullMQ's priority range: 1 runs first. */
 export const JOB_PRIORITY_MAX = 2 ** 21;
 

@@ -1,0 +1,4 @@
+import { startTracingOrExit } from '@mgw/tracing';
+
+// main.ts's first import: the HTTP and ioredis instrumentations must see those modules load.
+startTracingOrExit('gateway', process.env);
