@@ -72,3 +72,12 @@ export function activeTraceFields(): { trace_id: string; span_id: string } | und
   const span = trace.getSpanContext(context.active());
   return span && isSpanContextValid(span) ? { trace_id: span.traceId, span_id: span.spanId } : undefined;
 }
+
+/**
+ * Runs `work` in the trace a job's raw data names (its `traceparent`, not yet validated: a malformed one
+ * names none), so the lines logged about the job before its spans start carry the trace id too.
+ */
+export function inJobTrace<T>(traceparent: unknown, work: () => T): T {
+  if (!state.enabled || typeof traceparent !== 'string') return work();
+  return context.with(contextOfTraceparent(traceparent), work);
+}

@@ -52,7 +52,8 @@ export function startSdk(config: TracingConfig): () => Promise<void> {
         requireParentforSpans: true,
         requestHook: (_span, request) => recordUpstreamAddress(request.origin),
       }),
-      new IORedisInstrumentation({ requireParentSpan: true }),
+      // The command's name only: a job's arguments are its whole request, prompt included.
+      new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
     ],
   });
   return async () => {
