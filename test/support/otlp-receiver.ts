@@ -90,7 +90,8 @@ export class OtlpReceiver {
 
   private receive(request: ExportTraceServiceRequest): void {
     for (const { resource, scopeSpans } of request.resourceSpans ?? []) {
-      const service = String(attributesOf(resource?.attributes)['service.name'] ?? '');
+      const name = attributesOf(resource?.attributes)['service.name'];
+      const service = typeof name === 'string' ? name : '';
       for (const { spans } of scopeSpans ?? []) {
         for (const span of spans ?? []) {
           this.spans.push({
