@@ -20,6 +20,34 @@ const SAMPLERS: readonly TracesSamplerName[] = [
   'parentbased_traceidratio',
 ];
 
+/**
+ * The environment variables a process's tracing reads: these here, and those the OpenTelemetry SDK reads
+ * itself (the exporter's headers, timeout and compression, the batch processor's `OTEL_BSP_*`, resource
+ * attributes). Deployment checks use it to tell a setting that is read from a typo.
+ */
+export const TRACING_ENV_NAMES: readonly string[] = [
+  'OTEL_SDK_DISABLED',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+  'OTEL_EXPORTER_OTLP_TIMEOUT',
+  'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT',
+  'OTEL_EXPORTER_OTLP_COMPRESSION',
+  'OTEL_EXPORTER_OTLP_TRACES_COMPRESSION',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_BSP_SCHEDULE_DELAY',
+  'OTEL_BSP_MAX_QUEUE_SIZE',
+  'OTEL_BSP_MAX_EXPORT_BATCH_SIZE',
+  'OTEL_BSP_EXPORT_TIMEOUT',
+  'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT',
+];
+
 /** What a process's tracing is, read once from the standard `OTEL_*` variables. */
 export interface TracingConfig {
   /** False without an OTLP endpoint (or with `OTEL_SDK_DISABLED=true`): nothing is loaded. */

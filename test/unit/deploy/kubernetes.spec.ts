@@ -19,6 +19,7 @@ import {
   selectorsOf,
 } from './deploy-files';
 import { GatewayConfig, WorkerConfig } from '@mgw/config';
+import { readTracingConfig, TRACING_ENV_NAMES } from '@mgw/tracing';
 
 /** `.ci/run` installs it (Debian's kubernetes-client) when missing; without it the rendering checks fail. */
 const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((path) => existsSync(path));
@@ -253,7 +254,8 @@ describe('deploy/k8s (kubectl kustomize)', () => {
       const app = appOfCommand(container.command)!;
       const cls = app === 'gateway' ? GatewayConfig : app === 'registry' ? RegistryConfig : WorkerConfig;
       const env = envOf(container);
-      const known = envNamesOf(cls);
+      // Every app also reads the OpenTelemetry settings (libs/tracing), before its config.
+      const known = new Set([...envNamesOf(cls), ...TRACING_ENV_NAMES]);
       for (const name of Object.keys(env)) {
         expect(`${object.metadata.name}: ${name} ${known.has(name) ? 'is read' : 'is not read'}`).toBe(
           `${object.metadata.name}: ${name} is read`,
@@ -262,6 +264,28 @@ describe('deploy/k8s (kubectl kustomize)', () => {
       if (app === 'gateway') expect(loadGatewayConfig(env).isProduction).toBe(true);
       else if (app === 'registry') expect(() => loadConfig(RegistryConfig, env)).not.toThrow();
       else expect(() => loadWorkerConfig(env, app === 'chat-worker' ? 'chat' : 'image')).not.toThrow();
+    }
+  });
+
+  it("shows every app the OpenTelemetry exporter's settings, off until an endpoint is set", () => {
+    for (const object of all('Deployment')) {
+      const container = containerOf(object);
+      const app = appOfCommand(container.command)!;
+      const env = envOf(container);
+      expect({ name: object.metadata.name, endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT }).toEqual({
+        name: object.metadata.name,
+        endpoint: '',
+      });
+      expect(readTracingConfig(env, app)).toMatchObject({
+        enabled: false,
+        sampler: 'parentbased_traceidratio',
+      });
+      const on = { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318' };
+      expect(readTracingConfig(on, app)).toMatchObject({
+        enabled: true,
+        serviceName: `mgw-${app}`,
+        samplerRatio: 0.1,
+      });
     }
   });
 
