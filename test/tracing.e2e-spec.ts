@@ -8,6 +8,7 @@ const CHAT = '/v1/chat/completions';
 const SERVER = 2;
 const CLIENT = 3;
 const CONSUMER = 5;
+const EMBEDDINGS = '/v1/embeddings';
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
 /**
@@ -27,6 +28,16 @@ describe('traces across the queue', () => {
       catalog: {
         models: [
           {
+            // One upstream call at a time: requests that come while one runs wait for the next, together.
+            id: 'relay-embed',
+            type: 'embedding',
+            owned_by: 'upstream',
+            dimensions: 4,
+            maxBatchInputs: 64,
+            maxBatchDelayMs: 20,
+            backend: { kind: 'openai', baseUrl: fake.baseUrl, maxConcurrency: 1 },
+          },
+          {
             id: 'up-chat',
             type: 'chat',
             owned_by: 'upstream',
@@ -42,8 +53,9 @@ describe('traces across the queue', () => {
         OTEL_BSP_SCHEDULE_DELAY: '100',
       },
       appEnv: { gateway: { LOG_LEVEL: 'log' }, 'chat-worker': { LOG_LEVEL: 'debug' } },
+      with: ['embedding-worker'],
       without: ['image-worker'],
-      waitForModels: ['up-chat'],
+      waitForModels: ['up-chat', 'relay-embed'],
     });
   });
 
@@ -176,6 +188,86 @@ describe('traces across the queue', () => {
       const lines = linesOf(app);
       expect(lines.length).toBeGreaterThan(0);
       for (const line of lines) expect(JSON.parse(line)).toMatchObject({ trace_id: traceId });
+    }
+  });
+
+  it('links each job of an embedding batch to the batch’s upstream call, and the call to each job', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const calls: string[][] = [];
+    fake.handle(EMBEDDINGS, async (request, res) => {
+      const inputs = request.body.input as string[];
+      calls.push(inputs);
+      if (calls.length === 1) await gate;
+      const vector = Buffer.from(new Float32Array([0.5, 0.5, 0.5, 0.5]).buffer).toString('base64');
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          object: 'list',
+          data: inputs.map((_, index) => ({ object: 'embedding', index, embedding: vector })),
+          usage: { prompt_tokens: inputs.length, total_tokens: inputs.length },
+        }),
+      );
+    });
+    const embed = async (input: string) => {
+      const traceId = hex(16);
+      const res = await fetch(`${stack.baseUrl}${EMBEDDINGS}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${stack.apiKey}`,
+          'content-type': 'application/json',
+          traceparent: `00-${traceId}-${hex(8)}-01`,
+        },
+        body: JSON.stringify({ model: 'relay-embed', input }),
+      });
+      expect(res.status).toBe(200);
+      return traceId;
+    };
+    // The first call is held upstream; the three requests that come meanwhile go out together after it.
+    const first = embed('first');
+    await waitFor('the first upstream call', () => calls.length === 1);
+    const batched = Promise.all(['second', 'third', 'fourth'].map(embed));
+    await waitFor(
+      'the three jobs taken',
+      () => receiver.spans.filter((span) => span.name === 'queue wait relay-embed').length >= 4,
+    );
+    release();
+    const traceIds = await batched;
+    await first;
+    expect(calls.slice(1).flat().sort()).toEqual(['fourth', 'second', 'third']);
+
+    const batches = () => receiver.spans.filter((span) => span.name === 'embeddings batch');
+    const jobs = await waitFor('the three jobs’ spans and their batches', () => {
+      const found = traceIds.map((id) =>
+        receiver.trace(id).find((span) => span.name === 'embeddings relay-embed'),
+      );
+      const linked = batches().reduce((sum, span) => sum + span.links.length, 0);
+      return found.every((span) => span !== undefined) && linked >= 4 ? (found as ReceivedSpan[]) : undefined;
+    });
+    // Taken while the first call ran, they share a call (two of them at least, the three as a rule).
+    expect(Math.max(...batches().map((span) => span.links.length))).toBeGreaterThanOrEqual(2);
+    for (const [index, job] of jobs.entries()) {
+      expect(job.traceId).toBe(traceIds[index]);
+      expect(job.attributes).toMatchObject({
+        'gen_ai.operation.name': 'embeddings',
+        'gen_ai.usage.input_tokens': expect.any(Number),
+      });
+      expect(job.links).toHaveLength(1);
+      const batch = batches().find((span) => span.spanId === job.links[0]!.spanId)!;
+      expect(batch.links).toContainEqual({ traceId: job.traceId, spanId: job.spanId });
+      expect(batch.attributes).toMatchObject({
+        'gen_ai.operation.name': 'embeddings',
+        'mgw.embedding.batch_inputs': batch.links.length,
+      });
+      // The upstream call is the batch's child, and the upstream is handed the batch's trace.
+      const call = receiver
+        .trace(batch.traceId)
+        .find(
+          (span) => span.kind === CLIENT && span.attributes['url.full'] === `${fake.baseUrl}/embeddings`,
+        )!;
+      expect(call.parentSpanId).toBe(batch.spanId);
+      const traceparents = fake.work.map((request) => request.headers.traceparent);
+      expect(traceparents).toContain(`00-${batch.traceId}-${call.spanId}-01`);
     }
   });
 });

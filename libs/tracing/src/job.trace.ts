@@ -1,4 +1,12 @@
-import { context, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import { GEN_AI, MGW, requestParameterAttributes, type GenAiOperation } from './gen-ai.attributes';
 import { capturesMessageContent, contextOfTraceparent, tracingEnabled } from './trace-context';
 
@@ -175,4 +183,46 @@ export function recordUpstreamAddress(origin: string): void {
   } catch {
     // An origin that is not a URL names nothing worth recording.
   }
+}
+
+/** The running job span active here (a job's inference), to link a batch it joins; undefined when off. */
+export function activeJobSpan(): Span | undefined {
+  if (!tracingEnabled()) return undefined;
+  const span = trace.getActiveSpan();
+  return span !== undefined && running.has(span) ? span : undefined;
+}
+
+/**
+ * One backend call made for several jobs (an embedding batch): a span of its own, linked to each job's
+ * span and each job's span to it, since the call belongs to no single job's trace. `call` runs under it,
+ * so the upstream's HTTP client span is its child.
+ */
+export function traceBatch<T>(
+  jobs: readonly (Span | undefined)[],
+  inputs: number,
+  call: () => Promise<T>,
+): Promise<T> {
+  const members = jobs.filter((span): span is Span => span !== undefined);
+  if (members.length === 0) return call();
+  const batch = trace.getTracer(TRACER_NAME).startSpan(
+    'embeddings batch',
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: { [GEN_AI.operationName]: 'embeddings', [MGW.batchInputs]: inputs },
+      links: members.map((span) => ({ context: span.spanContext() })),
+    },
+    ROOT_CONTEXT,
+  );
+  for (const span of members) span.addLink({ context: batch.spanContext() });
+  return context.with(trace.setSpan(ROOT_CONTEXT, batch), call).then(
+    (result) => {
+      batch.end();
+      return result;
+    },
+    (error: unknown) => {
+      batch.setStatus({ code: SpanStatusCode.ERROR });
+      batch.end();
+      throw error;
+    },
+  );
 }
