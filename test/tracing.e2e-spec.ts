@@ -242,7 +242,7 @@ describe('traces across the queue', () => {
         receiver.trace(id).find((span) => span.name === 'embeddings relay-embed'),
       );
       const linked = batches().reduce((sum, span) => sum + span.links.length, 0);
-      return found.every((span) => span !== undefined) && linked >= 4 ? (found as ReceivedSpan[]) : undefined;
+      return found.every((span) => span !== undefined) && linked >= 4 ? found : undefined;
     });
     // Taken while the first call ran, they share a call (two of them at least, the three as a rule).
     expect(Math.max(...batches().map((span) => span.links.length))).toBeGreaterThanOrEqual(2);
