@@ -20,6 +20,7 @@ import {
   operationOfKind,
   requestTraceContext,
   traceAdmission,
+  traceFieldsOf,
 } from '@mgw/tracing';
 import { RequestAdmission, type AdmissionPort } from './admission/request-admission';
 import type { EventSink, SessionClient } from './client/session-client.port';
@@ -203,6 +204,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
 
   get requestId(): string {
     return this.input.requestId;
+  }
+
+  /** The request's trace ids, for the lines logged about it wherever they are written. */
+  get traceFields(): { trace_id?: string; span_id?: string } {
+    return traceFieldsOf(this.traceContext);
   }
 
   /** Where the session is (for tests and the registry). */

@@ -185,6 +185,11 @@ export class RequestSessions implements OnApplicationShutdown {
     return open.length;
   }
 
+  /** A live request's trace ids for its log lines (none when it is not traced or no longer live). */
+  private traceFieldsOf(requestId: string): { trace_id?: string; span_id?: string } {
+    return this.byId.get(requestId)?.traceFields ?? {};
+  }
+
   /** The part of a job that says who asked, by when, and where the answer goes. */
   envelope(requestId: string, model: string, deadlineMs: number, now = Date.now()): JobEnvelopeFields {
     const traceparent = activeTraceparent();
@@ -223,8 +228,10 @@ export class RequestSessions implements OnApplicationShutdown {
   private requestLogger(): SessionLogger {
     const logger = this.logger;
     return {
-      warn: (requestId, msg) => logger.warn({ msg: `request ${requestId}: ${msg}`, requestId }),
-      error: (requestId, msg) => logger.error({ msg: `request ${requestId}: ${msg}`, requestId }),
+      warn: (requestId, msg) =>
+        logger.warn({ msg: `request ${requestId}: ${msg}`, requestId, ...this.traceFieldsOf(requestId) }),
+      error: (requestId, msg) =>
+        logger.error({ msg: `request ${requestId}: ${msg}`, requestId, ...this.traceFieldsOf(requestId) }),
     };
   }
 }

@@ -73,3 +73,12 @@ export function annotateResumed(parent: Context | undefined, requestId: string, 
     [GEN_AI.requestModel]: model,
   });
 }
+
+/**
+ * The trace ids of a request for a log line written outside its context (the gateway relaying a worker's
+ * replies): empty when it is not traced.
+ */
+export function traceFieldsOf(parent: Context | undefined): { trace_id?: string; span_id?: string } {
+  const span = parent && trace.getSpanContext(parent);
+  return span === undefined ? {} : { trace_id: span.traceId, span_id: span.spanId };
+}
