@@ -18,7 +18,7 @@ const LIBS_THROUGH_ALIAS = {
  * front-ends, admin, console-assets) → the assembly (api). Apps wire whatever they need; tests and benches reach anything. `@mgw/testing` (test
  * fixtures) is for specs only.
  */
-const BASE = ['contracts', 'config', 'observability'];
+const BASE = ['contracts', 'config', 'tracing', 'observability'];
 const FRONT_END = [...BASE, 'redis', 'access', 'http', 'session', 'api-docs', 'registry'];
 const ARROWS = {
   contracts: [],
@@ -26,7 +26,10 @@ const ARROWS = {
   // files, expiring slots; below every capability that talks to Redis.
   redis: ['contracts', 'config'],
   config: ['contracts'],
-  observability: ['contracts', 'config'],
+  // OpenTelemetry: the SDK's start (only when an OTLP endpoint is set), trace context across the queue, the
+  // GenAI spans; beside observability, whose log lines carry the active trace id.
+  tracing: ['contracts', 'config'],
+  observability: ['contracts', 'config', 'tracing'],
   access: [...BASE, 'redis'],
   queue: [...BASE, 'redis'],
   // The backends' common ground: their interfaces, the request mapper, text utilities, option reading and
@@ -193,8 +196,16 @@ export default tseslint.config(
     },
   },
   {
-    // The entry points hand process.env to the config loader once; scripts and tests set up child processes.
-    files: ['apps/*/src/main.ts', 'scripts/**', 'test/**', 'bench/**', '**/*.spec.ts'],
+    // The entry points hand process.env to the config loader once (tracing.ts, main.ts's first import, to
+    // the tracing config); scripts and tests set up child processes.
+    files: [
+      'apps/*/src/main.ts',
+      'apps/*/src/tracing.ts',
+      'scripts/**',
+      'test/**',
+      'bench/**',
+      '**/*.spec.ts',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

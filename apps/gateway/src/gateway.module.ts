@@ -1,6 +1,7 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { ApiModule } from '@mgw/api';
 import type { GatewayConfig } from '@mgw/config';
+import { TracingShutdown } from '@mgw/tracing';
 
 @Module({})
 export class GatewayModule {
@@ -8,6 +9,7 @@ export class GatewayModule {
     return {
       module: GatewayModule,
       imports: [ApiModule.forRoot(config)],
+      providers: [TracingShutdown],
     };
   }
 }

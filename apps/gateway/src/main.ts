@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { createGatewayApp, listenGateway } from '@mgw/api';
 import { loadGatewayConfig } from '@mgw/config';

@@ -1,3 +1,4 @@
+import './tracing';
 import 'reflect-metadata';
 import { bootstrapWorker } from '@mgw/worker';
 

@@ -10,6 +10,7 @@ export * from './metrics/label-bounds';
 export * from './metrics/metrics-registry';
 export * from './metrics/gateway.metrics';
 export * from './metrics/worker.metrics';
+export * from './metrics/gen-ai.metrics';
 export * from './metrics/upstream.metrics';
 export * from './metrics/queue.metrics';
 export * from './metrics/metrics.server';

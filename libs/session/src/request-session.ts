@@ -16,6 +16,14 @@ import {
 } from '@mgw/contracts';
 import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
 import type { JobDataOf, ReplyHandler } from '@mgw/queue';
+import {
+  annotateRequest,
+  annotateResumed,
+  operationOfKind,
+  requestTraceContext,
+  traceAdmission,
+  traceFieldsOf,
+} from '@mgw/tracing';
 import { RequestAdmission, type AdmissionPort } from './admission/request-admission';
 import type { EventSink, SessionClient } from './client/session-client.port';
 import { idle, transition } from './machine/session.machine';
@@ -151,6 +159,10 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
   private renderer: StreamRenderer | JsonRenderer<unknown> | null = null;
   /** The first job; later attempts' jobs are copies of it under their own model. */
   private job: JobDataOf<K> | null = null;
+  /** Models this request fell back from (its jobs after the first). */
+  private hops = 0;
+  /** The request's trace (its server span), when tracing is on; see `requestTraceContext`. */
+  private readonly traceContext = requestTraceContext();
   private createdMs = 0;
   private deadlineAt = 0;
   private timing: RequestTiming | null = null;
@@ -193,6 +205,11 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
 
   get requestId(): string {
     return this.input.requestId;
+  }
+
+  /** The request's trace ids, for the lines logged about it wherever they are written. */
+  get traceFields(): { trace_id?: string; span_id?: string } {
+    return traceFieldsOf(this.traceContext);
   }
 
   /** Where the session is (for tests and the registry). */
@@ -252,6 +269,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const gate = entry.gate(this);
     this.gate = gate;
     this.renderer = this.rendererFor(meta.model);
+    annotateResumed(this.traceContext, this.requestId, meta.model);
     this.dispatch({ type: 'resumed', model: meta.model });
     this.watchClient();
     try {
@@ -474,7 +492,9 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const first = !this.admission.admitted;
     let admission;
     try {
-      admission = await this.admission.admit(principal, kind, entry, request.tokenEstimate);
+      admission = await traceAdmission(this.traceContext, entry.id, () =>
+        this.admission.admit(principal, kind, entry, request.tokenEstimate),
+      );
     } catch (error) {
       if (!(error instanceof GatewayError)) return this.refused(this.asGatewayError(error), null, fallbacks);
       return this.refused(error, admissionFallsBack(error, first), fallbacks);
@@ -569,9 +589,17 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     } else {
       job = { ...this.job, model, enqueuedAt: now };
       delete job.hasFallback;
+      this.hops++;
     }
     if (hasFallback) job.hasFallback = true;
     if (resumable) job.resume = this.resumeOptions();
+    annotateRequest(this.traceContext, {
+      operation: operationOfKind(this.input.kind),
+      model,
+      keyId: job.keyId,
+      fallbackHops: this.hops,
+      resumable,
+    });
     this.renderer = this.rendererFor(model);
     this.timing = this.deps.metrics.timingFor(
       this.requestId,

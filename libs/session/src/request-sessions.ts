@@ -10,6 +10,7 @@ import {
 } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
+import { activeTraceparent } from '@mgw/tracing';
 import { AdmissionService } from './admission/admission.service';
 import type { EventSink, SessionClient, StreamClient } from './client/session-client.port';
 import { ModelResolver } from './models/model.resolver';
@@ -192,8 +193,14 @@ export class RequestSessions implements OnApplicationShutdown {
     return open.length;
   }
 
+  /** A live request's trace ids for its log lines (none when it is not traced or no longer live). */
+  private traceFieldsOf(requestId: string): { trace_id?: string; span_id?: string } {
+    return this.byId.get(requestId)?.traceFields ?? {};
+  }
+
   /** The part of a job that says who asked, by when, and where the answer goes. */
   envelope(requestId: string, model: string, deadlineMs: number, now = Date.now()): JobEnvelopeFields {
+    const traceparent = activeTraceparent();
     return {
       // A chat or image job's version; the session stamps its own kind's when it builds the job.
       v: jobProtocolVersionOf('chat'),
@@ -202,6 +209,8 @@ export class RequestSessions implements OnApplicationShutdown {
       replyTo: this.router.channel,
       deadline: now + deadlineMs,
       enqueuedAt: now,
+      // The request's server span (active here), which the worker's spans continue; absent when not tracing.
+      ...(traceparent !== undefined && { traceparent }),
     };
   }
 
@@ -227,8 +236,10 @@ export class RequestSessions implements OnApplicationShutdown {
   private requestLogger(): SessionLogger {
     const logger = this.logger;
     return {
-      warn: (requestId, msg) => logger.warn({ msg: `request ${requestId}: ${msg}`, requestId }),
-      error: (requestId, msg) => logger.error({ msg: `request ${requestId}: ${msg}`, requestId }),
+      warn: (requestId, msg) =>
+        logger.warn({ msg: `request ${requestId}: ${msg}`, requestId, ...this.traceFieldsOf(requestId) }),
+      error: (requestId, msg) =>
+        logger.error({ msg: `request ${requestId}: ${msg}`, requestId, ...this.traceFieldsOf(requestId) }),
     };
   }
 }

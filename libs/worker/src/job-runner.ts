@@ -7,6 +7,7 @@ import {
   streamLogKeyFor,
   readJobData,
   streamRouteKeyFor,
+  type ModelKind,
   type ResumeOptions,
   type WireError,
 } from '@mgw/contracts';
@@ -19,6 +20,7 @@ import {
   type ReplyObserver,
 } from '@mgw/queue';
 import { retryThroughFailover } from '@mgw/redis';
+import { JobTrace, operationOfKind } from '@mgw/tracing';
 
 /** How long a job's error is tried again while Redis fails over (a promotion takes seconds). */
 const ERROR_PUBLISH_RETRY_MS = 20_000;
@@ -31,6 +33,7 @@ interface Envelope {
   replyTo: string;
   deadline: number;
   resume?: ResumeOptions;
+  traceparent?: string;
 }
 
 /**
@@ -55,6 +58,8 @@ export function toWireError(error: unknown): WireError {
 }
 
 export interface JobRunnerOptions {
+  /** The kind of model the worker serves (its spans' GenAI operation); chat when not said. */
+  kind?: ModelKind;
   /** A running job that has published nothing for this long sends an `alive` message (its lease). */
   heartbeatMs: number;
   /** The deployment's key prefix, for the replay logs of resumable streams. */
@@ -99,6 +104,26 @@ export class JobRunner {
     execute: (context: JobContext<T>) => Promise<void>,
   ): Promise<JobOutcome> {
     const data = await this.parse(job, reader, servedModel);
+    const traced = JobTrace.start(data, operationOfKind(this.options.kind ?? 'chat'), job.timestamp);
+    if (traced === null) return this.runParsed(job, data, servedModel, execute, null);
+    // The whole job under its span: its log lines carry the trace id, its upstream call joins the trace.
+    try {
+      const outcome = await traced.run(() => this.runParsed(job, data, servedModel, execute, traced));
+      traced.end(outcome);
+      return outcome;
+    } catch (error) {
+      traced.end('failed', error);
+      throw error;
+    }
+  }
+
+  private async runParsed<T extends Envelope>(
+    job: Job<unknown>,
+    data: T,
+    servedModel: string,
+    execute: (context: JobContext<T>) => Promise<void>,
+    traced: JobTrace | null,
+  ): Promise<JobOutcome> {
     // One controller for every reason a job stops early — a gateway's cancel, a worker stop (both through
     // the control listener), nobody listening, the deadline — and one timer: AbortSignal.any over three
     // signals plus an AbortSignal.timeout would allocate and link four signals per job on a hot path.
@@ -129,7 +154,7 @@ export class JobRunner {
       data.replyTo,
       data.requestId,
       onUnheard,
-      this.observe?.(servedModel),
+      observerOf(this.observe?.(servedModel), traced),
       resume && {
         key: streamLogKeyFor(this.options.namespace, data.requestId),
         retentionMs: resume.retentionMs,
@@ -326,4 +351,16 @@ export class JobRunner {
 function stopOf(signal: AbortSignal): JobStop {
   const reason: unknown = signal.reason;
   return reason instanceof JobStopped ? reason.stop : { kind: 'deadline' };
+}
+
+/** The metrics' observer of a job's replies, and its trace's when it is traced. */
+function observerOf(metrics: ReplyObserver | undefined, traced: JobTrace | null): ReplyObserver | undefined {
+  if (traced === null) return metrics;
+  if (metrics === undefined) return traced;
+  return {
+    onSend: (message) => {
+      metrics.onSend(message);
+      traced.onSend(message);
+    },
+  };
 }

@@ -2,6 +2,7 @@ import { Inject, Injectable, type LoggerService } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WorkerConfig } from '@mgw/config';
 import { promptFields, WorkerMetrics } from '@mgw/observability';
+import { inJobTrace } from '@mgw/tracing';
 import type { JobOutcome } from './job-runner';
 import { WORKER_LOGGER } from './worker.tokens';
 
@@ -19,7 +20,16 @@ export class JobInstrumentation {
     @Inject(WorkerMetrics) private readonly metrics: WorkerMetrics,
   ) {}
 
-  async run(job: Job<unknown>, model: string, run: () => Promise<JobOutcome>): Promise<void> {
+  run(job: Job<unknown>, model: string, run: () => Promise<JobOutcome>): Promise<void> {
+    const traceparent = (job.data as { traceparent?: unknown } | null)?.traceparent;
+    return inJobTrace(traceparent, () => this.instrumented(job, model, run));
+  }
+
+  private async instrumented(
+    job: Job<unknown>,
+    model: string,
+    run: () => Promise<JobOutcome>,
+  ): Promise<void> {
     // Only built when written: measuring the prompt is a JSON.stringify of it.
     if (this.config.logLevel === 'debug' || this.config.logLevel === 'verbose') {
       const request = (job.data as { request?: unknown } | null)?.request;

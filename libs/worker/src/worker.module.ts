@@ -9,6 +9,7 @@ import type { BackendSettings } from '@mgw/inference';
 import { MetricsServer, WorkerMetrics } from '@mgw/observability';
 import { ControlListener, ModelQueueConsumer, ReplyBatcher, SubscriberBacklogMonitor } from '@mgw/queue';
 import { PubSubDispatcher } from '@mgw/redis';
+import { TracingShutdown } from '@mgw/tracing';
 import { ChatJobProcessor } from './chat-job.processor';
 import { EmbeddingBatchers } from './embedding/embedding-batchers';
 import { EmbeddingJobProcessor } from './embedding/embedding-job.processor';
@@ -111,16 +112,17 @@ const jobProviders: Provider[] = [
       config: WorkerConfig,
       logger: LoggerService,
       metrics: WorkerMetrics,
+      kind: ModelKind,
     ) =>
       new JobRunner(
         batcher,
         control,
         config.instanceId,
         logger,
-        { heartbeatMs: config.replyHeartbeatMs, namespace: config.namespace },
+        { heartbeatMs: config.replyHeartbeatMs, namespace: config.namespace, kind },
         (model) => metrics.observerFor(model),
       ),
-    inject: [ReplyBatcher, ControlListener, WorkerConfig, WORKER_LOGGER, WorkerMetrics],
+    inject: [ReplyBatcher, ControlListener, WorkerConfig, WORKER_LOGGER, WorkerMetrics, WORKER_KIND],
   },
   {
     provide: UsageReporter,
@@ -214,6 +216,8 @@ export class WorkerModule {
         ...jobProviders,
         ...observabilityProviders,
         WorkerLifecycle,
+        // Last: its hook exports the spans the others' hooks ended.
+        TracingShutdown,
       ],
     };
   }

@@ -19,6 +19,7 @@ import {
   readYaml,
   ROOT,
 } from './deploy-files';
+import { readTracingConfig } from '@mgw/tracing';
 
 interface ComposeService {
   image?: string;
@@ -293,5 +294,39 @@ describe('docker-compose.ha.yml (the `ha` profile: the stack on a Sentinel set)'
       const config = loadConfig(CONFIG_OF[name]!, env) as { redis: { topology: unknown } };
       expect(config.redis.topology).toMatchObject({ kind: 'sentinel', masterName: 'mgw' });
     }
+  });
+});
+
+describe('docker-compose.tracing.yml (the `tracing` profile: OTLP to a collector, Jaeger to look)', () => {
+  const text = readText('docker-compose.tracing.yml');
+  const overlay = parse(interpolate(text, SECRETS), { merge: true }) as ComposeFile & {
+    services: Record<string, ComposeService & { profiles?: string[]; volumes?: string[] }>;
+  };
+  const base = composeWith(SECRETS);
+
+  it('adds a collector and Jaeger, in the tracing profile only, the collector configured from deploy/', () => {
+    for (const name of ['otel-collector', 'jaeger'])
+      expect({ name, profiles: overlay.services[name]!.profiles }).toEqual({ name, profiles: ['tracing'] });
+    const [config] = overlay.services['otel-collector']!.volumes!;
+    const source = config!.split(':')[0]!;
+    expect(existsSync(join(ROOT, source))).toBe(true);
+    const collector = readYaml<{ receivers: { otlp: { protocols: { http: { endpoint: string } } } } }>(
+      source,
+    );
+    expect(collector.receivers.otlp.protocols.http.endpoint).toBe('0.0.0.0:4318');
+  });
+
+  it('points every app at the collector, with settings each app accepts', () => {
+    for (const name of APP_SERVICES) {
+      const merged = { ...base.services[name]!.environment, ...overlay.services[name]?.environment };
+      const env = Object.fromEntries(Object.entries(merged).map(([k, v]) => [k, String(v)]));
+      expect(readTracingConfig(env, name)).toMatchObject({ enabled: true, serviceName: `mgw-${name}` });
+      expect(env.OTEL_EXPORTER_OTLP_ENDPOINT).toBe('http://otel-collector:4318');
+      expect(() => loadConfig(CONFIG_OF[name]!, env)).not.toThrow();
+    }
+  });
+
+  it('documents every variable it interpolates in .env.example', () => {
+    expect([...interpolatedNames(text)].filter((name) => !example.documented.has(name))).toEqual([]);
   });
 });

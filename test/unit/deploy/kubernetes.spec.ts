@@ -21,6 +21,7 @@ import {
   selectorsOf,
 } from './deploy-files';
 import { GatewayConfig, WorkerConfig } from '@mgw/config';
+import { readTracingConfig, TRACING_ENV_NAMES } from '@mgw/tracing';
 
 /** `.ci/run` installs it (Debian's kubernetes-client) when missing; without it the rendering checks fail. */
 const KUBECTL = ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].find((path) => existsSync(path));
@@ -260,7 +261,8 @@ describe('deploy/k8s (kubectl kustomize)', () => {
       const app = appOfCommand(container.command)!;
       const cls = app === 'gateway' ? GatewayConfig : app === 'registry' ? RegistryConfig : WorkerConfig;
       const env = envOf(container);
-      const known = envNamesOf(cls);
+      // Every app also reads the OpenTelemetry settings (libs/tracing), before its config.
+      const known = new Set([...envNamesOf(cls), ...TRACING_ENV_NAMES]);
       for (const name of Object.keys(env)) {
         expect(`${object.metadata.name}: ${name} ${known.has(name) ? 'is read' : 'is not read'}`).toBe(
           `${object.metadata.name}: ${name} is read`,
@@ -321,6 +323,28 @@ describe('deploy/k8s (kubectl kustomize)', () => {
     });
     expect(config).toMatchObject({ filesStore: 's3', filesS3ForcePathStyle: true });
     expect(config.filesS3Bucket.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it("shows every app the OpenTelemetry exporter's settings, off until an endpoint is set", () => {
+    for (const object of all('Deployment')) {
+      const container = containerOf(object);
+      const app = appOfCommand(container.command)!;
+      const env = envOf(container);
+      expect({ name: object.metadata.name, endpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT }).toEqual({
+        name: object.metadata.name,
+        endpoint: '',
+      });
+      expect(readTracingConfig(env, app)).toMatchObject({
+        enabled: false,
+        sampler: 'parentbased_traceidratio',
+      });
+      const on = { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318' };
+      expect(readTracingConfig(on, app)).toMatchObject({
+        enabled: true,
+        serviceName: `mgw-${app}`,
+        samplerRatio: 0.1,
+      });
+    }
   });
 
   it('mounts the catalog ConfigMap where CATALOG_PATH points, for the registry and every worker', () => {

@@ -20,7 +20,7 @@ import { isFieldRecord } from '../validation/record.reader';
 import { chatBodyOf, chatRequestOfBody } from '../request/chat-body.mapper';
 import type { ChatRequest } from '../request/chat-request';
 import { readChatRequest } from '../request/chat-request.reader';
-import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN, TEAM_ID_PATTERN } from './names';
+import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN, TEAM_ID_PATTERN, TRACEPARENT_PATTERN } from './names';
 import { protocolVersionOf } from './protocol-version';
 import { readVersionedDto } from './versioned-dto.reader';
 
@@ -114,6 +114,15 @@ abstract class JobEnvelope {
   @IsOptional()
   @IsBoolean()
   hasFallback?: boolean;
+
+  /**
+   * The trace the request is in, when its gateway traces (OpenTelemetry): the W3C `traceparent` of the
+   * gateway's span for it, which the worker's spans continue. Optional within the job protocol's version:
+   * a worker that does not trace ignores it.
+   */
+  @IsOptional()
+  @Matches(TRACEPARENT_PATTERN)
+  traceparent?: string;
 }
 
 /** The envelope fields alone, as the gateway builds them before adding the request. */

@@ -101,6 +101,8 @@ export const KEY_ID_PATTERN = /^(key_[0-9a-f]{24}|bootstrap_[0-9a-f]{16})$/;
 
 /** Team ids (`team_…`): a team's keys share its limits and its place in a model's fair share. */
 export const TEAM_ID_PATTERN = /^team_[0-9a-f]{24}$/;
+/** A W3C `traceparent` of version 00 (version, trace id, parent span id, flags), as a job carries it. */
+export const TRACEPARENT_PATTERN = /^00-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/;
 
 /** BullMQ's priority range: 1 runs first. */
 export const JOB_PRIORITY_MAX = 2 ** 21;

@@ -1,5 +1,6 @@
 import pino, { type LevelWithSilent, type LoggerOptions } from 'pino';
 import type { LogLevel } from '@mgw/config';
+import { activeTraceFields, tracingEnabled } from '@mgw/tracing';
 import { REDACTED_PATHS } from './redaction';
 
 /** LOG_LEVEL speaks Nest's vocabulary; pino's names differ for two of them. */
@@ -16,7 +17,8 @@ export function pinoLevelOf(level: LogLevel): LevelWithSilent {
 
 /**
  * The shape of every log line of every process: one JSON object with an ISO time, the level by name,
- * and the app; lines about a request add its `requestId` themselves.
+ * and the app; lines about a request add its `requestId` themselves. When the process traces, a line
+ * written inside a traced request also carries its `trace_id` and `span_id` (from the active span).
  */
 export function pinoOptionsFor(app: string, level: LogLevel): LoggerOptions {
   return {
@@ -25,5 +27,6 @@ export function pinoOptionsFor(app: string, level: LogLevel): LoggerOptions {
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    ...(tracingEnabled() && { mixin: () => activeTraceFields() ?? {} }),
   };
 }

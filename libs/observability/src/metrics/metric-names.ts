@@ -38,6 +38,16 @@ export const WORKER_METRICS = {
   embeddingQueueWait: 'worker_embedding_queue_wait_seconds',
 } as const;
 
+/**
+ * The OpenTelemetry GenAI semantic conventions' metrics, under their Prometheus names (dots to underscores,
+ * the unit as a suffix), exported by the workers beside their own.
+ */
+export const GEN_AI_METRICS = {
+  timeToFirstToken: 'gen_ai_server_time_to_first_token_seconds',
+  timePerOutputToken: 'gen_ai_server_time_per_output_token_seconds',
+  tokenUsage: 'gen_ai_client_token_usage',
+} as const;
+
 export const QUEUE_METRICS = {
   jobs: 'queue_jobs',
   oldestWaitingAge: 'queue_oldest_waiting_age_seconds',
@@ -47,5 +57,6 @@ export const QUEUE_METRICS = {
 export const METRIC_NAMES: readonly string[] = [
   ...Object.values(GATEWAY_METRICS),
   ...Object.values(WORKER_METRICS),
+  ...Object.values(GEN_AI_METRICS),
   ...Object.values(QUEUE_METRICS),
 ];

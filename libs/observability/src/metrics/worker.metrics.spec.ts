@@ -67,4 +67,30 @@ describe('WorkerMetrics', () => {
     const jobs = await valuesOf('worker_jobs_total');
     expect(jobs.find((v) => v.labels.model === 'other' && v.labels.outcome === 'failed')!.value).toBe(1);
   });
+
+  it('records the GenAI semconv metrics of a generation: first token, per output token, usage by type', async () => {
+    const observer = metrics.observerFor('sim-chat');
+    observer.onSend({ kind: 'started' });
+    observer.onSend({ kind: 'delta' });
+    observer.onSend({ kind: 'delta' });
+    observer.onSend({
+      kind: 'chat-done',
+      usage: { prompt_tokens: 12, completion_tokens: 5 },
+      finishReasons: ['stop'],
+    });
+    const labels = { gen_ai_operation_name: 'chat', gen_ai_request_model: 'sim-chat' };
+    const count = (values: Value[], name: string, extra: Record<string, string> = {}) =>
+      values.find(
+        (v) =>
+          v.metricName === name &&
+          Object.entries({ ...labels, ...extra }).every(([k, x]) => v.labels[k] === x),
+      )?.value;
+    const ttft = await valuesOf('gen_ai_server_time_to_first_token_seconds');
+    expect(count(ttft, 'gen_ai_server_time_to_first_token_seconds_count')).toBe(1);
+    const tpot = await valuesOf('gen_ai_server_time_per_output_token_seconds');
+    expect(count(tpot, 'gen_ai_server_time_per_output_token_seconds_count')).toBe(1);
+    const usage = await valuesOf('gen_ai_client_token_usage');
+    expect(count(usage, 'gen_ai_client_token_usage_sum', { gen_ai_token_type: 'input' })).toBe(12);
+    expect(count(usage, 'gen_ai_client_token_usage_sum', { gen_ai_token_type: 'output' })).toBe(5);
+  });
 });

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { INTER_TOKEN_BUCKETS_SECONDS, LATENCY_BUCKETS_SECONDS } from './buckets';
+import { GenAiMetrics } from './gen-ai.metrics';
 import { BoundedLabel } from './label-bounds';
 import { WORKER_METRICS } from './metric-names';
 import { createMetricsRegistry, type MetricsOptions } from './metrics-registry';
@@ -18,6 +19,9 @@ export interface SentReply {
   /** Embedding answers: the vectors sent. */
   count?: number;
 }
+
+/** `gen_ai.operation.name` by model kind (the conventions have no image operation of their own). */
+const GEN_AI_OPERATION_OF = { chat: 'chat', embedding: 'embeddings', image: 'generate_content' } as const;
 
 /** Watches one job's replies: tokens, images and the gaps between deltas. */
 export interface JobReplyObserver {
@@ -39,7 +43,10 @@ export class WorkerMetrics {
   readonly embeddingBatchInputs: Histogram<'model'>;
   readonly embeddingInputs: Counter<'model'>;
   readonly embeddingQueueWait: Histogram<'model'>;
+  /** The GenAI semantic conventions' metrics of the generations and embeddings served. */
+  readonly genAi: GenAiMetrics;
   private readonly models: BoundedLabel;
+  private readonly operations: Map<string, string>;
 
   constructor(
     app: string,
@@ -88,6 +95,8 @@ export class WorkerMetrics {
       registers,
     });
     this.upstreams = new UpstreamMetrics(this.registry);
+    this.genAi = new GenAiMetrics(this.registry);
+    this.operations = new Map(served.map(({ id, kind }) => [id, GEN_AI_OPERATION_OF[kind]]));
     this.embeddingBatchInputs = new Histogram({
       name: WORKER_METRICS.embeddingBatchInputs,
       help: 'Inputs per embedding backend call (the batches gathered from the jobs waiting at once).',
@@ -151,9 +160,11 @@ export class WorkerMetrics {
 
   observerFor(model: string): JobReplyObserver {
     const label = this.models.of(model);
+    const genAi = this.genAi.observerFor(this.operations.get(model) ?? 'chat', label);
     let lastDeltaAt: number | null = null;
     return {
       onSend: (message) => {
+        genAi.onSend(message);
         switch (message.kind) {
           case 'delta': {
             const now = performance.now();

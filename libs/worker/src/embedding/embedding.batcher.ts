@@ -1,5 +1,6 @@
 import type { EmbeddingInput } from '@mgw/contracts';
 import type { EmbeddingBackend } from '@mgw/inference';
+import { activeJobSpan, traceBatch } from '@mgw/tracing';
 
 /** How a model's inputs are gathered into backend calls (from its catalog entry). */
 export interface EmbeddingBatchPolicy {
@@ -36,6 +37,8 @@ interface Entry {
   inputs: readonly EmbeddingInput[];
   arrivedAt: number;
   signal: AbortSignal;
+  /** The job's span when tracing: the batch's span links to it. */
+  span: ReturnType<typeof activeJobSpan>;
   /** Set once it is part of a call. */
   sent: boolean;
   resolve(vectors: Float32Array[]): void;
@@ -101,6 +104,7 @@ export class EmbeddingBatcher implements EmbeddingInputBatcher {
         inputs,
         arrivedAt: Date.now(),
         signal,
+        span: activeJobSpan(),
         sent: false,
         resolve: (vectors) => {
           signal.removeEventListener('abort', leave);
@@ -197,8 +201,11 @@ export class EmbeddingBatcher implements EmbeddingInputBatcher {
       if (--live === 0) controller.abort(new Error('every job of the batch was cancelled'));
     };
     for (const entry of batch) entry.signal.addEventListener('abort', onAbort, { once: true });
-    this.backend
-      .embed({ inputs, dimensions: this.policy.dimensions }, controller.signal)
+    traceBatch(
+      batch.map((entry) => entry.span),
+      inputs.length,
+      () => this.backend.embed({ inputs, dimensions: this.policy.dimensions }, controller.signal),
+    )
       .then((vectors) => {
         if (vectors.length !== inputs.length) {
           throw new Error(`the backend answered ${vectors.length} vectors for ${inputs.length} inputs`);
