@@ -20,7 +20,13 @@ import { isFieldRecord } from '../validation/record.reader';
 import { chatBodyOf, chatRequestOfBody } from '../request/chat-body.mapper';
 import type { ChatRequest } from '../request/chat-request';
 import { readChatRequest } from '../request/chat-request.reader';
-import { JOB_PRIORITY_MAX, KEY_ID_PATTERN, REQUEST_ID_PATTERN, TEAM_ID_PATTERN, TRACEPARENT_PATTERN } from './names';
+import {
+  JOB_PRIORITY_MAX,
+  KEY_ID_PATTERN,
+  REQUEST_ID_PATTERN,
+  TEAM_ID_PATTERN,
+  TRACEPARENT_PATTERN,
+} from './names';
 import { protocolVersionOf } from './protocol-version';
 import { readVersionedDto } from './versioned-dto.reader';
 
