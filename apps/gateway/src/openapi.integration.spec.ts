@@ -33,7 +33,10 @@ const UNDOCUMENTED_ROUTES: ReadonlySet<string> = new Set([
 const DOCS_URL = 'https://code.example.org/platform/model-gateway/-/blob/main/docs/README.md';
 
 /** Operations that take no body, as OpenAI's own (cancelling a background response). */
-const BODYLESS_OPERATIONS: ReadonlySet<string> = new Set(['post /v1/responses/{id}/cancel']);
+const BODYLESS_OPERATIONS: ReadonlySet<string> = new Set([
+  'post /v1/responses/{id}/cancel',
+  'post /v1/batches/{id}/cancel',
+]);
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
 /** `/v1/models/:id` → `/v1/models/{id}`, as OpenAPI writes path parameters. */
@@ -165,12 +168,14 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
         if (['post', 'put', 'patch'].includes(method) && !BODYLESS_OPERATIONS.has(`${method} ${path}`)) {
           const body = operation.requestBody as
             { content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
-          const json = body?.content?.['application/json']?.schema;
+          const json = body?.content?.['application/json']?.schema as
+            { $ref?: string; properties?: object } | undefined;
           const ref = json?.$ref;
-          // A file upload's form is described in place (`multipart/form-data`), a JSON body by reference.
+          // A JSON body by reference or in place (a schema's own JSON Schema), a file upload's form in place.
           const schema =
             ref === undefined
-              ? (body?.content?.['multipart/form-data']?.schema as { properties?: object } | undefined)
+              ? (json ??
+                (body?.content?.['multipart/form-data']?.schema as { properties?: object } | undefined))
               : document.components.schemas[ref.split('/').pop()!];
           // A DTO @nestjs/swagger cannot read becomes an empty object: document it with DtoSchemaBuilder.
           if (Object.keys(schema?.properties ?? {}).length === 0) {

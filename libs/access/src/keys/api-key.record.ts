@@ -1,27 +1,7 @@
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  ArrayUnique,
-  IsArray,
-  IsBoolean,
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  Max,
-  MaxLength,
-  Min,
-  Matches,
-  MinLength,
-} from 'class-validator';
-import {
-  parkedPriorityOf,
-  TEAM_ID_PATTERN,
-  TENANT_WEIGHT_MAX,
-  TENANT_WEIGHT_MIN,
-  type SchedulingTier,
-} from '@mgw/contracts';
-import { PRIORITY_TIERS, type ApiKeyView, type PriorityTier } from '../admin-api.types';
+import { IsBoolean, IsInt, IsOptional, IsString, MaxLength, Min, Matches, MinLength } from 'class-validator';
+import { parkedPriorityOf, TEAM_ID_PATTERN, type SchedulingTier } from '@mgw/contracts';
+import { type ApiKeyView, type PriorityTier } from '../admin-api.types';
+import { LimitSettingsDto } from '../limit-settings.dto';
 
 /**
  * The BullMQ priority a key's jobs are queued at: its tier's parked band (contracts' scheduling.ts); every job
@@ -81,49 +61,8 @@ export function toKeyView(record: ApiKeyRecord): ApiKeyView {
   };
 }
 
-const LIMIT_MAX = 1_000_000_000;
-
 /** The settable limits and scope of a key, shared by create and update. */
-abstract class KeySettingsDto {
-  @IsOptional()
-  @ArrayUnique()
-  @MaxLength(256, { each: true })
-  @MinLength(1, { each: true })
-  @IsString({ each: true })
-  @ArrayMaxSize(256)
-  @ArrayMinSize(1)
-  @IsArray()
-  models?: string[] | null;
-
-  @IsOptional()
-  @Max(LIMIT_MAX)
-  @Min(1)
-  @IsInt()
-  rpm?: number | null;
-
-  @IsOptional()
-  @Max(LIMIT_MAX)
-  @Min(1)
-  @IsInt()
-  tpm?: number | null;
-
-  @IsOptional()
-  @Max(LIMIT_MAX)
-  @Min(1)
-  @IsInt()
-  max_concurrent?: number | null;
-
-  @IsOptional()
-  @IsIn(PRIORITY_TIERS)
-  priority?: PriorityTier;
-
-  /** Its share of a saturated model against the other waiting keys' (README "Scheduling"). */
-  @IsOptional()
-  @Max(TENANT_WEIGHT_MAX)
-  @Min(TENANT_WEIGHT_MIN)
-  @IsInt()
-  weight?: number;
-
+abstract class KeySettingsDto extends LimitSettingsDto {
   /** Unix seconds; must be in the future. */
   @IsOptional()
   @Min(1)

@@ -1,19 +1,6 @@
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  ArrayUnique,
-  IsArray,
-  IsIn,
-  IsInt,
-  IsOptional,
-  IsString,
-  Max,
-  MaxLength,
-  Min,
-  MinLength,
-} from 'class-validator';
-import { TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN } from '@mgw/contracts';
-import { PRIORITY_TIERS, type PriorityTier, type TeamView } from '../admin-api.types';
+import { IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { type PriorityTier, type TeamView } from '../admin-api.types';
+import { LimitSettingsDto } from '../limit-settings.dto';
 
 /**
  * A team as stored in Redis (JSON under its id, beside the keys). Its limits hold for all its keys together,
@@ -63,51 +50,8 @@ export function toTeamView(record: TeamRecord, keys: number): TeamView {
   };
 }
 
-const LIMIT_MAX = 1_000_000_000;
-
-/** The settable limits and scope of a team, shared by create and update. */
-abstract class TeamSettingsDto {
-  @IsOptional()
-  @ArrayUnique()
-  @MaxLength(256, { each: true })
-  @MinLength(1, { each: true })
-  @IsString({ each: true })
-  @ArrayMaxSize(256)
-  @ArrayMinSize(1)
-  @IsArray()
-  models?: string[] | null;
-
-  @IsOptional()
-  @Max(LIMIT_MAX)
-  @Min(1)
-  @IsInt()
-  rpm?: number | null;
-
-  @IsOptional()
-  @Max(LIMIT_MAX)
-  @Min(1)
-  @IsInt()
-  tpm?: number | null;
-
-  @IsOptional()
-  @Max(LIMIT_MAX)
-  @Min(1)
-  @IsInt()
-  max_concurrent?: number | null;
-
-  @IsOptional()
-  @IsIn(PRIORITY_TIERS)
-  priority?: PriorityTier;
-
-  @IsOptional()
-  @Max(TENANT_WEIGHT_MAX)
-  @Min(TENANT_WEIGHT_MIN)
-  @IsInt()
-  weight?: number;
-}
-
 /** `POST /admin/teams` (and `keys team create`). Null or absent limits mean "no limit". */
-export class CreateTeamDto extends TeamSettingsDto {
+export class CreateTeamDto extends LimitSettingsDto {
   @MaxLength(128)
   @MinLength(1)
   @IsString()
@@ -115,7 +59,7 @@ export class CreateTeamDto extends TeamSettingsDto {
 }
 
 /** `PATCH /admin/teams/:id`: only the fields given change; null clears a limit or the scope. */
-export class UpdateTeamDto extends TeamSettingsDto {
+export class UpdateTeamDto extends LimitSettingsDto {
   @IsOptional()
   @MaxLength(128)
   @MinLength(1)
