@@ -167,15 +167,13 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
         }
         if (['post', 'put', 'patch'].includes(method) && !BODYLESS_OPERATIONS.has(`${method} ${path}`)) {
           const body = operation.requestBody as
-            { content?: Record<string, { schema?: { $ref?: string } }> } | undefined;
-          const json = body?.content?.['application/json']?.schema as
-            { $ref?: string; properties?: object } | undefined;
+            { content?: Record<string, { schema?: { $ref?: string; properties?: object } }> } | undefined;
+          const json = body?.content?.['application/json']?.schema;
           const ref = json?.$ref;
           // A JSON body by reference or in place (a schema's own JSON Schema), a file upload's form in place.
-          const schema =
+          const schema: { properties?: object } | undefined =
             ref === undefined
-              ? (json ??
-                (body?.content?.['multipart/form-data']?.schema as { properties?: object } | undefined))
+              ? (json ?? body?.content?.['multipart/form-data']?.schema)
               : document.components.schemas[ref.split('/').pop()!];
           // A DTO @nestjs/swagger cannot read becomes an empty object: document it with DtoSchemaBuilder.
           if (Object.keys(schema?.properties ?? {}).length === 0) {
