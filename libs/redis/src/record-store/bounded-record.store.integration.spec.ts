@@ -253,8 +253,9 @@ describe('BoundedRecordStore (real Redis)', () => {
       const page = await store().page(mine, { order: 'asc', limit: 2, fields: ['v'] }, skipping);
       expect(ids(page)).toEqual([saved[0], saved[2]]);
 
+      // The newest of the owner's records, so the listing below (newest first) meets it before the others.
       const gone = nextId();
-      await store().save(mine, gone, Date.now() + seq, { v: '1', kind: 'beta' });
+      await store().save(mine, gone, Date.now() + 60_000, { v: '1', kind: 'beta' });
       await redis.del(record(mine, gone));
       const listed = await store().page(
         mine,
