@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { BoundedLabel, GatewayMetrics } from '@mgw/observability';
+import { BoundedLabel, GATEWAY_METRICS, GatewayMetrics } from '@mgw/observability';
 
 const MAX_MODEL_LABELS = 100;
 
@@ -23,7 +23,7 @@ export class BatchMetrics {
   constructor(@Inject(GatewayMetrics) metrics: GatewayMetrics) {
     const registers = [metrics.registry];
     this.lines = new Counter({
-      name: 'gateway_batch_lines_total',
+      name: GATEWAY_METRICS.batchLines,
       help: 'Batch lines finished by this gateway, by model and outcome (completed: a 2xx answer; failed: any other).',
       labelNames: ['model', 'outcome'],
       registers,
@@ -31,7 +31,7 @@ export class BatchMetrics {
     const driven = (): DrivenBatches | null => this.driven;
     const models = this.models;
     new Gauge({
-      name: 'gateway_batch_lines_waiting',
+      name: GATEWAY_METRICS.batchLinesWaiting,
       help: 'Lines without a result yet of the batches this gateway drives, by model.',
       labelNames: ['model'],
       registers,
@@ -42,7 +42,7 @@ export class BatchMetrics {
       },
     });
     new Gauge({
-      name: 'gateway_batch_oldest_age_seconds',
+      name: GATEWAY_METRICS.batchOldestAge,
       help: 'Age of the oldest batch this gateway drives (0 when it drives none).',
       registers,
       collect() {
@@ -51,7 +51,7 @@ export class BatchMetrics {
       },
     });
     this.duration = new Histogram({
-      name: 'gateway_batch_duration_seconds',
+      name: GATEWAY_METRICS.batchDuration,
       help: 'Age of batches when they ended, by how they ended.',
       labelNames: ['status'],
       buckets: [60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 48 * 3600],

@@ -16,6 +16,10 @@ export const GATEWAY_METRICS = {
   fallbacks: 'gateway_fallbacks_total',
   hostedToolsDropped: 'gateway_hosted_tools_dropped_total',
   schedulerRefusals: 'gateway_scheduler_refusals_total',
+  batchLines: 'gateway_batch_lines_total',
+  batchLinesWaiting: 'gateway_batch_lines_waiting',
+  batchOldestAge: 'gateway_batch_oldest_age_seconds',
+  batchDuration: 'gateway_batch_duration_seconds',
 } as const;
 
 export const WORKER_METRICS = {
