@@ -61,3 +61,34 @@ export abstract class LimitSettingsDto {
   @IsInt()
   weight?: number;
 }
+
+/** The limits and scope a stored key or team keeps, as `LimitSettingsDto` sets them. */
+interface LimitFields {
+  name: string;
+  models: string[] | null;
+  rpm: number | null;
+  tpm: number | null;
+  maxConcurrent: number | null;
+  priority: PriorityTier;
+  weight: number;
+}
+
+/**
+ * `record` with an update's limits, scope and name applied: a field left out keeps its value, and null
+ * clears a limit or the scope (name, priority and weight cannot be cleared).
+ */
+export function withLimitSettings<R extends LimitFields>(
+  record: R,
+  change: LimitSettingsDto & { name?: string },
+): R {
+  return {
+    ...record,
+    name: change.name ?? record.name,
+    priority: change.priority ?? record.priority,
+    weight: change.weight ?? record.weight,
+    models: change.models === undefined ? record.models : change.models,
+    rpm: change.rpm === undefined ? record.rpm : change.rpm,
+    tpm: change.tpm === undefined ? record.tpm : change.tpm,
+    maxConcurrent: change.max_concurrent === undefined ? record.maxConcurrent : change.max_concurrent,
+  };
+}

@@ -1,3 +1,4 @@
+import { withLimitSettings } from '../limit-settings.dto';
 import type { Redis } from 'ioredis';
 import { DEFAULT_TENANT_WEIGHT, encodeKeyInvalidation, GatewayError, keyLayoutOf } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
@@ -103,15 +104,8 @@ export class KeyStore {
     }
     if (change.expires_at !== undefined) this.checkExpiry(change.expires_at);
     const next: ApiKeyRecord = {
-      ...record,
-      name: change.name ?? record.name,
+      ...withLimitSettings(record, change),
       disabled: change.disabled ?? record.disabled,
-      priority: change.priority ?? record.priority,
-      weight: change.weight ?? record.weight,
-      models: change.models === undefined ? record.models : change.models,
-      rpm: change.rpm === undefined ? record.rpm : change.rpm,
-      tpm: change.tpm === undefined ? record.tpm : change.tpm,
-      maxConcurrent: change.max_concurrent === undefined ? record.maxConcurrent : change.max_concurrent,
       expiresAt: change.expires_at === undefined ? record.expiresAt : change.expires_at,
       teamId: change.team_id === undefined ? record.teamId : change.team_id,
     };

@@ -1,3 +1,4 @@
+import { withLimitSettings } from '../limit-settings.dto';
 import type { Redis } from 'ioredis';
 import {
   DEFAULT_TENANT_WEIGHT,
@@ -113,16 +114,7 @@ export class TeamStore {
 
   async update(id: string, change: UpdateTeamDto): Promise<TeamView> {
     const record = await this.require(id);
-    const next: TeamRecord = {
-      ...record,
-      name: change.name ?? record.name,
-      priority: change.priority ?? record.priority,
-      weight: change.weight ?? record.weight,
-      models: change.models === undefined ? record.models : change.models,
-      rpm: change.rpm === undefined ? record.rpm : change.rpm,
-      tpm: change.tpm === undefined ? record.tpm : change.tpm,
-      maxConcurrent: change.max_concurrent === undefined ? record.maxConcurrent : change.max_concurrent,
-    };
+    const next: TeamRecord = withLimitSettings(record, change);
     await this.redis.set(this.names.teamRecord(id), JSON.stringify(next));
     await this.invalidateKeysOf(id);
     return this.viewOf(next);
