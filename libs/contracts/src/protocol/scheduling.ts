@@ -81,6 +81,8 @@ export function schedulerNamesFor(namespace: string, kind: ModelKind, model: str
     /** BullMQ's key prefix of this queue's jobs (`<prefix>:<queue>:<job id>`). */
     jobPrefix: `${namespace}:${queue}:`,
     prioritized: `${namespace}:${queue}:prioritized`,
+    /** BullMQ's counter that orders jobs of one priority (`pc`): a released job takes the next number. */
+    priorityCounter: `${namespace}:${queue}:pc`,
   };
 }
 

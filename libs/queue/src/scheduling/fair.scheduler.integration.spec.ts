@@ -72,11 +72,39 @@ describe('FairScheduler', () => {
     expect(order).toEqual([a[0], b[0], a[1], b[1], a[2], a[3], a[4], a[5]]);
   });
 
-  it('releases a job to its tier’s released band, keeping its place in the band', async () => {
-    await submit('a');
+  it('releases a job to its tier’s released band, behind the jobs released before it', async () => {
+    const [a1, a2, b1] = [await submit('a'), await submit('a'), await submit('b')];
+    for (let i = 0; i < 3; i++) await scheduler.release('chat', modelId, 1, 0);
+    const flat = await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, '0', '-1', 'WITHSCORES');
+    // In the order released (a's turn, b's, a's), not the order queued.
+    expect([flat[0], flat[2], flat[4]]).toEqual([a1, b1, a2]);
+    for (const score of [flat[1], flat[3], flat[5]]) {
+      expect(Math.floor(Number(score) / 2 ** 32)).toBe(SCHEDULING_BANDS.normal.released);
+    }
+  });
+
+  it('takes a job released on its tenant’s turn next, even with a released job no fetch took ahead of it', async () => {
+    for (let i = 0; i < 20; i++) await submit('flood');
+    // A release whose fetch took something else (a job queued direct between the two): one released job
+    // too many, for good.
     await scheduler.release('chat', modelId, 1, 0);
-    const [, score] = await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, '0', '0', 'WITHSCORES');
-    expect(Math.floor(Number(score) / 2 ** 32)).toBe(SCHEDULING_BANDS.normal.released);
+    const single = await submit('single');
+    // Its turn comes with the next release; the flood's older jobs released after it must not pass it.
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) order.push((await take())!.id);
+    expect(order.slice(0, 2)).toContain(single);
+  });
+
+  it('releases nothing in place of stale leftovers, so they never pile up', async () => {
+    const a = [await submit('a'), await submit('a')];
+    // Released just now: their fetches may still be on their way, so each release gets its own job.
+    await expect(scheduler.release('chat', modelId, 1, 0)).resolves.toBe(1);
+    await expect(scheduler.release('chat', modelId, 1, 0)).resolves.toBe(1);
+    // Many jobs queued since, and still there: their fetches passed them over; the next two fetches take them.
+    for (let i = 0; i < 20; i++) await submit('b');
+    await expect(scheduler.release('chat', modelId, 2, 0)).resolves.toBe(0);
+    expect(await redis.zrange(`${namespace}:chat.${modelId}:prioritized`, '0', '1')).toEqual(a);
+    await expect(scheduler.release('chat', modelId, 3, 0)).resolves.toBe(1);
   });
 
   it('serves tenants in proportion to their weights', async () => {

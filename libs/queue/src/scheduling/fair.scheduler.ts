@@ -112,7 +112,7 @@ export class FairScheduler {
     const names = this.namesOf(kind, model);
     const released = await RELEASE.run(
       this.redis,
-      [names.prioritized, names.tenants, names.waiting, names.owners],
+      [names.prioritized, names.tenants, names.waiting, names.owners, names.priorityCounter],
       [names.base, names.jobPrefix, minShare, count, ...BAND_ARGS],
     );
     return released === -1 ? null : Number(released);

@@ -10,12 +10,18 @@
   tier with parked jobs instead, in the `promoted` band (ahead of `normal`, behind `high`): `low` and
   `batch` get at least `minShare` of the releases.
 
+  A released job takes the next number of BullMQ's priority counter, as a job queued now would: released
+  jobs are taken in the order they were released, not the order they were queued. A released job a fetch
+  did not take (a job queued direct between a release and its fetch took its place) stays first, and is
+  taken by the next fetch; were the band in queue order, each later release of a tenant with older jobs
+  would go ahead of it, and a job released on its tenant's turn could wait behind the whole backlog.
+
   Cost per released job: a few O(log n) sorted-set steps in the waiting tenants, plus per call one
   O(log n) count of each tier's direct jobs in the backlog. A line's head that no longer waits (taken
   straight from an idle queue, or removed) is dropped on the way, once; at most 64 such heads per call, the
   rest are left for the next one.
 
-  KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
+  KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash, 5 BullMQ priority counter
   ARGV: 1 scheduler base name, 2 BullMQ job key prefix, 3 minShare, 4 count,
         5..16 direct, released and parked bands of high, normal, low, batch, 17 promoted band
   Returns the number of jobs released, or -1 when nothing is parked.
@@ -91,27 +97,40 @@ local function popNext(tier)
   elseif live then
     redis.call('ZADD', ring, finish, tenant)
   end
-  if live then return id, tonumber(score) end
+  if live then return id end
   return false
 end
 
 -- Direct jobs (queued while the model had room) of the tiers down to the most urgent one waiting are what
 -- the next fetches take first: only the fetches beyond them get a job released. So a fetch that takes a
 -- direct job leaves no released job behind, and released jobs never pile up to be taken in queue order
--- instead of fair order. (Jobs released for other fetches are not counted: those fetches take them.)
+-- instead of fair order. Jobs released for other fetches are not counted (those fetches take them), except
+-- leftovers: a job released STALE or more counter numbers ago that is still there was passed over by its
+-- fetch (one took a job queued direct between the release and itself). The next fetches take the leftovers
+-- first, so they never accumulate into a queue that every tenant's turn waits behind.
+local STALE = 16
 local top = waitingTier(1)
 for i = 1, top or 0 do
   local band = direct[TIERS[i]]
   count = count - redis.call('ZCOUNT', KEYS[1], band * SHIFT, '(' .. (band + 1) * SHIFT)
+end
+local counter = tonumber(redis.call('GET', KEYS[5]) or '0') % SHIFT
+if count > 0 and counter > STALE then
+  local function leftovers(band)
+    return redis.call('ZCOUNT', KEYS[1], band * SHIFT, band * SHIFT + counter - STALE)
+  end
+  for i = 1, top or 0 do count = count - leftovers(released[TIERS[i]]) end
+  if top and top > 1 then count = count - leftovers(PROMOTED) end
 end
 
 local done, skipped = 0, 0
 while done < count and skipped < 64 do
   local tier, band = chooseTier()
   if not tier then break end
-  local id, score = popNext(tier)
+  local id = popNext(tier)
   if id then
-    redis.call('ZADD', KEYS[1], 'XX', band * SHIFT + score % SHIFT, id)
+    local order = redis.call('INCR', KEYS[5]) % SHIFT
+    redis.call('ZADD', KEYS[1], 'XX', band * SHIFT + order, id)
     redis.call('HSET', jobPrefix .. id, 'priority', band)
     done = done + 1
   else
