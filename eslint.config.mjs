@@ -12,16 +12,19 @@ const LIBS_THROUGH_ALIAS = {
 /**
  * Which lib may import which: the house's arrows, one row per lib under libs/. Anything a row does not
  * name is refused, so a new arrow is a decision written here, not an accident. Read bottom-up: contracts
- * (the shared protocol) → config → redis (connections, scripts) → observability, access, queue → the
- * worker's side (inference → one lib per backend kind, registry → worker) and the gateway's: HTTP
+ * (the shared protocol) → request (the neutral request and the job that carries it) → config → redis
+ * (connections, scripts) → observability, access, queue → the worker's side (inference → one lib per
+ * backend kind, registry → worker) and the gateway's: HTTP
  * plumbing (http) → the request core (session) → the rooms on it (api-docs, stored-completions, the
  * front-ends, admin, console-assets) → the assembly (api). Apps wire whatever they need; tests and benches reach anything. `@mgw/testing` (test
  * fixtures) is for specs only.
  */
-const BASE = ['contracts', 'config', 'tracing', 'observability'];
+const BASE = ['contracts', 'request', 'config', 'tracing', 'observability'];
 const FRONT_END = [...BASE, 'redis', 'access', 'http', 'session', 'api-docs', 'registry'];
 const ARROWS = {
   contracts: [],
+  // The neutral request every front-end makes and the job protocol that carries it to a worker.
+  request: ['contracts'],
   // Plumbing for Redis itself: connections by role and topology, pub/sub dispatch, scripts kept in .lua
   // files, expiring slots; below every capability that talks to Redis.
   redis: ['contracts', 'config'],

@@ -17,10 +17,16 @@ require('reflect-metadata');
 const Fastify = require('fastify');
 const inferenceLib = dist('inference/src/index.js');
 const { toImageInferenceRequest } = inferenceLib;
-// A chat body's neutral request is made in contracts since the neutral request; an older build (BENCH_DIST)
-// makes it in inference.
-const toChatInferenceRequest =
-  inferenceLib.toChatInferenceRequest ?? dist('contracts/src/index.js').chatRequestOfBody;
+// A chat body's neutral request is made in the request lib; an older build (BENCH_DIST) makes it in
+// contracts, or before the neutral request in inference.
+const requestLib = () => {
+  try {
+    return dist('request/src/index.js');
+  } catch {
+    return dist('contracts/src/index.js');
+  }
+};
+const toChatInferenceRequest = inferenceLib.toChatInferenceRequest ?? requestLib().chatRequestOfBody;
 // The backend factory's home since each backend kind is its own lib; an older build (BENCH_DIST) has it in
 // inference.
 const backendFactory = () => {

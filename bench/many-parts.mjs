@@ -11,6 +11,7 @@
 // worker refuses (400: 4096 messages do not fit its model's 4096-token context); prints each one's wall time
 // and the stream's largest gap between two chunks.
 // Compare builds: `cp -r dist dist-before` on the branch point, then run this with dist-before and dist.
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -30,11 +31,16 @@ const { fetch, TextDecoder } = globalThis;
 const require = createRequire(import.meta.url);
 require('reflect-metadata');
 const contracts = require(join(distDir, 'libs/contracts/src/index.js'));
-const { ChatCompletionRequestDto, ChatJobData, REQUEST_SIZE_DEFAULTS, validateDto } = contracts;
+// The job protocol's home since libs/request; an older build (the tree compared with) has it in contracts.
+const jobs = existsSync(join(distDir, 'libs/request/src/index.js'))
+  ? require(join(distDir, 'libs/request/src/index.js'))
+  : contracts;
+const { ChatCompletionRequestDto, REQUEST_SIZE_DEFAULTS, validateDto } = contracts;
+const { ChatJobData } = jobs;
 // The worker's job reader where the build has one; before it, the worker called validateDto itself.
-const readJob = contracts.readJobData ?? ((cls, plain) => validateDto(cls, plain));
+const readJob = jobs.readJobData ?? ((cls, plain) => validateDto(cls, plain));
 // Since the neutral request, the worker reads a chat job of any version into it.
-const readChatJob = contracts.readChatJob ?? ((plain) => readJob(ChatJobData, plain));
+const readChatJob = jobs.readChatJob ?? ((plain) => readJob(ChatJobData, plain));
 
 const body = (model) => ({
   model,

@@ -10,22 +10,24 @@ import { KeyInvalidationListener, StreamLogStore } from '@mgw/session';
 import { loadConfig, RedisOnlyConfig, type GatewayConfig } from '@mgw/config';
 import {
   ChatCompletionRequestDto,
-  chatJobFields,
-  ChatJobData,
-  chatRequestOfBody,
   CHAT_MODEL_TYPE,
-  NEUTRAL_CHAT_JOB_VERSION,
   PROTOCOL_VERSIONS,
   ProtocolVersionError,
-  readChatJob,
   readVersionedDto,
   registryPatterns,
   validateDto,
-  type ChatJob,
-  type ChatRequest,
   type ProtocolFamily,
   type ReplyMessage,
 } from '@mgw/contracts';
+import {
+  chatJobFields,
+  ChatJobData,
+  chatRequestOfBody,
+  NEUTRAL_CHAT_JOB_VERSION,
+  readChatJob,
+  type ChatJob,
+  type ChatRequest,
+} from '@mgw/request';
 import { translateMessagesRequest, validateMessagesRequest } from '@mgw/anthropic-api';
 import { UpstreamPool } from '@mgw/inference';
 import { ControlListener, ReplyRouter, type ReplyBatcher } from '@mgw/queue';

@@ -1,4 +1,5 @@
-import { chatRequestProblem, GatewayError, REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
+import { GatewayError, REQUEST_SIZE_CEILINGS } from '@mgw/contracts';
+import { chatRequestProblem } from '@mgw/request';
 import { translateMessagesRequest } from './chat-request.translator';
 import { validateMessagesRequest } from './messages-request.schema';
 

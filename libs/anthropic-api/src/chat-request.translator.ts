@@ -1,12 +1,6 @@
 import { createHash } from 'node:crypto';
-import {
-  ParamOrigins,
-  type ChatContentPart,
-  type ChatRequest,
-  type InferenceMessage,
-  type ToolCall,
-  type ToolChoice,
-} from '@mgw/contracts';
+import { type ChatContentPart, type ToolCall } from '@mgw/contracts';
+import { ParamOrigins, type ChatRequest, type InferenceMessage, type ToolChoice } from '@mgw/request';
 import type {
   CountTokensRequest,
   ImageBlock,

@@ -1,10 +1,10 @@
 import {
   ChatCompletionRequestDto,
-  chatRequestOfBody,
   COMMON_CHAT_PARAMETERS,
   supportedChatParametersOf,
   validateDto,
 } from '@mgw/contracts';
+import { chatRequestOfBody } from '@mgw/request';
 import { toUpstreamChatRequest } from './openai-chat.backend';
 
 describe('supportedChatParametersOf', () => {

@@ -2,11 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import {
-  assertChatParametersSupported,
-  chatRequestOfBody,
-  type ChatCompletionRequestDto,
-} from '@mgw/contracts';
+import { assertChatParametersSupported, type ChatCompletionRequestDto } from '@mgw/contracts';
+import { chatRequestOfBody } from '@mgw/request';
 import { ReplyClients } from '@mgw/http';
 import {
   BoundedJsonRenderer,

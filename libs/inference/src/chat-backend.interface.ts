@@ -1,16 +1,11 @@
 import type { UpstreamPool } from './pool/upstream-pool';
-import type { ChatRequest, FinishReason, TokenLogprob } from '@mgw/contracts';
+import type { FinishReason, TokenLogprob } from '@mgw/contracts';
+import type { ChatRequest } from '@mgw/request';
 
-export type {
-  InferenceMessage,
-  JsonSchema,
-  ResponseFormat,
-  ToolChoice,
-  ToolDefinition,
-} from '@mgw/contracts';
+export type { InferenceMessage, JsonSchema, ResponseFormat, ToolChoice, ToolDefinition } from '@mgw/request';
 
 /**
- * The chat request backends generate from: the gateway's neutral `ChatRequest` (libs/contracts), which the
+ * The chat request backends generate from: the gateway's neutral `ChatRequest` (libs/request), which the
  * worker reads out of every job version.
  */
 export type ChatInferenceRequest = ChatRequest;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { parkedPriorityOf, type ChatJobData } from '@mgw/contracts';
+import { parkedPriorityOf } from '@mgw/contracts';
+import { type ChatJobData } from '@mgw/request';
 import { JobProducer } from './job.producer';
 
 /** Who a job is scheduled as: its key's team when it has one, else its key (real Redis, its own namespace). */

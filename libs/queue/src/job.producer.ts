@@ -1,14 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  keyLayoutOf,
-  queueNameFor,
-  SCHEDULING_BANDS,
-  type ChatJobData,
-  type EmbeddingJobData,
-  type ImageJobData,
-  type ModelKind,
-} from '@mgw/contracts';
+import { keyLayoutOf, queueNameFor, SCHEDULING_BANDS, type ModelKind } from '@mgw/contracts';
+import { type ChatJobData, type EmbeddingJobData, type ImageJobData } from '@mgw/request';
 import { jobOptionsFor } from './job-options';
 import { FairScheduler, scheduledJobOf } from './scheduling/fair.scheduler';
 

@@ -1,17 +1,15 @@
+import { GatewayError, type ChatContentPart, type RequestSizeLimits } from '@mgw/contracts';
 import {
   ANY_OBJECT,
   chatRequestProblem,
-  GatewayError,
   NO_PARAMETERS,
   ParamOrigins,
-  type ChatContentPart,
   type ChatRequest,
   type InferenceMessage,
-  type RequestSizeLimits,
   type ResponseFormat,
   type ToolChoice,
   type ToolDefinition,
-} from '@mgw/contracts';
+} from '@mgw/request';
 import { responsesPartName } from './responses-part.name';
 import type {
   ConversationItem,

@@ -1,11 +1,6 @@
 import { estimateChatTokens, type Principal } from '@mgw/access';
-import {
-  ChatCompletionRequestDto,
-  chatRequestOfBody,
-  ParamOrigins,
-  validateDto,
-  type ModelEntry,
-} from '@mgw/contracts';
+import { ChatCompletionRequestDto, validateDto, type ModelEntry } from '@mgw/contracts';
+import { chatRequestOfBody, ParamOrigins } from '@mgw/request';
 import { refusal } from '@mgw/testing';
 import { chatSessionRequest } from './chat-session.request';
 

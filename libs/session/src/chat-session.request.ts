@@ -1,5 +1,5 @@
 import { estimateChatTokens } from '@mgw/access';
-import { assertRequestSupported, type ChatRequest } from '@mgw/contracts';
+import { assertRequestSupported, type ChatRequest } from '@mgw/request';
 import type { SessionRequest } from './session-request.types';
 
 /** What a front-end adds to its chat request: everything but what the request itself decides. */

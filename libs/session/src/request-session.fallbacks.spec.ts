@@ -1,11 +1,11 @@
 import {
   GatewayError,
   type ChatDoneMessage,
-  type ChatRequest,
   type ImageDoneMessage,
   type ModelEntry,
   type ReplyMessage,
 } from '@mgw/contracts';
+import { type ChatRequest } from '@mgw/request';
 import type { JobDataOf } from '@mgw/queue';
 import { chatInferenceRequest } from '@mgw/testing';
 import type { RequestSession } from './request-session';

@@ -4,11 +4,11 @@ import {
   GatewayError,
   jobProtocolVersionOf,
   type CancelMessage,
-  type JobEnvelopeFields,
   type ModelEntry,
   type ModelKind,
   type ReattachMessage,
 } from '@mgw/contracts';
+import { type JobEnvelopeFields } from '@mgw/request';
 import { JsonReplyClient, SseReplyClient } from '@mgw/http';
 import { chatInferenceRequest, FakeResponse } from '@mgw/testing';
 import type { RequestTiming } from '@mgw/observability';

@@ -1,19 +1,21 @@
 import type { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
-  MAX_RESUME_GRACE_MS,
-  chatJobFields,
   jobProtocolVersionOf,
-  ParamOrigins,
-  type ChatRequest,
   type DoneMessage,
   type ModelEntry,
   type ModelKind,
   type ProtocolError,
   type ReplyMessage,
-  type ResumeOptions,
   tierOfPriority,
 } from '@mgw/contracts';
+import {
+  MAX_RESUME_GRACE_MS,
+  chatJobFields,
+  ParamOrigins,
+  type ChatRequest,
+  type ResumeOptions,
+} from '@mgw/request';
 import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
 import type { JobDataOf, ReplyHandler } from '@mgw/queue';
 import {

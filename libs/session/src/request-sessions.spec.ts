@@ -1,5 +1,6 @@
 import type { GatewayConfig } from '@mgw/config';
-import { GatewayError, ParamOrigins, type CancelMessage, type ReplyMessage } from '@mgw/contracts';
+import { GatewayError, type CancelMessage, type ReplyMessage } from '@mgw/contracts';
+import { ParamOrigins } from '@mgw/request';
 import { chatInferenceRequest } from '@mgw/testing';
 import { GatewayMetrics } from '@mgw/observability';
 import type { JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';

@@ -1,13 +1,8 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import {
-  GatewayError,
-  jobProtocolVersionOf,
-  type JobEnvelopeFields,
-  type ModelKind,
-  type ParamOrigins,
-} from '@mgw/contracts';
+import { GatewayError, jobProtocolVersionOf, type ModelKind } from '@mgw/contracts';
+import { type JobEnvelopeFields, type ParamOrigins } from '@mgw/request';
 import { GatewayMetrics } from '@mgw/observability';
 import { JobProducer, ReplyRouter } from '@mgw/queue';
 import { activeTraceparent } from '@mgw/tracing';

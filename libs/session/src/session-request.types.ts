@@ -1,15 +1,14 @@
 import type { Principal } from '@mgw/access';
 import type {
-  ChatRequest,
   DoneMessage,
   GatewayError,
   ImageMessage,
   ModelEntry,
   ModelKind,
-  ParamOrigins,
   TokenLogprob,
   ToolCallMessage,
 } from '@mgw/contracts';
+import type { ChatRequest, ParamOrigins } from '@mgw/request';
 import type { JobDataOf } from '@mgw/queue';
 import type { EventSink } from './client/session-client.port';
 

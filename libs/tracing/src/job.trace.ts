@@ -12,7 +12,7 @@ import { capturesMessageContent, contextOfTraceparent, tracingEnabled } from './
 
 export const TRACER_NAME = 'model-gateway';
 
-/** What the worker's spans read of a job (structurally the contracts' job envelope and its request). */
+/** What the worker's spans read of a job (structurally the request lib's job envelope and its request). */
 export interface TracedJob {
   requestId: string;
   model: string;

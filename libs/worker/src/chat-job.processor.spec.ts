@@ -1,5 +1,6 @@
 import type { Job } from 'bullmq';
-import { GatewayError, type ChatJob, type TokenLogprob } from '@mgw/contracts';
+import { GatewayError, type TokenLogprob } from '@mgw/contracts';
+import { type ChatJob } from '@mgw/request';
 import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '@mgw/inference';
 import type { OutgoingReply } from '@mgw/queue';
 import { ChatJobProcessor } from './chat-job.processor';

@@ -1,12 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import {
-  GatewayError,
-  readChatJob,
-  toolCallHeadProblem,
-  type FinishReason,
-  type TokenUsage,
-} from '@mgw/contracts';
+import { GatewayError, toolCallHeadProblem, type FinishReason, type TokenUsage } from '@mgw/contracts';
+import { readChatJob } from '@mgw/request';
 import type { ChatBackend } from '@mgw/inference';
 import { estimatePromptTokens } from '@mgw/access';
 import { JobRunner, type JobOutcome } from './job-runner';

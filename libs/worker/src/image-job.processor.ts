@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WorkerConfig } from '@mgw/config';
-import { ImageJobData, imageResultKeyFor } from '@mgw/contracts';
+import { imageResultKeyFor } from '@mgw/contracts';
+import { ImageJobData } from '@mgw/request';
 import { toImageInferenceRequest } from '@mgw/inference';
 import { JobRunner, type JobOutcome } from './job-runner';
 import { OnJob } from './on-job.decorator';

@@ -5,12 +5,11 @@ import {
   ProtocolVersionError,
   REQUEST_ID_PATTERN,
   streamLogKeyFor,
-  readJobData,
   streamRouteKeyFor,
   type ModelKind,
-  type ResumeOptions,
   type WireError,
 } from '@mgw/contracts';
+import { readJobData, type ResumeOptions } from '@mgw/request';
 import {
   JobStopped,
   ReplyStreamWriter,

@@ -1,4 +1,5 @@
-import { ChatCompletionRequestDto, chatRequestOfBody, validateDto, type ChatRequest } from '@mgw/contracts';
+import { ChatCompletionRequestDto, validateDto } from '@mgw/contracts';
+import { chatRequestOfBody, type ChatRequest } from '@mgw/request';
 import { estimateChatTokens, estimatePromptTokens, estimateToolAndSchemaTokens } from './token.estimate';
 
 const request = (extra: Record<string, unknown> = {}): ChatRequest =>

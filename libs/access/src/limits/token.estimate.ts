@@ -1,4 +1,4 @@
-import { ANY_OBJECT, NO_PARAMETERS, type ChatRequest, type InferenceMessage } from '@mgw/contracts';
+import { ANY_OBJECT, NO_PARAMETERS, type ChatRequest, type InferenceMessage } from '@mgw/request';
 import { estimateImageTokens } from './image-tokens.estimate';
 
 /** Per message: role and framing tokens that every chat template adds. */

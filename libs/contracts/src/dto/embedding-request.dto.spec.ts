@@ -1,5 +1,4 @@
 import { GatewayError } from '../errors/gateway-error';
-import { EmbeddingJobData, readJobData } from '../protocol/job-data';
 import { EmbeddingRequestDto, embeddingInputsOf } from './embedding-request.dto';
 import { validateDto } from './validate-dto';
 
@@ -43,27 +42,5 @@ describe('EmbeddingRequestDto', () => {
     [{ input: 'a', extra: true }, 'extra'],
   ])('refuses %j with a 400 naming its parameter', (body, param) => {
     expect(refusal(body)).toEqual({ status: 400, param });
-  });
-
-  it('holds for an embedding job read back from Redis too, naming the field under request', () => {
-    const envelope = {
-      requestId: 'req_0123456789',
-      model: 'e',
-      replyTo: 'r',
-      deadline: 1,
-      enqueuedAt: 0,
-      v: 2,
-    };
-    expect(
-      readJobData(EmbeddingJobData, { ...envelope, request: { model: 'e', input: ['a'] } }).request.input,
-    ).toEqual(['a']);
-    let refused: unknown = null;
-    try {
-      readJobData(EmbeddingJobData, { ...envelope, request: { model: 'e', input: [''] } });
-    } catch (error) {
-      refused = error;
-    }
-    expect(refused).toBeInstanceOf(GatewayError);
-    expect((refused as GatewayError).param).toBe('request.input[0]');
   });
 });

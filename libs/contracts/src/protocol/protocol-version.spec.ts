@@ -1,14 +1,8 @@
 import { CHAT_MODEL_TYPE } from '../model-types';
 import { readModelList, readModelLookup, registryAnswer } from '../registry/registry-answers.reader';
 import { encodeControlMessage, parseControlMessage } from './control-message';
-import { ChatJobData, readJobData } from './job-data';
 import { encodeKeyInvalidation, readKeyInvalidation } from './key-invalidation';
-import {
-  jobProtocolVersionOf,
-  PROTOCOL_VERSIONS,
-  protocolVersionOf,
-  ProtocolVersionError,
-} from './protocol-version';
+import { PROTOCOL_VERSIONS, protocolVersionOf, ProtocolVersionError } from './protocol-version';
 import { ProtocolError } from './protocol.error';
 import { parseReplyRecord } from './reply-message.parser';
 import { encodeUpstreamEvent, readUpstreamEvent } from './upstream-event';
@@ -94,45 +88,5 @@ describe('versioned messages as this release writes and reads them', () => {
       readModelLookup({ v: 1, state: 'live', model: { ...entry, liveWorkers: undefined } }),
     ).toThrow("Malformed registry answer: 'liveWorkers' must be a non-negative integer");
     expect(() => readModelLookup({ v: 1, state: 'gone' })).toThrow("'state' is not a known lookup state");
-  });
-
-  it('jobs: fields a newer gateway adds are dropped at every level, tool_choice included', () => {
-    const job = readJobData(ChatJobData, {
-      requestId,
-      model: 'm',
-      replyTo: 'mgw:reply:gw',
-      deadline: 1,
-      enqueuedAt: 1,
-      request: {
-        messages: [{ role: 'user', content: 'x' }],
-        tools: [{ type: 'function', function: { name: 'f', future: 1 }, future: 1 }],
-        tool_choice: { type: 'function', function: { name: 'f', future: 1 }, future: 1 },
-      },
-    });
-    expect(job.v).toBe(1);
-    expect(job.request.tools).toEqual([{ type: 'function', function: { name: 'f' } }]);
-    expect(job.request.tool_choice).toEqual({ type: 'function', function: { name: 'f' } });
-  });
-
-  it('jobs: a count-only chat job is version 3, read with its flag; other chat jobs stay version 1', () => {
-    expect(jobProtocolVersionOf('chat', { countOnly: true })).toBe(3);
-    expect(jobProtocolVersionOf('chat', {})).toBe(1);
-    expect(jobProtocolVersionOf('chat')).toBe(1);
-    expect(jobProtocolVersionOf('embedding')).toBe(2);
-    const plain = {
-      v: 3,
-      requestId,
-      model: 'm',
-      replyTo: 'mgw:reply:gw',
-      deadline: 1,
-      enqueuedAt: 1,
-      countOnly: true,
-      request: { messages: [{ role: 'user', content: 'x' }] },
-    };
-    const job = readJobData(ChatJobData, plain);
-    expect(job.v).toBe(3);
-    expect(job.countOnly).toBe(true);
-    expect(readJobData(ChatJobData, { ...plain, v: 1, countOnly: undefined }).countOnly).toBeUndefined();
-    expect(() => readJobData(ChatJobData, { ...plain, countOnly: 'yes' })).toThrow('countOnly');
   });
 });

@@ -1,4 +1,5 @@
-import { GatewayError, ParamOrigins, type InferenceMessage, type ModelEntry } from '@mgw/contracts';
+import { GatewayError, type ModelEntry } from '@mgw/contracts';
+import { ParamOrigins, type InferenceMessage } from '@mgw/request';
 import { checkContextWindow, MAX_CHARS_PER_TOKEN } from './context-window.check';
 
 const model = (contextTokens?: number): ModelEntry => ({

@@ -1,4 +1,5 @@
-import { GatewayError, type InferenceMessage, type ModelEntry } from '@mgw/contracts';
+import { GatewayError, type ModelEntry } from '@mgw/contracts';
+import { type InferenceMessage } from '@mgw/request';
 
 /**
  * Longer than any token a model is likely to have: o200k_base's longest is 128 characters (a run of

@@ -1,4 +1,5 @@
-import { ParamOrigins, type InferenceMessage, type ModelEntry, type UrlInputPolicy } from '@mgw/contracts';
+import { type ModelEntry, type UrlInputPolicy } from '@mgw/contracts';
+import { ParamOrigins, type InferenceMessage } from '@mgw/request';
 import { checkUrlInputs } from './url-inputs.check';
 import { refusal } from '@mgw/testing';
 

@@ -2,10 +2,10 @@ import {
   DEFAULT_URL_INPUT_POLICY,
   GatewayError,
   urlInputProblem,
-  type InferenceMessage,
   type ModelEntry,
   type UrlInputPolicy,
 } from '@mgw/contracts';
+import { type InferenceMessage } from '@mgw/request';
 
 const WHAT_PASSES: Readonly<Record<UrlInputPolicy, string>> = {
   public: 'data: URLs and http(s) URLs of public hosts',

@@ -1,4 +1,5 @@
-import type { CancelMessage, JobEnvelopeFields, ReattachMessage } from '@mgw/contracts';
+import type { CancelMessage, ReattachMessage } from '@mgw/contracts';
+import type { JobEnvelopeFields } from '@mgw/request';
 import type { JobProducer, ReplyRouter } from '@mgw/queue';
 
 /**

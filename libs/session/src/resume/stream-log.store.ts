@@ -8,8 +8,8 @@ import {
   streamMetaKeyFor,
   streamRouteKeyFor,
   type ReplyMessage,
-  type ResumeOptions,
 } from '@mgw/contracts';
+import { type ResumeOptions } from '@mgw/request';
 import { RedisConnections } from '@mgw/redis';
 import { readStreamMeta, type StreamMeta } from './stream-meta.reader';
 

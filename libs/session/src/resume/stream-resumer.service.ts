@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Principal } from '@mgw/access';
-import { GatewayError, ProtocolError, type ParamOrigins } from '@mgw/contracts';
+import { GatewayError, ProtocolError } from '@mgw/contracts';
+import { type ParamOrigins } from '@mgw/request';
 import { JobProducer } from '@mgw/queue';
 import type { EventSink, StreamClient } from '../client/session-client.port';
 import { RequestSessions } from '../request-sessions';

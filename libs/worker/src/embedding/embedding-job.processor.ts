@@ -1,13 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WorkerConfig } from '@mgw/config';
-import {
-  EmbeddingJobData,
-  embeddingInputsOf,
-  embeddingResultKeyFor,
-  GatewayError,
-  type EmbeddingInput,
-} from '@mgw/contracts';
+import { embeddingInputsOf, embeddingResultKeyFor, GatewayError, type EmbeddingInput } from '@mgw/contracts';
+import { EmbeddingJobData } from '@mgw/request';
 import { countTextTokens, shorten } from '@mgw/inference';
 import { WorkerMetrics } from '@mgw/observability';
 import { JobRunner, type JobOutcome } from '../job-runner';

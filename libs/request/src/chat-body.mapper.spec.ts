@@ -1,5 +1,4 @@
-import { ChatCompletionRequestDto } from '../dto/chat-completion-request.dto';
-import { validateDto } from '../dto/validate-dto';
+import { ChatCompletionRequestDto, validateDto } from '@mgw/contracts';
 import { chatBodyOf, chatRequestOfBody } from './chat-body.mapper';
 import { readChatRequest } from './chat-request.reader';
 

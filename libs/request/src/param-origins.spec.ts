@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors/gateway-error';
+import { GatewayError } from '@mgw/contracts';
 import { ParamOrigins } from './param-origins';
 
 describe('ParamOrigins', () => {

@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors/gateway-error';
+import { GatewayError } from '@mgw/contracts';
 
 /** Whether what lies under a path keeps its own path under the client's param (`keep`) or is all of it. */
 export type UnderOrigin = 'keep' | 'drop';

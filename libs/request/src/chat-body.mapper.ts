@@ -2,8 +2,10 @@ import {
   CHAT_LIMITS,
   type ChatCompletionRequestDto,
   type ChatMessageDto,
-} from '../dto/chat-completion-request.dto';
-import type { ResponseFormatDto, ToolChoiceOption, ToolDto } from '../dto/chat-tools.dto';
+  type ResponseFormatDto,
+  type ToolChoiceOption,
+  type ToolDto,
+} from '@mgw/contracts';
 import {
   ANY_OBJECT,
   NO_PARAMETERS,

@@ -1,5 +1,4 @@
-import type { ChatMessageContent } from '../dto/message-content';
-import type { ToolCall } from '../openai/chat-completion.types';
+import type { ChatMessageContent, ToolCall } from '@mgw/contracts';
 import type { ParamOrigins } from './param-origins';
 
 /**

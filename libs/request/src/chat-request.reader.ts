@@ -1,6 +1,5 @@
 import Ajv, { type ErrorObject, type JSONSchemaType } from 'ajv';
-import { CHAT_LIMITS } from '../dto/chat-completion-request.dto';
-import { ProtocolError } from '../protocol/protocol.error';
+import { CHAT_LIMITS, ProtocolError } from '@mgw/contracts';
 import type { ChatRequest } from './chat-request';
 
 /** Up to the Messages API's 64 stop sequences: the one bound the neutral request takes wider than chat. */

@@ -1,5 +1,4 @@
-import { COMMON_CHAT_PARAMETERS } from '../dto/chat-parameter-support';
-import { GatewayError } from '../errors/gateway-error';
+import { COMMON_CHAT_PARAMETERS, GatewayError } from '@mgw/contracts';
 import type { ChatRequest } from './chat-request';
 
 /**

@@ -11,24 +11,24 @@ import {
   MinLength,
   ValidateNested,
 } from 'class-validator';
-import { ChatCompletionRequestDto } from '../dto/chat-completion-request.dto';
-import { EmbeddingRequestDto } from '../dto/embedding-request.dto';
-import { ImageGenerationRequestDto } from '../dto/image-generation-request.dto';
-import type { RequestSizeLimits } from '../dto/request-size.limits';
-import type { FieldProblem } from '../dto/validate-dto';
-import { isFieldRecord } from '../validation/record.reader';
-import { chatBodyOf, chatRequestOfBody } from '../request/chat-body.mapper';
-import type { ChatRequest } from '../request/chat-request';
-import { readChatRequest } from '../request/chat-request.reader';
 import {
+  ChatCompletionRequestDto,
+  EmbeddingRequestDto,
+  type FieldProblem,
+  ImageGenerationRequestDto,
+  isFieldRecord,
   JOB_PRIORITY_MAX,
   KEY_ID_PATTERN,
+  protocolVersionOf,
+  readVersionedDto,
   REQUEST_ID_PATTERN,
+  type RequestSizeLimits,
   TEAM_ID_PATTERN,
   TRACEPARENT_PATTERN,
-} from './names';
-import { protocolVersionOf } from './protocol-version';
-import { readVersionedDto } from './versioned-dto.reader';
+} from '@mgw/contracts';
+import { chatBodyOf, chatRequestOfBody } from './chat-body.mapper';
+import type { ChatRequest } from './chat-request';
+import { readChatRequest } from './chat-request.reader';
 
 /**
  * How a resumable stream's job keeps its replies for a resume (see README "Resumable streams"): every frame

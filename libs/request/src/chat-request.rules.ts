@@ -1,10 +1,13 @@
-import { CHAT_LIMITS } from '../dto/chat-completion-request.dto';
-import { TOOL_LIMITS, TOOL_NAME_PATTERN } from '../dto/chat-tools.dto';
-import { jsonSchemaProblem } from '../dto/json-schema.bounds';
-import { MODEL_REQUEST_LIMITS } from '../dto/model-request.dto';
-import type { RequestSizeLimits } from '../dto/request-size.limits';
-import type { FieldProblem } from '../dto/validate-dto';
-import { describeValue } from '../dto/validation-message';
+import {
+  CHAT_LIMITS,
+  describeValue,
+  type FieldProblem,
+  jsonSchemaProblem,
+  MODEL_REQUEST_LIMITS,
+  type RequestSizeLimits,
+  TOOL_LIMITS,
+  TOOL_NAME_PATTERN,
+} from '@mgw/contracts';
 import type { ChatRequest, InferenceMessage } from './chat-request';
 
 /**
