@@ -429,7 +429,9 @@ describe('API keys, limits and usage across two gateways', () => {
           }),
           { prompt_tokens: 0, completion_tokens: 0 },
         );
-    expect(report.totals).toEqual({ requests: 14, ...sum(), images: 2 });
+    // Live requests only: none of it is batch usage.
+    const noBatch = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0 };
+    expect(report.totals).toEqual({ requests: 14, ...sum(), images: 2, batch: noBatch });
     const byModel = new Map(report.data.map((row) => [row.model, row]));
     expect(byModel.get('sim-chat')).toMatchObject({ requests: 9, ...sum('sim-chat') });
     expect(byModel.get('sim-chat-words')).toMatchObject({ requests: 4, ...sum('sim-chat-words') });

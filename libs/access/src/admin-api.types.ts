@@ -66,21 +66,23 @@ export interface CreatedTeamToken extends TeamTokenView {
   token: string;
 }
 
-export interface UsageRow {
-  key_id: string;
-  date: string;
-  model: string;
+export interface UsageCounts {
   requests: number;
   prompt_tokens: number;
   completion_tokens: number;
   images: number;
 }
 
-export interface UsageTotals {
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  images: number;
+export interface UsageRow extends UsageCounts {
+  key_id: string;
+  date: string;
+  model: string;
+  /** The part of the row's counts made by batch lines (included in them). */
+  batch: UsageCounts;
+}
+
+export interface UsageTotals extends UsageCounts {
+  batch: UsageCounts;
 }
 
 export interface UsageReport {

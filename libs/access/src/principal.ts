@@ -17,6 +17,11 @@ export interface Principal {
   weight: number;
   /** Its team, whose limits hold for all its keys together on top of the key's own; null = none. */
   team?: TeamLimits | null;
+  /**
+   * Set only for a batch's line, which runs as its own principal: the id its usage counts once under, as
+   * batch usage (a job's `batchLine`).
+   */
+  batchLine?: string;
 }
 
 /** Who a request's jobs are scheduled as: its team when it has one (README "Scheduling"), else its key. */

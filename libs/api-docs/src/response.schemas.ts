@@ -370,14 +370,20 @@ const usageCounters = {
   images: integer('Images generated.'),
 } as const;
 
+const batchUsage = objectSchema(
+  'The part of these counts made by batch lines (`/v1/batches`), included in them.',
+  usageCounters,
+);
+
 const usageRow = objectSchema('Usage of one key and model on one UTC day.', {
   key_id: string('The key.'),
   date: { type: 'string', format: 'date', description: 'The UTC day.' },
   model: string('The model.'),
   ...usageCounters,
+  batch: batchUsage,
 });
 
-const usageTotals = objectSchema('Sums over the rows.', usageCounters);
+const usageTotals = objectSchema('Sums over the rows.', { ...usageCounters, batch: batchUsage });
 
 const usageReport = objectSchema('Usage per key, model and UTC day.', {
   object: { const: 'usage' },

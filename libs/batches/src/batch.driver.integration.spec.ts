@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Principal } from '@mgw/access';
+import { tenantOf, UsageReader, UsageRecorder, type Principal } from '@mgw/access';
 import type { GatewayConfig } from '@mgw/config';
 import { GatewayError } from '@mgw/contracts';
 import type { RedisConnections } from '@mgw/redis';
@@ -22,7 +22,7 @@ describe('BatchDriver (real Redis)', () => {
   let answer: (body: Record<string, unknown>) => LineOutcome | Promise<LineOutcome>;
 
   const principal: Principal = {
-    keyId: `key_${randomBytes(6).toString('hex')}`,
+    keyId: `key_${randomBytes(12).toString('hex')}`,
     name: 'it',
     bootstrap: false,
     models: null,
@@ -234,6 +234,90 @@ describe('BatchDriver (real Redis)', () => {
     expect(calls.length).toBe(20 - kept);
     const ids = linesOf(done.output_file_id).map((line) => line.custom_id);
     expect(ids).toEqual(lines.map((line) => line.custom_id));
+  });
+
+  it("counts a line's usage once when the driver that took its batch over runs it again", async () => {
+    const recorder = new UsageRecorder(redis, namespace, 'chat');
+    const lines = Array.from({ length: 20 }, (_v, i) => chatLine(i + 1));
+    const batch = await newBatch(lines);
+    // The worker's side of each run: the usage of the job the line's principal was admitted as.
+    const ran = (runAs: Principal, requestId: string) =>
+      recorder.record(
+        { requestId, model: 'sim-chat', keyId: runAs.keyId, batchLine: runAs.batchLine },
+        { promptTokens: 3, completionTokens: 5, images: 0 },
+      );
+    let answered = 0;
+    const first = new BatchDriver(
+      deps({
+        executor: {
+          check: () => undefined,
+          run: async (_endpoint, body, runAs, requestId) => {
+            await ran(runAs, requestId);
+            // It dies at its 7th answer: that line and those answered after it ran, but are not kept.
+            if (++answered === 7) first.stop();
+            return { status: 200, body: { echo: body.n } };
+          },
+        },
+      }),
+      batch.id,
+    );
+    await first.run();
+    expect((await reread(batch.id)).request_counts.completed).toBeLessThan(answered);
+    const second = deps({
+      executor: {
+        check: () => undefined,
+        run: async (_endpoint, body, runAs, requestId) => {
+          await ran(runAs, requestId);
+          return { status: 200, body: { echo: body.n } };
+        },
+      },
+    });
+    await new BatchDriver(second, batch.id).run();
+    expect((await reread(batch.id)).request_counts.completed).toBe(20);
+    const today = new Date().toISOString().slice(0, 10);
+    const usage = await new UsageReader(redis, namespace).report({
+      key: principal.keyId,
+      from: today,
+      to: today,
+    });
+    const once = { requests: 20, prompt_tokens: 60, completion_tokens: 100, images: 0 };
+    expect(usage.totals).toEqual({ ...once, batch: once });
+  });
+
+  it("schedules a team's key's lines as its team, spending none of the team's limits", async () => {
+    const team = {
+      id: `team_${randomBytes(12).toString('hex')}`,
+      rpm: 5,
+      tpm: 100,
+      maxConcurrent: 1,
+      weight: 7,
+    };
+    const member: Principal = { ...principal, keyId: `key_${randomBytes(12).toString('hex')}`, team };
+    const file = await catalog.add(member.keyId, jsonl([chatLine(1), chatLine(2)]));
+    const batch = await store.create(member, {
+      inputFileId: file.id,
+      endpoint: '/v1/chat/completions',
+      metadata: null,
+    });
+    const tenants: unknown[] = [];
+    await new BatchDriver(
+      deps({
+        executor: {
+          check: () => undefined,
+          run: (_endpoint, body, runAs) => {
+            tenants.push(tenantOf(runAs));
+            expect(runAs.team).toEqual({ id: team.id, rpm: null, tpm: null, maxConcurrent: null, weight: 7 });
+            return Promise.resolve({ status: 200, body: { echo: body.n } });
+          },
+        },
+      }),
+      batch.id,
+    ).run();
+    expect((await store.get(member.keyId, batch.id))!.batch.status).toBe('completed');
+    expect(tenants).toEqual([
+      { tenant: team.id, weight: 7 },
+      { tenant: team.id, weight: 7 },
+    ]);
   });
 
   it('keeps a result once even when two drivers run the same line', async () => {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Principal } from '@mgw/access';
@@ -53,8 +53,12 @@ const ENDED_LINE: Record<Exclude<BatchEnding, 'completed'>, { code: string; mess
   cancelled: { code: 'batch_cancelled', message: 'This request was not executed: its batch was cancelled.' },
 };
 
-/** A batch's lines run as its key, in the scheduler's `batch` tier, spending none of its interactive limits. */
+/**
+ * A batch's lines run as its key, in the scheduler's `batch` tier, spending none of its interactive limits
+ * nor its team's; a team's key's lines are scheduled as its team, as its live requests are.
+ */
 export function batchPrincipal(owner: PrincipalSnapshot): Principal {
+  const team = owner.team ?? null;
   return {
     keyId: owner.keyId,
     name: owner.name,
@@ -65,7 +69,16 @@ export function batchPrincipal(owner: PrincipalSnapshot): Principal {
     maxConcurrent: null,
     priority: 'batch',
     weight: owner.weight,
+    team: team && { id: team.id, rpm: null, tpm: null, maxConcurrent: null, weight: team.weight },
   };
+}
+
+/**
+ * The id a line's usage counts once under: its batch and its `custom_id` (digested, to a bounded Redis name),
+ * the same on every run of the line, whichever gateway runs it.
+ */
+export function batchLineOf(batchId: string, customId: string): string {
+  return `${batchId}:${createHash('sha256').update(customId).digest('hex').slice(0, 32)}`;
 }
 
 /** A 429 or a 503 is the queue or the model pushing back, not the line's answer: it is tried again. */
@@ -331,14 +344,15 @@ export class BatchDriver {
       const model = typeof line.body.model === 'string' ? line.body.model : this.model;
       if (this.model === '') this.model = model;
       const requestId = requestIdOfLine();
-      let outcome = await this.deps.executor.run(batch.endpoint, line.body, principal, requestId);
+      const runAs: Principal = { ...principal, batchLine: batchLineOf(batch.id, line.custom_id) };
+      let outcome = await this.deps.executor.run(batch.endpoint, line.body, runAs, requestId);
       for (let attempt = 1; retryable(outcome) && attempt < MAX_ATTEMPTS && !this.halted; attempt++) {
         const backoff = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (attempt - 1));
         const waitMs =
           outcome.retryAfterS === undefined ? backoff : Math.max(backoff, outcome.retryAfterS * 1000);
         await sleep(waitMs, undefined, { signal: this.interrupt.signal }).catch(() => undefined);
         if (this.halted) break;
-        outcome = await this.deps.executor.run(batch.endpoint, line.body, principal, requestId);
+        outcome = await this.deps.executor.run(batch.endpoint, line.body, runAs, requestId);
       }
       // A line pushed back until its batch was cancelled or expired is reported as such, not as the refusal.
       if (this.stopped || (retryable(outcome) && (this.cancelled || this.expired))) return;

@@ -12,6 +12,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import {
+  BATCH_LINE_PATTERN,
   ChatCompletionRequestDto,
   EmbeddingRequestDto,
   type FieldProblem,
@@ -99,6 +100,14 @@ abstract class JobEnvelope {
   @IsOptional()
   @Matches(TEAM_ID_PATTERN)
   teamId?: string;
+
+  /**
+   * Set on a batch's line (`<batch id>:<digest of its custom_id>`): its usage counts once under this id, not
+   * the request's, so a line run again after its gateway died counts once; and it counts as batch usage.
+   */
+  @IsOptional()
+  @Matches(BATCH_LINE_PATTERN)
+  batchLine?: string;
 
   /** The BullMQ priority the job was queued at (from the key's tier); 1 runs first. */
   @IsOptional()

@@ -2,7 +2,7 @@ import type { Job } from 'bullmq';
 import { GatewayError, type TokenLogprob } from '@mgw/contracts';
 import { type ChatJob } from '@mgw/request';
 import type { ChatBackend, ChatInferenceEvent, ChatInferenceRequest } from '@mgw/inference';
-import type { OutgoingReply } from '@mgw/queue';
+import { JobStopped, type JobStop, type OutgoingReply } from '@mgw/queue';
 import { ChatJobProcessor } from './chat-job.processor';
 import type { JobContext, JobRunner } from './job-runner';
 import type { UsageReporter } from './usage.reporter';
@@ -44,7 +44,12 @@ interface Run {
 }
 
 /** Runs one job through the processor with a runner that hands it a recording writer. */
-function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJob = data): Run {
+function run(
+  events: ChatInferenceEvent[],
+  failAfter?: Error,
+  jobData: ChatJob = data,
+  signal: AbortSignal = new AbortController().signal,
+): Run {
   const sent: OutgoingReply[] = [];
   const reported: Run['reported'] = [];
   const backend: ChatBackend = {
@@ -69,7 +74,7 @@ function run(events: ChatInferenceEvent[], failAfter?: Error, jobData: ChatJob =
       const writer = { send: (message: OutgoingReply) => Promise.resolve(void sent.push(message)) };
       await execute({
         data: { ...jobData, request: inference },
-        signal: new AbortController().signal,
+        signal,
         writer,
       } as unknown as JobContext<ChatJob>);
       return 'completed';
@@ -260,5 +265,32 @@ describe('ChatJobProcessor event forwarding', () => {
       await expect(outcome).rejects.toBe(failure);
       expect(reported).toEqual([{ promptTokens: expect.any(Number), completionTokens: 0, images: 0 }]);
     });
+  });
+
+  describe("a batch's line (batchLine)", () => {
+    const line = { ...data, batchLine: `batch_${'a'.repeat(24)}:${'b'.repeat(32)}` } as ChatJob;
+    const stoppedBy = (stop: JobStop): AbortSignal => {
+      const controller = new AbortController();
+      controller.abort(new JobStopped(stop));
+      return controller.signal;
+    };
+
+    it.each<JobStop>([
+      { kind: 'nobody_listening' },
+      { kind: 'worker_stopping', error: GatewayError.internal('r') },
+    ])(
+      'records nothing when stopped by $kind: the line runs again and its finished run counts',
+      async (stop) => {
+        const signal = stoppedBy(stop);
+        const { reported, outcome } = run(
+          [{ type: 'delta', choice: 0, text: 'Hel' }],
+          signal.reason as Error,
+          line,
+          signal,
+        );
+        await expect(outcome).rejects.toBe(signal.reason);
+        expect(reported).toEqual([]);
+      },
+    );
   });
 });

@@ -7,7 +7,7 @@ import { estimatePromptTokens } from '@mgw/access';
 import { JobRunner, type JobOutcome } from './job-runner';
 import { OnJob } from './on-job.decorator';
 import { ServedBackends } from './served-backends';
-import { failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter';
+import { batchLineRunsAgain, failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter';
 
 /** A chat job of any version, its request neutral (`readChatJob`). */
 const CHAT_JOB_READER = { read: readChatJob };
@@ -104,7 +104,9 @@ export class ChatJobProcessor {
       } catch (error) {
         // A failure before any output that the gateway answers by a fallback model is not this model's to
         // count: the serving model records the request (same request id, counted once).
-        if (failedBeforeOutputWithFallback(data, signal, produced)) throw error;
+        if (failedBeforeOutputWithFallback(data, signal, produced) || batchLineRunsAgain(data, signal)) {
+          throw error;
+        }
         // Stopped early (client gone, deadline, backend failure): what was generated still counts. Without
         // the backend's final count, what was sent is counted as above and the prompt is estimated.
         await this.usage.report(data, {

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { UsageAmounts, UsageRecorder, UsageSubject } from '@mgw/access';
+import { JobStopped } from '@mgw/queue';
 import { retryThroughFailover } from '@mgw/redis';
 
 /** How long a job's usage is tried again while Redis fails over (a promotion takes seconds). */
@@ -41,4 +42,18 @@ export function failedBeforeOutputWithFallback(
   sent: number,
 ): boolean {
   return data.hasFallback === true && sent === 0 && !signal.aborted;
+}
+
+/**
+ * A batch's line whose job stopped because its gateway is gone (the batch's next driver runs the line again)
+ * or its worker stops (its driver tries the `503` again) runs again: its usage is the run that finishes,
+ * counted once under its line, so what this run generated is not counted.
+ */
+export function batchLineRunsAgain(data: { batchLine?: string }, signal: AbortSignal): boolean {
+  if (data.batchLine === undefined || !signal.aborted) return false;
+  const reason: unknown = signal.reason;
+  return (
+    reason instanceof JobStopped &&
+    (reason.stop.kind === 'nobody_listening' || reason.stop.kind === 'worker_stopping')
+  );
 }

@@ -352,6 +352,8 @@ describe('Limiter (real Redis)', () => {
   });
 
   describe('usage', () => {
+    const NO_USAGE = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0 };
+
     it('adds exactly every recorded request, per model and day, under concurrency', async () => {
       const keyId = `key_${randomBytes(12).toString('hex')}`;
       const day = Date.UTC(2025, 0, 15, 12);
@@ -376,6 +378,7 @@ describe('Limiter (real Redis)', () => {
         prompt_tokens: 1225,
         completion_tokens: 2450,
         images: 0,
+        batch: NO_USAGE,
       });
       expect(report.data).toEqual([
         {
@@ -386,6 +389,7 @@ describe('Limiter (real Redis)', () => {
           prompt_tokens: sum(false).reduce((a, b) => a + b, 0),
           completion_tokens: 2 * sum(false).reduce((a, b) => a + b, 0),
           images: 0,
+          batch: NO_USAGE,
         },
         {
           key_id: keyId,
@@ -395,8 +399,54 @@ describe('Limiter (real Redis)', () => {
           prompt_tokens: sum(true).reduce((a, b) => a + b, 0),
           completion_tokens: 2 * sum(true).reduce((a, b) => a + b, 0),
           images: 0,
+          batch: NO_USAGE,
         },
       ]);
+    });
+
+    it("counts a batch's line once under its line, whatever its request ids, and as batch usage", async () => {
+      const keyId = `key_${randomBytes(12).toString('hex')}`;
+      const batchLine = `batch_${randomBytes(12).toString('hex')}:${randomBytes(16).toString('hex')}`;
+      const day = Date.UTC(2025, 0, 15, 12);
+      const amounts = { promptTokens: 7, completionTokens: 11, images: 0 };
+      // The line ran on a gateway that died, and again (a new request id) on the one that took its batch over.
+      const first = await recorder.record(
+        { requestId: 'batch_req_first1', model: 'm', keyId, batchLine },
+        amounts,
+        day,
+      );
+      const again = await recorder.record(
+        { requestId: 'batch_req_again1', model: 'm', keyId, batchLine },
+        amounts,
+        day,
+      );
+      await recorder.record({ requestId: 'req_live_request1', model: 'm', keyId }, amounts, day);
+      expect([first, again]).toEqual([true, false]);
+      const report = await new UsageReader(redis, namespace).report({
+        key: keyId,
+        from: '2025-01-15',
+        to: '2025-01-15',
+      });
+      const one = { requests: 1, prompt_tokens: 7, completion_tokens: 11, images: 0 };
+      expect(report.data).toEqual([
+        {
+          key_id: keyId,
+          date: '2025-01-15',
+          model: 'm',
+          requests: 2,
+          prompt_tokens: 14,
+          completion_tokens: 22,
+          images: 0,
+          batch: one,
+        },
+      ]);
+      expect(report.totals).toEqual({
+        requests: 2,
+        prompt_tokens: 14,
+        completion_tokens: 22,
+        images: 0,
+        batch: one,
+      });
     });
 
     it('refuses malformed ranges', async () => {

@@ -1,6 +1,7 @@
 -- A key's usage, once per request (false when already recorded), and the model's served count.
 -- ARGV: 1 key id ('' = unattributed), 2 model, 3 prompt tokens, 4 completion tokens, 5 images,
---       6 now ms (0 = Redis time), 7 usage retention ms
+--       6 now ms (0 = Redis time), 7 usage retention ms, 8 '1' for a batch's line (counted in the model's
+--       counters and again in its `batch_` ones, so batch usage reads apart from the rest)
 --- @include "@mgw/redis/now"
 --- @include "reconcile"
 local now = clock(ARGV[6])
@@ -16,6 +17,12 @@ local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpm
     redis.call('HINCRBY', usageKey, m .. 'prompt_tokens', prompt)
     redis.call('HINCRBY', usageKey, m .. 'completion_tokens', completion)
     redis.call('HINCRBY', usageKey, m .. 'images', images)
+    if ARGV[8] == '1' then
+      redis.call('HINCRBY', usageKey, m .. 'batch_requests', 1)
+      redis.call('HINCRBY', usageKey, m .. 'batch_prompt_tokens', prompt)
+      redis.call('HINCRBY', usageKey, m .. 'batch_completion_tokens', completion)
+      redis.call('HINCRBY', usageKey, m .. 'batch_images', images)
+    end
     redis.call('PEXPIRE', usageKey, tonumber(ARGV[7]))
     if keyIdsKey then redis.call('SADD', keyIdsKey, ARGV[1]) end
     reconcile(reservationKey, tpmKey, prompt + completion)

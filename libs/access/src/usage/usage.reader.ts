@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { GatewayError, KEY_ID_PATTERN, keyLayoutOf } from '@mgw/contracts';
 import { accessNames, type AccessNames } from '../access.names';
-import type { UsageReport, UsageRow, UsageTotals } from '../admin-api.types';
+import type { UsageCounts, UsageReport, UsageRow, UsageTotals } from '../admin-api.types';
 import { DAY_MS, dayOf, daysBetween, parseDay } from './usage.days';
 
 export interface UsageQuery {
@@ -12,6 +12,10 @@ export interface UsageQuery {
 
 const MAX_DAYS = 366;
 const FIELDS = ['requests', 'prompt_tokens', 'completion_tokens', 'images'] as const;
+/** A batch line's counts are also kept under these (`usage.lua`). */
+const BATCH_PREFIX = 'batch_';
+
+const zero = (): UsageCounts => ({ requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0 });
 
 /** Reads the per-key, per-model, per-day counters the workers record. */
 export class UsageReader {
@@ -49,30 +53,24 @@ export class UsageReader {
       cells.map(({ keyId, date }) => this.redis.hgetall(this.names.usage(keyId, date))),
     );
     const data: UsageRow[] = [];
-    const totals: UsageTotals = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0 };
+    const totals: UsageTotals = { ...zero(), batch: zero() };
     results.forEach((value, index) => {
       const { keyId, date } = cells[index]!;
       const byModel = new Map<string, UsageRow>();
       for (const [field, count] of Object.entries(value ?? {})) {
         const sep = field.lastIndexOf('|');
         const model = field.slice(0, sep);
-        const name = field.slice(sep + 1) as (typeof FIELDS)[number];
+        const counter = field.slice(sep + 1);
+        const batch = counter.startsWith(BATCH_PREFIX);
+        const name = (batch ? counter.slice(BATCH_PREFIX.length) : counter) as (typeof FIELDS)[number];
         if (!FIELDS.includes(name)) continue;
         let row = byModel.get(model);
         if (!row) {
-          row = {
-            key_id: keyId,
-            date,
-            model,
-            requests: 0,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            images: 0,
-          };
+          row = { key_id: keyId, date, model, ...zero(), batch: zero() };
           byModel.set(model, row);
         }
-        row[name] = Number(count);
-        totals[name] += Number(count);
+        (batch ? row.batch : row)[name] = Number(count);
+        (batch ? totals.batch : totals)[name] += Number(count);
       }
       data.push(...[...byModel.values()].sort((a, b) => a.model.localeCompare(b.model)));
     });

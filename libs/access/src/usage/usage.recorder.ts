@@ -16,6 +16,11 @@ export interface UsageSubject {
   keyId?: string;
   /** The key's team at admission, whose TPM reservation is settled with the key's. */
   teamId?: string;
+  /**
+   * A batch's line (`<batch id>:<digest of its custom_id>`): its usage counts once under this id rather than
+   * the request's (a line run again after its gateway died has a new request id), and as batch usage.
+   */
+  batchLine?: string;
 }
 
 export interface UsageAmounts {
@@ -55,7 +60,7 @@ export class UsageRecorder {
     const day = dayOf(now || Date.now());
     const owner = keyId || 'unattributed';
     const [recorded, usage, reservation, tpm, served] = [
-      this.names.usageRecorded(subject.requestId, owner),
+      this.names.usageRecorded(subject.batchLine ?? subject.requestId, owner),
       this.names.usage(owner, day),
       this.names.reservation(subject.requestId, owner),
       this.names.tpm(owner),
@@ -71,6 +76,7 @@ export class UsageRecorder {
       Math.max(0, Math.round(amounts.images)),
       now,
       USAGE_RETENTION_MS,
+      subject.batchLine === undefined ? '' : '1',
     ];
     const teamId = keyId === '' ? undefined : subject.teamId;
     const team = teamId

@@ -27,6 +27,8 @@ export interface PrincipalSnapshot {
   bootstrap: boolean;
   models: string[] | null;
   weight: number;
+  /** Its team (absent on batches created before teams were kept): the lines' tenant, as a live request's. */
+  team?: { id: string; weight: number } | null;
 }
 
 /** A batch as the gateway keeps it: OpenAI's object plus what only its drivers read. */
@@ -92,6 +94,7 @@ export class BatchStore {
       bootstrap: principal.bootstrap,
       models: principal.models === null ? null : [...principal.models],
       weight: principal.weight,
+      team: principal.team ? { id: principal.team.id, weight: principal.team.weight } : null,
     };
     const names = this.names;
     await this.redis.hset(names.batch(id), {

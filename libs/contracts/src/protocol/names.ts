@@ -101,6 +101,9 @@ export const KEY_ID_PATTERN = /^(key_[0-9a-f]{24}|bootstrap_[0-9a-f]{16})$/;
 
 /** Team ids (`team_…`): a team's keys share its limits and its place in a model's fair share. */
 export const TEAM_ID_PATTERN = /^team_[0-9a-f]{24}$/;
+
+/** A batch's line, `<batch id>:<digest of its custom_id>` (see `batchLineOf` in libs/batches). */
+export const BATCH_LINE_PATTERN = /^batch_[0-9a-f]{24}:[0-9a-f]{32}$/;
 /** A W3C `traceparent` of version 00 (version, trace id, parent span id, flags), as a job carries it. */
 export const TRACEPARENT_PATTERN = /^00-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/;
 

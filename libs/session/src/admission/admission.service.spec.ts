@@ -1,4 +1,10 @@
-import type { AdmissionDecision, AdmissionRequest, Limiter, Principal } from '@mgw/access';
+import {
+  jobPriorityOf,
+  type AdmissionDecision,
+  type AdmissionRequest,
+  type Limiter,
+  type Principal,
+} from '@mgw/access';
 import type { GatewayConfig } from '@mgw/config';
 import { GatewayError, SCHEDULING_BANDS, type ModelEntry } from '@mgw/contracts';
 import { GatewayMetrics } from '@mgw/observability';
@@ -144,6 +150,19 @@ describe('AdmissionService.admit', () => {
       const admission = await service.admit(member, 'chat', model, 'req_team_chat_2', 10);
       expect(admission.fields).toMatchObject({ keyId: member.keyId, teamId: team.id });
       expect(admission.weight).toBe(5);
+    });
+
+    it("carries a batch line's id and its team to the line's job, in the batch tier", async () => {
+      const { service } = setup(admitted);
+      const batchLine = `batch_${'cd'.repeat(12)}:${'ef'.repeat(16)}`;
+      const line: Principal = { ...member, priority: 'batch', batchLine };
+      const admission = await service.admit(line, 'chat', model, 'batch_req_line_1', 10);
+      expect(admission.fields).toEqual({
+        keyId: member.keyId,
+        teamId: team.id,
+        priority: jobPriorityOf('batch'),
+        batchLine,
+      });
     });
 
     it.each([

@@ -23,6 +23,8 @@ export interface AdmittedFields {
   /** The key's team: the job's tenant, and whose token reservation its usage settles. */
   teamId?: string;
   priority: number;
+  /** A batch's line: its usage counts once per line, as batch usage. */
+  batchLine?: string;
 }
 
 /**
@@ -190,6 +192,7 @@ export class AdmissionService implements OnApplicationShutdown {
   private admitted(ticket: Ticket, principal: Principal, headers: Record<string, string>): Admission {
     const fields: AdmittedFields = { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) };
     if (principal.team) fields.teamId = principal.team.id;
+    if (principal.batchLine !== undefined) fields.batchLine = principal.batchLine;
     return {
       fields,
       weight: tenantOf(principal).weight,
