@@ -1,7 +1,8 @@
 // What tracing costs on S1 (non-stream chat at c=64): one stack with tracing off and one per sampling ratio,
 // exporting OTLP to a sink in this process, measured in alternated rounds so a machine that drifts weighs on
 // every variant alike. See bench/README.md "Tracing overhead".
-//   node bench/tracing-overhead.mjs [--ratios off,0.1] [--rounds 3] [--duration 15] [--warmup 3] [--out <file>]
+//   node bench/tracing-overhead.mjs [--ratios off,0.1,before:dist-before] [--rounds 3] [--duration 15] [--warmup 3]
+//                                   [--out <file>]
 import { createServer } from 'node:http';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -36,8 +37,8 @@ function parseArgs(argv) {
   }
   for (const ratio of args.ratios) {
     const n = Number(ratio);
-    if (ratio !== 'off' && !(Number.isFinite(n) && n >= 0 && n <= 1))
-      throw new Error(`--ratios: ${ratio} is neither off nor a ratio from 0 to 1`);
+    if (ratio !== 'off' && dirOf(ratio) === null && !(Number.isFinite(n) && n >= 0 && n <= 1))
+      throw new Error(`--ratios: ${ratio} is neither off, before:<dist dir> nor a ratio from 0 to 1`);
   }
   return args;
 }
@@ -68,9 +69,14 @@ async function startSink() {
   };
 }
 
-/** The apps' environment for a variant: nothing for `off`, an exporter and a ratio sampler otherwise. */
+/** `before:<dir>`: another build (e.g. `cp -r dist dist-before` before tracing), run with tracing off. */
+function dirOf(variant) {
+  return variant.startsWith('before:') && variant.length > 'before:'.length ? variant.slice(7) : null;
+}
+
+/** The apps' environment for a variant: nothing for `off` or a build before, an exporter and a ratio sampler otherwise. */
 function tracingEnv(ratio, endpoint) {
-  if (ratio === 'off') return {};
+  if (ratio === 'off' || dirOf(ratio) !== null) return {};
   return {
     OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
     OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
@@ -117,7 +123,15 @@ async function main() {
     // Every variant's stack is up throughout (an idle stack costs next to nothing); the rounds alternate.
     for (const ratio of args.ratios) {
       const scenario = { ...s1, env: { ...s1.env, ...tracingEnv(ratio, sink.endpoint) } };
-      stacks.set(ratio, { scenario, stack: await BenchStack.start(root, scenario) });
+      // The stack reads BENCH_DIST as it spawns its apps: each variant's build, then back to the default.
+      const dist = process.env.BENCH_DIST;
+      if (dirOf(ratio) !== null) process.env.BENCH_DIST = dirOf(ratio);
+      try {
+        stacks.set(ratio, { scenario, stack: await BenchStack.start(root, scenario) });
+      } finally {
+        if (dist === undefined) delete process.env.BENCH_DIST;
+        else process.env.BENCH_DIST = dist;
+      }
     }
     for (let round = 0; round < args.rounds; round++) {
       for (const ratio of args.ratios) {
@@ -138,7 +152,7 @@ async function main() {
     const cpu = list.map((r) => r.cpuMsPerRequest).filter((v) => v !== null);
     const gatewayCpu = list.map((r) => r.gatewayCpuMsPerRequest).filter((v) => v !== null);
     return {
-      tracing: ratio === 'off' ? 'off' : `ratio ${ratio}`,
+      tracing: ratio === 'off' ? 'off' : dirOf(ratio) !== null ? `off, ${dirOf(ratio)}` : `ratio ${ratio}`,
       requestsPerSecond: mean(list.map((r) => r.result.requestsPerSecond)),
       p50: mean(list.map((r) => r.result.latencyMs.p50)),
       p99: mean(list.map((r) => r.result.latencyMs.p99)),
