@@ -2,13 +2,13 @@
 // markdown table and writes bench/results/<timestamp>.json. See bench/README.md.
 //   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>] [--rounds <n>]
 //                    [--out <file>]
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { performance } from 'node:perf_hooks';
-import { cpuSeconds, rssBytes } from './lib/processes.mjs';
+import { cpuWindow, runLoad } from './lib/load-runner.mjs';
+import { rssBytes } from './lib/processes.mjs';
 import { markdown } from './lib/report.mjs';
 import { scenarios } from './lib/scenarios.mjs';
 import { BenchStack } from './lib/stack.mjs';
@@ -40,49 +40,6 @@ function parseArgs(argv) {
     else throw new Error(`unknown option ${flag} (see bench/README.md)`);
   }
   return args;
-}
-
-/** Runs one load generator process; `onEvent` sees its progress events. Resolves to its result. */
-function runLoad(script, options, onEvent) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'bench', 'load', script), JSON.stringify(options)], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let result = null;
-    let stderr = '';
-    let partial = '';
-    child.stderr.on('data', (chunk) => (stderr = (stderr + chunk.toString()).slice(-20_000)));
-    child.stdout.on('data', (chunk) => {
-      const lines = (partial + chunk.toString()).split('\n');
-      partial = lines.pop();
-      for (const line of lines.filter(Boolean)) {
-        const event = JSON.parse(line);
-        if (event.event === 'result') result = event;
-        else onEvent(event, child.pid);
-      }
-    });
-    child.once('exit', (code) => {
-      if (code === 0 && result) resolve(result);
-      else reject(new Error(`load generator ${script} exited with ${code}:\n${stderr}`));
-    });
-  });
-}
-
-/** CPU seconds of every process over the measured window, as cores used (1.0 = one core busy). */
-function cpuWindow(pids) {
-  const start = Object.fromEntries(Object.entries(pids).map(([label, pid]) => [label, cpuSeconds(pid)]));
-  const started = performance.now();
-  return () => {
-    const seconds = (performance.now() - started) / 1000;
-    const cores = Object.fromEntries(
-      Object.entries(pids).map(([label, pid]) => {
-        const end = cpuSeconds(pid);
-        return [label, end === null || start[label] === null ? null : (end - start[label]) / seconds];
-      }),
-    );
-    return { cores, seconds };
-  };
 }
 
 /** Counts that add up over rounds; every other number of a load's result is averaged. */
@@ -132,6 +89,7 @@ function combineMeasurements(measurements) {
 async function warmUp(stack, scenario) {
   const options = scenario.options(stack.gatewayUrl, stack.headers());
   await runLoad(
+    root,
     scenario.load,
     { ...options, warmupSeconds: 0, durationSeconds: Math.max(options.warmupSeconds ?? 0, 0.3) },
     () => undefined,
@@ -155,7 +113,7 @@ async function measure(stack, scenario, target) {
   let stopCpu = null;
   let cpu = null;
   let windowSeconds = null;
-  const result = await runLoad(scenario.load, options(url, stack.headers()), (event, loadPid) => {
+  const result = await runLoad(root, scenario.load, options(url, stack.headers()), (event, loadPid) => {
     if (event.event === 'measuring') stopCpu = cpuWindow({ ...pids, load: loadPid });
     else if (event.event === 'measured' && stopCpu) ({ cores: cpu, seconds: windowSeconds } = stopCpu());
     else if (event.event === 'all-open') rss.open = rssBytes(serverPid);

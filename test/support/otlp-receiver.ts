@@ -14,6 +14,9 @@ export interface ReceivedSpan {
   endMs: number;
   attributes: Record<string, unknown>;
   links: { traceId: string; spanId: string }[];
+  events: { name: string; attributes: Record<string, unknown> }[];
+  /** OTLP's status code: 0 unset, 1 ok, 2 error. */
+  status: number;
 }
 
 interface OtlpValue {
@@ -37,6 +40,8 @@ interface OtlpSpan {
   endTimeUnixNano: string | number;
   attributes?: OtlpAttribute[];
   links?: { traceId: string; spanId: string }[];
+  events?: { name: string; attributes?: OtlpAttribute[] }[];
+  status?: { code?: number };
 }
 interface ExportTraceServiceRequest {
   resourceSpans?: { resource?: { attributes?: OtlpAttribute[] }; scopeSpans?: { spans?: OtlpSpan[] }[] }[];
@@ -108,6 +113,11 @@ export class OtlpReceiver {
               traceId: hexOf(link.traceId),
               spanId: hexOf(link.spanId),
             })),
+            events: (span.events ?? []).map((event) => ({
+              name: event.name,
+              attributes: attributesOf(event.attributes),
+            })),
+            status: span.status?.code ?? 0,
           });
         }
       }

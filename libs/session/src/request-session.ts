@@ -20,11 +20,12 @@ import type { GatewayMetrics, RequestTiming } from '@mgw/observability';
 import type { JobDataOf, ReplyHandler } from '@mgw/queue';
 import {
   annotateRequest,
-  annotateResumed,
   operationOfKind,
   requestTraceContext,
   traceAdmission,
+  traceFallback,
   traceFieldsOf,
+  traceResumed,
 } from '@mgw/tracing';
 import { RequestAdmission, type AdmissionPort } from './admission/request-admission';
 import type { EventSink, SessionClient } from './client/session-client.port';
@@ -271,13 +272,14 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     const gate = entry.gate(this);
     this.gate = gate;
     this.renderer = this.rendererFor(meta.model);
-    annotateResumed(this.traceContext, this.requestId, meta.model);
+    const traced = traceResumed(this.traceContext, this.requestId, meta.model, meta.traceparent);
     this.dispatch({ type: 'resumed', model: meta.model });
     this.watchClient();
     try {
       // A worker that starts the job only now reads this; one that runs it already is told on catching up.
       await this.deps.streams.route(this.requestId, this.deps.job.replyTo);
     } catch {
+      traced.end('Redis is not reachable');
       this.dispatch({
         type: 'resume_failed',
         error: GatewayError.serviceUnavailable('The stream could not be resumed: Redis is not reachable.'),
@@ -285,6 +287,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
       return;
     }
     await gate.catchUp();
+    traced.end();
     if (this.ended) {
       this.deps.metrics.streamResumed(meta.model, 'replayed');
       return;
@@ -442,6 +445,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     }
     if (from !== null && reason !== null) {
       this.deps.metrics.fellBack(from, model, reason);
+      traceFallback(this.traceContext, from, model, reason);
       this.deps.logger.warn(this.requestId, `model ${from} cannot serve it (${reason}); trying ${model}`);
     }
     this.dispatch(await this.admit(model, from === null));
@@ -660,6 +664,8 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         deadline: job.deadline,
         ticketId,
         ...(teamId === undefined ? {} : { teamId }),
+        // The trace the stream's job runs in: a resume, wherever it comes, is tied to it.
+        ...(job.traceparent === undefined ? {} : { traceparent: job.traceparent }),
       });
     } catch (error) {
       this.deps.logger.warn(

@@ -35,6 +35,12 @@ export const MGW = {
   fallbackHops: 'mgw.fallback.hops',
   /** The job may still fall back to another model if it fails before any output. */
   hasFallback: 'mgw.fallback.available',
+  /** The model a fallback hop went to (the server span keeps the model asked for as the request's). */
+  fallbackModel: 'mgw.fallback.model',
+  /** On a `mgw.fallback` event: the model that could not serve, the one tried next, and why. */
+  fallbackFrom: 'mgw.fallback.from',
+  fallbackTo: 'mgw.fallback.to',
+  fallbackReason: 'mgw.fallback.reason',
   resumable: 'mgw.stream.resumable',
   resumed: 'mgw.stream.resumed',
   batchId: 'mgw.batch_id',

@@ -21,4 +21,10 @@ describe('readStreamMeta', () => {
     expect(read).toThrow(InvalidStreamMetaError);
     expect(read).toThrow('teamId is not a team id');
   });
+
+  it('reads the trace a resume links to, and drops one that is not a traceparent without refusing the meta', () => {
+    const traceparent = `00-${'ab'.repeat(16)}-${'cd'.repeat(8)}-01`;
+    expect(readStreamMeta(JSON.stringify({ ...META, traceparent }))).toEqual({ ...META, traceparent });
+    expect(readStreamMeta(JSON.stringify({ ...META, traceparent: 'not-a-trace' }))).toEqual(META);
+  });
 });

@@ -4,6 +4,7 @@ import {
   protocolVersionOf,
   RecordReader,
   TEAM_ID_PATTERN,
+  TRACEPARENT_PATTERN,
   type FieldRecord,
 } from '@mgw/contracts';
 
@@ -26,6 +27,8 @@ export interface StreamMeta {
   ticketId: string | null;
   /** The key's team, when the lease is held in its team's concurrency too. */
   teamId?: string;
+  /** The `traceparent` of the request that started the stream (when traced), which a resume links to. */
+  traceparent?: string;
 }
 
 export class InvalidStreamMetaError extends Error {
@@ -73,5 +76,8 @@ export function readStreamMeta(raw: string): StreamMeta {
     if (!TEAM_ID_PATTERN.test(teamId)) read.report('teamId is not a team id');
     meta.teamId = teamId;
   }
+  // Only a trace to link to: one that is not a traceparent is dropped, it never stops a resume.
+  if (typeof record.traceparent === 'string' && TRACEPARENT_PATTERN.test(record.traceparent))
+    meta.traceparent = record.traceparent;
   return meta;
 }
