@@ -160,6 +160,29 @@ describe('keys CLI batches', () => {
     expect(await readFile(join(out, 'batch_1.errors.jsonl'), 'utf8')).toBe('{"custom_id":"b"}\n');
   });
 
+  it('keeps watching through a gateway that is away for a while (unreachable, 503), but not through a 404', async () => {
+    const gateway = fakeGateway({
+      'GET /v1/batches/batch_1': [
+        { body: batch('in_progress', 1, 0) },
+        { status: 503, body: { error: { message: 'restarting', code: 'overloaded' } } },
+        { status: 599, body: 'unreachable' },
+        { body: batch('completed', 4, 0) },
+      ],
+      'GET /v1/batches/batch_2': [{ status: 404, body: { error: { message: 'No such batch' } } }],
+    });
+    const done = await runBatchesCommand(['watch', 'batch_1', '--model-key', 'k'], gateway.io);
+    expect(done).toMatchObject({ status: 'completed' });
+    expect(gateway.progress).toEqual([
+      'batch_1 in_progress 1/4 done',
+      'batch_1: 503 overloaded: restarting (trying again)',
+      'batch_1: 599: unreachable (trying again)',
+      'batch_1 completed 4/4 done',
+    ]);
+    await expect(runBatchesCommand(['watch', 'batch_2', '--model-key', 'k'], gateway.io)).rejects.toThrow(
+      '404: No such batch',
+    );
+  });
+
   it("reports a failed batch's validation errors and has no files to download", async () => {
     const failed = batch('failed', 0, 0, {
       errors: { data: [{ code: 'invalid_json_line', message: 'not JSON', line: 2 }] },

@@ -18,6 +18,8 @@ const OPTIONS = {
 const DEFAULT_GATEWAY = 'http://127.0.0.1:8080';
 const DEFAULT_INTERVAL_MS = 2000;
 /** OpenAI's terminal statuses: nothing changes after them. */
+/** Polls in a row that may fail (unreachable, 5xx) before watch gives up: a minute at the default interval. */
+const WATCH_MISSES_MAX = 30;
 const TERMINAL = new Set(['completed', 'failed', 'expired', 'cancelled']);
 
 /** OpenAI's batch object, as much of it as the CLI reads. */
@@ -47,6 +49,11 @@ export class GatewayRefusal extends Error {
     readonly code: string | null = null,
   ) {
     super(message);
+  }
+
+  /** Unreachable, or a 5xx: a gateway restarting or a moment of overload, not a verdict on the request. */
+  get transient(): boolean {
+    return this.status === 0 || this.status >= 500;
   }
 }
 
@@ -159,8 +166,19 @@ async function create(api: GatewayApi, file: string, values: Values): Promise<Ba
 async function watch(api: GatewayApi, id: string, values: Values, io: BatchesIo): Promise<unknown> {
   const interval = wholeNumber(values, 'interval') ?? DEFAULT_INTERVAL_MS;
   let last = '';
+  let misses = 0;
   for (;;) {
-    const batch = await api.json<BatchObject>(`/v1/batches/${encodeURIComponent(id)}`);
+    let batch: BatchObject;
+    try {
+      batch = await api.json<BatchObject>(`/v1/batches/${encodeURIComponent(id)}`);
+      misses = 0;
+    } catch (error) {
+      // A batch outlives a gateway restart; so does its watch, over a gateway away for a while.
+      if (!(error instanceof GatewayRefusal) || !error.transient || ++misses > WATCH_MISSES_MAX) throw error;
+      io.progress(`${id}: ${error.message} (trying again)`);
+      await io.sleep(interval);
+      continue;
+    }
     const line = describeProgress(batch);
     if (line !== last) io.progress(line);
     last = line;
