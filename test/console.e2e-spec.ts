@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -370,6 +370,85 @@ describe('web console (chromium)', () => {
     }
   });
 
+  it('runs a batch: uploads a JSONL file, shows its progress, downloads its results, cancels another', async () => {
+    const line = (customId: string, model: string, maxTokens = 4) =>
+      JSON.stringify({
+        custom_id: customId,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model, max_tokens: maxTokens, messages: [{ role: 'user', content: `about ${customId}` }] },
+      });
+    const ids = ['one', 'two', 'three', 'four', 'five'];
+    const input = [...ids.map((id) => line(id, 'sim-chat')), line('no-such-model', 'nope')].join('\n') + '\n';
+
+    await nav('Batches').click();
+    await page.getByRole('heading', { name: 'Batches', level: 1 }).waitFor();
+    await page.getByLabel('Input file (JSONL)').setInputFiles({
+      name: 'requests.jsonl',
+      mimeType: 'application/jsonl',
+      buffer: Buffer.from(input),
+    });
+    await page.getByRole('combobox', { name: 'Endpoint' }).selectOption('/v1/chat/completions');
+    await button('Create batch').click();
+
+    const table = page.getByRole('table', { name: 'Batches of this API key' });
+    const row = table.getByRole('row').nth(1); // the newest batch first
+    await waitFor(
+      'the batch to complete in the view',
+      async () => ((await row.textContent()) ?? '').includes('completed'),
+      30_000,
+    );
+    const batchId = ((await row.getByRole('rowheader').locator('code').textContent()) ?? '').trim();
+    expect(batchId).toMatch(/^batch_/);
+    await expect(row.textContent()).resolves.toContain('6 / 6 (100 %)');
+    const bar = row.getByRole('progressbar', { name: `Progress of ${batchId}` });
+    await expect(bar.getAttribute('value')).resolves.toBe('6');
+    await screenshot('batches');
+
+    const saved = async (name: string) => {
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        row.getByRole('button', { name }).click(),
+      ]);
+      const path = await download.path();
+      const text = await readFile(path, 'utf8');
+      return {
+        file: download.suggestedFilename(),
+        ids: text
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => (JSON.parse(l) as { custom_id: string }).custom_id)
+          .sort(),
+      };
+    };
+    await expect(saved('Download output')).resolves.toEqual({
+      file: `${batchId}.output.jsonl`,
+      ids: [...ids].sort(),
+    });
+    await expect(saved('Download errors')).resolves.toEqual({
+      file: `${batchId}.errors.jsonl`,
+      ids: ['no-such-model'],
+    });
+
+    // A batch of slow lines is cancelled from its row (with a confirmation).
+    const slow =
+      Array.from({ length: 3 }, (_v, i) => line(`slow-${i}`, 'sim-chat-words', 200)).join('\n') + '\n';
+    await page.getByLabel('Input file (JSONL)').setInputFiles({
+      name: 'slow.jsonl',
+      mimeType: 'application/jsonl',
+      buffer: Buffer.from(slow),
+    });
+    await button('Create batch').click();
+    await waitFor('the second batch in the list', async () => (await table.getByRole('row').count()) === 3);
+    const newest = table.getByRole('row').nth(1);
+    await newest.getByRole('button', { name: 'Cancel batch' }).click();
+    await newest.getByRole('button', { name: 'Confirm cancel' }).click();
+    await waitFor('the batch to be cancelling', async () =>
+      /cancell(ing|ed)/.test((await newest.textContent()) ?? ''),
+    );
+    await expect(newest.getByRole('button', { name: 'Cancel batch' }).count()).resolves.toBe(0);
+  });
+
   it('is usable from the keyboard, with a visible focus', async () => {
     await nav('Chat').click();
     await page.reload(); // the credentials stay (sessionStorage), focus starts at the top
@@ -377,7 +456,7 @@ describe('web console (chromium)', () => {
     // From the top: the skip link, the two credentials and their Show buttons, then the views.
     const focusOrder: string[] = [];
     let focused = '';
-    for (let i = 0; i < 15 && focused !== 'Models'; i++) {
+    for (let i = 0; i < 16 && focused !== 'Models'; i++) {
       await page.keyboard.press('Tab');
       focused = await page.evaluate<string>(
         'document.activeElement?.getAttribute("aria-label") || document.activeElement?.id || document.activeElement?.textContent || ""',
@@ -393,6 +472,7 @@ describe('web console (chromium)', () => {
       'Chat',
       'Images',
       'Embeddings',
+      'Batches',
       'Keys',
       'Usage',
       'Models',
@@ -408,7 +488,7 @@ describe('web console (chromium)', () => {
 
   it('fits a 375 px wide screen without horizontal scrolling, in every view', async () => {
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const view of ['Chat', 'Images', 'Keys', 'Usage', 'Models']) {
+    for (const view of ['Chat', 'Images', 'Batches', 'Keys', 'Usage', 'Models']) {
       await nav(view).click();
       await page.waitForTimeout(100);
       const width = await page.evaluate<number>('document.documentElement.scrollWidth');

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { CredentialField } from './components/credential-field';
 import { readCredential, writeCredential, type CredentialName } from './lib/session-credentials.store';
+import { BatchesView } from './views/batches.view';
 import { ChatView } from './views/chat.view';
 import { EmbeddingsView } from './views/embeddings.view';
 import { ImagesView } from './views/images.view';
@@ -12,6 +13,7 @@ const VIEWS = [
   { id: 'chat', label: 'Chat' },
   { id: 'images', label: 'Images' },
   { id: 'embeddings', label: 'Embeddings' },
+  { id: 'batches', label: 'Batches' },
   { id: 'keys', label: 'Keys' },
   { id: 'usage', label: 'Usage' },
   { id: 'models', label: 'Models' },
@@ -67,7 +69,7 @@ export function App() {
           <CredentialField
             id="api-key"
             label="API key"
-            hint="for Chat and Images"
+            hint="for Chat, Images, Embeddings and Batches"
             value={apiKey}
             onChange={(value) => update('apiKey', value)}
           />
@@ -97,6 +99,9 @@ export function App() {
         </div>
         <div hidden={view !== 'embeddings'}>
           <EmbeddingsView apiKey={apiKey} />
+        </div>
+        <div hidden={view !== 'batches'}>
+          <BatchesView apiKey={apiKey} active={view === 'batches'} />
         </div>
         <div hidden={view !== 'keys'}>
           <KeysView adminToken={adminToken} active={view === 'keys'} onUseKey={useKeyInPlayground} />

@@ -10,6 +10,7 @@ import {
   UpdateTeamDto,
   UsageReader,
 } from '@mgw/access';
+import { BATCHES_USAGE } from './batches.usage';
 import { GatewayError, TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN, validateDto } from '@mgw/contracts';
 
 export const USAGE = `Usage: npm run keys -- <command> [options]
@@ -36,7 +37,9 @@ export const USAGE = `Usage: npm run keys -- <command> [options]
   team token ID [--name NAME]
                       a team admin token (its team's keys only); its secret is shown only this once
 
-Reads REDIS_URL and KEY_PREFIX like the gateway. Prints JSON.`;
+${BATCHES_USAGE}
+
+Reads REDIS_URL and KEY_PREFIX like the gateway (batches: the gateway's URL instead). Prints JSON.`;
 
 /** A mistake in how the CLI was called (exit 2), as opposed to a refusal of the store (exit 1). */
 export class CliUsageError extends Error {}

@@ -2,12 +2,38 @@ import 'reflect-metadata';
 import { loadConfig, RedisOnlyConfig } from '@mgw/config';
 import { runApp } from '@mgw/observability';
 import { closeRedis, createRedisConnection, waitUntilReady } from '@mgw/redis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { runBatchesCommand } from './batches.cli';
 import { CliUsageError, describeFailure, runKeysCommand, USAGE } from './keys.cli';
+
+function printResult(result: unknown): void {
+  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+}
+
+function reportFailure(error: unknown): void {
+  if (error instanceof CliUsageError) {
+    process.stderr.write(error.message ? `keys: ${error.message}\n\n${USAGE}\n` : `${USAGE}\n`);
+    process.exitCode = 2;
+  } else {
+    process.stderr.write(`keys: ${describeFailure(error)}\n`);
+    process.exitCode = 1;
+  }
+}
 
 runApp('keys', async () => {
   const argv = process.argv.slice(2);
   if (argv.length === 0 || argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (argv[0] === 'batches') {
+    // Batches are the gateway's /v1 API, called as an API key: no Redis here.
+    const io = {
+      fetch,
+      sleep: (ms: number) => sleep(ms),
+      progress: (line: string) => process.stderr.write(`${line}\n`),
+    };
+    await runBatchesCommand(argv.slice(1), io).then(printResult, reportFailure);
     return;
   }
   const config = loadConfig(RedisOnlyConfig, process.env);
@@ -17,15 +43,9 @@ runApp('keys', async () => {
   try {
     await waitUntilReady(redis, 5000, config.redis.description);
     const result = await runKeysCommand(argv, redis, config.namespace);
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    printResult(result);
   } catch (error) {
-    if (error instanceof CliUsageError) {
-      process.stderr.write(error.message ? `keys: ${error.message}\n\n${USAGE}\n` : `${USAGE}\n`);
-      process.exitCode = 2;
-    } else {
-      process.stderr.write(`keys: ${describeFailure(error)}\n`);
-      process.exitCode = 1;
-    }
+    reportFailure(error);
   } finally {
     await closeRedis(redis);
   }

@@ -39,7 +39,7 @@ export function withListenerHint(path: string, error: ApiError): ApiError {
   const hint = path.startsWith('/admin/')
     ? 'This port does not serve the admin API: the gateway serves it on its operator listener (ADMIN_PORT). Open the console there for Keys, Usage and Models.'
     : path.startsWith('/v1/')
-      ? "This port is the gateway's operator listener, which does not serve the API. Open the console on the API port for Chat, Images and Embeddings."
+      ? "This port is the gateway's operator listener, which does not serve the API. Open the console on the API port for Chat, Images, Embeddings and Batches."
       : null;
   return hint === null ? error : new ApiError(error.status, hint, error.code, error.type);
 }
@@ -63,6 +63,8 @@ export interface RequestOptions {
   token: string;
   method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   body?: unknown;
+  /** A multipart body (an upload); the browser writes its content type with the boundary. */
+  form?: FormData;
   signal?: AbortSignal;
   /** Extra request headers. */
   headers?: Record<string, string>;
@@ -86,7 +88,7 @@ export async function send(path: string, options: RequestOptions): Promise<Respo
     return await fetch(path, {
       method: options.method ?? 'GET',
       headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      body: options.form ?? (options.body === undefined ? undefined : JSON.stringify(options.body)),
       signal: options.signal,
       credentials: 'omit',
       cache: 'no-store',
