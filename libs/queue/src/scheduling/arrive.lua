@@ -62,19 +62,24 @@ local score = redis.call('ZSCORE', KEYS[1], id)
 if not score then return 0 end
 score = tonumber(score)
 local solo = redis.call('HGET', KEYS[2], 'solo')
-if math.floor(score / SHIFT) == directBand then
-  if redis.call('EXISTS', KEYS[3]) == 0 then
-    if redis.call('ZCOUNT', KEYS[1], '-inf', score) <= backlog then
-      -- Nothing of the solo tenant's tier is past the backlog any more: its run is over.
-      if solo and string.sub(solo, 1, #tier + 1) == tier .. '|' then redis.call('HDEL', KEYS[2], 'solo') end
-      return 2
-    end
-    if not solo then
-      redis.call('HSET', KEYS[2], 'solo', me .. weight .. '|' .. directBand .. '|' .. parkedBand)
-      return 2
-    end
-    if isMine(solo) then return 2 end
+-- A solo run of another tier (a batch's lines, say; a higher tier's run leaves no room, so the job is parked
+-- anyway) saturates the model even while this job has room: it is parked all the same, ending the run, so a
+-- lower tier gets its minimum share by turn (release.lua) rather than only what this tier leaves.
+local otherTierSolo = solo and string.sub(solo, 1, #tier + 1) ~= tier .. '|'
+local direct = math.floor(score / SHIFT) == directBand
+if direct and not otherTierSolo and redis.call('EXISTS', KEYS[3]) == 0 then
+  if redis.call('ZCOUNT', KEYS[1], '-inf', score) <= backlog then
+    -- Nothing of the solo tenant's tier is past the backlog any more: its run is over.
+    if solo and string.sub(solo, 1, #tier + 1) == tier .. '|' then redis.call('HDEL', KEYS[2], 'solo') end
+    return 2
   end
+  if not solo then
+    redis.call('HSET', KEYS[2], 'solo', me .. weight .. '|' .. directBand .. '|' .. parkedBand)
+    return 2
+  end
+  if isMine(solo) then return 2 end
+end
+if direct then
   redis.call('ZADD', KEYS[1], 'XX', parkedBand * SHIFT + score % SHIFT, id)
   redis.call('HSET', jobPrefix .. id, 'priority', parkedBand)
 end

@@ -275,6 +275,25 @@ describe('FairScheduler', () => {
       expect(await takeTenants(6)).toEqual(['a', 'b', 'a', 'b', 'a', 'b']);
     });
 
+    it('parks a job that has room while another tier’s solo run saturates the model: a lower tier gets its share', async () => {
+      for (let i = 0; i < UNSATURATED_BACKLOG + 20; i++) {
+        expect((await queueDirect('lines', 'batch')).outcome).toBe('direct');
+      }
+      // Interactive work arrives with room ahead of it, and keeps coming: it is served first, by turn, and
+      // the batch tier keeps its minimum share of the fetches instead of none.
+      const taken: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        expect((await queueDirect('live')).outcome).toBe('parked');
+        taken.push((await take(0.1))!.id.split('-')[0]!);
+      }
+      const batch = taken.filter((tenant) => tenant === 'lines').length;
+      expect(batch).toBeGreaterThanOrEqual(3);
+      expect(batch).toBeLessThanOrEqual(5);
+      // `high` goes first.
+      const urgent = await queueDirect('urgent', 'high');
+      expect((await take(0.1))?.id).toBe(urgent.id);
+    });
+
     it('is parked when another tenant has parked work, even in an empty queue', async () => {
       for (let i = 0; i < 20; i++) await submit('flood');
       const { id, outcome } = await queueDirect('single');
