@@ -47,3 +47,4 @@ export * from './request/chat-body.mapper';
 export * from './request/chat-request.reader';
 export * from './request/chat-request.rules';
 export * from './request/chat-request.parameters';
+export * from './pricing/model-pricing';
