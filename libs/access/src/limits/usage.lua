@@ -1,8 +1,10 @@
 -- A key's usage, once per request (false when already recorded), and the model's served count.
 -- ARGV: 1 key id ('' = unattributed), 2 model, 3 prompt tokens, 4 completion tokens, 5 images,
---       6 now ms (0 = Redis time), 7 usage retention ms
+--       6 now ms (0 = Redis time), 7 usage retention ms, 8 cost (micro-units), 9 request id, 10 and 11 the
+--       key's and the team's budget hash's index in KEYS (0 or absent = none: nothing more is read)
 --- @include "@mgw/redis/now"
 --- @include "reconcile"
+--- @include "budget"
 local now = clock(ARGV[6])
 local sec = math.floor(now / 1000)
 
@@ -16,10 +18,15 @@ local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpm
     redis.call('HINCRBY', usageKey, m .. 'prompt_tokens', prompt)
     redis.call('HINCRBY', usageKey, m .. 'completion_tokens', completion)
     redis.call('HINCRBY', usageKey, m .. 'images', images)
+    if tonumber(ARGV[8] or '0') > 0 then redis.call('HINCRBY', usageKey, m .. 'cost', ARGV[8]) end
     redis.call('PEXPIRE', usageKey, tonumber(ARGV[7]))
     if keyIdsKey then redis.call('SADD', keyIdsKey, ARGV[1]) end
     reconcile(reservationKey, tpmKey, prompt + completion)
     if teamTpmKey then reconcile(teamReservationKey, teamTpmKey, prompt + completion) end
+    local cost = tonumber(ARGV[8] or '0')
+    for _, at in ipairs({ tonumber(ARGV[10] or '0'), tonumber(ARGV[11] or '0') }) do
+      if at > 0 then settleBudget(KEYS[at], ARGV[9], cost, prompt + completion) end
+    end
   end
   return true
 end

@@ -1,5 +1,6 @@
 import { IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 import { type PriorityTier, type TeamView } from '../admin-api.types';
+import type { BudgetLimits } from '../budgets/budget';
 import { LimitSettingsDto } from '../limit-settings.dto';
 
 /**
@@ -32,6 +33,8 @@ export interface TeamLimits {
   tpm: number | null;
   maxConcurrent: number | null;
   weight: number;
+  /** The budget all its keys spend together; null or absent = none. */
+  budget?: BudgetLimits | null;
 }
 
 export function toTeamView(record: TeamRecord, keys: number): TeamView {

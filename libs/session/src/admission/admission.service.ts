@@ -281,6 +281,19 @@ export class AdmissionService implements OnApplicationShutdown {
           'max_tokens',
           headers,
         );
+      case 'budget':
+      case 'team_budget': {
+        const whose = decision.reason === 'budget' ? 'this API key' : "this API key's team";
+        const budget = state.budgets?.find(
+          (b) => b.holder === (decision.reason === 'budget' ? 'key' : 'team'),
+        );
+        const period =
+          budget?.limits.period === 'total' ? '' : ` for this ${budget?.limits.period ?? 'period'}`;
+        return GatewayError.budgetSpent(
+          `You exceeded the budget of ${whose}${period}: this request could cost more than is left. Ask your platform team to raise the budget${period === '' ? '' : ', or wait for the next period'}.`,
+          headers,
+        );
+      }
       case 'over_share':
       case 'queue_full': {
         this.metrics.schedulerRefused(model, decision.reason);
