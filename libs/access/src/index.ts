@@ -16,3 +16,4 @@ export * from './teams/team.record';
 export * from './teams/team-record.reader';
 export * from './teams/team.store';
 export * from './budgets/budget';
+export * from './budgets/budget.dto';

@@ -27,6 +27,7 @@ describe.each([
   };
 
   const budget = (limits: Partial<BudgetLimits>): BudgetLimits => ({
+    currency: 'USD',
     spend: null,
     tokens: null,
     period: 'month',

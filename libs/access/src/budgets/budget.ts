@@ -8,6 +8,8 @@ export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
  * replaces the reservation when the worker records it.
  */
 export interface BudgetLimits {
+  /** The catalog's currency the spend limit is in; null for a token limit alone. */
+  currency: string | null;
   /** Micro-units of the currency (1 USD = 1 000 000); null = no spend limit. */
   spend: number | null;
   /** Input and output tokens together; null = no token limit. */

@@ -20,6 +20,11 @@ export interface ModelPricing {
   batchFactorPpm: number;
 }
 
+/** A model's prices with the catalog's currency, as the registry hands them to gateways. */
+export interface CatalogPricing extends ModelPricing {
+  currency: string;
+}
+
 /** What a request used, as its backend reported it. */
 export interface PricedUsage {
   /** Every input token, cached ones included. */
