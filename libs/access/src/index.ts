@@ -17,3 +17,4 @@ export * from './teams/team-record.reader';
 export * from './teams/team.store';
 export * from './budgets/budget';
 export * from './budgets/budget.dto';
+export * from './budgets/budget-cost';

@@ -2,10 +2,12 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/
 import {
   jobPriorityOf,
   Limiter,
+  maxCostOf,
   rateLimitHeaders,
   retryAfterSeconds,
   tenantOf,
   type AdmissionDecision,
+  type AdmissionRequest,
   type KeyDecision,
   type Principal,
   type Ticket,
@@ -22,6 +24,9 @@ export interface AdmittedFields {
   keyId: string;
   /** The key's team: the job's tenant, and whose token reservation its usage settles. */
   teamId?: string;
+  /** Reservations against the key's and the team's budgets, which the job's usage settles. */
+  budgeted?: boolean;
+  teamBudgeted?: boolean;
   priority: number;
 }
 
@@ -82,6 +87,11 @@ export class AdmissionService implements OnApplicationShutdown {
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const team = principal.team ?? null;
+    // Only a key or team with a budget reserves anything against one (and reads its budget at all).
+    const budget =
+      principal.budget || team?.budget
+        ? { maxCost: maxCostOf(kind, model.pricing, tokenEstimate), maxTokens: tokenEstimate }
+        : undefined;
     const decision = await this.decide(
       // Image requests use no tokens, so neither a key's token budget nor its team's holds them back; chat
       // and embedding requests spend it (an embedding's input tokens).
@@ -91,6 +101,7 @@ export class AdmissionService implements OnApplicationShutdown {
       requestId,
       principal.tpm === null && team?.tpm == null ? 0 : tokenEstimate,
       maxQueueDepth,
+      budget,
     );
     const headers = rateLimitHeaders(decision.state);
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
@@ -169,6 +180,7 @@ export class AdmissionService implements OnApplicationShutdown {
     requestId: string,
     tokenEstimate: number,
     maxQueueDepth: number,
+    budget?: AdmissionRequest['budget'],
   ): Promise<AdmissionDecision> {
     const queue = this.producer.queueFor(kind, model.id);
     try {
@@ -180,6 +192,7 @@ export class AdmissionService implements OnApplicationShutdown {
         tokenEstimate,
         maxQueueDepth,
         queue: { wait: queue.toKey('wait'), prioritized: queue.toKey('prioritized') },
+        ...(budget === undefined ? {} : { budget }),
       });
     } catch (error) {
       this.logger.warn({ msg: `request ${requestId}: admission failed: ${String(error)}`, requestId });
@@ -190,6 +203,9 @@ export class AdmissionService implements OnApplicationShutdown {
   private admitted(ticket: Ticket, principal: Principal, headers: Record<string, string>): Admission {
     const fields: AdmittedFields = { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) };
     if (principal.team) fields.teamId = principal.team.id;
+    // From the principal, not the ticket: a fallback's job settles the request's reservation too.
+    if (principal.budget) fields.budgeted = true;
+    if (principal.team?.budget) fields.teamBudgeted = true;
     return {
       fields,
       weight: tenantOf(principal).weight,
