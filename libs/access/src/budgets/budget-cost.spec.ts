@@ -23,6 +23,8 @@ describe('maxCostOf', () => {
   it('prices an embedding by its tokens and an image at the highest listed price; no pricing costs 0', () => {
     expect(maxCostOf('embedding', pricing, 1_000_000)).toBe(100_000);
     expect(maxCostOf('image', pricing, 0)).toBe(40_000);
+    // an image request reserves its n images of its size
+    expect(maxCostOf('image', pricing, 0, { count: 3, size: '512x512' })).toBe(60_000);
     expect(maxCostOf('chat', undefined, 1_000)).toBe(0);
   });
 });
@@ -34,6 +36,8 @@ describe('usageCostOf', () => {
     expect(usageCostOf('chat', pricing, chat, true)).toBe(1_500);
     expect(usageCostOf('embedding', pricing, { promptTokens: 10, completionTokens: 0, images: 0 })).toBe(1);
     expect(usageCostOf('image', pricing, { promptTokens: 0, completionTokens: 0, images: 2 })).toBe(80_000);
+    const small = { promptTokens: 0, completionTokens: 0, images: 2, imageSize: '512x512' };
+    expect(usageCostOf('image', pricing, small)).toBe(40_000);
   });
 });
 

@@ -26,6 +26,8 @@ export interface UsageAmounts {
   promptTokens: number;
   completionTokens: number;
   images: number;
+  /** The images' size (`1024x1024`), which their price depends on. */
+  imageSize?: string;
   /** What it cost, in micro-units of the catalog's currency (`costOf`); 0 or absent for a model without pricing. */
   cost?: number;
 }

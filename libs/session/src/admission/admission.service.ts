@@ -8,6 +8,7 @@ import {
   tenantOf,
   type AdmissionDecision,
   type AdmissionRequest,
+  type ImageOrder,
   type KeyDecision,
   type Principal,
   type Ticket,
@@ -84,13 +85,14 @@ export class AdmissionService implements OnApplicationShutdown {
     model: ModelEntry,
     requestId: string,
     tokenEstimate: number,
+    images?: ImageOrder,
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const team = principal.team ?? null;
     // Only a key or team with a budget reserves anything against one (and reads its budget at all).
     const budget =
       principal.budget || team?.budget
-        ? { maxCost: maxCostOf(kind, model.pricing, tokenEstimate), maxTokens: tokenEstimate }
+        ? { maxCost: maxCostOf(kind, model.pricing, tokenEstimate, images), maxTokens: tokenEstimate }
         : undefined;
     const decision = await this.decide(
       // Image requests use no tokens, so neither a key's token budget nor its team's holds them back; chat
