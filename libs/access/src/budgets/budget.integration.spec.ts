@@ -56,7 +56,13 @@ describe.each([
     };
   }
 
-  function admit(who: Principal, now: number, maxCost: number, tokens = 0): Promise<AdmissionDecision> {
+  function admit(
+    who: Principal,
+    now: number,
+    maxCost: number,
+    tokens = 0,
+    holdMs?: number,
+  ): Promise<AdmissionDecision> {
     return limiter.admit(
       {
         principal: who,
@@ -66,7 +72,7 @@ describe.each([
         tokenEstimate: tokens,
         maxQueueDepth: 0,
         queue: queueOf('m'),
-        budget: { maxCost },
+        budget: holdMs === undefined ? { maxCost } : { maxCost, holdMs },
       },
       now,
     );
@@ -154,6 +160,19 @@ describe.each([
     expect(await admit(own, T0, 1)).toMatchObject({ admitted: false, reason: 'budget' });
     await limiter.rollback(ticket);
     ticketOf(await admit(own, T0, 100));
+  });
+
+  it('sweeps a reservation no job will settle (past its deadline) before refusing, never a live one', async () => {
+    const own = key(null, budget({ spend: 100 }));
+    ticketOf(await admit(own, T0, 60, 0, 10_000)); // its job is lost: never settled
+    const live = ticketOf(await admit(own, T0 + 9_000, 40, 0, 10_000));
+    expect(await admit(own, T0 + 9_500, 1)).toMatchObject({ admitted: false, reason: 'budget' });
+    // Past the first one's hold it is swept; the live one still counts.
+    const after = await admit(own, T0 + 10_001, 60);
+    expect(after).toMatchObject({ admitted: true });
+    expect(after.state.budgets![0]).toMatchObject({ spent: 100 });
+    await settle(live, 40);
+    expect(Number(await plain.hget(limiterNames(own.keyId, false), 'spent'))).toBe(100);
   });
 
   it('rolls a monthly budget over at 00:00 UTC of the first', async () => {

@@ -4,7 +4,8 @@
 -- of the holder whose counters are KEYS 1-4 (the key, or on a Cluster's team step its team), 12-14 those of
 -- the team whose counters follow. Budgets (budget.lua), absent for a request without any: 15 the holder's
 -- budget's index in KEYS (0 = none), 16 its period, 17 its spend limit, 18 its token limit (-1 = none), 19-22
--- the same of the team's budget, 23 the request's maximum cost, 24 its token estimate, 25 its request id.
+-- the same of the team's budget, 23 the request's maximum cost, 24 its token estimate, 25 its request id,
+-- 26 how long its reservation may wait for its job's settlement (ms).
 -- Every function of key-limits and model-depth reads them from here.
 --- @include "@mgw/redis/now"
 local now = clock(ARGV[1])
@@ -25,3 +26,4 @@ local function budgetArgs(at)
 end
 local keyBudget, teamBudget = budgetArgs(15), budgetArgs(19)
 local budgetCost, budgetTokens, requestId = tonumber(ARGV[23] or '0'), tonumber(ARGV[24] or '0'), ARGV[25]
+local budgetExpiry = now + tonumber(ARGV[26] or '0')

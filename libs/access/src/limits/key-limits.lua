@@ -111,7 +111,7 @@ local function checkHolders(teamAt)
   end
   -- Budgets last: a request a rate limit refuses is told to retry soon, not that its budget is spent.
   local function budgetOf(B)
-    return checkBudget(B.at, B.period, B.spend, B.tokens, budgetCost, budgetTokens)
+    return checkBudget(B.at, B.period, B.spend, B.tokens, budgetCost, budgetTokens, now)
   end
   c.budget = budgetOf(keyBudget)
   if c.status == 'ok' and c.budget and not c.budget.ok then c.status = 'budget' end
@@ -124,10 +124,10 @@ end
 
 local function recordHolders(c, t, teamAt)
   recordLimits(c, KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-  reserveBudget(c.budget, requestId, budgetCost, budgetTokens)
+  reserveBudget(c.budget, requestId, budgetCost, budgetTokens, budgetExpiry)
   if t then
     recordLimits(t, KEYS[teamAt], KEYS[teamAt + 1], KEYS[teamAt + 2], KEYS[teamAt + 3])
-    reserveBudget(t.budget, requestId, budgetCost, budgetTokens)
+    reserveBudget(t.budget, requestId, budgetCost, budgetTokens, budgetExpiry)
   end
 end
 

@@ -36,7 +36,15 @@ export interface AdmissionRequest {
    * use: its maximum cost in micro-units of the catalog's currency (0 for a model without pricing) and its
    * maximum tokens (prompt estimate and output bound; `tokenEstimate` when absent).
    */
-  budget?: { maxCost: number; maxTokens?: number };
+  budget?: {
+    maxCost: number;
+    maxTokens?: number;
+    /**
+     * How long its reservation may wait for its job's settlement: past that (its deadline and a margin) the
+     * job will never settle it, and a refusal sweeps it. Default: an hour.
+     */
+    holdMs?: number;
+  };
 }
 
 /** A budget's state after a decision, for the `x-ratelimit-*-budget` headers. */
@@ -133,9 +141,13 @@ interface HeldBudget {
 interface Spend {
   cost: number;
   tokens: number;
+  holdMs: number;
   requestId: string;
   nowMs: number;
 }
+
+/** How long a budget reservation waits for its settlement when the caller gives no deadline. */
+const DEFAULT_BUDGET_HOLD_MS = 3_600_000;
 
 /** How long an admission counts towards the queue depth before its job must be in the queue. */
 const ADMITTING_MS = 10_000;
@@ -267,6 +279,7 @@ export class Limiter {
     const spend = {
       cost: Math.max(0, Math.ceil(request.budget?.maxCost ?? 0)),
       tokens: Math.max(0, Math.ceil(request.budget?.maxTokens ?? estimate)),
+      holdMs: Math.max(0, Math.ceil(request.budget?.holdMs ?? DEFAULT_BUDGET_HOLD_MS)),
       requestId: request.requestId,
       nowMs,
     };
@@ -368,7 +381,7 @@ export class Limiter {
         limits.tokens ?? -1,
       ];
     };
-    return [...one(holder), ...one(team), spend.cost, spend.tokens, spend.requestId];
+    return [...one(holder), ...one(team), spend.cost, spend.tokens, spend.requestId, spend.holdMs];
   }
 
   /** The key's budget and where it is kept, null without one. */

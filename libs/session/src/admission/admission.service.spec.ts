@@ -47,7 +47,11 @@ function setup(decision: (request: AdmissionRequest) => AdmissionDecision) {
   const producer = {
     queueFor: () => ({ toKey: (type: string) => `q:${type}` }),
   } as unknown as JobProducer;
-  const config = { concurrencySlotTtlMs: 30_000, defaultMaxQueueDepth: 1000 } as GatewayConfig;
+  const config = {
+    concurrencySlotTtlMs: 30_000,
+    defaultMaxQueueDepth: 1000,
+    chatDeadlineMs: 600_000,
+  } as GatewayConfig;
   const metrics = new GatewayMetrics();
   const service = new AdmissionService(config, limiter, producer, metrics);
   services.push(service);
@@ -206,11 +210,11 @@ describe('AdmissionService.admit', () => {
       };
       const ofTeam = await service.admit({ ...principal, team }, 'chat', priced, 'req_budget_2', 10);
       await service.admit(principal, 'chat', priced, 'req_budget_3', 1000);
-      expect(requests.map((r) => r.budget)).toEqual([
-        { maxCost: 3000, maxTokens: 1000 },
-        { maxCost: 30, maxTokens: 10 },
-        undefined,
-      ]);
+      // A reservation waits for its settlement until the request's deadline and a margin (10 + 5 minutes).
+      expect(requests.map((r) => r.budget?.holdMs)).toEqual([900_000, 900_000, undefined]);
+      expect(
+        requests.map((r) => r.budget && { maxCost: r.budget.maxCost, maxTokens: r.budget.maxTokens }),
+      ).toEqual([{ maxCost: 3000, maxTokens: 1000 }, { maxCost: 30, maxTokens: 10 }, undefined]);
       expect(own.fields).toMatchObject({ budgeted: true });
       expect(ofTeam.fields).toMatchObject({ teamBudgeted: true });
       expect(ofTeam.fields.budgeted).toBeUndefined();

@@ -48,6 +48,12 @@ export interface Admission {
   headers: Record<string, string>;
 }
 
+/**
+ * How long past its deadline a request's budget reservation waits for its job's settlement: a job stops at
+ * its deadline, then records its usage (retried through a failover for up to 20 s).
+ */
+const SETTLE_MARGIN_MS = 5 * 60_000;
+
 /** Retry-After for a full queue when the model finished nothing in the last minute. */
 const UNKNOWN_RATE_RETRY_S = 10;
 const MAX_OVERLOAD_RETRY_S = 60;
@@ -92,7 +98,11 @@ export class AdmissionService implements OnApplicationShutdown {
     // Only a key or team with a budget reserves anything against one (and reads its budget at all).
     const budget =
       principal.budget || team?.budget
-        ? { maxCost: maxCostOf(kind, model.pricing, tokenEstimate, images), maxTokens: tokenEstimate }
+        ? {
+            maxCost: maxCostOf(kind, model.pricing, tokenEstimate, images),
+            maxTokens: tokenEstimate,
+            holdMs: this.deadlineMs(kind) + SETTLE_MARGIN_MS,
+          }
         : undefined;
     const decision = await this.decide(
       // Image requests use no tokens, so neither a key's token budget nor its team's holds them back; chat
@@ -173,6 +183,12 @@ export class AdmissionService implements OnApplicationShutdown {
     );
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, 0, {});
     return this.admitted(decision.ticket, principal, {});
+  }
+
+  /** A request's deadline, by its kind (as its session arms it). */
+  private deadlineMs(kind: ModelKind): number {
+    if (kind === 'chat') return this.config.chatDeadlineMs;
+    return kind === 'image' ? this.config.imageDeadlineMs : this.config.embeddingDeadlineMs;
   }
 
   private async decide(
