@@ -9,6 +9,7 @@ import {
   UpdateKeyDto,
   UpdateTeamDto,
   UsageReader,
+  withBudget,
 } from '@mgw/access';
 import { BATCHES_USAGE } from './batches.usage';
 import { GatewayError, TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN, validateDto } from '@mgw/contracts';
@@ -129,7 +130,7 @@ async function runTeamCommand(rest: string[], values: Values, store: TeamStore):
   switch (command) {
     case 'create':
       if (ids.length > 0) throw new CliUsageError('team create takes no positional arguments');
-      return store.create(validateDto(CreateTeamDto, teamSettingsOf(values)));
+      return store.create(withBudget(validateDto(CreateTeamDto, teamSettingsOf(values)), null));
     case 'list':
       return { object: 'list', data: await store.list() };
     case 'show':
@@ -139,7 +140,7 @@ async function runTeamCommand(rest: string[], values: Values, store: TeamStore):
       const change = teamSettingsOf(values);
       if (Object.keys(change).length === 0)
         throw new CliUsageError('team update needs at least one setting to change');
-      return store.update(id, validateDto(UpdateTeamDto, change));
+      return store.update(id, withBudget(validateDto(UpdateTeamDto, change), null));
     }
     case 'delete':
       return { ...(await store.delete(onlyId(ids, 'team delete'))), deleted: true };
@@ -170,7 +171,7 @@ export async function runKeysCommand(argv: string[], redis: Redis, namespace: st
   switch (command) {
     case 'create': {
       if (rest.length > 0) throw new CliUsageError('create takes no positional arguments');
-      return store.create(validateDto(CreateKeyDto, settingsOf(values)));
+      return store.create(withBudget(validateDto(CreateKeyDto, settingsOf(values)), null));
     }
     case 'list':
       return { object: 'list', data: await store.list() };
@@ -185,7 +186,7 @@ export async function runKeysCommand(argv: string[], redis: Redis, namespace: st
       if (values.enable) change.disabled = false;
       if (Object.keys(change).length === 0)
         throw new CliUsageError('update needs at least one setting to change');
-      return store.update(id, validateDto(UpdateKeyDto, change));
+      return store.update(id, withBudget(validateDto(UpdateKeyDto, change), null));
     }
     case 'revoke':
       return { ...(await store.revoke(onlyId(rest, 'revoke'))), deleted: true };

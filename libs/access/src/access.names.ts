@@ -37,6 +37,10 @@ export function accessNames(namespace: string, layout: KeyLayout = 'node') {
     teamConcurrency: (teamId: string) => `${teamLimits(teamId)}:concurrency`,
     /** What a request reserved against its team's TPM window, until the worker reconciles it. */
     teamReservation: (requestId: string, teamId: string) => `${teamLimits(teamId)}:reservation:${requestId}`,
+    /** A team's budget: its period, spend and tokens, and its requests' reservations (budget.lua). */
+    teamBudget: (teamId: string) => `${teamLimits(teamId)}:budget`,
+    /** A key's budget, as a team's. */
+    budget: (keyId: string) => `${limits(keyId)}:budget`,
     rpm: (keyId: string) => `${limits(keyId)}:rpm`,
     tpm: (keyId: string) => `${limits(keyId)}:tpm`,
     concurrency: (keyId: string) => `${limits(keyId)}:concurrency`,

@@ -1,3 +1,4 @@
+import type { BudgetView } from './budgets/budget.dto';
 /**
  * What the admin API answers, as plain types with no import: the web console (apps/console) imports them
  * type-only, so the console and the server cannot disagree on a field.
@@ -25,6 +26,8 @@ export interface ApiKeyView {
   revoked_at: number | null;
   /** The team it belongs to, or null. */
   team_id: string | null;
+  /** Its own budget (docs/budgets.md); null = none. */
+  budget: BudgetView | null;
 }
 
 export interface CreatedKey extends ApiKeyView {
@@ -47,6 +50,8 @@ export interface TeamView {
   priority: PriorityTier;
   /** Its share of a saturated model against the other waiting teams' and team-less keys' (1-100). */
   weight: number;
+  /** The budget its keys spend together (docs/budgets.md); null = none. */
+  budget: BudgetView | null;
   /** How many live (unrevoked) keys it has. */
   keys: number;
 }

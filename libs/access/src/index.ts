@@ -15,3 +15,6 @@ export * from './usage/usage.reader';
 export * from './teams/team.record';
 export * from './teams/team-record.reader';
 export * from './teams/team.store';
+export * from './budgets/budget';
+export * from './budgets/budget.dto';
+export * from './budgets/budget-cost';

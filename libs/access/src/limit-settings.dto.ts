@@ -12,8 +12,12 @@ import {
   Min,
   MinLength,
 } from 'class-validator';
+import { Type } from 'class-transformer';
+import { ValidateNested } from 'class-validator';
 import { TENANT_WEIGHT_MAX, TENANT_WEIGHT_MIN } from '@mgw/contracts';
 import { PRIORITY_TIERS, type PriorityTier } from './admin-api.types';
+import type { BudgetLimits } from './budgets/budget';
+import { BudgetDto } from './budgets/budget.dto';
 
 const LIMIT_MAX = 1_000_000_000;
 
@@ -60,6 +64,12 @@ export abstract class LimitSettingsDto {
   @Min(TENANT_WEIGHT_MIN)
   @IsInt()
   weight?: number;
+
+  /** A spend and/or token limit over a period (docs/budgets.md); null clears it. */
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => BudgetDto)
+  budget?: BudgetDto | null;
 }
 
 /** The limits and scope a stored key or team keeps, as `LimitSettingsDto` sets them. */
@@ -71,6 +81,7 @@ interface LimitFields {
   maxConcurrent: number | null;
   priority: PriorityTier;
   weight: number;
+  budget: BudgetLimits | null;
 }
 
 /**
@@ -79,7 +90,7 @@ interface LimitFields {
  */
 export function withLimitSettings<R extends LimitFields>(
   record: R,
-  change: LimitSettingsDto & { name?: string },
+  change: Omit<LimitSettingsDto, 'budget'> & { name?: string; budget?: BudgetLimits | null },
 ): R {
   return {
     ...record,
@@ -90,5 +101,6 @@ export function withLimitSettings<R extends LimitFields>(
     rpm: change.rpm === undefined ? record.rpm : change.rpm,
     tpm: change.tpm === undefined ? record.tpm : change.tpm,
     maxConcurrent: change.max_concurrent === undefined ? record.maxConcurrent : change.max_concurrent,
+    budget: change.budget === undefined ? record.budget : change.budget,
   };
 }

@@ -1,4 +1,5 @@
 import type { SchedulingTier } from '@mgw/contracts';
+import type { BudgetLimits } from './budgets/budget';
 import type { TeamLimits } from './teams/team.record';
 
 /** Who a request runs as: an issued key, or a bootstrap key from GATEWAY_API_KEYS (unlimited, all models). */
@@ -15,6 +16,8 @@ export interface Principal {
   priority: SchedulingTier;
   /** Its share of a saturated model against the other waiting keys' (1-100; README "Scheduling"). */
   weight: number;
+  /** Its own budget, on top of its team's; null or absent = none (admission reads nothing more). */
+  budget?: BudgetLimits | null;
   /** Its team, whose limits hold for all its keys together on top of the key's own; null = none. */
   team?: TeamLimits | null;
   /**

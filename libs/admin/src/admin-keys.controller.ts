@@ -1,10 +1,19 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Patch, Post, Req } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { CreateKeyDto, KeyStore, UpdateKeyDto, type ApiKeyView, type CreatedKey } from '@mgw/access';
+import {
+  CreateKeyDto,
+  KeyStore,
+  UpdateKeyDto,
+  withBudget,
+  type ApiKeyView,
+  type CreatedKey,
+} from '@mgw/access';
+import { ModelDirectory } from '@mgw/registry';
 import { ApiErrors, ApiJson, ApiJsonBody, schemaRef } from '@mgw/api-docs';
 import { GatewayError } from '@mgw/contracts';
 import { adminActorOf, Auth, DtoValidationPipe, type AdminActor } from '@mgw/http';
+import { currencyFor } from './catalog-currency';
 
 interface KeyList {
   object: 'list';
@@ -36,7 +45,10 @@ function ownTeamOnly(actor: Extract<AdminActor, { kind: 'team' }>, teamId: strin
 @ApiTags('Admin')
 @ApiErrors(401, 403, 404)
 export class AdminKeysController {
-  constructor(@Inject(KeyStore) private readonly keys: KeyStore) {}
+  constructor(
+    @Inject(KeyStore) private readonly keys: KeyStore,
+    @Inject(ModelDirectory) private readonly directory: ModelDirectory,
+  ) {}
 
   /** The key, if the actor may manage it: any key for the operator, its team's for a team admin token. */
   private async checkOwned(request: FastifyRequest, id: string): Promise<void> {
@@ -66,7 +78,7 @@ export class AdminKeysController {
   })
   @ApiJson(201, 'CreatedApiKey', 'The key, with its secret.')
   @ApiErrors(400, 413, 415)
-  create(
+  async create(
     @Req() request: FastifyRequest,
     @Body(new DtoValidationPipe(CreateKeyDto)) body: CreateKeyDto,
   ): Promise<CreatedKey> {
@@ -75,7 +87,7 @@ export class AdminKeysController {
       ownTeamOnly(actor, body.team_id);
       body.team_id = actor.teamId;
     }
-    return this.keys.create(body);
+    return this.keys.create(withBudget(body, await currencyFor(body, this.directory)));
   }
 
   @Get()
@@ -124,7 +136,7 @@ export class AdminKeysController {
     await this.checkOwned(request, id);
     const actor = adminActorOf(request);
     if (actor.kind === 'team') ownTeamOnly(actor, body.team_id);
-    return this.keys.update(id, body);
+    return this.keys.update(id, withBudget(body, await currencyFor(body, this.directory)));
   }
 
   /** Revocation takes effect on every gateway replica at once (pub/sub invalidation of their caches). */

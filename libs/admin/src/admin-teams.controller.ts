@@ -6,6 +6,7 @@ import {
   CreateTeamTokenDto,
   TeamStore,
   UpdateTeamDto,
+  withBudget,
   type CreatedTeamToken,
   type TeamTokenView,
   type TeamView,
@@ -13,6 +14,8 @@ import {
 import { ApiErrors, ApiJson, ApiJsonBody, schemaRef } from '@mgw/api-docs';
 import { GatewayError } from '@mgw/contracts';
 import { adminActorOf, Auth, DtoValidationPipe } from '@mgw/http';
+import { ModelDirectory } from '@mgw/registry';
+import { currencyFor } from './catalog-currency';
 
 interface List<T> {
   object: 'list';
@@ -35,7 +38,10 @@ const listOf = (item: string) => ({
 @ApiTags('Admin')
 @ApiErrors(401, 403, 404)
 export class AdminTeamsController {
-  constructor(@Inject(TeamStore) private readonly teams: TeamStore) {}
+  constructor(
+    @Inject(TeamStore) private readonly teams: TeamStore,
+    @Inject(ModelDirectory) private readonly directory: ModelDirectory,
+  ) {}
 
   @Post()
   @HttpCode(201)
@@ -45,8 +51,8 @@ export class AdminTeamsController {
   })
   @ApiJson(201, 'Team', 'The team.')
   @ApiErrors(400, 413, 415)
-  create(@Body(new DtoValidationPipe(CreateTeamDto)) body: CreateTeamDto): Promise<TeamView> {
-    return this.teams.create(body);
+  async create(@Body(new DtoValidationPipe(CreateTeamDto)) body: CreateTeamDto): Promise<TeamView> {
+    return this.teams.create(withBudget(body, await currencyFor(body, this.directory)));
   }
 
   @Get()
@@ -79,11 +85,11 @@ export class AdminTeamsController {
   @ApiJsonBody('UpdateTeamRequest', { limit: { summary: 'Limit a team', value: { rpm: 120 } } })
   @ApiJson(200, 'Team', 'The team as updated.')
   @ApiErrors(400, 413, 415)
-  update(
+  async update(
     @Param('id') id: string,
     @Body(new DtoValidationPipe(UpdateTeamDto)) body: UpdateTeamDto,
   ): Promise<TeamView> {
-    return this.teams.update(id, body);
+    return this.teams.update(id, withBudget(body, await currencyFor(body, this.directory)));
   }
 
   @Delete(':id')

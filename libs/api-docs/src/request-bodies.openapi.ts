@@ -1,4 +1,11 @@
-import { CreateKeyDto, CreateTeamDto, CreateTeamTokenDto, UpdateKeyDto, UpdateTeamDto } from '@mgw/access';
+import {
+  BudgetDto,
+  CreateKeyDto,
+  CreateTeamDto,
+  CreateTeamTokenDto,
+  UpdateKeyDto,
+  UpdateTeamDto,
+} from '@mgw/access';
 import {
   CHAT_LIMITS,
   CHAT_PARAMETER_LIMITS,
@@ -297,6 +304,18 @@ export function requestBodySchemas(): DtoSchemaBuilder {
         user: { description: 'A string that identifies the end user.' },
       },
     })
+    .document(BudgetDto, {
+      name: 'Budget',
+      description:
+        'A spend and/or token limit over a UTC day, a UTC month or in total, enforced by reservation (docs/budgets.md).',
+      fields: {
+        currency: { description: "The catalog's currency (`USD`); required with `spend`." },
+        spend: { nullable: true, description: 'A decimal amount of the currency, at most six decimals.' },
+        tokens: { nullable: true, description: 'Input and output tokens together.' },
+        period: { description: '`day` and `month` are UTC calendar periods; `total` never rolls over.' },
+        soft_threshold: { default: 0.8, description: 'The share past which the headers warn.' },
+      },
+    })
     .document(CreateKeyDto, {
       name: 'CreateKeyRequest',
       description: 'Null or absent limits mean "no limit".',
@@ -315,6 +334,10 @@ export function requestBodySchemas(): DtoSchemaBuilder {
         team_id: {
           nullable: true,
           description: 'The team it belongs to (must exist); null or absent: none.',
+        },
+        budget: {
+          nullable: true,
+          description: "Its own budget, on top of its team's; null or absent: none.",
         },
       },
     })
@@ -335,6 +358,10 @@ export function requestBodySchemas(): DtoSchemaBuilder {
           default: 1,
           description: "Its share of a saturated model against the other waiting teams' and keys'.",
         },
+        budget: {
+          nullable: true,
+          description: 'The budget all its keys spend together; null or absent: none.',
+        },
       },
     })
     .document(UpdateTeamDto, {
@@ -345,6 +372,7 @@ export function requestBodySchemas(): DtoSchemaBuilder {
         rpm: { nullable: true },
         tpm: { nullable: true },
         max_concurrent: { nullable: true },
+        budget: { nullable: true },
       },
     })
     .document(CreateTeamTokenDto, {
@@ -371,6 +399,7 @@ export function requestBodySchemas(): DtoSchemaBuilder {
           description: 'Moves the key to this team (must exist); null: out of its team.',
         },
         disabled: { description: 'A disabled key is refused (401) until enabled again.' },
+        budget: { nullable: true },
       },
     });
 }

@@ -290,6 +290,21 @@ const errorBody = objectSchema(
   { error: ref('ErrorObject') },
 );
 
+const budget = {
+  type: ['object', 'null'],
+  description:
+    'A spend and/or token limit over a UTC day, a UTC month or in total (docs/budgets.md); null: none.',
+  properties: {
+    currency: { type: ['string', 'null'], description: "The catalog's currency `spend` is in." },
+    spend: { type: ['number', 'null'], description: 'In the currency; null: no spend limit.' },
+    tokens: nullableInteger('Input and output tokens; null: no token limit.'),
+    period: { enum: ['day', 'month', 'total'] },
+    soft_threshold: { type: 'number', description: 'The share past which the headers warn (0 to 1).' },
+  },
+  required: ['currency', 'spend', 'tokens', 'period', 'soft_threshold'],
+  additionalProperties: false,
+} as const;
+
 const keyView = objectSchema('An API key as the admin API shows it: never the secret.', {
   id: string('`key_` and 24 hex digits.'),
   object: { const: 'api_key' },
@@ -311,6 +326,7 @@ const keyView = objectSchema('An API key as the admin API shows it: never the se
   disabled: { type: 'boolean' },
   revoked_at: nullableInteger('Unix seconds; null: not revoked.'),
   team_id: { type: ['string', 'null'], description: 'The team it belongs to; null: none.' },
+  budget,
 });
 
 const createdKey = {
@@ -342,6 +358,7 @@ const teamView = objectSchema("A team: its limits hold for all its keys together
     maximum: 100,
     description: "Its share of a saturated model against the other waiting teams' and keys'.",
   },
+  budget,
   keys: integer('How many live keys it has.'),
 });
 

@@ -409,3 +409,66 @@ describe('parseCatalog embedding models', () => {
     ]);
   });
 });
+
+describe('pricing', () => {
+  const priced = (pricing: unknown, currency: unknown = 'USD') =>
+    JSON.stringify({ currency, models: [{ ...chat, pricing }, image] });
+
+  it('reads prices in micro-units of the catalog currency; a model without pricing has none', () => {
+    const result = parseCatalog(
+      priced({
+        inputPerMillion: 2.5,
+        outputPerMillion: 10,
+        perImage: { '1024x1024': 0.04 },
+        batchFactor: 0.5,
+      }),
+      PATH,
+    );
+    expect(result.currency).toBe('USD');
+    expect(result.models[0]!.pricing).toEqual({
+      inputPerMillion: 2_500_000,
+      cachedInputPerMillion: 2_500_000,
+      outputPerMillion: 10_000_000,
+      embeddingPerMillion: 0,
+      perImage: { '1024x1024': 40_000 },
+      batchFactorPpm: 500_000,
+    });
+    expect(result.models[1]!.pricing).toBeUndefined();
+    expect(parseCatalog(catalog(chat), PATH).currency).toBeUndefined();
+  });
+
+  it('refuses a negative or non-numeric price, a bad size or factor, naming the model and the field', () => {
+    const error = problemsOf(
+      priced({
+        inputPerMillion: -1,
+        outputPerMillion: '10',
+        cachedInputPerMillion: 0.0000001,
+        perImage: { big: 1, '512x512': -2 },
+        batchFactor: 1.5,
+        perToken: 1,
+      }),
+    );
+    const named = 'models[0] (model "sim-chat"): pricing.';
+    expect(error.problems).toEqual(
+      expect.arrayContaining([
+        expect.stringContaining(`${named}inputPerMillion must not be negative`),
+        expect.stringContaining(`${named}outputPerMillion must be a number`),
+        expect.stringContaining(`${named}cachedInputPerMillion must have at most six decimals`),
+        expect.stringContaining(`${named}perImage.big is not an image size`),
+        expect.stringContaining(`${named}perImage.512x512 must not be negative`),
+        expect.stringContaining(`${named}batchFactor must be at most 1`),
+        expect.stringContaining('pricing.perToken is not a field of pricing'),
+      ]),
+    );
+  });
+
+  it('requires the currency once a model has pricing, and a currency code', () => {
+    const unnamed = JSON.stringify({ models: [{ ...chat, pricing: { inputPerMillion: 1 } }] });
+    expect(problemsOf(unnamed).problems).toEqual([
+      expect.stringContaining('currency is required: models[0] (model "sim-chat") has pricing'),
+    ]);
+    expect(problemsOf(priced({ inputPerMillion: 1 }, 'dollars')).problems).toEqual([
+      expect.stringContaining('currency must be a currency code of three capital letters'),
+    ]);
+  });
+});

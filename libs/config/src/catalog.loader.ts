@@ -15,6 +15,10 @@ import {
   type ModelType,
   DEFAULT_URL_INPUT_POLICY,
   URL_INPUT_POLICIES,
+  CURRENCY_PATTERN,
+  MICROS_PER_UNIT,
+  microsOf,
+  type ModelPricing,
   type UrlInputPolicy,
 } from '@mgw/contracts';
 import { ConfigError } from './load-config';
@@ -78,6 +82,11 @@ export interface CatalogModel {
   urlInputs?: UrlInputPolicy;
   /** Embedding models only: how their worker batches their inputs (see `EmbeddingSpec`). */
   embedding?: EmbeddingSpec;
+  /**
+   * What the model costs, in micro-units of the catalog's `currency` (for a self-hosted model, the platform
+   * team's chargeback price). Absent: the model costs 0 and its tokens still count.
+   */
+  pricing?: ModelPricing;
 }
 
 /** What an embedding model declares beside its backend. */
@@ -97,8 +106,22 @@ export const MAX_BATCH_DELAY_MS = 5_000;
 
 export interface Catalog {
   path: string;
+  /** The currency every price is in (`USD`); named once, required as soon as a model has `pricing`. */
+  currency?: string;
   models: CatalogModel[];
 }
+
+/** The fields of a model's `pricing`, each a decimal amount of the catalog's currency. */
+const PRICE_FIELDS = [
+  'inputPerMillion',
+  'cachedInputPerMillion',
+  'outputPerMillion',
+  'embeddingPerMillion',
+] as const;
+const PRICING_FIELDS = [...PRICE_FIELDS, 'perImage', 'batchFactor'];
+/** A price above a million units per million tokens (or per image) is a typo, not a price. */
+export const MAX_PRICE = 1_000_000;
+const IMAGE_SIZE_PATTERN = /^[1-9][0-9]*x[1-9][0-9]*$/;
 
 /** Fields only an embedding model has. */
 const EMBEDDING_FIELDS = ['dimensions', 'maxBatchInputs', 'maxBatchDelayMs'];
@@ -117,6 +140,7 @@ const MODEL_FIELDS = [
   'streamResume',
   'aliases',
   'urlInputs',
+  'pricing',
 ];
 /** Room for every well-known name of a model and its dated versions. */
 export const MAX_ALIASES = 32;
@@ -180,7 +204,55 @@ function readModel(
   if (entry.urlInputs !== undefined) {
     model.urlInputs = read.oneOf(entry, 'urlInputs', URL_INPUT_POLICIES, DEFAULT_URL_INPUT_POLICY);
   }
+  if (entry.pricing !== undefined) model.pricing = readPricing(entry.pricing, name, read);
   return model;
+}
+
+/** A model's prices, each checked and named (`pricing.outputPerMillion must not be negative`). */
+function readPricing(value: unknown, name: string, read: RecordReader): ModelPricing {
+  const pricing: ModelPricing = {
+    inputPerMillion: 0,
+    cachedInputPerMillion: 0,
+    outputPerMillion: 0,
+    embeddingPerMillion: 0,
+    perImage: {},
+    batchFactorPpm: MICROS_PER_UNIT,
+  };
+  if (!isFieldRecord(value)) {
+    read.report(`${name}: pricing must be an object`);
+    return pricing;
+  }
+  for (const field of Object.keys(value)) {
+    if (!PRICING_FIELDS.includes(field)) {
+      read.report(
+        `${name}: pricing.${field} is not a field of pricing (known: ${PRICING_FIELDS.join(', ')})`,
+      );
+    }
+  }
+  const price = (field: string, raw: unknown, max = MAX_PRICE): number => {
+    const micros = microsOf(raw, max);
+    if (typeof micros === 'number') return micros;
+    read.report(`${name}: pricing.${field} ${micros}`);
+    return 0;
+  };
+  for (const field of PRICE_FIELDS) {
+    if (value[field] !== undefined) pricing[field] = price(field, value[field]);
+  }
+  if (value.cachedInputPerMillion === undefined) pricing.cachedInputPerMillion = pricing.inputPerMillion;
+  if (value.perImage !== undefined) {
+    if (!isFieldRecord(value.perImage)) read.report(`${name}: pricing.perImage must be an object of sizes`);
+    else {
+      const perImage: Record<string, number> = {};
+      for (const [size, raw] of Object.entries(value.perImage)) {
+        if (!IMAGE_SIZE_PATTERN.test(size)) {
+          read.report(`${name}: pricing.perImage.${size} is not an image size (WIDTHxHEIGHT, as 1024x1024)`);
+        } else perImage[size] = price(`perImage.${size}`, raw);
+      }
+      pricing.perImage = perImage;
+    }
+  }
+  if (value.batchFactor !== undefined) pricing.batchFactorPpm = price('batchFactor', value.batchFactor, 1);
+  return pricing;
 }
 
 function readEmbeddingSpec(entry: FieldRecord, name: string, read: RecordReader): EmbeddingSpec {
@@ -318,7 +390,12 @@ export function parseCatalog(text: string, path: string): Catalog {
   }
   const problems = new ProblemCollector(`catalog ${path}: `);
   const read = new RecordReader(problems);
-  read.onlyFields(raw, ['models'], 'is not a field of a catalog (known: models)');
+  read.onlyFields(raw, ['currency', 'models'], 'is not a field of a catalog (known: currency, models)');
+  let currency: string | undefined;
+  if (raw.currency !== undefined) {
+    if (typeof raw.currency === 'string' && CURRENCY_PATTERN.test(raw.currency)) currency = raw.currency;
+    else read.report('currency must be a currency code of three capital letters (USD, EUR)');
+  }
   const entries = Array.isArray(raw.models) ? (raw.models as unknown[]) : [];
   if (!Array.isArray(raw.models)) read.report('models must be an array');
   else if (entries.length === 0) read.report('models must list at least one model');
@@ -340,8 +417,14 @@ export function parseCatalog(text: string, path: string): Catalog {
   });
   checkFallbacks(models, names, read);
   checkAliases(models, names, read);
+  const priced = models.findIndex((model) => model.pricing !== undefined);
+  if (priced >= 0 && raw.currency === undefined) {
+    read.report(
+      `currency is required: ${names[priced]} has pricing, and every price is in the catalog's currency`,
+    );
+  }
   problems.throwIfAny((all) => new ConfigError(all));
-  return { path, models };
+  return currency === undefined ? { path, models } : { path, currency, models };
 }
 
 export async function loadCatalog(path: string): Promise<Catalog> {

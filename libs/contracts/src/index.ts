@@ -40,3 +40,4 @@ export * from './openai/stored-completion.types';
 export * from './dto/stored-completion-query.dto';
 export * from './admin/model-status.types';
 export * from './urls/url-policy';
+export * from './pricing/model-pricing';

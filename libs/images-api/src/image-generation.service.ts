@@ -1,7 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
-import { GatewayError, type GeneratedImageData, type ImageGenerationRequestDto } from '@mgw/contracts';
+import {
+  GatewayError,
+  IMAGE_LIMITS,
+  type GeneratedImageData,
+  type ImageGenerationRequestDto,
+} from '@mgw/contracts';
 import { JsonReplyClient } from '@mgw/http';
 import { RedisConnections } from '@mgw/redis';
 import { RequestSessions } from '@mgw/session';
@@ -23,7 +28,15 @@ export class ImageGenerationService {
   ): Promise<void> {
     // Images use no tokens: only the request, concurrency and queue limits apply.
     await this.sessions.run(
-      { kind: 'image', requestId, principal, model: body.model, request: body, tokenEstimate: 0 },
+      {
+        kind: 'image',
+        requestId,
+        principal,
+        model: body.model,
+        request: body,
+        tokenEstimate: 0,
+        images: { count: body.n ?? IMAGE_LIMITS.n.default, size: body.size ?? IMAGE_LIMITS.size.default },
+      },
       {
         mode: 'json',
         renderer: (context) =>

@@ -46,6 +46,7 @@ export class WorkerDirectory {
           ...(m.streamResume === undefined ? {} : { streamResume: m.streamResume }),
           ...(m.aliases === undefined || m.aliases.length === 0 ? {} : { aliases: [...m.aliases] }),
           ...(m.urlInputs === undefined ? {} : { urlInputs: m.urlInputs }),
+          ...(m.pricing && catalog.currency ? { pricing: { ...m.pricing, currency: catalog.currency } } : {}),
         },
       ]),
     );

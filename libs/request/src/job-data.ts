@@ -109,6 +109,16 @@ abstract class JobEnvelope {
   @Matches(BATCH_LINE_PATTERN)
   batchLine?: string;
 
+  /** The request reserved against its key's budget: the worker settles it with the job's cost. */
+  @IsOptional()
+  @IsBoolean()
+  budgeted?: boolean;
+
+  /** The request reserved against its team's budget. */
+  @IsOptional()
+  @IsBoolean()
+  teamBudgeted?: boolean;
+
   /** The BullMQ priority the job was queued at (from the key's tier); 1 runs first. */
   @IsOptional()
   @Max(JOB_PRIORITY_MAX)

@@ -499,7 +499,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
     let admission;
     try {
       admission = await traceAdmission(this.traceContext, entry.id, () =>
-        this.admission.admit(principal, kind, entry, request.tokenEstimate),
+        this.admission.admit(principal, kind, entry, request.tokenEstimate, request.images),
       );
     } catch (error) {
       if (!(error instanceof GatewayError)) return this.refused(this.asGatewayError(error), null, fallbacks);

@@ -1,4 +1,4 @@
-import type { Principal } from '@mgw/access';
+import type { ImageOrder, Principal } from '@mgw/access';
 import type {
   DoneMessage,
   GatewayError,
@@ -26,6 +26,8 @@ export interface SessionRequest<K extends ModelKind> {
   request: RequestOf<K>;
   /** Tokens the request may use, for the key's token budget (0 when the kind uses none). */
   tokenEstimate: number;
+  /** An image request's images (`n`, `size`): what it reserves against a budget. */
+  images?: ImageOrder;
   /**
    * Checks of the request against a model it may be served by (what it supports). A chat request's prompt
    * is also checked against the model's context window by the session itself, for every front-end.

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WorkerConfig } from '@mgw/config';
-import { imageResultKeyFor } from '@mgw/contracts';
+import { IMAGE_LIMITS, imageResultKeyFor } from '@mgw/contracts';
 import { ImageJobData } from '@mgw/request';
 import { toImageInferenceRequest } from '@mgw/inference';
 import { JobRunner, type JobOutcome } from './job-runner';
@@ -27,6 +27,7 @@ export class ImageJobProcessor {
     const backend = this.backends.image(model);
     return this.runner.run(job, ImageJobData, model, async ({ data, signal, writer }) => {
       const request = toImageInferenceRequest(data.request);
+      const imageSize = data.request.size ?? IMAGE_LIMITS.size.default;
       let count = 0;
       try {
         for await (const image of backend.generate(request, signal)) {
@@ -43,11 +44,16 @@ export class ImageJobProcessor {
         if (count !== request.n) throw new Error(`the backend produced ${count} of ${request.n} images`);
       } catch (error) {
         if (failedBeforeOutputWithFallback(data, signal, count)) throw error; // see ChatJobProcessor
-        await this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count });
+        await this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count, imageSize });
         throw error;
       }
       // Counted before the client hears the end: same connection, sent first (see ChatJobProcessor).
-      const recorded = this.usage.report(data, { promptTokens: 0, completionTokens: 0, images: count });
+      const recorded = this.usage.report(data, {
+        promptTokens: 0,
+        completionTokens: 0,
+        images: count,
+        imageSize,
+      });
       await writer.send({ kind: 'image-done', count });
       await recorded;
     });

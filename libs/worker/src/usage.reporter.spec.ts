@@ -33,3 +33,30 @@ describe('UsageReporter', () => {
     expect(errors).toEqual(['usage of request r1 not recorded: Error: Connection is closed.']);
   });
 });
+
+describe('UsageReporter with prices', () => {
+  it("records a job's cost from its model's catalog prices, a batch line's at the batch factor", async () => {
+    const recorded: unknown[] = [];
+    const recorder = {
+      record: (_subject: unknown, amounts: unknown) => Promise.resolve(void recorded.push(amounts)),
+    } as unknown as UsageRecorder;
+    const logger = { log: () => undefined, error: () => undefined, warn: () => undefined };
+    const pricing = {
+      inputPerMillion: 1_000_000,
+      cachedInputPerMillion: 1_000_000,
+      outputPerMillion: 2_000_000,
+      embeddingPerMillion: 0,
+      perImage: {},
+      batchFactorPpm: 500_000,
+    };
+    const usage = new UsageReporter(recorder, logger, 1000, {
+      kind: 'chat',
+      of: (model) => (model === 'priced' ? pricing : undefined),
+    });
+    const amounts = { promptTokens: 1000, completionTokens: 1000, images: 0 };
+    await usage.report({ requestId: 'r1', keyId: 'key_1', model: 'priced' }, amounts);
+    await usage.report({ requestId: 'r2', keyId: 'key_1', model: 'priced', priority: 42 }, amounts);
+    await usage.report({ requestId: 'r3', keyId: 'key_1', model: 'free' }, amounts);
+    expect(recorded).toEqual([{ ...amounts, cost: 3000 }, { ...amounts, cost: 1500 }, amounts]);
+  });
+});

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
-import type { UsageAmounts, UsageRecorder, UsageSubject } from '@mgw/access';
+import { usageCostOf, type UsageAmounts, type UsageRecorder, type UsageSubject } from '@mgw/access';
+import { tierOfPriority, type ModelKind, type ModelPricing } from '@mgw/contracts';
 import { JobStopped } from '@mgw/queue';
 import { retryThroughFailover } from '@mgw/redis';
 
@@ -17,11 +18,23 @@ export class UsageReporter {
     private readonly recorder: UsageRecorder,
     private readonly logger: LoggerService,
     private readonly retryMs = RECORD_RETRY_MS,
+    /** The catalog's prices of the worker's models, and their kind: what a job's usage costs. */
+    private readonly pricing: {
+      kind: ModelKind;
+      of: (model: string) => ModelPricing | undefined;
+    } | null = null,
   ) {}
 
-  async report(subject: UsageSubject, amounts: UsageAmounts): Promise<void> {
+  async report(subject: UsageSubject & { priority?: number }, amounts: UsageAmounts): Promise<void> {
+    const pricing = this.pricing?.of(subject.model);
+    // A batch line (queued in the `batch` tier) pays the model's batch factor.
+    const batch = tierOfPriority(subject.priority) === 'batch';
+    const priced =
+      pricing && this.pricing
+        ? { ...amounts, cost: usageCostOf(this.pricing.kind, pricing, amounts, batch) }
+        : amounts;
     try {
-      await retryThroughFailover(() => this.recorder.record(subject, amounts), this.retryMs);
+      await retryThroughFailover(() => this.recorder.record(subject, priced), this.retryMs);
     } catch (error) {
       this.logger.error({
         msg: `usage of request ${subject.requestId} not recorded: ${String(error)}`,

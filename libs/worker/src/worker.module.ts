@@ -126,9 +126,20 @@ const jobProviders: Provider[] = [
   },
   {
     provide: UsageReporter,
-    useFactory: (publisher: Redis, config: WorkerConfig, kind: ModelKind, logger: LoggerService) =>
-      new UsageReporter(new UsageRecorder(publisher, config.namespace, kind), logger),
-    inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_KIND, WORKER_LOGGER],
+    useFactory: (
+      publisher: Redis,
+      config: WorkerConfig,
+      kind: ModelKind,
+      logger: LoggerService,
+      catalog: Catalog,
+    ) => {
+      const prices = new Map(catalog.models.map((model) => [model.id, model.pricing]));
+      return new UsageReporter(new UsageRecorder(publisher, config.namespace, kind), logger, undefined, {
+        kind,
+        of: (model) => prices.get(model),
+      });
+    },
+    inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_KIND, WORKER_LOGGER, WORKER_CATALOG],
   },
   ChatJobProcessor,
   ImageJobProcessor,

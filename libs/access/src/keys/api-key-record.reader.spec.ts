@@ -17,6 +17,7 @@ const stored: ApiKeyRecord = {
   disabled: false,
   revokedAt: null,
   teamId: null,
+  budget: null,
 };
 
 const readBack = (change: Record<string, unknown>) =>
@@ -43,6 +44,14 @@ describe('readApiKeyRecord', () => {
       teamId: null,
     });
     expect(readBack({ teamId: `team_${'0b'.repeat(12)}` }).teamId).toBe(`team_${'0b'.repeat(12)}`);
+  });
+
+  it('reads a budget back, and refuses a malformed one', () => {
+    const budget = { currency: 'USD', spend: 5_000_000, tokens: null, period: 'month', softThreshold: 0.8 };
+    expect(readBack({ budget }).budget).toEqual(budget);
+    expect(() => readBack({ budget: { ...budget, period: 'week' } })).toThrow(InvalidKeyRecordError);
+    expect(() => readBack({ budget: { ...budget, spend: -1 } })).toThrow(/key record: budget: spend/);
+    expect(() => readBack({ budget: { ...budget, softThreshold: 2 } })).toThrow(/softThreshold/);
   });
 
   it.each([

@@ -8,6 +8,7 @@ import {
   type FieldRecord,
 } from '@mgw/contracts';
 import { PRIORITY_TIERS } from '../admin-api.types';
+import { readStoredBudget } from '../budgets/budget.dto';
 import type { ApiKeyRecord } from './api-key.record';
 
 const FIELDS: readonly (keyof ApiKeyRecord)[] = [
@@ -26,6 +27,7 @@ const FIELDS: readonly (keyof ApiKeyRecord)[] = [
   'disabled',
   'revokedAt',
   'teamId',
+  'budget',
 ];
 const NAME_MAX = 128;
 
@@ -96,5 +98,6 @@ export function readApiKeyRecord(value: unknown): ApiKeyRecord {
     disabled: disabled as boolean,
     revokedAt: nullableInt(record, 'revokedAt', 0),
     teamId: teamIdOf(record),
+    budget: readStoredBudget(record, (message) => new InvalidKeyRecordError(`key record: ${message}`)),
   };
 }

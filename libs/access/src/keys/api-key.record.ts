@@ -1,6 +1,8 @@
 import { IsBoolean, IsInt, IsOptional, IsString, MaxLength, Min, Matches, MinLength } from 'class-validator';
 import { parkedPriorityOf, TEAM_ID_PATTERN, type SchedulingTier } from '@mgw/contracts';
 import { type ApiKeyView, type PriorityTier } from '../admin-api.types';
+import type { BudgetLimits } from '../budgets/budget';
+import { toBudgetView } from '../budgets/budget.dto';
 import { LimitSettingsDto } from '../limit-settings.dto';
 
 /**
@@ -39,6 +41,8 @@ export interface ApiKeyRecord {
   revokedAt: number | null;
   /** Its team (absent in older records: none). */
   teamId: string | null;
+  /** Its own budget, on top of its team's (absent in older records: none). */
+  budget: BudgetLimits | null;
 }
 
 export function toKeyView(record: ApiKeyRecord): ApiKeyView {
@@ -58,6 +62,7 @@ export function toKeyView(record: ApiKeyRecord): ApiKeyView {
     disabled: record.disabled,
     revoked_at: record.revokedAt ?? null,
     team_id: record.teamId,
+    budget: toBudgetView(record.budget ?? null),
   };
 }
 

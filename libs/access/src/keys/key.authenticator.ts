@@ -50,12 +50,14 @@ function principalOf(record: ApiKeyRecord, team: TeamRecord | null): Principal {
     maxConcurrent: record.maxConcurrent,
     priority: PRIORITY_TIERS[tier]!,
     weight: record.weight,
+    budget: record.budget,
     team: team && {
       id: team.id,
       rpm: team.rpm,
       tpm: team.tpm,
       maxConcurrent: team.maxConcurrent,
       weight: team.weight,
+      budget: team.budget,
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { Budgeted } from '../budgets/budget.dto';
 import { withLimitSettings } from '../limit-settings.dto';
 import type { Redis } from 'ioredis';
 import { DEFAULT_TENANT_WEIGHT, encodeKeyInvalidation, GatewayError, keyLayoutOf } from '@mgw/contracts';
@@ -31,7 +32,7 @@ export class KeyStore {
     return this.names.keysChanged;
   }
 
-  async create(spec: CreateKeyDto): Promise<CreatedKey> {
+  async create(spec: Budgeted<CreateKeyDto>): Promise<CreatedKey> {
     this.checkExpiry(spec.expires_at);
     const key = generateApiKey();
     const record: ApiKeyRecord = {
@@ -50,6 +51,7 @@ export class KeyStore {
       disabled: false,
       revokedAt: null,
       teamId: spec.team_id ?? null,
+      budget: spec.budget ?? null,
     };
     await this.save(record, null, true);
     return { ...toKeyView(record), key };
@@ -97,7 +99,7 @@ export class KeyStore {
     return record && record.hash === hash && record.revokedAt === null ? record : null;
   }
 
-  async update(id: string, change: UpdateKeyDto): Promise<ApiKeyView> {
+  async update(id: string, change: Budgeted<UpdateKeyDto>): Promise<ApiKeyView> {
     const record = await this.require(id);
     if (record.revokedAt !== null) {
       throw GatewayError.invalidRequest(`The API key ${id} is revoked and cannot be changed.`, 'id');

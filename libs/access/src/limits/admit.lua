@@ -5,8 +5,9 @@
 --       10 scheduler tenants hash; for a key in a team, its team's 11 rpm zset, 12 tpm hash,
 --       13 concurrency zset, 14 reservation
 -- ARGV: see admit-args.lua.
+--       and their budgets' hashes where ARGV 15 and 19 say (admit-args.lua)
 -- Returns: status, retry ms, the key's and the team's limit state (key-limits.lua's `holdersReply`),
---          queue depth, jobs served in the last minute
+--          queue depth, jobs served in the last minute, the budgets' state (`budgetsReply`)
 --- @include "key-limits"
 --- @include "model-depth"
 local c, t = checkHolders(11)
@@ -19,4 +20,4 @@ end
 local reply = holdersReply(c, t, 11)
 table.insert(reply, depth)
 table.insert(reply, served)
-return reply
+return budgetsReply(reply, c, t)

@@ -3,4 +3,7 @@
 -- Returns: as admit-key.lua.
 --- @include "key-limits"
 local c, t = checkHolders(5)
-return holdersReply(c, t, 5)
+local reply = holdersReply(c, t, 5)
+table.insert(reply, 0)
+table.insert(reply, 0)
+return budgetsReply(reply, c, t)

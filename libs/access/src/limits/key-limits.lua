@@ -6,6 +6,7 @@
 -- remembered under its id so the worker can later replace the estimate by the actual usage in the same
 -- bucket. Concurrency: a sorted set of leases scored by expiry.
 --- @include "admit-args"
+--- @include "budget"
 local function checkLimits(L, rpmKey, tpmKey, concKey)
   local c = { L = L, reqUsed = 0, reqRetry = 0, tokUsed = 0, tokRetry = 0, tokNewest = -1, tooLarge = false, concUsed = 0 }
   if L.rpm > 0 then
@@ -94,25 +95,45 @@ local function resetsOf(c, rpmKey)
   return reqReset, tokReset
 end
 
--- The key's limits (KEYS 1-3) and, when KEYS[teamAt] is given, its team's (KEYS teamAt to teamAt + 2): the
--- first refusal is the answer, the team's prefixed `team_`.
+-- The budget hashes come last in KEYS, after the team's counters.
+local limitKeys = #KEYS
+if keyBudget.at > 0 then limitKeys = limitKeys - 1 end
+if teamBudget.at > 0 then limitKeys = limitKeys - 1 end
+
+-- The key's limits (KEYS 1-3) and, when KEYS teamAt to teamAt + 3 are given, its team's: the first refusal
+-- is the answer, the team's prefixed `team_`; then the budgets, when ARGV 15 and 19 name them.
 local function checkHolders(teamAt)
   local c = checkLimits(keyLimits, KEYS[1], KEYS[2], KEYS[3])
   local t = nil
-  if KEYS[teamAt] then
+  if teamAt + 3 <= limitKeys then
     t = checkLimits(teamLimits, KEYS[teamAt], KEYS[teamAt + 1], KEYS[teamAt + 2])
     if c.status == 'ok' and t.status ~= 'ok' then c.status, c.retry = 'team_' .. t.status, t.retry end
+  end
+  -- Budgets last: a request a rate limit refuses is told to retry soon, not that its budget is spent.
+  local function budgetOf(B)
+    return checkBudget(B.at, B.period, B.spend, B.tokens, budgetCost, budgetTokens, now)
+  end
+  c.budget = budgetOf(keyBudget)
+  if c.status == 'ok' and c.budget and not c.budget.ok then c.status = 'budget' end
+  if t then
+    t.budget = budgetOf(teamBudget)
+    if c.status == 'ok' and t.budget and not t.budget.ok then c.status = 'team_budget' end
   end
   return c, t
 end
 
 local function recordHolders(c, t, teamAt)
   recordLimits(c, KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-  if t then recordLimits(t, KEYS[teamAt], KEYS[teamAt + 1], KEYS[teamAt + 2], KEYS[teamAt + 3]) end
+  reserveBudget(c.budget, requestId, budgetCost, budgetTokens, budgetExpiry)
+  if t then
+    recordLimits(t, KEYS[teamAt], KEYS[teamAt + 1], KEYS[teamAt + 2], KEYS[teamAt + 3])
+    reserveBudget(t.budget, requestId, budgetCost, budgetTokens, budgetExpiry)
+  end
 end
 
 -- The reply's limit part: status, retry ms, then requests used, requests reset ms, tokens used, tokens reset
--- ms of the key and of its team (zeros without one).
+-- ms of the key and of its team (zeros without one). `budgetsReply` is its last part: spent and tokens of
+-- the key's budget, then of the team's (-1 without one).
 local function holdersReply(c, t, teamAt)
   local reqReset, tokReset = resetsOf(c, KEYS[1])
   local reply = { c.status, c.retry, c.reqUsed, reqReset, c.tokUsed, tokReset, 0, 0, 0, 0 }
@@ -120,5 +141,11 @@ local function holdersReply(c, t, teamAt)
     local tReqReset, tTokReset = resetsOf(t, KEYS[teamAt])
     reply[7], reply[8], reply[9], reply[10] = t.reqUsed, tReqReset, t.tokUsed, tTokReset
   end
+  return reply
+end
+
+local function budgetsReply(reply, c, t)
+  budgetReply(reply, c.budget)
+  budgetReply(reply, t and t.budget)
   return reply
 end

@@ -25,3 +25,5 @@ export const RECORD_KEY_USAGE_SCRIPT = RedisScript.fromFile(__dirname, 'record-k
 export const COUNT_SERVED_SCRIPT = RedisScript.fromFile(__dirname, 'count-served.lua');
 /** A Cluster's team TPM reconciliation, in the team's slot, after the key's usage counted. */
 export const RECONCILE_TEAM_SCRIPT = RedisScript.fromFile(__dirname, 'reconcile-team.lua');
+/** Takes back the budget reservations of an admission whose job never reached the queue. */
+export const ROLLBACK_BUDGET_SCRIPT = RedisScript.fromFile(__dirname, 'rollback-budget.lua');

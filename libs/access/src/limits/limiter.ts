@@ -4,12 +4,14 @@ import { keyLayoutOf, schedulerNamesFor, TEAM_ID_PATTERN, type ModelKind } from 
 import { REFRESH_SLOTS_SCRIPT, type KeptSlot } from '@mgw/redis';
 import { accessNames, type AccessNames } from '../access.names';
 import { tenantOf, type Principal } from '../principal';
+import { budgetPeriodEndMs, budgetPeriodOf, type BudgetLimits } from '../budgets/budget';
 import type { TeamLimits } from '../teams/team.record';
 import {
   ADMIT_KEY_SCRIPT,
   ADMIT_MODEL_SCRIPT,
   ADMIT_SCRIPT,
   CHECK_KEY_SCRIPT,
+  ROLLBACK_BUDGET_SCRIPT,
   ROLLBACK_SCRIPT,
 } from './limit.scripts';
 
@@ -29,6 +31,33 @@ export interface AdmissionRequest {
   /** 0 = unbounded (only for tests: the gateway always passes a bound). */
   maxQueueDepth: number;
   queue: QueueKeys;
+  /**
+   * What the request reserves against its key's and its team's budgets until the worker settles its real
+   * use: its maximum cost in micro-units of the catalog's currency (0 for a model without pricing) and its
+   * maximum tokens (prompt estimate and output bound; `tokenEstimate` when absent).
+   */
+  budget?: {
+    maxCost: number;
+    maxTokens?: number;
+    /**
+     * How long its reservation may wait for its job's settlement: past that (its deadline and a margin) the
+     * job will never settle it, and a refusal sweeps it. Default: an hour.
+     */
+    holdMs?: number;
+  };
+}
+
+/** A budget's state after a decision, for the `x-ratelimit-*-budget` headers. */
+export interface BudgetState {
+  /** Whose budget: the key's own or its team's. */
+  holder: 'key' | 'team';
+  limits: BudgetLimits;
+  /** Micro-units spent and reserved in the period. */
+  spent: number;
+  /** Tokens used and reserved in the period. */
+  tokensUsed: number;
+  /** Until the period ends (ms), null for a `total` budget. */
+  resetMs: number | null;
 }
 
 /**
@@ -42,9 +71,11 @@ export interface LimitState {
   tpm: number | null;
   tokensUsed: number;
   tokensResetMs: number;
+  /** The key's and its team's budgets, those it has. */
+  budgets?: BudgetState[];
 }
 
-type HolderRefusal = 'requests' | 'tokens' | 'too_large' | 'concurrency';
+type HolderRefusal = 'requests' | 'tokens' | 'too_large' | 'concurrency' | 'budget';
 
 /**
  * Why a request was refused: a key limit, its team's (`team_…`), or its model's full waiting room —
@@ -78,6 +109,10 @@ export interface Ticket {
   teamId?: string;
   /** True when it holds a lease of its team's concurrency too. */
   teamLeased?: boolean;
+  /** True when it holds a reservation against its key's budget (settled by the worker, or taken back). */
+  budgeted?: boolean;
+  /** True when it holds a reservation against its team's budget. */
+  teamBudgeted?: boolean;
 }
 
 /** The lease sets a ticket holds a slot in (its key's, its team's), as the SlotKeeper keeps them alive. */
@@ -96,19 +131,40 @@ export interface KeyDecision {
   state: LimitState;
 }
 
+/** A budget and the hash it is counted in. */
+interface HeldBudget {
+  limits: BudgetLimits;
+  hash: string;
+}
+
+/** What a request reserves against its budgets, and when (the period's clock). */
+interface Spend {
+  cost: number;
+  tokens: number;
+  holdMs: number;
+  requestId: string;
+  nowMs: number;
+}
+
+/** How long a budget reservation waits for its settlement when the caller gives no deadline. */
+const DEFAULT_BUDGET_HOLD_MS = 3_600_000;
+
 /** How long an admission counts towards the queue depth before its job must be in the queue. */
 const ADMITTING_MS = 10_000;
 
-/** Status, retry ms, the key's and the team's limit state (4 each), queue depth, served (key-limits.lua). */
+/**
+ * Status, retry ms, the key's and the team's limit state (4 each), queue depth, served, then spent and tokens
+ * of the key's budget and of the team's (-1 without one; key-limits.lua).
+ */
 type Reply = [string, number, ...number[]];
 
 /** Per kind, the state of whichever holder has less left: what a client can still send. */
-function bindingState(principal: Principal, reply: Reply): LimitState {
+function bindingState(principal: Principal, reply: Reply, nowMs: number): LimitState {
   const [, , kReq, kReqReset, kTok, kTokReset, tReq, tReqReset, tTok, tTokReset] = reply as number[];
   const team = principal.team;
   const req = tighter(principal.rpm, kReq!, kReqReset!, team?.rpm ?? null, tReq!, tReqReset!);
   const tok = tighter(principal.tpm, kTok!, kTokReset!, team?.tpm ?? null, tTok!, tTokReset!);
-  return {
+  const state: LimitState = {
     rpm: req[0],
     requestsUsed: req[1],
     requestsResetMs: req[2],
@@ -116,6 +172,23 @@ function bindingState(principal: Principal, reply: Reply): LimitState {
     tokensUsed: tok[1],
     tokensResetMs: tok[2],
   };
+  const budgets: BudgetState[] = [];
+  const add = (holder: 'key' | 'team', limits: BudgetLimits | null | undefined, at: number) => {
+    const spent = Number(reply[at] ?? -1);
+    if (!limits || spent < 0) return;
+    const end = budgetPeriodEndMs(limits.period, nowMs);
+    budgets.push({
+      holder,
+      limits,
+      spent,
+      tokensUsed: Number(reply[at + 1]),
+      resetMs: end === null ? null : end - nowMs,
+    });
+  };
+  add('key', principal.budget, 12);
+  add('team', team?.budget, 14);
+  if (budgets.length > 0) state.budgets = budgets;
+  return state;
 }
 
 function tighter(
@@ -159,6 +232,8 @@ export class Limiter {
     private readonly redis: Redis,
     private readonly namespace: string,
     private readonly slotTtlMs: number,
+    /** The time budgets' periods are taken from (UTC), when a call passes none. */
+    private readonly clock: () => number = Date.now,
   ) {
     this.cluster = keyLayoutOf(redis) === 'cluster';
     this.names = accessNames(namespace, keyLayoutOf(redis));
@@ -179,8 +254,11 @@ export class Limiter {
       ticket.teamId = team.id;
       ticket.teamLeased = team.maxConcurrent !== null;
     }
+    if (principal.budget) ticket.budgeted = true;
+    if (team?.budget) ticket.teamBudgeted = true;
     const keyKeys = this.keyKeys(principal.keyId, request.requestId);
     const teamKeys = team ? this.teamKeys(team.id, request.requestId) : [];
+    const nowMs = now || this.clock();
     const scheduler = schedulerNamesFor(this.namespace, kind, model, keyLayoutOf(this.redis));
     const modelKeys = [
       request.queue.wait,
@@ -191,18 +269,31 @@ export class Limiter {
       scheduler.tenants,
     ];
     const { tenant, weight } = tenantOf(principal);
-    const args = this.args(principal, ticket.id, now, Math.max(0, Math.ceil(request.tokenEstimate)), [
+    const estimate = Math.max(0, Math.ceil(request.tokenEstimate));
+    const args = this.args(principal, ticket.id, now, estimate, [
       request.maxQueueDepth,
       ADMITTING_MS,
       tenant,
       weight,
     ]);
-    const reply = this.cluster
-      ? await this.admitInSteps(ticket, team, keyKeys, teamKeys, modelKeys, args)
-      : ((await ADMIT_SCRIPT.run(this.redis, [...keyKeys, ...modelKeys, ...teamKeys], args)) as Reply);
+    const spend = {
+      cost: Math.max(0, Math.ceil(request.budget?.maxCost ?? 0)),
+      tokens: Math.max(0, Math.ceil(request.budget?.maxTokens ?? estimate)),
+      holdMs: Math.max(0, Math.ceil(request.budget?.holdMs ?? DEFAULT_BUDGET_HOLD_MS)),
+      requestId: request.requestId,
+      nowMs,
+    };
+    let reply: Reply;
+    if (this.cluster) {
+      reply = await this.admitInSteps(ticket, principal, keyKeys, teamKeys, modelKeys, args, spend);
+    } else {
+      const keys = [...keyKeys, ...modelKeys, ...teamKeys];
+      const budgetArgs = this.budgetArgs(this.keyBudget(principal), this.teamBudget(team), keys, spend);
+      reply = (await ADMIT_SCRIPT.run(this.redis, keys, [...args, ...budgetArgs])) as Reply;
+    }
     const status = reply[0];
     const [depth, served] = reply.slice(10) as number[];
-    const state = bindingState(principal, reply);
+    const state = bindingState(principal, reply, nowMs);
     if (status === 'ok') return { admitted: true, ticket, state };
     return {
       admitted: false,
@@ -264,8 +355,43 @@ export class Limiter {
       allowed: status === 'ok',
       reason: status as RefusalReason,
       retryAfterMs: reply[1],
-      state: bindingState(principal, reply),
+      state: bindingState(principal, reply, now || this.clock()),
     };
+  }
+
+  /**
+   * ARGV 15-25 (admit-args.lua) for the budgets a request spends, their hashes appended to `keys`; none at
+   * all for a request without a budget, which reads nothing more.
+   */
+  private budgetArgs(
+    holder: HeldBudget | null,
+    team: HeldBudget | null,
+    keys: string[],
+    spend: Spend,
+  ): (string | number)[] {
+    if (!holder && !team) return [];
+    const one = (held: HeldBudget | null): (string | number)[] => {
+      if (!held) return [0, '', -1, -1];
+      keys.push(held.hash);
+      const { limits } = held;
+      return [
+        keys.length,
+        budgetPeriodOf(limits.period, spend.nowMs),
+        limits.spend ?? -1,
+        limits.tokens ?? -1,
+      ];
+    };
+    return [...one(holder), ...one(team), spend.cost, spend.tokens, spend.requestId, spend.holdMs];
+  }
+
+  /** The key's budget and where it is kept, null without one. */
+  private keyBudget(principal: Principal): HeldBudget | null {
+    return principal.budget ? { limits: principal.budget, hash: this.names.budget(principal.keyId) } : null;
+  }
+
+  /** The team's budget and where it is kept, null without one. */
+  private teamBudget(team: TeamLimits | null): HeldBudget | null {
+    return team?.budget ? { limits: team.budget, hash: this.names.teamBudget(team.id) } : null;
   }
 
   /** The scripts' ARGV (admit-args.lua) for `principal` and its team; `rest` is ARGV 8-11. */
@@ -338,7 +464,8 @@ export class Limiter {
 
   /** The key step's reply with the team step's state (its holder's, as the team's) and refusal. */
   private withTeam(byKey: Reply, byTeam: Reply): Reply {
-    const merged = [...byKey.slice(0, 6), ...byTeam.slice(2, 6)] as Reply;
+    const budgets = [byKey[12] ?? -1, byKey[13] ?? -1, byTeam[12] ?? -1, byTeam[13] ?? -1];
+    const merged = [...byKey.slice(0, 6), ...byTeam.slice(2, 6), 0, 0, ...budgets] as Reply;
     if (byTeam[0] !== 'ok') [merged[0], merged[1]] = [`team_${byTeam[0]}`, byTeam[1]];
     return merged;
   }
@@ -349,27 +476,35 @@ export class Limiter {
    */
   private async admitInSteps(
     ticket: Ticket,
-    team: TeamLimits | null,
+    principal: Principal,
     keyKeys: string[],
     teamKeys: string[],
     modelKeys: string[],
     args: (string | number)[],
+    spend: Spend,
   ): Promise<Reply> {
-    let reply = (await ADMIT_KEY_SCRIPT.run(this.redis, keyKeys, args)) as Reply;
-    if (reply[0] !== 'ok') return [...reply.slice(0, 10), 0, 0] as unknown as Reply;
+    const team = principal.team ?? null;
+    const byKeyKeys = [...keyKeys];
+    const byKeyArgs = [...args, ...this.budgetArgs(this.keyBudget(principal), null, byKeyKeys, spend)];
+    let reply = (await ADMIT_KEY_SCRIPT.run(this.redis, byKeyKeys, byKeyArgs)) as Reply;
+    if (reply[0] !== 'ok') return reply;
     if (team) {
       let byTeam: Reply;
       try {
         const teamArgs = this.teamArgs(team, ticket.id, Number(args[0]), Number(args[5]), args.slice(7, 11));
-        byTeam = (await ADMIT_KEY_SCRIPT.run(this.redis, teamKeys, teamArgs)) as Reply;
+        const byTeamKeys = [...teamKeys];
+        const budgetArgs = this.budgetArgs(this.teamBudget(team), null, byTeamKeys, spend);
+        // Its budget's ARGV start at 15, after the (here unused) team limits 12-14.
+        const withBudget = budgetArgs.length === 0 ? teamArgs : [...teamArgs, 0, 0, 0, ...budgetArgs];
+        byTeam = (await ADMIT_KEY_SCRIPT.run(this.redis, byTeamKeys, withBudget)) as Reply;
       } catch (error) {
-        await ROLLBACK_SCRIPT.run(this.redis, keyKeys, [ticket.id]).catch(() => undefined);
+        await this.takeBackKey(ticket, keyKeys).catch(() => undefined);
         throw error;
       }
       reply = this.withTeam(reply, byTeam);
       if (byTeam[0] !== 'ok') {
-        await ROLLBACK_SCRIPT.run(this.redis, keyKeys, [ticket.id]);
-        return [...reply, 0, 0] as unknown as Reply;
+        await this.takeBackKey(ticket, keyKeys);
+        return reply;
       }
     }
     let byModel: [string, number, number];
@@ -381,7 +516,17 @@ export class Limiter {
     }
     const [status, depth, served] = byModel;
     if (status !== 'ok') await this.takeBackHolders(ticket);
-    return [status, 0, ...reply.slice(2, 10), depth, served] as unknown as Reply;
+    return [status, 0, ...reply.slice(2, 10), depth, served, ...reply.slice(12)] as unknown as Reply;
+  }
+
+  /** A Cluster's rollback of the key's step alone (its team's refused or failed). */
+  private async takeBackKey(ticket: Ticket, keyKeys: string[]): Promise<void> {
+    await Promise.all([
+      ROLLBACK_SCRIPT.run(this.redis, keyKeys, [ticket.id]),
+      ticket.budgeted
+        ? ROLLBACK_BUDGET_SCRIPT.run(this.redis, [this.names.budget(ticket.keyId)], [ticket.requestId])
+        : null,
+    ]);
   }
 
   /** The job is in the queue now, where BullMQ's own counts see it. */
@@ -395,7 +540,7 @@ export class Limiter {
     if (!this.cluster) {
       const teamKeys = ticket.teamId ? this.teamKeys(ticket.teamId, ticket.requestId) : [];
       const keys = [...this.keyKeys(ticket.keyId, ticket.requestId), ...teamKeys, admitting];
-      await ROLLBACK_SCRIPT.run(this.redis, keys, [ticket.id]);
+      await Promise.all([ROLLBACK_SCRIPT.run(this.redis, keys, [ticket.id]), this.takeBackBudgets(ticket)]);
       return;
     }
     await Promise.all([this.takeBackHolders(ticket), this.redis.zrem(admitting, ticket.id)]);
@@ -408,7 +553,23 @@ export class Limiter {
       ticket.teamId
         ? ROLLBACK_SCRIPT.run(this.redis, this.teamKeys(ticket.teamId, ticket.requestId), [ticket.id])
         : null,
+      this.takeBackBudgets(ticket),
     ]);
+  }
+
+  /** The ticket's budget reservations taken back (one script per slot on a Cluster); none without any. */
+  private async takeBackBudgets(ticket: Ticket): Promise<void> {
+    const hashes: string[] = [];
+    if (ticket.budgeted) hashes.push(this.names.budget(ticket.keyId));
+    if (ticket.teamBudgeted && ticket.teamId) hashes.push(this.names.teamBudget(ticket.teamId));
+    if (hashes.length === 0) return;
+    if (!this.cluster) {
+      await ROLLBACK_BUDGET_SCRIPT.run(this.redis, hashes, [ticket.requestId]);
+      return;
+    }
+    await Promise.all(
+      hashes.map((hash) => ROLLBACK_BUDGET_SCRIPT.run(this.redis, [hash], [ticket.requestId])),
+    );
   }
 
   /**

@@ -1,4 +1,5 @@
-import type { LimitState } from './limiter';
+import { decimalOf } from '@mgw/contracts';
+import type { BudgetState, LimitState } from './limiter';
 
 /** OpenAI's duration style for `x-ratelimit-reset-*`: `20ms`, `1s`, `6m0s`, `1.5s`. */
 export function formatResetDuration(ms: number): string {
@@ -22,7 +23,48 @@ export function rateLimitHeaders(state: LimitState): Record<string, string> {
     headers['x-ratelimit-remaining-tokens'] = String(Math.max(0, state.tpm - state.tokensUsed));
     headers['x-ratelimit-reset-tokens'] = formatResetDuration(state.tokensResetMs);
   }
+  if (state.budgets) budgetHeaders(state.budgets, headers);
   return headers;
+}
+
+/**
+ * The budgets' headers (docs/budgets.md): per kind (spend, tokens) the budget, the key's or its team's, with
+ * less left; the share used of the fullest limit and whether it passed its soft threshold.
+ */
+function budgetHeaders(budgets: readonly BudgetState[], headers: Record<string, string>): void {
+  const left = (budget: BudgetState, kind: 'spend' | 'tokens'): number =>
+    kind === 'spend' ? budget.limits.spend! - budget.spent : budget.limits.tokens! - budget.tokensUsed;
+  const tightest = (kind: 'spend' | 'tokens') =>
+    budgets
+      .filter((budget) => budget.limits[kind] !== null)
+      .reduce<BudgetState | null>((a, b) => (a === null || left(b, kind) < left(a, kind) ? b : a), null);
+  const spend = tightest('spend');
+  if (spend) {
+    headers['x-ratelimit-limit-budget'] = decimalOf(spend.limits.spend!);
+    headers['x-ratelimit-remaining-budget'] = decimalOf(Math.max(0, left(spend, 'spend')));
+    if (spend.resetMs !== null) headers['x-ratelimit-reset-budget'] = formatResetDuration(spend.resetMs);
+  }
+  const tokens = tightest('tokens');
+  if (tokens) {
+    headers['x-ratelimit-limit-budget-tokens'] = String(tokens.limits.tokens);
+    headers['x-ratelimit-remaining-budget-tokens'] = String(Math.max(0, left(tokens, 'tokens')));
+    if (tokens.resetMs !== null)
+      headers['x-ratelimit-reset-budget-tokens'] = formatResetDuration(tokens.resetMs);
+  }
+  let used = 0;
+  let soft = false;
+  for (const budget of budgets) {
+    const { limits } = budget;
+    const shares = [
+      limits.spend === null ? 0 : budget.spent / Math.max(1, limits.spend),
+      limits.tokens === null ? 0 : budget.tokensUsed / limits.tokens,
+    ];
+    const share = Math.max(...shares);
+    used = Math.max(used, share);
+    if (share >= limits.softThreshold) soft = true;
+  }
+  headers['x-ratelimit-budget-used'] = `${Math.min(100, Math.floor(used * 100))}%`;
+  if (soft) headers['x-ratelimit-budget-warning'] = 'soft-threshold';
 }
 
 /** Whole seconds for `Retry-After`, never 0 (a client retrying at once would only be refused again). */

@@ -1,9 +1,12 @@
 -- A key's usage, once per request (false when already recorded), and the model's served count.
 -- ARGV: 1 key id ('' = unattributed), 2 model, 3 prompt tokens, 4 completion tokens, 5 images,
 --       6 now ms (0 = Redis time), 7 usage retention ms, 8 '1' for a batch's line (counted in the model's
---       counters and again in its `batch_` ones, so batch usage reads apart from the rest)
+--       counters and again in its `batch_` ones, so batch usage reads apart from the rest), 9 cost
+--       (micro-units), 10 request id, 11 and 12 the key's and the team's budget hash's index in KEYS (0 or
+--       absent = none: nothing more is read)
 --- @include "@mgw/redis/now"
 --- @include "reconcile"
+--- @include "budget"
 local now = clock(ARGV[6])
 local sec = math.floor(now / 1000)
 
@@ -23,10 +26,15 @@ local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpm
       redis.call('HINCRBY', usageKey, m .. 'batch_completion_tokens', completion)
       redis.call('HINCRBY', usageKey, m .. 'batch_images', images)
     end
+    if tonumber(ARGV[9] or '0') > 0 then redis.call('HINCRBY', usageKey, m .. 'cost', ARGV[9]) end
     redis.call('PEXPIRE', usageKey, tonumber(ARGV[7]))
     if keyIdsKey then redis.call('SADD', keyIdsKey, ARGV[1]) end
     reconcile(reservationKey, tpmKey, prompt + completion)
     if teamTpmKey then reconcile(teamReservationKey, teamTpmKey, prompt + completion) end
+    local cost = tonumber(ARGV[9] or '0')
+    for _, at in ipairs({ tonumber(ARGV[11] or '0'), tonumber(ARGV[12] or '0') }) do
+      if at > 0 then settleBudget(KEYS[at], ARGV[10], cost, prompt + completion) end
+    end
   end
   return true
 end

@@ -8,6 +8,7 @@ import {
   type FieldRecord,
 } from '@mgw/contracts';
 import { PRIORITY_TIERS } from '../admin-api.types';
+import { readStoredBudget } from '../budgets/budget.dto';
 import type { TeamRecord } from './team.record';
 
 const FIELDS: readonly (keyof TeamRecord)[] = [
@@ -20,6 +21,7 @@ const FIELDS: readonly (keyof TeamRecord)[] = [
   'maxConcurrent',
   'priority',
   'weight',
+  'budget',
 ];
 const NAME_MAX = 128;
 
@@ -68,5 +70,6 @@ export function readTeamRecord(value: unknown): TeamRecord {
       { min: TENANT_WEIGHT_MIN, max: TENANT_WEIGHT_MAX },
       DEFAULT_TENANT_WEIGHT,
     ),
+    budget: readStoredBudget(record, (message) => new InvalidTeamRecordError(`team record: ${message}`)),
   };
 }

@@ -1,5 +1,7 @@
 import { IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 import { type PriorityTier, type TeamView } from '../admin-api.types';
+import type { BudgetLimits } from '../budgets/budget';
+import { toBudgetView } from '../budgets/budget.dto';
 import { LimitSettingsDto } from '../limit-settings.dto';
 
 /**
@@ -23,6 +25,8 @@ export interface TeamRecord {
   priority: PriorityTier;
   /** Its share of a saturated model against the other waiting teams' and team-less keys' (1-100). */
   weight: number;
+  /** The budget all its keys spend together (absent in older records: none). */
+  budget: BudgetLimits | null;
 }
 
 /** What admission and scoping need of a key's team. */
@@ -32,6 +36,8 @@ export interface TeamLimits {
   tpm: number | null;
   maxConcurrent: number | null;
   weight: number;
+  /** The budget all its keys spend together; null or absent = none. */
+  budget?: BudgetLimits | null;
 }
 
 export function toTeamView(record: TeamRecord, keys: number): TeamView {
@@ -46,6 +52,7 @@ export function toTeamView(record: TeamRecord, keys: number): TeamView {
     max_concurrent: record.maxConcurrent,
     priority: record.priority,
     weight: record.weight,
+    budget: toBudgetView(record.budget ?? null),
     keys,
   };
 }

@@ -1,3 +1,4 @@
+import type { Budgeted } from '../budgets/budget.dto';
 import { withLimitSettings } from '../limit-settings.dto';
 import type { Redis } from 'ioredis';
 import {
@@ -80,7 +81,7 @@ export class TeamStore {
     this.names = accessNames(namespace, keyLayoutOf(redis));
   }
 
-  async create(spec: CreateTeamDto): Promise<TeamView> {
+  async create(spec: Budgeted<CreateTeamDto>): Promise<TeamView> {
     const record: TeamRecord = {
       id: newTeamId(),
       name: spec.name,
@@ -91,6 +92,7 @@ export class TeamStore {
       maxConcurrent: spec.max_concurrent ?? null,
       priority: spec.priority ?? 'normal',
       weight: spec.weight ?? DEFAULT_TENANT_WEIGHT,
+      budget: spec.budget ?? null,
     };
     await this.redis
       .multi()
@@ -112,7 +114,7 @@ export class TeamStore {
     return this.viewOf(await this.require(id));
   }
 
-  async update(id: string, change: UpdateTeamDto): Promise<TeamView> {
+  async update(id: string, change: Budgeted<UpdateTeamDto>): Promise<TeamView> {
     const record = await this.require(id);
     const next: TeamRecord = withLimitSettings(record, change);
     await this.redis.set(this.names.teamRecord(id), JSON.stringify(next));

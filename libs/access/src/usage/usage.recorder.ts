@@ -21,12 +21,20 @@ export interface UsageSubject {
    * the request's (a line run again after its gateway died has a new request id), and as batch usage.
    */
   batchLine?: string;
+  /** The request reserved against its key's budget: its real cost and tokens settle it. */
+  budgeted?: boolean;
+  /** The request reserved against its team's budget. */
+  teamBudgeted?: boolean;
 }
 
 export interface UsageAmounts {
   promptTokens: number;
   completionTokens: number;
   images: number;
+  /** The images' size (`1024x1024`), which their price depends on. */
+  imageSize?: string;
+  /** What it cost, in micro-units of the catalog's currency (`costOf`); 0 or absent for a model without pricing. */
+  cost?: number;
 }
 
 /** Usage is kept this long per day and key. */
@@ -68,7 +76,8 @@ export class UsageRecorder {
     ];
     const prompt = Math.max(0, Math.round(amounts.promptTokens));
     const completion = Math.max(0, Math.round(amounts.completionTokens));
-    const args = [
+    const cost = Math.max(0, Math.round(amounts.cost ?? 0));
+    const args: (string | number)[] = [
       keyId,
       subject.model,
       prompt,
@@ -77,22 +86,35 @@ export class UsageRecorder {
       now,
       USAGE_RETENTION_MS,
       subject.batchLine === undefined ? '' : '1',
+      cost,
     ];
     const teamId = keyId === '' ? undefined : subject.teamId;
     const team = teamId
       ? [this.names.teamReservation(subject.requestId, teamId), this.names.teamTpm(teamId)]
       : [];
+    // A request without a budget reads no budget hash (ARGV 10-12 left out).
+    const keyBudget = keyId !== '' && subject.budgeted === true ? this.names.budget(keyId) : null;
+    const teamBudget = teamId && subject.teamBudgeted === true ? this.names.teamBudget(teamId) : null;
     if (!this.cluster) {
       const keys = [recorded, usage, this.names.usageKeyIds, reservation, tpm, served, ...team];
+      if (keyBudget || teamBudget) {
+        const at = (hash: string | null) => (hash ? keys.push(hash) : 0);
+        args.push(subject.requestId, at(keyBudget), at(teamBudget));
+      }
       return (await RECORD_USAGE_SCRIPT.run(this.redis, keys, args)) === 1;
     }
-    if ((await RECORD_KEY_USAGE_SCRIPT.run(this.redis, [recorded, usage, reservation, tpm], args)) !== 1) {
+    const keyKeys = [recorded, usage, reservation, tpm];
+    const keyArgs = keyBudget ? [...args, subject.requestId, keyKeys.push(keyBudget), 0] : args;
+    if ((await RECORD_KEY_USAGE_SCRIPT.run(this.redis, keyKeys, keyArgs)) !== 1) {
       return false;
     }
+    const settleTeam = teamBudget ? [...team, teamBudget] : team;
     await Promise.all([
       keyId === '' ? null : this.redis.sadd(this.names.usageKeyIds, keyId),
       COUNT_SERVED_SCRIPT.run(this.redis, [served], args),
-      team.length === 0 ? null : RECONCILE_TEAM_SCRIPT.run(this.redis, team, [prompt + completion]),
+      team.length === 0
+        ? null
+        : RECONCILE_TEAM_SCRIPT.run(this.redis, settleTeam, [prompt + completion, cost, subject.requestId]),
     ]);
     return true;
   }

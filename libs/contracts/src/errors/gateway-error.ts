@@ -140,6 +140,11 @@ export class GatewayError extends Error {
     return new GatewayError(429, type, 'rate_limit_exceeded', message, null, headers);
   }
 
+  /** 429 for a key (or its team) whose budget this request would pass: `insufficient_quota`, as OpenAI's. */
+  static budgetSpent(message: string, headers: Readonly<Record<string, string>>): GatewayError {
+    return new GatewayError(429, 'insufficient_quota', 'insufficient_quota', message, null, headers);
+  }
+
   /** 503 when a model's queue is full: refusing now beats queueing without bound. */
   static overloaded(model: string, retryAfterSeconds: number): GatewayError {
     return new GatewayError(

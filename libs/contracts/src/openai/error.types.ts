@@ -8,6 +8,8 @@ export const ERROR_TYPES = [
   // OpenAI's types of a 429 `rate_limit_exceeded`: which limit was hit.
   'requests',
   'tokens',
+  // OpenAI's type (and code) of a 429 for a spent budget: retrying soon does not help.
+  'insufficient_quota',
   'server_error',
   'timeout_error',
 ] as const;

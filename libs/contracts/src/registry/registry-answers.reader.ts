@@ -1,3 +1,4 @@
+import { CURRENCY_PATTERN, type CatalogPricing } from '../pricing/model-pricing';
 import { MODEL_TYPES, type ModelType } from '../model-types';
 import { protocolVersionOf, registryProtocolVersionOf } from '../protocol/protocol-version';
 import { ProtocolError } from '../protocol/protocol.error';
@@ -70,6 +71,8 @@ export function readModelEntry(value: unknown): ModelEntry {
   if (record.urlInputs !== undefined) {
     entry.urlInputs = read.oneOf(record, 'urlInputs', URL_INPUT_POLICIES, DEFAULT_URL_INPUT_POLICY);
   }
+  // Optional within the version: a registry that does not know prices leaves them out.
+  if (record.pricing !== undefined) entry.pricing = readPricing(read.record(record.pricing, "'pricing'"));
   // Optional within the version: a registry that does not know aliases leaves it out.
   const aliases = optionalStrings(record, 'aliases');
   if (aliases !== undefined) entry.aliases = aliases;
@@ -90,4 +93,19 @@ export function readModelLookup(value: unknown): ModelLookup {
   if (state === 'unknown') return { state };
   if (state !== 'live' && state !== 'unavailable') read.report("'state' is not a known lookup state");
   return { state: state as 'live' | 'unavailable', model: readModelEntry(record.model) };
+}
+
+function readPricing(record: FieldRecord): CatalogPricing {
+  const perImage = read.record(record.perImage, "'pricing.perImage'");
+  const currency = read.string(record, 'currency');
+  if (!CURRENCY_PATTERN.test(currency)) read.report("'pricing.currency' is not a currency code");
+  return {
+    currency,
+    inputPerMillion: read.natural(record, 'inputPerMillion'),
+    cachedInputPerMillion: read.natural(record, 'cachedInputPerMillion'),
+    outputPerMillion: read.natural(record, 'outputPerMillion'),
+    embeddingPerMillion: read.natural(record, 'embeddingPerMillion'),
+    perImage: Object.fromEntries(Object.keys(perImage).map((size) => [size, read.natural(perImage, size)])),
+    batchFactorPpm: read.natural(record, 'batchFactorPpm'),
+  };
 }

@@ -1,3 +1,4 @@
+import type { CatalogPricing } from '../pricing/model-pricing';
 import { Type } from 'class-transformer';
 import {
   ArrayMaxSize,
@@ -87,6 +88,8 @@ export class ModelLookupRequestDto {
 /** A model as the registry knows it: declared in the catalog, with its live capacity. */
 export interface ModelEntry {
   id: string;
+  /** The catalog's prices of the model, in its currency; absent: the model costs 0. */
+  pricing?: CatalogPricing;
   type: ModelType;
   owned_by: string;
   created: number;

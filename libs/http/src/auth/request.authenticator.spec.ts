@@ -467,6 +467,7 @@ describe('RequestAuthenticator with teams', () => {
     maxConcurrent: 4,
     priority: 'normal',
     weight: 3,
+    budget: null,
   };
   const TEAM_TOKEN = generateTeamToken();
 

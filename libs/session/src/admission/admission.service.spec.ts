@@ -53,7 +53,11 @@ function setup(decision: (request: AdmissionRequest) => AdmissionDecision) {
   const producer = {
     queueFor: () => ({ toKey: (type: string) => `q:${type}` }),
   } as unknown as JobProducer;
-  const config = { concurrencySlotTtlMs: 30_000, defaultMaxQueueDepth: 1000 } as GatewayConfig;
+  const config = {
+    concurrencySlotTtlMs: 30_000,
+    defaultMaxQueueDepth: 1000,
+    chatDeadlineMs: 600_000,
+  } as GatewayConfig;
   const metrics = new GatewayMetrics();
   const service = new AdmissionService(config, limiter, producer, metrics);
   services.push(service);
@@ -184,6 +188,86 @@ describe('AdmissionService.admit', () => {
         .catch((e: unknown) => e)) as GatewayError;
       expect(refusal.status).toBe(status);
       expect(refusal.message).toContain(words);
+    });
+  });
+
+  describe('with a budget', () => {
+    const pricing = {
+      currency: 'USD',
+      inputPerMillion: 1_000_000,
+      cachedInputPerMillion: 1_000_000,
+      outputPerMillion: 3_000_000,
+      embeddingPerMillion: 0,
+      perImage: {},
+      batchFactorPpm: 1_000_000,
+    };
+    const priced = { ...model, pricing };
+    const budget = {
+      currency: 'USD',
+      spend: 5_000_000,
+      tokens: null,
+      period: 'month' as const,
+      softThreshold: 0.8,
+    };
+
+    it('reserves the maximum cost and tokens only for a key (or team) with a budget, and says so to the job', async () => {
+      const { service, requests } = setup(admitted);
+      const own = await service.admit(
+        { ...principal, tpm: null, budget },
+        'chat',
+        priced,
+        'req_budget_1',
+        1000,
+      );
+      const team = {
+        id: `team_${'cd'.repeat(12)}`,
+        rpm: null,
+        tpm: null,
+        maxConcurrent: null,
+        weight: 1,
+        budget,
+      };
+      const ofTeam = await service.admit({ ...principal, team }, 'chat', priced, 'req_budget_2', 10);
+      await service.admit(principal, 'chat', priced, 'req_budget_3', 1000);
+      // A reservation waits for its settlement until the request's deadline and a margin (10 + 5 minutes).
+      expect(requests.map((r) => r.budget?.holdMs)).toEqual([900_000, 900_000, undefined]);
+      expect(
+        requests.map((r) => r.budget && { maxCost: r.budget.maxCost, maxTokens: r.budget.maxTokens }),
+      ).toEqual([{ maxCost: 3000, maxTokens: 1000 }, { maxCost: 30, maxTokens: 10 }, undefined]);
+      expect(own.fields).toMatchObject({ budgeted: true });
+      expect(ofTeam.fields).toMatchObject({ teamBudgeted: true });
+      expect(ofTeam.fields.budgeted).toBeUndefined();
+    });
+
+    it.each([
+      ['budget', 'this API key'],
+      ['team_budget', "this API key's team"],
+    ] as const)('refuses %s with 429 insufficient_quota, saying whose budget', async (reason, whose) => {
+      const { service } = setup(() => ({
+        admitted: false,
+        reason,
+        retryAfterMs: 0,
+        state: {
+          ...state,
+          budgets: [
+            {
+              holder: reason === 'budget' ? 'key' : 'team',
+              limits: budget,
+              spent: 4_999_000,
+              tokensUsed: 0,
+              resetMs: 1000,
+            },
+          ],
+        },
+        depth: 0,
+        servedLastMinute: 0,
+      }));
+      const refusal = (await service
+        .admit({ ...principal, budget }, 'chat', priced, 'req_budget_refused', 20)
+        .catch((e: unknown) => e)) as GatewayError;
+      expect(refusal).toMatchObject({ status: 429, type: 'insufficient_quota', code: 'insufficient_quota' });
+      expect(refusal.message).toContain(`the budget of ${whose} for this month`);
+      expect(refusal.headers).toMatchObject({ 'x-ratelimit-remaining-budget': '0.001' });
     });
   });
 });

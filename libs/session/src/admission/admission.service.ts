@@ -2,10 +2,13 @@ import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/
 import {
   jobPriorityOf,
   Limiter,
+  maxCostOf,
   rateLimitHeaders,
   retryAfterSeconds,
   tenantOf,
   type AdmissionDecision,
+  type AdmissionRequest,
+  type ImageOrder,
   type KeyDecision,
   type Principal,
   type Ticket,
@@ -22,6 +25,9 @@ export interface AdmittedFields {
   keyId: string;
   /** The key's team: the job's tenant, and whose token reservation its usage settles. */
   teamId?: string;
+  /** Reservations against the key's and the team's budgets, which the job's usage settles. */
+  budgeted?: boolean;
+  teamBudgeted?: boolean;
   priority: number;
   /** A batch's line: its usage counts once per line, as batch usage. */
   batchLine?: string;
@@ -43,6 +49,12 @@ export interface Admission {
   /** The key's rate-limit state, for the response (empty for a fallback's queue admission). */
   headers: Record<string, string>;
 }
+
+/**
+ * How long past its deadline a request's budget reservation waits for its job's settlement: a job stops at
+ * its deadline, then records its usage (retried through a failover for up to 20 s).
+ */
+const SETTLE_MARGIN_MS = 5 * 60_000;
 
 /** Retry-After for a full queue when the model finished nothing in the last minute. */
 const UNKNOWN_RATE_RETRY_S = 10;
@@ -81,9 +93,19 @@ export class AdmissionService implements OnApplicationShutdown {
     model: ModelEntry,
     requestId: string,
     tokenEstimate: number,
+    images?: ImageOrder,
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const team = principal.team ?? null;
+    // Only a key or team with a budget reserves anything against one (and reads its budget at all).
+    const budget =
+      principal.budget || team?.budget
+        ? {
+            maxCost: maxCostOf(kind, model.pricing, tokenEstimate, images),
+            maxTokens: tokenEstimate,
+            holdMs: this.deadlineMs(kind) + SETTLE_MARGIN_MS,
+          }
+        : undefined;
     const decision = await this.decide(
       // Image requests use no tokens, so neither a key's token budget nor its team's holds them back; chat
       // and embedding requests spend it (an embedding's input tokens).
@@ -93,6 +115,7 @@ export class AdmissionService implements OnApplicationShutdown {
       requestId,
       principal.tpm === null && team?.tpm == null ? 0 : tokenEstimate,
       maxQueueDepth,
+      budget,
     );
     const headers = rateLimitHeaders(decision.state);
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
@@ -164,6 +187,12 @@ export class AdmissionService implements OnApplicationShutdown {
     return this.admitted(decision.ticket, principal, {});
   }
 
+  /** A request's deadline, by its kind (as its session arms it). */
+  private deadlineMs(kind: ModelKind): number {
+    if (kind === 'chat') return this.config.chatDeadlineMs;
+    return kind === 'image' ? this.config.imageDeadlineMs : this.config.embeddingDeadlineMs;
+  }
+
   private async decide(
     principal: Principal,
     kind: ModelKind,
@@ -171,6 +200,7 @@ export class AdmissionService implements OnApplicationShutdown {
     requestId: string,
     tokenEstimate: number,
     maxQueueDepth: number,
+    budget?: AdmissionRequest['budget'],
   ): Promise<AdmissionDecision> {
     const queue = this.producer.queueFor(kind, model.id);
     try {
@@ -182,6 +212,7 @@ export class AdmissionService implements OnApplicationShutdown {
         tokenEstimate,
         maxQueueDepth,
         queue: { wait: queue.toKey('wait'), prioritized: queue.toKey('prioritized') },
+        ...(budget === undefined ? {} : { budget }),
       });
     } catch (error) {
       this.logger.warn({ msg: `request ${requestId}: admission failed: ${String(error)}`, requestId });
@@ -193,6 +224,9 @@ export class AdmissionService implements OnApplicationShutdown {
     const fields: AdmittedFields = { keyId: principal.keyId, priority: jobPriorityOf(principal.priority) };
     if (principal.team) fields.teamId = principal.team.id;
     if (principal.batchLine !== undefined) fields.batchLine = principal.batchLine;
+    // From the principal, not the ticket: a fallback's job settles the request's reservation too.
+    if (principal.budget) fields.budgeted = true;
+    if (principal.team?.budget) fields.teamBudgeted = true;
     return {
       fields,
       weight: tenantOf(principal).weight,
@@ -284,6 +318,19 @@ export class AdmissionService implements OnApplicationShutdown {
           'max_tokens',
           headers,
         );
+      case 'budget':
+      case 'team_budget': {
+        const whose = decision.reason === 'budget' ? 'this API key' : "this API key's team";
+        const budget = state.budgets?.find(
+          (b) => b.holder === (decision.reason === 'budget' ? 'key' : 'team'),
+        );
+        const period =
+          budget?.limits.period === 'total' ? '' : ` for this ${budget?.limits.period ?? 'period'}`;
+        return GatewayError.budgetSpent(
+          `You exceeded the budget of ${whose}${period}: this request could cost more than is left. Ask your platform team to raise the budget${period === '' ? '' : ', or wait for the next period'}.`,
+          headers,
+        );
+      }
       case 'over_share':
       case 'queue_full': {
         this.metrics.schedulerRefused(model, decision.reason);

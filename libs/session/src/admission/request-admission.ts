@@ -1,4 +1,4 @@
-import type { Principal } from '@mgw/access';
+import type { ImageOrder, Principal } from '@mgw/access';
 import { DEFAULT_TENANT_WEIGHT, type ModelEntry, type ModelKind } from '@mgw/contracts';
 import type { Admission, AdmissionService, AdmittedFields } from './admission.service';
 import type { AdmissionHold } from './admission-hold';
@@ -64,10 +64,11 @@ export class RequestAdmission {
     kind: ModelKind,
     model: ModelEntry,
     tokenEstimate: number,
+    images?: ImageOrder,
   ): Promise<Admission> {
     const first = !this.admitted;
     const admission = first
-      ? await this.port.admit(principal, kind, model, this.requestId, tokenEstimate)
+      ? await this.port.admit(principal, kind, model, this.requestId, tokenEstimate, images)
       : await this.port.admitFallback(principal, kind, model, this.requestId);
     this.holds.push(admission.hold);
     this.current = admission.hold;

@@ -1,0 +1,102 @@
+// A budget's Redis cost per request (docs/budgets.md): a private redis-server, N rounds of what one chat
+// request costs the limiter — its admission (`admit.lua`), its job's usage record (`record-usage.lua`) and the
+// end of its request — for a key in a team with no budget, then the same key and team each with a budget
+// (spend and tokens). Printed: Redis's own CPU per request in the scripts (`INFO commandstats` usec of EVALSHA,
+// Lua-internal commands included) and the server's used_cpu_sys+user delta per request.
+// Usage (after `npm run build`): node bench/budgets.mjs [--rounds 5000]
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5000' } } });
+const rounds = Number(values.rounds);
+const require = createRequire(import.meta.url);
+require('reflect-metadata');
+const { Redis } = require('ioredis');
+const dist = join(import.meta.dirname, '..', process.env.BENCH_DIST ?? 'dist');
+const { Limiter, UsageRecorder } = require(`${dist}/libs/access/src/index.js`);
+
+const port = await new Promise((resolve) => {
+  const server = net.createServer().listen(0, () => {
+    const { port: free } = server.address();
+    server.close(() => resolve(free));
+  });
+});
+const server = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
+  stdio: 'ignore',
+});
+const redis = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 20, retryStrategy: () => 100 });
+redis.on('error', () => undefined);
+try {
+  await redis.ping();
+  const namespace = 'bench';
+  const limiter = new Limiter(redis, namespace, 30_000);
+  const recorder = new UsageRecorder(redis, namespace, 'chat');
+  const budget = { currency: 'USD', spend: 1e12, tokens: 1e12, period: 'month', softThreshold: 0.8 };
+  const limits = { rpm: 1_000_000, tpm: 1_000_000_000, maxConcurrent: 1000 };
+  const principal = (budgeted) => ({
+    keyId: 'key_000000000000000000000001',
+    name: 'bench',
+    bootstrap: false,
+    models: null,
+    ...limits,
+    priority: 'normal',
+    weight: 1,
+    budget: budgeted ? budget : null,
+    team: { id: 'team_000000000000000000000001', ...limits, weight: 1, budget: budgeted ? budget : null },
+  });
+  const queue = { wait: `${namespace}:chat.m:wait`, prioritized: `${namespace}:chat.m:prioritized` };
+  let seq = 0;
+  async function request(who) {
+    const requestId = `req_${String(seq++).padStart(10, '0')}`;
+    const budgeted = who.budget !== null;
+    const decision = await limiter.admit({
+      principal: who,
+      kind: 'chat',
+      model: 'm',
+      requestId,
+      tokenEstimate: 300,
+      maxQueueDepth: 0,
+      queue,
+      ...(budgeted ? { budget: { maxCost: 3000, maxTokens: 300 } } : {}),
+    });
+    if (!decision.admitted) throw new Error(`refused: ${decision.reason}`);
+    await limiter.enqueued(decision.ticket);
+    await recorder.record(
+      { requestId, model: 'm', keyId: who.keyId, teamId: who.team.id, budgeted, teamBudgeted: budgeted },
+      { promptTokens: 100, completionTokens: 150, images: 0, cost: 2000 },
+    );
+    await limiter.release(decision.ticket, true);
+  }
+  const stats = async () => {
+    const info = (await redis.info('cpu')) + (await redis.info('commandstats'));
+    const field = (name) => Number(new RegExp(`${name}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+    const evalsha = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(info);
+    return { cpu: field('used_cpu_sys') + field('used_cpu_user'), usec: Number(evalsha?.[2] ?? 0) };
+  };
+  console.log(`budgets: ${rounds} requests per row, a key in a team (private redis-server)`);
+  console.log('budgets             | scripts µs/request | redis CPU µs/request');
+  for (const [label, budgeted] of [
+    ['none', false],
+    ['key + team', true],
+    ['none (again)', false],
+    ['key + team (again)', true],
+  ]) {
+    await redis.flushall();
+    const who = principal(budgeted);
+    for (let i = 0; i < 200; i++) await request(who);
+    await redis.config('RESETSTAT');
+    const before = await stats();
+    for (let i = 0; i < rounds; i++) await request(who);
+    const after = await stats();
+    const per = (x) => (x / rounds).toFixed(1);
+    console.log(
+      `${label.padEnd(19)} | ${per(after.usec - before.usec).padStart(18)} | ${per((after.cpu - before.cpu) * 1e6).padStart(20)}`,
+    );
+  }
+} finally {
+  redis.disconnect();
+  server.kill();
+}

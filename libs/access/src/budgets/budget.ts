@@ -1,0 +1,38 @@
+/** The calendar a budget counts over (UTC): a day, a month, or once for all time. */
+export const BUDGET_PERIODS = ['day', 'month', 'total'] as const;
+export type BudgetPeriod = (typeof BUDGET_PERIODS)[number];
+
+/**
+ * A key's or a team's budget as admission enforces it: a spend limit in micro-units of the catalog's currency
+ * and/or a token limit, over its period. Each request reserves its maximum at admission and its real use
+ * replaces the reservation when the worker records it.
+ */
+export interface BudgetLimits {
+  /** The catalog's currency the spend limit is in; null for a token limit alone. */
+  currency: string | null;
+  /** Micro-units of the currency (1 USD = 1 000 000); null = no spend limit. */
+  spend: number | null;
+  /** Input and output tokens together; null = no token limit. */
+  tokens: number | null;
+  period: BudgetPeriod;
+  /** The share of the budget (0 to 1) past which the answers' headers warn; default 0.8. */
+  softThreshold: number;
+}
+
+export const DEFAULT_SOFT_THRESHOLD = 0.8;
+
+/** The period's name in Redis: `2026-11-29`, `2026-11` or `total`, from the time in ms (UTC). */
+export function budgetPeriodOf(period: BudgetPeriod, nowMs: number): string {
+  if (period === 'total') return 'total';
+  const iso = new Date(nowMs).toISOString();
+  return period === 'day' ? iso.slice(0, 10) : iso.slice(0, 7);
+}
+
+/** When the period that holds `nowMs` ends (ms since the epoch), null for `total`. */
+export function budgetPeriodEndMs(period: BudgetPeriod, nowMs: number): number | null {
+  if (period === 'total') return null;
+  const at = new Date(nowMs);
+  return period === 'day'
+    ? Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() + 1)
+    : Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
+}

@@ -1,0 +1,85 @@
+-- A holder's budget (an API key's or a team's): one hash with its current `period` (`2026-11-29`, `2026-11`,
+-- `total`), `spent` (micro-units of the currency) and `tokens`, both counting settled requests and the
+-- reservations of those in flight, and a field `r:<request id>` = `<period>|<cost>|<tokens>|<expiry ms>` per
+-- reservation until the worker settles it or the admission is taken back. A hash of another period is the
+-- previous one: the budget rolled over, and it starts empty (its reservations go with it; they settle
+-- nothing later). A reservation past its expiry (its request's deadline and a margin) belongs to a job that
+-- will never settle it (removed from its queue, or lost): a refusal first sweeps those, so none is phantom.
+-- Amounts are taken away as `0 - x`: Lua writes -0 as "-0", which HINCRBY refuses.
+
+local function reservationOf(r)
+  local a = string.find(r, '|', 1, true)
+  local z = string.find(r, '|', a + 1, true)
+  local e = string.find(r, '|', z + 1, true)
+  return string.sub(r, 1, a - 1), tonumber(string.sub(r, a + 1, z - 1)),
+    tonumber(string.sub(r, z + 1, (e or 0) - 1)), e and tonumber(string.sub(r, e + 1)) or nil
+end
+
+local function passes(b, spendLimit, tokenLimit, cost, tokens)
+  return (spendLimit < 0 or b.spent + cost <= spendLimit) and (tokenLimit < 0 or b.used + tokens <= tokenLimit)
+end
+
+-- The budget at KEYS[at] (nil when `at` is 0): whether `cost` and `tokens` more pass its limits (-1 = none)
+-- at `nowMs`.
+local function checkBudget(at, period, spendLimit, tokenLimit, cost, tokens, nowMs)
+  if at == 0 then return nil end
+  local key = KEYS[at]
+  local h = redis.call('HMGET', key, 'period', 'spent', 'tokens')
+  local b = { key = key, period = period, spent = 0, used = 0, stale = h[1] ~= period }
+  if not b.stale then b.spent, b.used = tonumber(h[2]) or 0, tonumber(h[3]) or 0 end
+  b.ok = passes(b, spendLimit, tokenLimit, cost, tokens)
+  if not b.ok and not b.stale then
+    local flat = redis.call('HGETALL', key)
+    for i = 1, #flat, 2 do
+      if string.sub(flat[i], 1, 2) == 'r:' then
+        local p, rc, rt, expiry = reservationOf(flat[i + 1])
+        if expiry and expiry < nowMs then
+          redis.call('HDEL', key, flat[i])
+          if p == period then
+            redis.call('HINCRBY', key, 'spent', 0 - rc)
+            redis.call('HINCRBY', key, 'tokens', 0 - rt)
+            b.spent, b.used = b.spent - rc, b.used - rt
+          end
+        end
+      end
+    end
+    b.ok = passes(b, spendLimit, tokenLimit, cost, tokens)
+  end
+  return b
+end
+
+local function reserveBudget(b, requestId, cost, tokens, expiry)
+  if not b then return end
+  if b.stale then
+    redis.call('DEL', b.key)
+    redis.call('HSET', b.key, 'period', b.period, 'spent', 0, 'tokens', 0)
+  end
+  redis.call('HINCRBY', b.key, 'spent', cost)
+  redis.call('HINCRBY', b.key, 'tokens', tokens)
+  redis.call('HSET', b.key, 'r:' .. requestId, b.period .. '|' .. cost .. '|' .. tokens .. '|' .. expiry)
+  b.spent, b.used = b.spent + cost, b.used + tokens
+end
+
+-- Replaces a request's reservation by what it really cost (0 and 0 take it back); nothing when it has none
+-- (settled already, or the period rolled over since).
+local function settleBudget(key, requestId, cost, tokens)
+  local field = 'r:' .. requestId
+  local r = redis.call('HGET', key, field)
+  if not r then return end
+  redis.call('HDEL', key, field)
+  local period, reservedCost, reservedTokens = reservationOf(r)
+  if redis.call('HGET', key, 'period') ~= period then return end
+  redis.call('HINCRBY', key, 'spent', cost - reservedCost)
+  redis.call('HINCRBY', key, 'tokens', tokens - reservedTokens)
+end
+
+-- The reply's budget part: spent and tokens of a budget (-1, -1 without one).
+local function budgetReply(reply, b)
+  if b then
+    table.insert(reply, b.spent)
+    table.insert(reply, b.used)
+  else
+    table.insert(reply, -1)
+    table.insert(reply, -1)
+  end
+end
