@@ -1,4 +1,4 @@
-import type { BudgetView } from './budgets/budget.dto';
+import type { BudgetView } from './budgets/budget';
 /**
  * What the admin API answers, as plain types with no import: the web console (apps/console) imports them
  * type-only, so the console and the server cannot disagree on a field.

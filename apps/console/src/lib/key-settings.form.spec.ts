@@ -17,6 +17,7 @@ const key: ApiKeyView = {
   disabled: false,
   revoked_at: null,
   team_id: null,
+  budget: null,
 };
 
 describe('key settings form', () => {

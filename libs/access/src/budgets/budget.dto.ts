@@ -8,7 +8,13 @@ import {
   RecordReader,
   type FieldRecord,
 } from '@mgw/contracts';
-import { BUDGET_PERIODS, DEFAULT_SOFT_THRESHOLD, type BudgetLimits, type BudgetPeriod } from './budget';
+import {
+  BUDGET_PERIODS,
+  DEFAULT_SOFT_THRESHOLD,
+  type BudgetLimits,
+  type BudgetPeriod,
+  type BudgetView,
+} from './budget';
 
 const SPEND_MAX = 1_000_000_000;
 const TOKENS_MAX = 1_000_000_000_000;
@@ -61,15 +67,6 @@ export function withBudget<D extends { budget?: BudgetDto | null }>(
   const { budget, ...rest } = body;
   if (budget === undefined) return rest;
   return { ...rest, budget: budget === null ? null : budgetOf(budget, currency) };
-}
-
-/** What the admin API shows of a budget. */
-export interface BudgetView {
-  currency: string | null;
-  spend: number | null;
-  tokens: number | null;
-  period: BudgetPeriod;
-  soft_threshold: number;
 }
 
 /**

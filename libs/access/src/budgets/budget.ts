@@ -36,3 +36,12 @@ export function budgetPeriodEndMs(period: BudgetPeriod, nowMs: number): number |
     ? Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() + 1)
     : Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
 }
+
+/** What the admin API shows of a budget (a plain type: the console's build reads it too). */
+export interface BudgetView {
+  currency: string | null;
+  spend: number | null;
+  tokens: number | null;
+  period: BudgetPeriod;
+  soft_threshold: number;
+}
