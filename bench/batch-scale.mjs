@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Child, freePort, rssBytes, startRedis } from './lib/processes.mjs';
-import { distDir } from './lib/stack.mjs';
+import { startModelStack } from './lib/model-stack.mjs';
+import { rssBytes } from './lib/processes.mjs';
 import { commandLineOptions } from './lib/options.mjs';
 
 const { fetch } = globalThis;
@@ -69,47 +69,17 @@ function multipartFrom(path) {
 async function main() {
   const tempDir = await mkdtemp(join(tmpdir(), 'mgw-bench-scale-'));
   const input = await writeInput(tempDir);
-  const catalogPath = join(tempDir, 'catalog.json');
   const backend = { kind: 'simulator', mode: 'echo', ttftMs: 5, tokensPerSecond: 100_000 };
-  await writeFile(
-    catalogPath,
-    JSON.stringify({
+  const stack = await startModelStack(root, {
+    catalog: {
       models: [{ id: 'scale-chat', type: 'chat', owned_by: 'bench', backend, maxQueueDepth: 10_000 }],
-    }),
-  );
-  const redis = await startRedis();
-  const gatewayPort = await freePort();
-  const apiKey = `sk-bench-${randomBytes(16).toString('hex')}`;
-  const env = {
-    PATH: process.env.PATH ?? '',
-    NODE_ENV: 'production',
-    REDIS_URL: redis.url,
-    KEY_PREFIX: 'bench',
-    CATALOG_PATH: catalogPath,
-    GATEWAY_API_KEYS: apiKey,
-    PORT: String(gatewayPort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    METRICS_PORT: '0',
-    FILES_DIR: join(tempDir, 'files'),
-  };
-  const app = (name) => join(root, distDir(), 'apps', name, 'src', 'main.js');
-  const gatewayChild = new Child('gateway', process.execPath, [app('gateway')], { cwd: root, env });
-  const children = [
-    new Child('registry', process.execPath, [app('registry')], { cwd: root, env }),
-    new Child('chat-worker', process.execPath, [app('chat-worker')], {
-      cwd: root,
-      env: { ...env, WORKER_CONCURRENCY: '8' },
-    }),
-    gatewayChild,
-  ];
-  const gateway = `http://127.0.0.1:${gatewayPort}`;
-  const auth = { authorization: `Bearer ${apiKey}` };
-  const api = async (path, init = {}) => {
-    const res = await fetch(`${gateway}${path}`, { ...init, headers: { ...auth, ...init.headers } });
-    if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${await res.text()}`);
-    return res.json();
-  };
+    },
+    workerEnv: { WORKER_CONCURRENCY: '8' },
+  }).catch(async (error) => {
+    await rm(tempDir, { recursive: true, force: true });
+    throw error;
+  });
+  const { gateway, auth, api, gatewayChild } = stack;
 
   // One interactive client, a request every 50 ms; each latency is tagged with the phase it started in.
   let phase = 'idle';
@@ -149,16 +119,6 @@ async function main() {
   };
 
   try {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      for (const child of children)
-        if (!child.running) throw new Error(`${child.label} exited:\n${child.output}`);
-      const res = await fetch(`${gateway}/v1/models`, { headers: auth }).catch(() => null);
-      if (res?.ok && (await res.text()).includes('scale-chat')) break;
-      if (Date.now() > deadline) throw new Error('the stack did not come up');
-      await sleep(200);
-    }
-    await sleep(1500);
     const load = loadavg();
     console.log(
       `batch scale bench: ${LINES} lines, ${(input.bytes / MB).toFixed(1)} MB; load average at start ${load.map((l) => l.toFixed(2)).join(' ')}`,
@@ -255,8 +215,7 @@ async function main() {
   } finally {
     probing = false;
     sampling = false;
-    for (const child of children.reverse()) await child.stop();
-    await redis.stop();
+    await stack.stop();
     await rm(tempDir, { recursive: true, force: true });
   }
 }

@@ -4,16 +4,13 @@
 // (2) an interactive flood's latency (p50/p99) without, then with a batch running, and the batch's pace
 // during the flood. See bench/README.md.
 //   npm run build && node bench/batches.mjs [--lines 5000] [--flood <s>] [--clients 8] [--out <file>]
-import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import { writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Child, freePort, startRedis } from './lib/processes.mjs';
-import { distDir } from './lib/stack.mjs';
+import { startModelStack } from './lib/model-stack.mjs';
 import { commandLineOptions } from './lib/options.mjs';
 
 const { fetch, FormData, Blob } = globalThis;
@@ -100,60 +97,23 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
 async function main() {
   const upstream = new FakeUpstream();
   await upstream.listen();
-  const tempDir = await mkdtemp(join(tmpdir(), 'mgw-bench-batches-'));
-  const catalogPath = join(tempDir, 'catalog.json');
-  await writeFile(
-    catalogPath,
-    JSON.stringify({
-      models: [
-        {
-          id: 'bench-chat',
-          type: 'chat',
-          owned_by: 'bench',
-          backend: {
-            kind: 'openai',
-            upstreamModel: 'bench-llama',
-            upstreams: [
-              { name: 'u', baseUrl: `http://127.0.0.1:${upstream.port}/v1`, maxConcurrency: SLOTS },
-            ],
-          },
+  const catalog = {
+    models: [
+      {
+        id: 'bench-chat',
+        type: 'chat',
+        owned_by: 'bench',
+        backend: {
+          kind: 'openai',
+          upstreamModel: 'bench-llama',
+          upstreams: [{ name: 'u', baseUrl: `http://127.0.0.1:${upstream.port}/v1`, maxConcurrency: SLOTS }],
         },
-      ],
-    }),
-  );
-  const redis = await startRedis();
-  const gatewayPort = await freePort();
-  const apiKey = `sk-bench-${randomBytes(16).toString('hex')}`;
-  const env = {
-    PATH: process.env.PATH ?? '',
-    NODE_ENV: 'production',
-    REDIS_URL: redis.url,
-    KEY_PREFIX: 'bench',
-    CATALOG_PATH: catalogPath,
-    GATEWAY_API_KEYS: apiKey,
-    PORT: String(gatewayPort),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    METRICS_PORT: '0',
-    FILES_DIR: join(tempDir, 'files'),
+      },
+    ],
   };
-  const app = (name) => join(root, distDir(), 'apps', name, 'src', 'main.js');
-  const children = [
-    new Child('registry', process.execPath, [app('registry')], { cwd: root, env }),
-    // The worker's slots are the upstream's: the model's capacity is 4 requests at a time.
-    new Child('chat-worker', process.execPath, [app('chat-worker')], {
-      cwd: root,
-      env: { ...env, WORKER_CONCURRENCY: String(SLOTS) },
-    }),
-    new Child('gateway', process.execPath, [app('gateway')], { cwd: root, env }),
-  ];
-  const gateway = `http://127.0.0.1:${gatewayPort}`;
-  const auth = { authorization: `Bearer ${apiKey}` };
-  const api = async (path, init = {}) => {
-    const res = await fetch(`${gateway}${path}`, { ...init, headers: { ...auth, ...init.headers } });
-    if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${await res.text()}`);
-    return res.json();
-  };
+  // The worker's slots are the upstream's: the model's capacity is 4 requests at a time.
+  const stack = await startModelStack(root, { catalog, workerEnv: { WORKER_CONCURRENCY: String(SLOTS) } });
+  const { gateway, auth, api } = stack;
   const createBatch = async (lines, tag) => {
     const text = Array.from({ length: lines }, (_v, i) =>
       JSON.stringify({
@@ -215,16 +175,6 @@ async function main() {
   };
 
   try {
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      for (const child of children)
-        if (!child.running) throw new Error(`${child.label} exited:\n${child.output}`);
-      const res = await fetch(`${gateway}/v1/models`, { headers: auth }).catch(() => null);
-      if (res?.ok && (await res.text()).includes('bench-chat')) break;
-      if (Date.now() > deadline) throw new Error('the stack did not come up');
-      await sleep(200);
-    }
-    await sleep(1500); // the worker registered and fetching
     const load = loadavg();
     console.log(
       `batches bench: upstream ${SLOTS} slots × ${SERVICE_MS} ms (${(SLOTS * 1000) / SERVICE_MS} req/s nominal), ` +
@@ -300,10 +250,8 @@ async function main() {
     );
     if (args.out) await writeFile(args.out, JSON.stringify(result, null, 2));
   } finally {
-    for (const child of children.reverse()) await child.stop();
-    await redis.stop();
+    await stack.stop();
     upstream.server.close();
-    await rm(tempDir, { recursive: true, force: true });
   }
 }
 
