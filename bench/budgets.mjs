@@ -4,11 +4,10 @@
 // (spend and tokens). Printed: Redis's own CPU per request in the scripts (`INFO commandstats` usec of EVALSHA,
 // Lua-internal commands included) and the server's used_cpu_sys+user delta per request.
 // Usage (after `npm run build`): node bench/budgets.mjs [--rounds 5000]
-import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import net from 'node:net';
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
+import { startRedis } from './lib/processes.mjs';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5000' } } });
 const rounds = Number(values.rounds);
@@ -18,16 +17,8 @@ const { Redis } = require('ioredis');
 const dist = join(import.meta.dirname, '..', process.env.BENCH_DIST ?? 'dist');
 const { Limiter, UsageRecorder } = require(`${dist}/libs/access/src/index.js`);
 
-const port = await new Promise((resolve) => {
-  const server = net.createServer().listen(0, () => {
-    const { port: free } = server.address();
-    server.close(() => resolve(free));
-  });
-});
-const server = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no'], {
-  stdio: 'ignore',
-});
-const redis = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 20, retryStrategy: () => 100 });
+const server = await startRedis();
+const redis = new Redis(server.url, { maxRetriesPerRequest: 20, retryStrategy: () => 100 });
 redis.on('error', () => undefined);
 try {
   await redis.ping();
@@ -98,5 +89,5 @@ try {
   }
 } finally {
   redis.disconnect();
-  server.kill();
+  await server.stop();
 }
