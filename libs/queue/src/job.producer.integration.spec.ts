@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { parkedPriorityOf } from '@mgw/contracts';
 import { type ChatJobData } from '@mgw/request';
@@ -40,5 +41,27 @@ describe('JobProducer tenants', () => {
       [team, 4],
       [`key_${'0a'.repeat(12)}`, 1],
     ]);
+  });
+
+  it('sends an add again when a Cluster node answers NOSCRIPT, once landed whatever the tries', async () => {
+    jest.spyOn(producer.scheduler, 'arrive').mockResolvedValue('direct');
+    const add = jest
+      .spyOn(Queue.prototype, 'add')
+      .mockRejectedValueOnce(new Error('NOSCRIPT No matching script. Please use EVAL.'));
+    const data = {
+      requestId: 'req_noscript_1',
+      model: 'm',
+      keyId: `key_${'0a'.repeat(12)}`,
+      priority: parkedPriorityOf('normal'),
+    } as unknown as ChatJobData;
+    await producer.enqueue('chat', data, 1);
+    expect(add).toHaveBeenCalledTimes(2);
+    expect(await producer.queueFor('chat', 'm').getJob('req_noscript_1')).toBeDefined();
+    // Any other error is the caller's at once.
+    add.mockRejectedValueOnce(new Error('Connection is closed.'));
+    await expect(producer.enqueue('chat', { ...data, requestId: 'req_noscript_2' }, 1)).rejects.toThrow(
+      'Connection is closed.',
+    );
+    add.mockRestore();
   });
 });

@@ -2,8 +2,12 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { keyLayoutOf, queueNameFor, SCHEDULING_BANDS, type ModelKind } from '@mgw/contracts';
 import { type ChatJobData, type EmbeddingJobData, type ImageJobData } from '@mgw/request';
+import { isNoScript } from '@mgw/redis';
 import { jobOptionsFor } from './job-options';
 import { FairScheduler, scheduledJobOf } from './scheduling/fair.scheduler';
+
+/** Tries of one add whose script a Cluster node did not have (see enqueue). */
+const ADD_ATTEMPTS = 3;
 
 /** The approximate cap of each queue's BullMQ events stream (see queueFor). */
 export const EVENTS_STREAM_MAX_LEN = 100;
@@ -62,11 +66,19 @@ export class JobProducer {
     // A key in a team shares its team's place in the model's fair share (README "Scheduling").
     const scheduled = scheduledJobOf(data.requestId, data.priority, data.teamId ?? data.keyId, weight);
     const priority = scheduled ? SCHEDULING_BANDS[scheduled.tier].direct : data.priority;
-    await this.queueFor(kind, data.model).add(
-      kind,
-      data,
-      jobOptionsFor(data.requestId, this.keepFailedJobs, priority),
-    );
+    const queue = this.queueFor(kind, data.model);
+    const options = jobOptionsFor(data.requestId, this.keepFailedJobs, priority);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await queue.add(kind, data, options);
+        break;
+      } catch (error) {
+        // On a Cluster, a slot that moves during the call can leave ioredis's EVALSHA-then-EVAL fallback
+        // answered NOSCRIPT by the slot's new owner (redis/ioredis#1405): the add is sent again, which then
+        // loads the script there. The job id is the request's, so an add that landed is not added twice.
+        if (attempt >= ADD_ATTEMPTS || !isNoScript(error)) throw error;
+      }
+    }
     if (scheduled === undefined) return;
     // The job is queued whatever happens here: unscheduled, it stays in its direct band and runs, so a failed
     // step costs its fairness, never the request.
