@@ -105,36 +105,6 @@ describe('UpstreamPool (real Redis)', () => {
     for (const lease of [...held, next!]) lease?.release();
   });
 
-  it('hands a slot released in a process to its own waiting acquisition, still held in Redis', async () => {
-    const upstreams = [
-      { name: 'a', maxConcurrency: 1 },
-      { name: 'b', maxConcurrency: 1 },
-    ];
-    const [one, two] = [await processWith(upstreams), await processWith(upstreams)];
-    const signal = new AbortController().signal;
-    const [onA, onB] = [(await one.acquire(signal))!, (await one.acquire(signal))!];
-    expect([onA.upstream, onB.upstream]).toEqual([0, 1]);
-    let remote: UpstreamSlot | null = null;
-    const remoteWaiting = two.acquire(signal).then((lease) => (remote = lease));
-    // The oldest waiter of the process, a retry that may not use `a`, is passed over for a slot of `a`.
-    const retry = one.acquire(signal, new Set([0]));
-    const local = one.acquire(signal);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    onA.release();
-    const handed = (await local)!;
-    // The same slot, never freed: the other process's waiter was not woken to race for it.
-    expect([handed.upstream, handed.id]).toEqual([0, onA.id]);
-    onB.release();
-    expect((await retry)!.id).toBe(onB.id);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(remote).toBeNull();
-    // With no waiter of its own, a process frees the slot for everyone.
-    handed.release();
-    await remoteWaiting;
-    expect(remote!.upstream).toBe(0);
-    remote!.release();
-  });
-
   it('prefers the least loaded upstream, relative to its capacity', async () => {
     const pool = await processWith([
       { name: 'small', maxConcurrency: 1 },

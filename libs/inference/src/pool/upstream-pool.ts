@@ -139,12 +139,6 @@ export class UpstreamPool {
   private readonly circuits: UpstreamCircuit[];
   private readonly probes = new Map<number, NodeJS.Timeout>();
   private readonly waiters = new Set<() => void>();
-  /**
-   * Acquisitions of this process waiting for a slot, oldest first: a slot released here goes straight to the
-   * first one that may use it, still held in Redis, instead of a release script, a `free` message and an
-   * acquisition script (three hops on a busy pool, between every answer and the next request it sends).
-   */
-  private readonly handoffs: Array<{ exclude: ReadonlySet<number>; take(lease: UpstreamSlot): void }> = [];
   private readonly readyListeners = new Set<(ready: boolean) => void>();
   /** Slots reserved for jobs about to start here (see `reserve`). */
   private readonly setAside: UpstreamSlot[] = [];
@@ -267,39 +261,9 @@ export class UpstreamPool {
         return this.track(runtime, candidates[chosen - 1]!, id);
       }
       if (this.wakeups !== wakeupsBefore) continue;
-      const handed = await this.waitOrTake(signal, waitMs, exclude);
-      if (handed !== null) return handed;
+      await this.wait(signal, waitMs);
       waitMs = Math.min(MAX_WAIT_MS, waitMs * 2);
     }
-  }
-
-  /** Waits as `wait` does, or until a slot released in this process is handed over (then that slot). */
-  private async waitOrTake(
-    signal: AbortSignal,
-    ms: number,
-    exclude: ReadonlySet<number>,
-  ): Promise<UpstreamSlot | null> {
-    const handed: { lease: UpstreamSlot | null } = { lease: null };
-    let wake: () => void = () => undefined;
-    const handoff = {
-      exclude,
-      take: (lease: UpstreamSlot) => {
-        handed.lease = lease;
-        wake();
-      },
-    };
-    this.handoffs.push(handoff);
-    try {
-      await this.wait(signal, ms, this.waiters, (wakeUp) => (wake = wakeUp));
-    } finally {
-      const index = this.handoffs.indexOf(handoff);
-      if (index >= 0) this.handoffs.splice(index, 1);
-    }
-    if (signal.aborted && handed.lease !== null) {
-      handed.lease.release();
-      return null;
-    }
-    return handed.lease;
   }
 
   /**
@@ -610,7 +574,6 @@ export class UpstreamPool {
   private release(lease: UpstreamSlot): void {
     const runtime = this.started();
     this.keeper?.untrack(lease);
-    if (this.handOver(runtime, lease)) return;
     const { name } = this.upstreams[lease.upstream]!;
     RELEASE_SLOT_SCRIPT.run(
       runtime.redis,
@@ -622,28 +585,8 @@ export class UpstreamPool {
     );
   }
 
-  /**
-   * Gives a released slot to the oldest acquisition of this process waiting for one it may use: the slot stays
-   * held in Redis under its id. Not while a request waits for that upstream by its prefix (it is woken by the
-   * `free` message only a real release sends), nor for an upstream that is out.
-   */
-  private handOver(runtime: PoolRuntime, lease: UpstreamSlot): boolean {
-    if (this.stopped || !this.circuits[lease.upstream]!.up) return false;
-    if ((this.placementWaiters.get(lease.upstream)?.size ?? 0) > 0) return false;
-    const index = this.handoffs.findIndex((handoff) => !handoff.exclude.has(lease.upstream));
-    if (index < 0) return false;
-    const [handoff] = this.handoffs.splice(index, 1);
-    handoff!.take(this.track(runtime, lease.upstream, lease.id));
-    return true;
-  }
-
   /** Resolves when woken, after `ms`, or when `signal` aborts (the caller checks it next). */
-  private wait(
-    signal: AbortSignal,
-    ms: number,
-    waiters: Set<() => void> = this.waiters,
-    exposeWake?: (wake: () => void) => void,
-  ): Promise<void> {
+  private wait(signal: AbortSignal, ms: number, waiters: Set<() => void> = this.waiters): Promise<void> {
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
@@ -654,7 +597,6 @@ export class UpstreamPool {
       const timer = setTimeout(wake, ms);
       waiters.add(wake);
       signal.addEventListener('abort', wake, { once: true });
-      exposeWake?.(wake);
     });
   }
 
