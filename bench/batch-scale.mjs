@@ -79,7 +79,7 @@ async function main() {
     await rm(tempDir, { recursive: true, force: true });
     throw error;
   });
-  const { gateway, auth, api, gatewayChild } = stack;
+  const { gateway, auth, api, chat, gatewayChild } = stack;
 
   // One interactive client, a request every 50 ms; each latency is tagged with the phase it started in.
   let phase = 'idle';
@@ -87,21 +87,11 @@ async function main() {
   const latencies = new Map();
   const probe = async () => {
     while (probing) {
-      const startedAt = performance.now();
       const tag = phase;
-      const res = await fetch(`${gateway}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { ...auth, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          model: 'scale-chat',
-          max_tokens: 4,
-          messages: [{ role: 'user', content: 'hi' }],
-        }),
-      }).catch(() => null);
-      await res?.arrayBuffer();
-      if (res?.status === 200) {
+      const { status, ms } = await chat('scale-chat', 4);
+      if (status === 200) {
         const list = latencies.get(tag) ?? [];
-        list.push(performance.now() - startedAt);
+        list.push(ms);
         latencies.set(tag, list);
       }
       await sleep(50);

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startModelStack } from './lib/model-stack.mjs';
 import { commandLineOptions } from './lib/options.mjs';
 
-const { fetch, FormData, Blob } = globalThis;
+const { FormData, Blob } = globalThis;
 const root = join(import.meta.dirname, '..');
 const args = commandLineOptions();
 const LINES = Number(args.lines ?? 5000);
@@ -113,7 +113,7 @@ async function main() {
   };
   // The worker's slots are the upstream's: the model's capacity is 4 requests at a time.
   const stack = await startModelStack(root, { catalog, workerEnv: { WORKER_CONCURRENCY: String(SLOTS) } });
-  const { gateway, auth, api } = stack;
+  const { api, chat } = stack;
   const createBatch = async (lines, tag) => {
     const text = Array.from({ length: lines }, (_v, i) =>
       JSON.stringify({
@@ -148,18 +148,8 @@ async function main() {
     await Promise.all(
       Array.from({ length: CLIENTS }, async () => {
         while (Date.now() < until) {
-          const startedAt = performance.now();
-          const res = await fetch(`${gateway}/v1/chat/completions`, {
-            method: 'POST',
-            headers: { ...auth, 'content-type': 'application/json' },
-            body: JSON.stringify({
-              model: 'bench-chat',
-              max_tokens: 2,
-              messages: [{ role: 'user', content: 'hi' }],
-            }),
-          }).catch(() => null);
-          await res?.arrayBuffer();
-          if (res?.status === 200) latencies.push(performance.now() - startedAt);
+          const { status, ms } = await chat('bench-chat', 2);
+          if (status === 200) latencies.push(ms);
           else errors++;
         }
       }),

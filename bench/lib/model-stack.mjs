@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Child, freePort, startRedis } from './processes.mjs';
 import { distDir } from './stack.mjs';
@@ -14,8 +15,8 @@ const READY_TIMEOUT_MS = 60_000;
 
 /**
  * Starts the stack for `catalog`; `workerEnv` is the chat-worker's own (its concurrency, say). Resolves with
- * the gateway's URL, an `api(path, init)` that sends the key and throws on a non-2xx answer, the gateway's
- * child (for its pid), and `stop()`.
+ * the gateway's URL, an `api(path, init)` that sends the key and throws on a non-2xx answer, a timed
+ * `chat(model, maxTokens)`, the gateway's child (for its pid), and `stop()`.
  */
 export async function startModelStack(root, { catalog, workerEnv = {} }) {
   const tempDir = await mkdtemp(join(tmpdir(), 'mgw-bench-models-'));
@@ -59,6 +60,17 @@ export async function startModelStack(root, { catalog, workerEnv = {} }) {
     if (!res.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${res.status} ${await res.text()}`);
     return res.json();
   };
+  /** One small non-stream chat request, as an interactive client sends it: its status (0: no answer) and ms. */
+  const chat = async (model, maxTokens) => {
+    const startedAt = performance.now();
+    const res = await fetch(`${gateway}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ model, max_tokens: maxTokens, messages: [{ role: 'user', content: 'hi' }] }),
+    }).catch(() => null);
+    await res?.arrayBuffer();
+    return { status: res?.status ?? 0, ms: performance.now() - startedAt };
+  };
   try {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     const wanted = catalog.models.map((model) => model.id);
@@ -76,5 +88,5 @@ export async function startModelStack(root, { catalog, workerEnv = {} }) {
     await stop();
     throw error;
   }
-  return { gateway, auth, api, gatewayChild, tempDir, stop };
+  return { gateway, auth, api, chat, gatewayChild, tempDir, stop };
 }
