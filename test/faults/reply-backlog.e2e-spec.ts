@@ -65,30 +65,32 @@ describe('faults: a stalled gateway and unpaced streams (reply backlog)', () => 
     });
     try {
       const gateway = stack.processes.get('gateway')!;
-      let started = 0;
-      let stalled: Promise<void> = Promise.resolve();
+      let stalled: Promise<void> | null = null;
       const stall = async () => {
         gateway.kill('SIGSTOP');
         await new Promise((r) => setTimeout(r, STALL_MS));
         gateway.kill('SIGCONT');
       };
-      const streams = Array.from({ length: STREAMS }, async (_, i): Promise<Outcome> => {
-        const res = await stack.post('/v1/chat/completions', {
-          model: MODEL,
-          stream: true,
-          n: CHOICES,
-          seed: i,
-          messages: [{ role: 'user', content: 'talk' }],
-        });
+      // Every stream is accepted (its headers are out at enqueue) before any is read, so each one's job is
+      // queued or running when the gateway stops: the stall begins with the first event of any stream,
+      // not after the last one started, by which time the first could have ended on a slow box.
+      const responses = await Promise.all(
+        Array.from({ length: STREAMS }, (_, i) =>
+          stack.post('/v1/chat/completions', {
+            model: MODEL,
+            stream: true,
+            n: CHOICES,
+            seed: i,
+            messages: [{ role: 'user', content: 'talk' }],
+          }),
+        ),
+      );
+      const streams = responses.map(async (res): Promise<Outcome> => {
         expect(res.status).toBe(200);
         const outcome: Outcome = { finished: false, error: null, done: false, chars: 0 };
-        let first = true;
         for await (const event of readSse(res.body!)) {
-          if (first) {
-            first = false;
-            // Once every stream is running, the gateway stops reading Redis for a while.
-            if (++started === STREAMS) stalled = stall();
-          }
+          // The gateway stops reading Redis for a while, with every stream's job on its way.
+          stalled ??= stall();
           if (event.data === '[DONE]') {
             outcome.done = true;
             continue;
