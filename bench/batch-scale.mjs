@@ -1,7 +1,9 @@
 // A batch at OpenAI's limits (issue 34, "Scale"): a 50,000-line input file of about 150 MB, written to disk,
 // uploaded through /v1/files as a stream, then a batch created on it and its lines validated and enqueued;
-// meanwhile the gateway's RSS is sampled from /proc and one client sends an interactive request every 50 ms.
-// Prints the RSS growth over the idle gateway's, and the interactive p50/p99 before and during each phase.
+// meanwhile the gateway's RSS is sampled from /proc, its event-loop delay read from its /metrics, and one
+// client sends an interactive request every 50 ms to another model of the same worker (so its latency shows
+// what the batch costs the gateway, not a wait for the batch's own model: bench/batches.mjs measures that).
+// Prints the RSS growth over the idle gateway's, and per phase the interactive p50/p99 and the loop's delay.
 // The batch runs for `--run <s>` once validated (default 10), then is cancelled: running 50,000 lines is the
 // capacity bench's subject (bench/batches.mjs), not this one's.
 //   npm run build && node bench/batch-scale.mjs [--lines 50000] [--line-kb 3] [--run 10] [--out <file>]
@@ -72,7 +74,10 @@ async function main() {
   const backend = { kind: 'simulator', mode: 'echo', ttftMs: 5, tokensPerSecond: 100_000 };
   const stack = await startModelStack(root, {
     catalog: {
-      models: [{ id: 'scale-chat', type: 'chat', owned_by: 'bench', backend, maxQueueDepth: 10_000 }],
+      models: [
+        { id: 'scale-chat', type: 'chat', owned_by: 'bench', backend, maxQueueDepth: 10_000 },
+        { id: 'probe-chat', type: 'chat', owned_by: 'bench', backend },
+      ],
     },
     workerEnv: { WORKER_CONCURRENCY: '8' },
   }).catch(async (error) => {
@@ -88,7 +93,7 @@ async function main() {
   const probe = async () => {
     while (probing) {
       const tag = phase;
-      const { status, ms } = await chat('scale-chat', 4);
+      const { status, ms } = await chat('probe-chat', 4);
       if (status === 200) {
         const list = latencies.get(tag) ?? [];
         list.push(ms);
@@ -108,6 +113,22 @@ async function main() {
     }
   };
 
+  // The gateway's event-loop delay: prom-client resets its histogram at each scrape, so each read is the
+  // worst delay since the one before; once a second, as a scrape is itself work on the gateway's loop.
+  const loopDelay = new Map();
+  let scraping = true;
+  const scrape = async () => {
+    while (scraping) {
+      const tag = phase;
+      const text = await fetch(`${gateway}/metrics`)
+        .then((res) => res.text())
+        .catch(() => '');
+      const max = /^nodejs_eventloop_lag_max_seconds(?:{[^}]*})? (\S+)$/m.exec(text);
+      if (max) loopDelay.set(tag, Math.max(loopDelay.get(tag) ?? 0, Number(max[1]) * 1000));
+      await sleep(1000);
+    }
+  };
+
   try {
     const load = loadavg();
     console.log(
@@ -115,6 +136,7 @@ async function main() {
     );
     const probing$ = probe();
     const sampling$ = sample();
+    const scraping$ = scrape();
     await sleep(5000); // the idle gateway's figures
 
     phase = 'upload';
@@ -165,7 +187,8 @@ async function main() {
     await sleep(3000);
     probing = false;
     sampling = false;
-    await Promise.all([probing$, sampling$]);
+    scraping = false;
+    await Promise.all([probing$, sampling$, scraping$]);
 
     const idleRss = rss.get('idle');
     const peak = Math.max(...[...rss.values()]);
@@ -190,6 +213,7 @@ async function main() {
       batch,
       rss: {},
       interactive: {},
+      loopDelayMaxMs: Object.fromEntries(loopDelay),
     };
     for (const [name, bytes] of rss) result.rss[name] = bytes;
     for (const name of ['idle', 'upload', 'validate+enqueue', 'running', 'cancel', 'after']) {
@@ -201,13 +225,14 @@ async function main() {
         p99: percentile(list, 99),
       };
       console.log(
-        `interactive during ${name.padEnd(16)} ${String(list.length).padStart(5)} requests  p50 ${percentile(list, 50).toFixed(1).padStart(7)} ms  p99 ${percentile(list, 99).toFixed(1).padStart(7)} ms`,
+        `interactive during ${name.padEnd(16)} ${String(list.length).padStart(5)} requests  p50 ${percentile(list, 50).toFixed(1).padStart(7)} ms  p99 ${percentile(list, 99).toFixed(1).padStart(7)} ms  gateway loop delay max ${(loopDelay.get(name) ?? NaN).toFixed(1).padStart(6)} ms`,
       );
     }
     if (args.out) await writeFile(args.out, JSON.stringify(result, null, 2));
   } finally {
     probing = false;
     sampling = false;
+    scraping = false;
     await stack.stop();
     await rm(tempDir, { recursive: true, force: true });
   }

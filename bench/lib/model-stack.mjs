@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Child, freePort, startRedis } from './processes.mjs';
-import { distDir } from './stack.mjs';
+import { distDir, nodeFlagsFor } from './stack.mjs';
 
 const { fetch } = globalThis;
 const READY_TIMEOUT_MS = 60_000;
@@ -38,11 +38,12 @@ export async function startModelStack(root, { catalog, workerEnv = {} }) {
     METRICS_PORT: '0',
     FILES_DIR: join(tempDir, 'files'),
   };
-  const app = (name) => join(root, distDir(), 'apps', name, 'src', 'main.js');
-  const gatewayChild = new Child('gateway', process.execPath, [app('gateway')], { cwd: root, env });
+  // BENCH_NODE_FLAGS (a CPU profile, say) applies here as in bench/lib/stack.mjs.
+  const app = (name) => [...nodeFlagsFor(name), join(root, distDir(), 'apps', name, 'src', 'main.js')];
+  const gatewayChild = new Child('gateway', process.execPath, app('gateway'), { cwd: root, env });
   const children = [
-    new Child('registry', process.execPath, [app('registry')], { cwd: root, env }),
-    new Child('chat-worker', process.execPath, [app('chat-worker')], {
+    new Child('registry', process.execPath, app('registry'), { cwd: root, env }),
+    new Child('chat-worker', process.execPath, app('chat-worker'), {
       cwd: root,
       env: { ...env, ...workerEnv },
     }),

@@ -17,7 +17,7 @@ const READY_TIMEOUT_MS = 60_000;
  * Node flags for the apps, e.g. BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=bench/results/profiles", applied to
  * the apps named in BENCH_PROFILE_APPS (comma-separated; default every app).
  */
-function nodeFlagsFor(app) {
+export function nodeFlagsFor(app) {
   const flags = process.env.BENCH_NODE_FLAGS;
   if (!flags) return [];
   const apps = (process.env.BENCH_PROFILE_APPS ?? [...APPS, 'baseline'].join(',')).split(',');
