@@ -112,8 +112,10 @@ export class BenchStack {
     await this.waitFor(baseline, `${this.baselineUrl}/healthz`, {});
   }
 
-  headers() {
-    return { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' };
+  /** A column's request headers: a scenario's `setup` may give each column its own key (`columnHeaders`). */
+  headers(column) {
+    const own = column ? this.columnHeaders?.[column] : undefined;
+    return own ?? { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' };
   }
 
   /** PIDs of the processes whose CPU is reported. */
