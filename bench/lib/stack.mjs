@@ -11,7 +11,8 @@ import { Child, freePort, startRedis, startRedisCluster } from './processes.mjs'
 
 const { fetch } = globalThis;
 const APPS = ['registry', 'chat-worker', 'image-worker', 'embedding-worker', 'gateway'];
-const READY_TIMEOUT_MS = 60_000;
+/** How long the apps may take to come up (BENCH_READY_TIMEOUT_MS: more on a loaded box). */
+const READY_TIMEOUT_MS = Number(process.env.BENCH_READY_TIMEOUT_MS ?? 60_000);
 
 /**
  * Node flags for the apps, e.g. BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=bench/results/profiles", applied to
