@@ -21,6 +21,10 @@ require('reflect-metadata');
 const { Redis } = require('ioredis');
 const dist = join(import.meta.dirname, '..', process.env.BENCH_DIST ?? 'dist');
 const { Limiter, UsageRecorder } = require(`${dist}/libs/access/src/index.js`);
+// BENCH_DIST_B=<dist>: a third row, the budgeted request through that build's scripts (an A/B of two builds'
+// budget paths in the same alternation).
+const distB = process.env.BENCH_DIST_B ? join(import.meta.dirname, '..', process.env.BENCH_DIST_B) : null;
+const buildB = distB ? require(`${distB}/libs/access/src/index.js`) : null;
 
 const server = await startRedis();
 const redis = new Redis(server.url, { maxRetriesPerRequest: 20, retryStrategy: () => 100 });
@@ -28,8 +32,18 @@ redis.on('error', () => undefined);
 try {
   await redis.ping();
   const namespace = 'bench';
-  const limiter = new Limiter(redis, namespace, 30_000);
-  const recorder = new UsageRecorder(redis, namespace, 'chat');
+  const builds = {
+    a: {
+      limiter: new Limiter(redis, namespace, 30_000),
+      recorder: new UsageRecorder(redis, namespace, 'chat'),
+    },
+  };
+  if (buildB) {
+    builds.b = {
+      limiter: new buildB.Limiter(redis, namespace, 30_000),
+      recorder: new buildB.UsageRecorder(redis, namespace, 'chat'),
+    };
+  }
   const budget = { currency: 'USD', spend: 1e12, tokens: 1e12, period: 'month', softThreshold: 0.8 };
   const limits = { rpm: 1_000_000, tpm: 1_000_000_000, maxConcurrent: 1000 };
   const principal = (budgeted) => ({
@@ -45,7 +59,7 @@ try {
   });
   const queue = { wait: `${namespace}:chat.m:wait`, prioritized: `${namespace}:chat.m:prioritized` };
   let seq = 0;
-  async function request(who) {
+  async function request(who, { limiter, recorder } = builds.a) {
     const requestId = `req_${String(seq++).padStart(10, '0')}`;
     const budgeted = who.budget !== null;
     const decision = await limiter.admit({
@@ -81,19 +95,23 @@ try {
   console.log(
     `budgets: ${alternations} alternated rounds of ${rounds} requests per row, a key in a team (private redis-server)`,
   );
-  console.log('budgets     | scripts µs/request (median, mean) | redis CPU µs/request (median, mean) | commands/request');
-  const rows = { none: [], 'key + team': [] };
+  console.log(
+    `${'budgets'.padEnd(30)} | scripts µs/request (median, mean) | redis CPU µs/request (median, mean) | commands/request`,
+  );
+  const variants = [
+    ['none', false, builds.a],
+    ['key + team', true, builds.a],
+  ];
+  if (builds.b) variants.push([`key + team (${process.env.BENCH_DIST_B})`, true, builds.b]);
+  const rows = Object.fromEntries(variants.map(([label]) => [label, []]));
   for (let round = 0; round < alternations; round++) {
-    for (const [label, budgeted] of [
-      ['none', false],
-      ['key + team', true],
-    ]) {
+    for (const [label, budgeted, build] of variants) {
       await redis.flushall();
       const who = principal(budgeted);
-      for (let i = 0; i < 200; i++) await request(who);
+      for (let i = 0; i < 200; i++) await request(who, build);
       await redis.config('RESETSTAT');
       const before = await stats();
-      for (let i = 0; i < rounds; i++) await request(who);
+      for (let i = 0; i < rounds; i++) await request(who, build);
       const after = await stats();
       rows[label].push({
         usec: (after.usec - before.usec) / rounds,
@@ -109,7 +127,7 @@ try {
     const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
     summary[label] = { usec: median(of('usec')), cpu: median(of('cpu')) };
     console.log(
-      `${label.padEnd(11)} | ${`${median(of('usec')).toFixed(1)}, ${mean(of('usec')).toFixed(1)}`.padStart(33)} | ${`${median(of('cpu')).toFixed(1)}, ${mean(of('cpu')).toFixed(1)}`.padStart(35)} | ${mean(of('commands')).toFixed(1).padStart(16)}`,
+      `${label.padEnd(30)} | ${`${median(of('usec')).toFixed(1)}, ${mean(of('usec')).toFixed(1)}`.padStart(33)} | ${`${median(of('cpu')).toFixed(1)}, ${mean(of('cpu')).toFixed(1)}`.padStart(35)} | ${mean(of('commands')).toFixed(1).padStart(16)}`,
     );
   }
   const ratio = (name) => ((summary['key + team'][name] / summary.none[name] - 1) * 100).toFixed(1);
