@@ -2,6 +2,8 @@
 // and time charged to our own code: each sample goes to the innermost frame of dist/ on its stack, so the
 // Node internals and dependencies a function of ours calls count as its cost.
 //   node bench/profile-top.mjs <file.cpuprofile> [rows=25]
+// PROFILE_WINDOW=<seconds>[,<tail seconds>]: only the samples of that many seconds before the profile's last
+// `tail` (default 1) — a bench's measured window, without the start-up that fills most of a loaded box's run.
 import { readFileSync } from 'node:fs';
 
 const [file, rows = '25'] = process.argv.slice(2);
@@ -9,7 +11,15 @@ const profile = JSON.parse(readFileSync(file, 'utf8'));
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const self = new Map();
 const deltas = profile.timeDeltas;
-profile.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (deltas[i] ?? 0)));
+let at = profile.startTime;
+const times = deltas.map((delta) => (at += delta));
+const [windowSeconds, tailSeconds = 1] = (process.env.PROFILE_WINDOW ?? '').split(',').map(Number);
+const windowEnd = (times.at(-1) ?? 0) - tailSeconds * 1e6;
+const inWindow = (i) =>
+  !windowSeconds || (times[i] <= windowEnd && times[i] >= windowEnd - windowSeconds * 1e6);
+profile.samples.forEach((id, i) => {
+  if (inWindow(i)) self.set(id, (self.get(id) ?? 0) + (deltas[i] ?? 0));
+});
 const total = [...self.values()].reduce((a, b) => a + b, 0);
 
 function where(frame) {

@@ -1,7 +1,9 @@
 // `npm run bench`: runs scenarios S1–S7 of issue #5 (and the Responses API: R1, R4, and the Messages API: M1, M4, each against chat completions on the same stack) against the real stack and an in-process baseline, prints a
 // markdown table and writes bench/results/<timestamp>.json. See bench/README.md.
 //   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>] [--rounds <n>]
-//                    [--out <file>]
+//                    [--out <file>] [--budget]
+//   --budget: S1 with a key in a team with key and team budgets against a key in a team without (both columns
+//   on the gateway, alternated with --rounds).
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -30,6 +32,7 @@ function parseArgs(argv) {
       return n;
     };
     if (flag === '--smoke') args.smoke = true;
+    else if (flag === '--budget') args.budget = true;
     else if (flag === '--only') args.only = value().toUpperCase().split(',');
     else if (flag === '--duration') args.duration = number();
     else if (flag === '--warmup') args.warmup = number();
@@ -87,7 +90,7 @@ function combineMeasurements(measurements) {
 
 /** The gateway column's load for its warm-up time alone, nothing measured. */
 async function warmUp(stack, scenario) {
-  const options = scenario.options(stack.gatewayUrl, stack.headers());
+  const options = scenario.options(stack.gatewayUrl, stack.headers('gateway'));
   await runLoad(
     root,
     scenario.load,
@@ -113,7 +116,7 @@ async function measure(stack, scenario, target) {
   let stopCpu = null;
   let cpu = null;
   let windowSeconds = null;
-  const result = await runLoad(root, scenario.load, options(url, stack.headers()), (event, loadPid) => {
+  const result = await runLoad(root, scenario.load, options(url, stack.headers(target)), (event, loadPid) => {
     if (event.event === 'measuring') stopCpu = cpuWindow({ ...pids, load: loadPid });
     else if (event.event === 'measured' && stopCpu) ({ cores: cpu, seconds: windowSeconds } = stopCpu());
     else if (event.event === 'all-open') rss.open = rssBytes(serverPid);
@@ -216,6 +219,7 @@ async function runScenario(scenario, args) {
   try {
     stack = await BenchStack.start(root, scenario);
     current = stack;
+    if (scenario.setup) await scenario.setup(stack);
     // Both columns of a `versus` scenario run on one gateway, one after the other: the gateway's own path is
     // warmed first, so the second run does not get alone the JIT warm-up the first gave their shared code.
     if (scenario.versus !== undefined) await warmUp(stack, scenario);

@@ -1,5 +1,8 @@
 // The scenarios of issue #5 (R1, R4: the Responses API; M1, M4: the Messages API, against chat completions; S9: embeddings, batching on against off). Each says which catalog the stack runs, which load to put on the gateway and on
 // the baseline, and how to turn the two results into table rows (figure, target, gateway, baseline).
+import { randomBytes } from 'node:crypto';
+
+const { fetch } = globalThis;
 
 const USER = 'bench-user';
 const ECHO_64 = Array.from({ length: 64 }, () => 'hello').join(' '); // 64 tokens, so 64 deltas
@@ -244,10 +247,77 @@ function fastStreams(id, title, path, body, concurrency, duration) {
   };
 }
 
+/** The admin token `--budget`'s S1 creates its keys with. */
+const ADMIN_TOKEN = randomBytes(24).toString('hex');
+/** A budget no bench run can spend (a billion USD, a trillion tokens), so nothing is refused. */
+const NEVER_SPENT = { currency: 'USD', spend: 1e9, tokens: 1e12, period: 'month' };
+
+/**
+ * S1 with `--budget`: a key in a team with key and team budgets (the gateway column) against a key in a team
+ * without any (the baseline column), both on the gateway and on a priced model, so the ratio is what the
+ * budgets cost a request end to end.
+ */
+function budgetedS1(duration) {
+  const base = nonStreamAt64(
+    'S1',
+    'non-stream chat, c=64, budgeted key',
+    '/v1/chat/completions',
+    chatBody('bench-echo', SHORT),
+    duration,
+  );
+  const priced = { ...base.catalog.models[0], pricing: { inputPerMillion: 2.5, outputPerMillion: 10 } };
+  return {
+    ...base,
+    versus: 'key without budgets',
+    catalog: { currency: 'USD', models: [priced] },
+    env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
+    /** Two teams and a key in each: the budgeted pair's headers for the gateway column, the other's for the baseline. */
+    async setup(stack) {
+      const admin = async (path, body) => {
+        const res = await fetch(`${stack.gatewayUrl}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        const answer = await res.json();
+        if (res.status !== 201) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(answer)}`);
+        return answer;
+      };
+      const keyIn = async (name, budget) => {
+        const team = await admin('/admin/teams', { name, ...(budget ? { budget } : {}) });
+        const key = await admin('/admin/keys', { name, team_id: team.id, ...(budget ? { budget } : {}) });
+        return { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
+      };
+      stack.columnHeaders = {
+        gateway: await keyIn('budgeted', NEVER_SPENT),
+        baseline: await keyIn('plain', null),
+      };
+    },
+    rows: (g, b) => [
+      row('throughput', 'req/s', g.requestsPerSecond, b.requestsPerSecond),
+      row('throughput ÷ without budgets', '×', g.requestsPerSecond / b.requestsPerSecond, 1, {
+        at: 'min',
+        limit: 0.95,
+      }),
+      row('latency p50', 'ms', g.latencyMs.p50, b.latencyMs.p50),
+      row('latency p99', 'ms', g.latencyMs.p99, b.latencyMs.p99),
+      row('errors', '', g.errors, b.errors, { at: 'max', limit: 0 }),
+    ],
+  };
+}
+
 export function scenarios(args) {
   const d = durations(args);
   return [
-    nonStreamAt64('S1', 'non-stream chat, c=64', '/v1/chat/completions', chatBody('bench-echo', SHORT), d.S1),
+    args.budget
+      ? budgetedS1(d.S1)
+      : nonStreamAt64(
+          'S1',
+          'non-stream chat, c=64',
+          '/v1/chat/completions',
+          chatBody('bench-echo', SHORT),
+          d.S1,
+        ),
     {
       id: 'S2',
       unit: perRequest,

@@ -11,7 +11,8 @@ import { Child, freePort, startRedis, startRedisCluster } from './processes.mjs'
 
 const { fetch } = globalThis;
 const APPS = ['registry', 'chat-worker', 'image-worker', 'embedding-worker', 'gateway'];
-const READY_TIMEOUT_MS = 60_000;
+/** How long the apps may take to come up (BENCH_READY_TIMEOUT_MS: more on a loaded box). */
+const READY_TIMEOUT_MS = Number(process.env.BENCH_READY_TIMEOUT_MS ?? 60_000);
 
 /**
  * Node flags for the apps, e.g. BENCH_NODE_FLAGS="--cpu-prof --cpu-prof-dir=bench/results/profiles", applied to
@@ -112,8 +113,10 @@ export class BenchStack {
     await this.waitFor(baseline, `${this.baselineUrl}/healthz`, {});
   }
 
-  headers() {
-    return { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' };
+  /** A column's request headers: a scenario's `setup` may give each column its own key (`columnHeaders`). */
+  headers(column) {
+    const own = column ? this.columnHeaders?.[column] : undefined;
+    return own ?? { authorization: `Bearer ${this.apiKey}`, 'content-type': 'application/json' };
   }
 
   /** PIDs of the processes whose CPU is reported. */

@@ -100,13 +100,15 @@ export class KeyAuthenticator {
     );
   }
 
-  /** Synchronous answer for bootstrap keys; null means "ask `authenticate`". */
-  bootstrapPrincipal(secret: string): Principal | null {
-    return this.bootstrap.get(hashApiKey(secret)) ?? null;
+  /**
+   * Synchronous answer for bootstrap keys; null means "ask `authenticate`". `hash` is `hashApiKey(secret)`
+   * when the caller has it already (then passed on to `authenticate`: one hash per request).
+   */
+  bootstrapPrincipal(secret: string, hash = hashApiKey(secret)): Principal | null {
+    return this.bootstrap.get(hash) ?? null;
   }
 
-  async authenticate(secret: string): Promise<Authentication> {
-    const hash = hashApiKey(secret);
+  async authenticate(secret: string, hash = hashApiKey(secret)): Promise<Authentication> {
     const bootstrap = this.bootstrap.get(hash);
     if (bootstrap) return { ok: true, principal: bootstrap };
     if (!looksLikeIssuedKey(secret)) return { ok: false, reason: 'unknown' };

@@ -50,27 +50,27 @@ end
 
 local function reserveBudget(b, requestId, cost, tokens, expiry)
   if not b then return end
+  b.spent, b.used = b.spent + cost, b.used + tokens
+  local field, value = 'r:' .. requestId, b.period .. '|' .. cost .. '|' .. tokens .. '|' .. expiry
   if b.stale then
     redis.call('DEL', b.key)
-    redis.call('HSET', b.key, 'period', b.period, 'spent', 0, 'tokens', 0)
+    redis.call('HSET', b.key, 'period', b.period, 'spent', b.spent, 'tokens', b.used, field, value)
+  else
+    redis.call('HSET', b.key, 'spent', b.spent, 'tokens', b.used, field, value)
   end
-  redis.call('HINCRBY', b.key, 'spent', cost)
-  redis.call('HINCRBY', b.key, 'tokens', tokens)
-  redis.call('HSET', b.key, 'r:' .. requestId, b.period .. '|' .. cost .. '|' .. tokens .. '|' .. expiry)
-  b.spent, b.used = b.spent + cost, b.used + tokens
 end
 
 -- Replaces a request's reservation by what it really cost (0 and 0 take it back); nothing when it has none
 -- (settled already, or the period rolled over since).
 local function settleBudget(key, requestId, cost, tokens)
   local field = 'r:' .. requestId
-  local r = redis.call('HGET', key, field)
-  if not r then return end
+  local h = redis.call('HMGET', key, field, 'period', 'spent', 'tokens')
+  if not h[1] then return end
   redis.call('HDEL', key, field)
-  local period, reservedCost, reservedTokens = reservationOf(r)
-  if redis.call('HGET', key, 'period') ~= period then return end
-  redis.call('HINCRBY', key, 'spent', cost - reservedCost)
-  redis.call('HINCRBY', key, 'tokens', tokens - reservedTokens)
+  local period, reservedCost, reservedTokens = reservationOf(h[1])
+  if h[2] ~= period then return end
+  local spent, used = (tonumber(h[3]) or 0) + cost - reservedCost, (tonumber(h[4]) or 0) + tokens - reservedTokens
+  redis.call('HSET', key, 'spent', spent, 'tokens', used)
 end
 
 -- The reply's budget part: spent and tokens of a budget (-1, -1 without one).

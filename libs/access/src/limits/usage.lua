@@ -39,11 +39,13 @@ local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpm
   return true
 end
 
+-- A second's first count prunes the buckets past the minute (their readers skip them anyway) and extends the
+-- hash's life: once a second, not once a request.
 local function countServed(servedKey)
+  if redis.call('HINCRBY', servedKey, sec, 1) > 1 then return end
   local flat = redis.call('HGETALL', servedKey)
   for i = 1, #flat, 2 do
     if tonumber(flat[i]) < sec - 59 then redis.call('HDEL', servedKey, flat[i]) end
   end
-  redis.call('HINCRBY', servedKey, sec, 1)
   redis.call('PEXPIRE', servedKey, 120000)
 end

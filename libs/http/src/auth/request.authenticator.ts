@@ -1,6 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import {
+  hashApiKey,
   KeyAuthenticator,
   looksLikeIssuedKey,
   looksLikeTeamToken,
@@ -53,14 +54,15 @@ export class RequestAuthenticator {
     if (!this.checks(policy)) return;
     if (policy === 'admin' || policy === 'team-admin') return this.checkAdmin(request, policy);
     const secret = this.bearer(request);
-    const bootstrap = this.authenticator.bootstrapPrincipal(secret);
+    const hash = hashApiKey(secret);
+    const bootstrap = this.authenticator.bootstrapPrincipal(secret, hash);
     if (bootstrap) {
       setPrincipal(request, bootstrap);
       return;
     }
     // Anything not shaped like an issued key is refused without touching Redis.
     if (!looksLikeIssuedKey(secret)) throw GatewayError.invalidApiKey();
-    return this.authenticator.authenticate(secret).then((result) => {
+    return this.authenticator.authenticate(secret, hash).then((result) => {
       if (!result.ok) {
         throw new GatewayError(401, 'invalid_request_error', 'invalid_api_key', REFUSALS[result.reason]);
       }
