@@ -3,7 +3,7 @@
 // gateway on a private Redis. Prints (1) a batch alone: its lines per second against the upstream's capacity;
 // (2) an interactive flood's latency (p50/p99) without, then with a batch running, and the batch's pace
 // during the flood. See bench/README.md.
-//   npm run build && node bench/batches.mjs [--lines 5000] [--flood <s>] [--clients 8] [--out <file>]
+//   npm run build && node bench/batches.mjs [--lines 5000] [--flood <s>] [--clients 8] [--jitter <ms>] [--out <file>]
 import { createServer } from 'node:http';
 import { writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -21,6 +21,9 @@ const FLOOD_S = Number(args.flood ?? 20);
 const CLIENTS = Number(args.clients ?? 8);
 const SLOTS = 4;
 const SERVICE_MS = 100;
+// Each request's service time is drawn from SERVICE_MS ± JITTER (uniform): the slots drift apart, as with real
+// models' varied answers, instead of finishing together.
+const JITTER_MS = Number(args.jitter ?? 0);
 const ENDED = ['completed', 'failed', 'expired', 'cancelled'];
 
 /** The upstream: answers every chat request after SERVICE_MS; counts what it served and how busy it was. */
@@ -52,7 +55,7 @@ class FakeUpstream {
       this.inFlight++;
       this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
       const streamed = JSON.parse(Buffer.concat(chunks).toString()).stream === true;
-      await sleep(SERVICE_MS);
+      await sleep(SERVICE_MS + JITTER_MS * (2 * Math.random() - 1));
       const usage = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
       if (streamed) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -167,7 +170,8 @@ async function main() {
   try {
     const load = loadavg();
     console.log(
-      `batches bench: upstream ${SLOTS} slots × ${SERVICE_MS} ms (${(SLOTS * 1000) / SERVICE_MS} req/s nominal), ` +
+      `batches bench: upstream ${SLOTS} slots × ${SERVICE_MS}${JITTER_MS > 0 ? ` ± ${JITTER_MS}` : ''} ms ` +
+        `(${(SLOTS * 1000) / SERVICE_MS} req/s nominal), ` +
         `one chat-worker of ${SLOTS}; load average at start ${load.map((l) => l.toFixed(2)).join(' ')}`,
     );
 
@@ -192,6 +196,7 @@ async function main() {
     const result = {
       load_average: load,
       lines: LINES,
+      jitter_ms: JITTER_MS,
       alone: {
         status: batch.status,
         request_counts: batch.request_counts,

@@ -236,6 +236,31 @@ describe('BatchDriver (real Redis)', () => {
     expect(ids).toEqual(lines.map((line) => line.custom_id));
   });
 
+  it('runs a line again whose kept result Redis lost (a failover to a replica it had not reached)', async () => {
+    const lines = Array.from({ length: 12 }, (_v, i) => chatLine(i + 1));
+    const batch = await newBatch(lines);
+    const names = batchNamesFor(namespace);
+    let answered = 0;
+    answer = async (body) => {
+      // At the 10th answer, line 2's result and its count are gone, as a promoted replica would lack them.
+      if (++answered === 10) {
+        expect(await redis.hdel(names.results(batch.id), '1')).toBe(1);
+        await redis.hincrby(names.batch(batch.id), 'completed', -1);
+      }
+      return { status: 200, body: { echo: body.n } };
+    };
+    await new BatchDriver(deps(), batch.id).run();
+    const done = await reread(batch.id);
+    expect(done).toMatchObject({
+      status: 'completed',
+      request_counts: { total: 12, completed: 12, failed: 0 },
+    });
+    expect(linesOf(done.output_file_id).map((line) => line.custom_id)).toEqual(
+      lines.map((line) => line.custom_id),
+    );
+    expect(calls.filter((n) => n === '2')).toHaveLength(2);
+  });
+
   it("counts a line's usage once when the driver that took its batch over runs it again", async () => {
     const recorder = new UsageRecorder(redis, namespace, 'chat');
     const lines = Array.from({ length: 20 }, (_v, i) => chatLine(i + 1));

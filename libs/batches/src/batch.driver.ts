@@ -318,10 +318,12 @@ export class BatchDriver {
     this.waiting = batch.request_counts.total - finished.size;
     const principal = batchPrincipal(owner);
     const running = new Set<Promise<void>>();
+    let started = 0;
     for await (const line of inputLines(content)) {
       if (finished.has(line.index)) continue;
       while (running.size >= window) await Promise.race(running);
       if (this.halted || !this.accepting) break;
+      started++;
       const run: Promise<void> = this.runLine(batch, principal, line.index, line.text).finally(() =>
         running.delete(run),
       );
@@ -329,6 +331,15 @@ export class BatchDriver {
     }
     await Promise.all(running);
     if (this.stopped || this.cancelled || !this.accepting) return;
+    // Every line started was kept or stopped the driver, so a line still without a result lost it in Redis
+    // (a failover promoted a replica the write had not reached): the next pass runs it again. A pass that
+    // started nothing ends the batch all the same, so an input that no longer matches its count cannot loop.
+    if (
+      !this.expired &&
+      started > 0 &&
+      (await store.finishedLines(batch.id)).size < batch.request_counts.total
+    )
+      return;
     await this.step(batch, this.expired ? { type: 'expire' } : { type: 'drained' });
   }
 

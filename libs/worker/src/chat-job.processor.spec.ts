@@ -275,22 +275,42 @@ describe('ChatJobProcessor event forwarding', () => {
       return controller.signal;
     };
 
-    it.each<JobStop>([
-      { kind: 'nobody_listening' },
-      { kind: 'worker_stopping', error: GatewayError.internal('r') },
-    ])(
-      'records nothing when stopped by $kind: the line runs again and its finished run counts',
-      async (stop) => {
-        const signal = stoppedBy(stop);
-        const { reported, outcome } = run(
-          [{ type: 'delta', choice: 0, text: 'Hel' }],
-          signal.reason as Error,
-          line,
-          signal,
-        );
-        await expect(outcome).rejects.toBe(signal.reason);
-        expect(reported).toEqual([]);
-      },
-    );
+    it.each<[string, JobStop]>([
+      ['its gateway gone', { kind: 'nobody_listening' }],
+      ['its worker stopping', { kind: 'worker_stopping', error: GatewayError.internal('r') }],
+      ['its gateway losing the queue', { kind: 'cancelled', reason: 'connection_lost' }],
+      ['its deadline', { kind: 'cancelled', reason: 'deadline_exceeded' }],
+    ])('records nothing when stopped part-way by %s: only a finished run counts', async (_why, stop) => {
+      const signal = stoppedBy(stop);
+      const { reported, outcome } = run(
+        [{ type: 'delta', choice: 0, text: 'Hel' }],
+        signal.reason as Error,
+        line,
+        signal,
+      );
+      await expect(outcome).rejects.toBe(signal.reason);
+      expect(reported).toEqual([]);
+    });
+
+    it('records nothing when its run fails part-way (its replies could not be sent, say)', async () => {
+      const failure = new Error('Connection is closed.');
+      const { reported, outcome } = run([{ type: 'delta', choice: 0, text: 'Hel' }], failure, line);
+      await expect(outcome).rejects.toBe(failure);
+      expect(reported).toEqual([]);
+    });
+
+    it('records the usage of a run that finished', async () => {
+      const { reported, outcome } = run(
+        [
+          { type: 'delta', choice: 0, text: 'Hello' },
+          { type: 'finish', choice: 0, reason: 'stop' },
+          { type: 'usage', promptTokens: 7, completionTokens: 1 },
+        ],
+        undefined,
+        line,
+      );
+      await outcome;
+      expect(reported).toEqual([{ promptTokens: 7, completionTokens: 1, images: 0 }]);
+    });
   });
 });

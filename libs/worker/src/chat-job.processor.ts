@@ -7,7 +7,7 @@ import { estimatePromptTokens } from '@mgw/access';
 import { JobRunner, type JobOutcome } from './job-runner';
 import { OnJob } from './on-job.decorator';
 import { ServedBackends } from './served-backends';
-import { batchLineRunsAgain, failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter';
+import { batchLineEndedPartWay, failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter';
 
 /** A chat job of any version, its request neutral (`readChatJob`). */
 const CHAT_JOB_READER = { read: readChatJob };
@@ -103,8 +103,9 @@ export class ChatJobProcessor {
         signal.throwIfAborted();
       } catch (error) {
         // A failure before any output that the gateway answers by a fallback model is not this model's to
-        // count: the serving model records the request (same request id, counted once).
-        if (failedBeforeOutputWithFallback(data, signal, produced) || batchLineRunsAgain(data, signal)) {
+        // count: the serving model records the request (same request id, counted once). Nor is a batch
+        // line's part-way run: its finished run counts.
+        if (failedBeforeOutputWithFallback(data, signal, produced) || batchLineEndedPartWay(data)) {
           throw error;
         }
         // Stopped early (client gone, deadline, backend failure): what was generated still counts. Without

@@ -1,7 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { usageCostOf, type UsageAmounts, type UsageRecorder, type UsageSubject } from '@mgw/access';
 import { tierOfPriority, type ModelKind, type ModelPricing } from '@mgw/contracts';
-import { JobStopped } from '@mgw/queue';
 import { retryThroughFailover } from '@mgw/redis';
 
 /** How long a job's usage is tried again while Redis fails over (a promotion takes seconds). */
@@ -58,15 +57,12 @@ export function failedBeforeOutputWithFallback(
 }
 
 /**
- * A batch's line whose job stopped because its gateway is gone (the batch's next driver runs the line again)
- * or its worker stops (its driver tries the `503` again) runs again: its usage is the run that finishes,
- * counted once under its line, so what this run generated is not counted.
+ * A batch's line counts the usage of a run that finished, once under its line. A run that ends part-way
+ * counts nothing: often its line runs again — its gateway gone (the batch's next driver runs it), its worker
+ * stopping or its queue's Redis failing over (its driver tries the `503` again) — and a part-way run counted
+ * first would keep the finished run's usage out, since the line counts once. A line whose part-way run is
+ * its result (a backend failing mid-answer) is in the batch's error file, and counts nothing either.
  */
-export function batchLineRunsAgain(data: { batchLine?: string }, signal: AbortSignal): boolean {
-  if (data.batchLine === undefined || !signal.aborted) return false;
-  const reason: unknown = signal.reason;
-  return (
-    reason instanceof JobStopped &&
-    (reason.stop.kind === 'nobody_listening' || reason.stop.kind === 'worker_stopping')
-  );
+export function batchLineEndedPartWay(data: { batchLine?: string }): boolean {
+  return data.batchLine !== undefined;
 }

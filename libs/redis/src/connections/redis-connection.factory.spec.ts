@@ -1,8 +1,10 @@
+import { EventEmitter } from 'node:events';
 import { Redis, type Cluster } from 'ioredis';
 import { loadConfig, redactRedisUrl, RedisOnlyConfig } from '@mgw/config';
 import {
   createRedisConnection,
   isClusterConnection,
+  reconnectWhenEndedByFailover,
   redisOptionsFromUrl,
   waitUntilReady,
 } from './redis-connection.factory';
@@ -102,5 +104,48 @@ describe('createRedisConnection', () => {
     );
     expect(redis.options).toMatchObject({ host: 'cache', port: 6380, db: 1, password: 'pw', tls: {} });
     redis.disconnect();
+  });
+});
+
+describe('reconnectWhenEndedByFailover', () => {
+  /** A connection as ioredis's events and status show it, counting `connect` calls. */
+  class FakeConnection extends EventEmitter {
+    status = 'ready';
+    manuallyClosing = false;
+    connects = 0;
+    connect(): Promise<void> {
+      this.connects++;
+      this.status = 'connecting';
+      return Promise.resolve();
+    }
+  }
+
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+  function ended(connection: FakeConnection, errorInLookup?: string): void {
+    connection.status = 'connecting';
+    if (errorInLookup !== undefined) connection.emit('error', new Error(errorInLookup));
+    connection.status = 'end';
+    connection.emit('end');
+  }
+
+  it('connects again a connection whose master lookup a promotion cut short', async () => {
+    const connection = new FakeConnection();
+    reconnectWhenEndedByFailover(connection as unknown as Redis, 1);
+    ended(connection, 'Connection is closed.');
+    await settle();
+    expect(connection.connects).toBe(1);
+  });
+
+  it('leaves closed a connection its owner closed, or one that ended for another reason', async () => {
+    const byOwner = new FakeConnection();
+    reconnectWhenEndedByFailover(byOwner as unknown as Redis, 1);
+    byOwner.manuallyClosing = true;
+    ended(byOwner, 'Connection is closed.');
+    const otherwise = new FakeConnection();
+    reconnectWhenEndedByFailover(otherwise as unknown as Redis, 1);
+    ended(otherwise);
+    await settle();
+    expect([byOwner.connects, otherwise.connects]).toEqual([0, 0]);
   });
 });

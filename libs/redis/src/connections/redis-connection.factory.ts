@@ -59,7 +59,37 @@ export function createRedisConnection(
 ): Redis {
   const redis = connectionFor(settings, role, name, options.lazyConnect ?? false);
   redis.on('error', (error: Error) => logger.warn(`redis (${name}): ${error.message}`));
+  if (settings.topology.kind === 'sentinel') reconnectWhenEndedByFailover(redis);
   return redis;
+}
+
+/** ioredis's message for a command on, or a lookup cut by closing, a connection that is not open. */
+const CONNECTION_CLOSED = 'Connection is closed.';
+
+/**
+ * A Sentinel connection that ioredis ended, not its owner, connects again. ioredis ends one for good when a
+ * promotion's `+switch-master` reaches its failover detector while the connection, its master gone, is
+ * looking the master up again: the detector closes the connector under the lookup, which fails as "Connection
+ * is closed." and ends the connection instead of retrying — every later command then fails at once. A
+ * connection its owner closes (`quit`, `disconnect`) is marked so (ioredis's `manuallyClosing`) and stays
+ * closed.
+ */
+export function reconnectWhenEndedByFailover(
+  redis: Pick<Redis, 'on' | 'status' | 'connect'>,
+  delayMs = backOff(1),
+): void {
+  let cutInLookup = false;
+  redis.on('error', (error: Error) => {
+    if (redis.status === 'connecting' && error.message === CONNECTION_CLOSED) cutInLookup = true;
+  });
+  redis.on('end', () => {
+    if (!cutInLookup) return;
+    cutInLookup = false;
+    setTimeout(() => {
+      const closedByOwner = (redis as { manuallyClosing?: boolean }).manuallyClosing === true;
+      if (redis.status === 'end' && !closedByOwner) redis.connect().catch(() => undefined);
+    }, delayMs).unref();
+  });
 }
 
 /** True for a Redis Cluster connection: keys that one command or script touches must share a slot. */
