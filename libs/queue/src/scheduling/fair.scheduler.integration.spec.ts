@@ -142,36 +142,6 @@ describe('FairScheduler', () => {
     expect(served.filter((t) => t === 'n')).toHaveLength(36);
   });
 
-  it('gives a lower tier its turn early, before a head that waited less than usual, and keeps its share', async () => {
-    // Interactive jobs queued a minute ago, all but every third, queued just now: a batch turn before an old
-    // job adds its wait to the latency tail, before a fresh one it does not.
-    const fresh = new Set<string>();
-    const now = Date.now();
-    for (let i = 0; i < 40; i++) {
-      const id = `n-${added++}`;
-      const young = i % 3 === 2;
-      await queue.add(
-        'chat',
-        {},
-        {
-          jobId: id,
-          priority: parkedPriorityOf('normal'),
-          timestamp: young ? now : now - 60_000,
-        },
-      );
-      await scheduler.arrive('chat', modelId, { id, tenant: 'n', tier: 'normal', weight: 1 });
-      if (young) fresh.add(id);
-    }
-    for (let i = 0; i < 10; i++) await submit('b', 'batch');
-    const taken: string[] = [];
-    for (let i = 0; i < 32; i++) taken.push((await take(0.25))!.id);
-    const turns = taken.flatMap((id, i) => (id.startsWith('b-') ? [i] : []));
-    // Its share: a quarter of the releases.
-    expect(turns).toHaveLength(8);
-    // Each turn just before a fresh job: the old ones were not made to wait longer.
-    expect(turns.map((i) => fresh.has(taken[i + 1]!))).toEqual(turns.map(() => true));
-  });
-
   it('gives low nothing while normal waits when the minimum share is 0', async () => {
     for (let i = 0; i < 10; i++) await submit('n', 'normal');
     for (let i = 0; i < 3; i++) await submit('l', 'low');

@@ -10,14 +10,6 @@
   tier with parked jobs instead, in the `promoted` band (ahead of `normal`, behind `high`): `low` and
   `batch` get at least `minShare` of the releases.
 
-  Where a lower tier's turn falls decides who pays for it: every upper-tier job still waiting is taken one
-  slot later, and the ones pushed into the latency tail are those that had waited long already. So the
-  turn may come early, from a credit of EARLY on, at a release whose upper-tier head (the job it would
-  release) has waited no longer than the heads usually do (`hw`, a moving average of their waits, kept
-  while a lower tier waits): the extra wait lands on jobs with time to spare. A turn never comes later
-  than at credit 1 and the credit stays within [EARLY - 1, 1], so over a busy period of n releases the
-  lower tier gets n * minShare of them, less than one turn short and at most half a turn ahead.
-
   A released job takes the next number of BullMQ's priority counter, as a job queued now would: released
   jobs are taken in the order they were released, not the order they were queued. A released job a fetch
   did not take (a job queued direct between a release and its fetch took its place) stays first, and is
@@ -53,10 +45,6 @@ for i, tier in ipairs(TIERS) do
 end
 local PROMOTED = tonumber(ARGV[17])
 local SHIFT = 4294967296
--- The credit from which a lower tier's turn may come early (see above), and the weight of one head's wait
--- in the moving average of the heads' waits.
-local EARLY = 0.5
-local HEAD_WAIT_GAIN = 0.125
 
 local function ringOf(tier) return base .. ':ring:' .. tier end
 
@@ -66,23 +54,6 @@ local function waitingTier(from)
     if redis.call('ZCARD', ringOf(TIERS[i])) > 0 then return i end
   end
   return nil
-end
-
--- How long the tier's next job (its next tenant's oldest) has waited, in ms since it was queued; nil when
--- that job is gone. Its queue time is the gateway's clock, now the server's: a gateway's constant skew
--- cancels out against the moving average of the same waits.
-local now
-local function headWait(tier)
-  local top = redis.call('ZRANGE', ringOf(tier), 0, 0)
-  if not top[1] then return nil end
-  local id = redis.call('LINDEX', base .. ':q:' .. tier .. ':' .. top[1], 0)
-  local queuedAt = id and tonumber(redis.call('HGET', jobPrefix .. id, 'timestamp'))
-  if not queuedAt then return nil end
-  if not now then
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  return now - queuedAt
 end
 
 -- The tier this release serves, and the band its job goes to.
@@ -95,13 +66,7 @@ local function chooseTier()
   if not below then return tier, released[tier] end
   local credit = tonumber(redis.call('HGET', KEYS[2], 'credit') or '0') + minShare
   local band = released[tier]
-  local wait = headWait(tier)
-  local usual
-  if wait then
-    usual = tonumber(redis.call('HGET', KEYS[2], 'hw') or tostring(wait))
-    redis.call('HSET', KEYS[2], 'hw', tostring(usual + (wait - usual) * HEAD_WAIT_GAIN))
-  end
-  if credit >= 1 or (credit >= EARLY and wait and wait <= usual) then
+  if credit >= 1 then
     credit, tier, band = credit - 1, TIERS[below], PROMOTED
   end
   redis.call('HSET', KEYS[2], 'credit', tostring(math.min(credit, 1)))
