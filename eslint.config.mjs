@@ -58,7 +58,7 @@ const ARROWS = {
     'backend-simulator',
     'registry',
   ],
-  http: [...BASE, 'access'],
+  http: [...BASE, 'redis', 'access'],
   session: [...BASE, 'redis', 'access', 'queue', 'registry'],
   'api-docs': [...BASE, 'access', 'http'],
   'stored-completions': [...BASE, 'redis', 'access'],

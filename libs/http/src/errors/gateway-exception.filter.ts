@@ -9,6 +9,7 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '@mgw/contracts';
 import { GatewayMetrics, rejectionReasonOf } from '@mgw/observability';
+import { isRedisUnavailable } from '@mgw/redis';
 import { discardUnreadBody } from '../unread-body';
 import { errorShapeOf, type ErrorShape } from './error-shape';
 
@@ -91,7 +92,11 @@ export abstract class GatewayExceptionFilter implements ExceptionFilter, ErrorSh
     let error: GatewayError;
     if (exception instanceof GatewayError) error = exception;
     else if (exception instanceof HttpException) error = fromHttpException(exception, request);
-    else {
+    else if (isRedisUnavailable(exception)) {
+      // A route that reads Redis while it fails over or is gone: a 503 to retry, not a bug's 500.
+      this.logger.warn({ msg: `request ${requestId}: Redis unavailable: ${String(exception)}`, requestId });
+      error = GatewayError.serviceUnavailable('Redis is not reachable. Try again shortly.');
+    } else {
       this.logger.error({
         msg: `request ${requestId} failed: ${exception instanceof Error ? (exception.stack ?? exception.message) : String(exception)}`,
         requestId,
