@@ -1,5 +1,6 @@
 // Micro-benchmark of request validation per protocol: a typical and a large valid body for
-// `POST /v1/responses`, `POST /v1/messages` and `POST /v1/messages/count_tokens`, timed in µs per body.
+// `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` and
+// `POST /v1/messages/count_tokens`, timed in µs per body.
 // It bundles the validators of a source tree with esbuild (no build needed), so two trees compare:
 //   node bench/validation.micro.mjs                 # this tree
 //   node bench/validation.micro.mjs /path/to/other  # and another checkout (e.g. before a change), alternated
@@ -20,9 +21,16 @@ async function validatorsOf(root) {
     'libs/anthropic-api/src/messages-request.schema',
     'libs/anthropic-api/src/messages-request.validator',
   );
+  // Chat Completions: its schema's validator, or in a tree before it the class-validator DTO.
+  const chat = existsSync(join(root, 'libs/contracts/src/chat/chat-request.validator.ts'))
+    ? `export { validateChatRequest } from './libs/contracts/src/chat/chat-request.validator';`
+    : `import { validateDto } from './libs/contracts/src/dto/validate-dto';
+import { ChatCompletionRequestDto } from './libs/contracts/src/dto/chat-completion-request.dto';
+export const validateChatRequest = (body) => validateDto(ChatCompletionRequestDto, body);`;
   const entry = `
 export { validateResponsesRequest } from './${responses}';
 export { validateMessagesRequest, validateCountTokensRequest } from './${messages}';
+${chat}
 `;
   const bundle = await build({
     stdin: { contents: entry, resolveDir: root, loader: 'ts' },
@@ -118,6 +126,42 @@ function responsesBody(rounds) {
   };
 }
 
+/** The S1 body: one short question. */
+const chatS1 = () => ({
+  model: 'sim-chat',
+  max_tokens: 16,
+  messages: [{ role: 'user', content: 'Hello there!' }],
+});
+
+/** A tool loop: system prompt, tools, and a call and its result per round. */
+function chatBody(rounds) {
+  const messages = [
+    { role: 'system', content: text(30) },
+    { role: 'user', content: [{ type: 'text', text: text(20) }] },
+  ];
+  for (let i = 0; i < rounds; i++) {
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: `call_${i}`, type: 'function', function: { name: 'tool_0', arguments: '{"path":"a"}' } },
+      ],
+    });
+    messages.push({ role: 'tool', tool_call_id: `call_${i}`, content: text(10) });
+  }
+  return {
+    model: 'sim-chat',
+    stream: true,
+    messages,
+    tools: Array.from({ length: 8 }, (_, i) => ({
+      type: 'function',
+      function: { name: `tool_${i}`, description: text(4), parameters: tool(i).input_schema },
+    })),
+    tool_choice: 'auto',
+    temperature: 0.7,
+  };
+}
+
 /** µs per body of one round of `validate` over `body`. */
 function round(validate, body, perRound) {
   const start = process.hrtime.bigint();
@@ -127,6 +171,9 @@ function round(validate, body, perRound) {
 
 const ROUNDS = 15;
 const cases = [
+  ['chat S1 (one question)', 'validateChatRequest', chatS1()],
+  ['chat typical (3 tool rounds)', 'validateChatRequest', chatBody(3)],
+  ['chat large (1,000 tool rounds)', 'validateChatRequest', chatBody(1000)],
   ['responses typical (3 rounds)', 'validateResponsesRequest', responsesBody(3)],
   ['responses large (1,000 rounds)', 'validateResponsesRequest', responsesBody(1000)],
   ['messages typical (3 turns)', 'validateMessagesRequest', messagesBody(3)],

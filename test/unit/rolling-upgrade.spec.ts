@@ -9,13 +9,12 @@ import { PubSubDispatcher, type RedisConnections } from '@mgw/redis';
 import { KeyInvalidationListener, StreamLogStore } from '@mgw/session';
 import { loadConfig, RedisOnlyConfig, type GatewayConfig } from '@mgw/config';
 import {
-  ChatCompletionRequestDto,
   CHAT_MODEL_TYPE,
   PROTOCOL_VERSIONS,
   ProtocolVersionError,
   readVersionedDto,
   registryPatterns,
-  validateDto,
+  validateChatRequest,
   type ProtocolFamily,
   type ReplyMessage,
 } from '@mgw/contracts';
@@ -109,9 +108,7 @@ function jobRequest(v: number | undefined, extra: boolean): Fields {
       messages: [message],
     };
   }
-  const neutral = chatRequestOfBody(
-    validateDto(ChatCompletionRequestDto, { messages: [{ role: 'user', content: 'x' }] }),
-  );
+  const neutral = chatRequestOfBody(validateChatRequest({ messages: [{ role: 'user', content: 'x' }] }));
   return { ...neutral, ...(extra && { futureField: true }), messages: [message] };
 }
 
@@ -582,7 +579,7 @@ const envelopeOf = (fieldsOfJob: Fields): Fields => ({
   ...fieldsOfJob,
 });
 
-const chatBody = (body: Fields) => validateDto(ChatCompletionRequestDto, body);
+const chatBody = (body: Fields) => validateChatRequest(body);
 const messagesBody = (body: Fields) =>
   translateMessagesRequest(validateMessagesRequest({ model: 'sim-chat', max_tokens: 16, ...body })).request;
 const WEATHER = {

@@ -3,7 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { GatewayConfig } from '@mgw/config';
 import type { SchemaObject } from './json-schema.types';
 import { nullableTo31 } from './openapi-31';
-import { requestBodySchemas } from './request-bodies.openapi';
+import { CREATE_CHAT_COMPLETION_REQUEST, requestBodySchemas } from './request-bodies.openapi';
 import { RESPONSE_SCHEMAS } from './response.schemas';
 import { AUTH_POLICY_EXTENSION, authPolicyOf, type AuthPolicy } from '@mgw/http';
 
@@ -95,7 +95,12 @@ export function createOpenApiDocument(app: INestApplication, config: GatewayConf
   const derived = document.components?.schemas ?? {};
   document.components = {
     securitySchemes: SECURITY_SCHEMES,
-    schemas: { ...derived, ...requestBodySchemas().build(), ...RESPONSE_SCHEMAS },
+    schemas: {
+      ...derived,
+      CreateChatCompletionRequest: CREATE_CHAT_COMPLETION_REQUEST,
+      ...requestBodySchemas().build(),
+      ...RESPONSE_SCHEMAS,
+    },
   };
   for (const operations of Object.values(document.paths)) {
     for (const operation of Object.values(operations)) {

@@ -7,30 +7,12 @@ import {
   UpdateTeamDto,
 } from '@mgw/access';
 import {
-  CHAT_LIMITS,
+  CHAT_COMPLETION_REQUEST,
   CHAT_PARAMETER_LIMITS,
-  ExtendedChatCompletionRequestDto,
-  FunctionCallDto,
-  FunctionDefinitionDto,
   IMAGE_LIMITS,
   ImageGenerationRequestDto,
-  IsFunctionCallConstraint,
-  IsJsonSchemaConstraint,
-  IsLogitBiasConstraint,
-  IsMessageContentConstraint,
   IsMetadataConstraint,
-  IsParametersSchemaConstraint,
-  IsPredictionConstraint,
-  IsStopConstraint,
-  IsToolChoiceConstraint,
-  JSON_SCHEMA_LIMITS,
-  JsonSchemaFormatDto,
-  ResponseFormatDto,
-  StreamOptionsDto,
-  TOOL_NAME_PATTERN,
-  ToolCallDto,
-  ToolDto,
-  ToolLoopMessageDto,
+  openApiSchemaOf,
   StoredCompletionUpdateDto,
   EMBEDDING_INPUT_SCHEMA,
   EmbeddingRequestDto,
@@ -38,107 +20,10 @@ import {
 import { DtoSchemaBuilder } from './dto-schema.builder';
 import type { SchemaObject } from './json-schema.types';
 
-const { stop } = CHAT_LIMITS;
-const { metadata, logitBias } = CHAT_PARAMETER_LIMITS;
-
-const textPart: SchemaObject = {
-  type: 'object',
-  properties: { type: { const: 'text' }, text: { type: 'string' } },
-  required: ['type', 'text'],
-  additionalProperties: false,
-};
-
-const imagePart: SchemaObject = {
-  type: 'object',
-  properties: {
-    type: { const: 'image_url' },
-    image_url: {
-      type: 'object',
-      properties: {
-        url: {
-          type: 'string',
-          minLength: 1,
-          description:
-            "An `http(s):` URL or a `data:image/...;base64,` URI. Which URLs pass is the model's catalog policy (`urlInputs`): by default only those of public hosts; `data:` URIs always. A refused one is a 400 `invalid_image_url` naming the part.",
-        },
-        detail: { enum: [...CHAT_LIMITS.imageParts.detail] },
-      },
-      required: ['url'],
-      additionalProperties: false,
-    },
-  },
-  required: ['type', 'image_url'],
-  additionalProperties: false,
-};
-
-const jsonSchemaObject = (what: string): SchemaObject => ({
-  type: 'object',
-  description:
-    `${what} (a JSON Schema): at most ${JSON_SCHEMA_LIMITS.maxBytes} bytes, nested at most ` +
-    `${JSON_SCHEMA_LIMITS.maxNesting} levels, at most ${JSON_SCHEMA_LIMITS.maxProperties} properties in total.`,
-});
+const { metadata } = CHAT_PARAMETER_LIMITS;
 
 /** What each custom constraint of the request DTOs accepts (their code is the rule; this is its shape). */
 const CONSTRAINT_SCHEMAS = new Map<object, SchemaObject>([
-  [
-    IsMessageContentConstraint,
-    {
-      oneOf: [
-        { type: 'string' },
-        {
-          type: 'array',
-          minItems: 1,
-          items: { oneOf: [textPart, imagePart] },
-          description: 'Content parts; a `tool` message takes text parts only.',
-        },
-      ],
-    },
-  ],
-  [
-    IsStopConstraint,
-    {
-      oneOf: [
-        { type: 'string', minLength: 1, maxLength: stop.maxLength },
-        {
-          type: 'array',
-          minItems: stop.min,
-          maxItems: stop.max,
-          items: { type: 'string', minLength: 1, maxLength: stop.maxLength },
-        },
-      ],
-    },
-  ],
-  [
-    IsToolChoiceConstraint,
-    {
-      oneOf: [
-        { enum: ['none', 'auto', 'required'] },
-        {
-          type: 'object',
-          properties: {
-            type: { const: 'function' },
-            function: {
-              type: 'object',
-              properties: { name: { type: 'string', pattern: TOOL_NAME_PATTERN.source } },
-              required: ['name'],
-              additionalProperties: false,
-            },
-          },
-          required: ['type', 'function'],
-          additionalProperties: false,
-        },
-      ],
-    },
-  ],
-  [
-    IsLogitBiasConstraint,
-    {
-      type: 'object',
-      maxProperties: logitBias.maxEntries,
-      propertyNames: { pattern: CHAT_PARAMETER_LIMITS.tokenId.source },
-      additionalProperties: { type: 'number', minimum: logitBias.min, maximum: logitBias.max },
-    },
-  ],
   [
     IsMetadataConstraint,
     {
@@ -148,126 +33,14 @@ const CONSTRAINT_SCHEMAS = new Map<object, SchemaObject>([
       additionalProperties: { type: 'string', maxLength: metadata.maxValueLength },
     },
   ],
-  [
-    IsFunctionCallConstraint,
-    {
-      oneOf: [
-        { enum: ['none', 'auto'] },
-        { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
-      ],
-    },
-  ],
-  [
-    IsPredictionConstraint,
-    {
-      type: 'object',
-      properties: {
-        type: { const: 'content' },
-        content: { oneOf: [{ type: 'string' }, { type: 'array', minItems: 1, items: textPart }] },
-      },
-      required: ['type', 'content'],
-      additionalProperties: false,
-    },
-  ],
-  [IsParametersSchemaConstraint, jsonSchemaObject("The function's parameters")],
-  [IsJsonSchemaConstraint, jsonSchemaObject('The schema the output follows')],
 ]);
 
-const perModel =
-  'Refused with 400 `unsupported_parameter` by models that do not honour it (see `supported_parameters` of `GET /v1/models/{id}`).';
-const advisory = 'Advisory: accepted and not acted on.';
+/** `POST /v1/chat/completions`, from the body's schema. */
+export const CREATE_CHAT_COMPLETION_REQUEST = openApiSchemaOf(CHAT_COMPLETION_REQUEST) as SchemaObject;
 
-/** The request bodies of `/v1` and `/admin`, documented from their validators. */
+/** The request bodies of `/v1` and `/admin` that class-validator DTOs check, documented from them. */
 export function requestBodySchemas(): DtoSchemaBuilder {
   return new DtoSchemaBuilder(CONSTRAINT_SCHEMAS)
-    .document(ExtendedChatCompletionRequestDto, {
-      name: 'CreateChatCompletionRequest',
-      description: 'Unknown fields are refused (400).',
-      fields: {
-        model: {
-          description: 'ID of the model to use; when omitted, the default chat model.',
-          example: 'sim-chat',
-        },
-        messages: {
-          nested: ToolLoopMessageDto,
-          description: 'The conversation so far, oldest first.',
-          example: [{ role: 'user', content: 'Hello, gateway!' }],
-        },
-        stream: {
-          default: false,
-          description: 'When true, partial deltas are streamed as server-sent events (`text/event-stream`).',
-        },
-        temperature: { default: 1, description: 'Sampling temperature.' },
-        top_p: { default: 1, description: 'Nucleus sampling.' },
-        n: { default: 1, description: 'Number of completions (choices).' },
-        max_tokens: { description: 'Maximum tokens to generate per choice.' },
-        max_completion_tokens: { description: 'Newer name of `max_tokens`.' },
-        stop: { description: 'Up to 4 stop sequences; the text before one is sent, the sequence never.' },
-        presence_penalty: { default: 0 },
-        frequency_penalty: { default: 0 },
-        seed: { description: 'Makes sampling repeatable where the backend supports it.' },
-        user: { description: 'A string that identifies the end user.' },
-        stream_options: { description: 'Options of a streamed answer.' },
-        tools: { description: `Function tools the model may call. ${perModel}` },
-        tool_choice: { description: `Whether and which tool the model must call. ${perModel}` },
-        parallel_tool_calls: { description: perModel },
-        response_format: { description: `Structured output. ${perModel}` },
-        logprobs: { description: `Log probabilities of the output tokens. ${perModel}` },
-        top_logprobs: { description: 'Alternatives per token; needs `logprobs: true`.' },
-        logit_bias: { description: `Token id → bias. ${perModel}` },
-        reasoning_effort: { description: perModel },
-        verbosity: { description: perModel },
-        prediction: { description: perModel },
-        modalities: { description: perModel },
-        audio: { description: `Audio output. ${perModel}` },
-        web_search_options: { description: perModel },
-        functions: { description: 'Deprecated predecessor of `tools`.', schema: { deprecated: true } },
-        function_call: {
-          description: 'Deprecated predecessor of `tool_choice`.',
-          schema: { deprecated: true },
-        },
-        store: { description: `Stored completions. ${perModel}` },
-        metadata: { description: advisory },
-        service_tier: { description: advisory },
-        prompt_cache_key: { description: advisory },
-        prompt_cache_retention: { description: advisory },
-        safety_identifier: { description: advisory },
-      },
-    })
-    .document(ToolLoopMessageDto, {
-      name: 'ChatMessage',
-      fields: {
-        role: { description: 'Who wrote the message.' },
-        content: {
-          description:
-            'Text, or content parts. Null or absent only on an assistant message with `tool_calls` or a `refusal`.',
-          nullable: true,
-        },
-        name: { description: 'An optional name of the participant.' },
-        tool_calls: { description: 'Assistant only: the calls it made, echoed back.' },
-        tool_call_id: { description: 'Tool only: the id of the call this message answers.' },
-        refusal: { description: 'Assistant only: an earlier refusal, echoed back.', nullable: true },
-      },
-    })
-    .document(StreamOptionsDto, {
-      name: 'ChatStreamOptions',
-      fields: {
-        include_usage: { description: 'Accepted; the final chunk always carries `usage`.' },
-        include_obfuscation: { description: 'Refused when true: the gateway never pads stream events.' },
-      },
-    })
-    .document(ToolDto, { name: 'ChatTool' })
-    .document(FunctionDefinitionDto, { name: 'FunctionDefinition' })
-    .document(ToolCallDto, { name: 'ChatMessageToolCall' })
-    .document(FunctionCallDto, {
-      name: 'FunctionCall',
-      fields: { arguments: { description: 'The JSON text of the arguments, as the model produced it.' } },
-    })
-    .document(ResponseFormatDto, {
-      name: 'ResponseFormat',
-      fields: { json_schema: { description: 'Required with, and only allowed with, type `json_schema`.' } },
-    })
-    .document(JsonSchemaFormatDto, { name: 'JsonSchemaFormat' })
     .document(ImageGenerationRequestDto, {
       name: 'CreateImageRequest',
       description: 'Unknown fields are refused (400).',

@@ -1,9 +1,4 @@
-import {
-  ChatCompletionRequestDto,
-  COMMON_CHAT_PARAMETERS,
-  supportedChatParametersOf,
-  validateDto,
-} from '@mgw/contracts';
+import { COMMON_CHAT_PARAMETERS, supportedChatParametersOf, validateChatRequest } from '@mgw/contracts';
 import { chatRequestOfBody } from '@mgw/request';
 import { toUpstreamChatRequest } from './openai-chat.backend';
 
@@ -62,7 +57,7 @@ describe('the openai backend relays the parameters its entry declares', () => {
       prediction: { type: 'content', content: 'x' },
     };
     const request = chatRequestOfBody(
-      validateDto(ChatCompletionRequestDto, { messages: [{ role: 'user', content: 'hi' }], ...relayed }),
+      validateChatRequest({ messages: [{ role: 'user', content: 'hi' }], ...relayed }),
     );
     expect(toUpstreamChatRequest(request, 'up-model')).toMatchObject({ model: 'up-model', ...relayed });
     for (const param of Object.keys(relayed)) expect(supportedChatParametersOf('openai')).toContain(param);
@@ -70,7 +65,7 @@ describe('the openai backend relays the parameters its entry declares', () => {
 
   it('keeps store and metadata (the gateway keeps stored completions) out of the upstream request', () => {
     const request = chatRequestOfBody(
-      validateDto(ChatCompletionRequestDto, {
+      validateChatRequest({
         messages: [{ role: 'user', content: 'hi' }],
         store: true,
         metadata: { team: 'search' },

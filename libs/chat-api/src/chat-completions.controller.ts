@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ChatCompletionRequestDto } from '@mgw/contracts';
+import type { ChatCompletionRequest } from '@mgw/contracts';
 import {
   ApiErrors,
   ApiJsonBody,
@@ -75,7 +75,7 @@ export class ChatCompletionsController {
   async create(
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
-    @Body(ChatRequestPipe) body: ChatCompletionRequestDto,
+    @Body(ChatRequestPipe) body: ChatCompletionRequest,
   ): Promise<void> {
     await this.chat.handle(requestIdOf(request), body, reply, requirePrincipal(request));
   }

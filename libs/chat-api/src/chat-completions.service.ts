@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
-import { assertChatParametersSupported, type ChatCompletionRequestDto } from '@mgw/contracts';
+import { assertChatParametersSupported, type ChatCompletionRequest } from '@mgw/contracts';
 import { chatRequestOfBody } from '@mgw/request';
 import { ReplyClients } from '@mgw/http';
 import {
@@ -25,11 +25,7 @@ import { CompletionAssembler } from './completion.assembler';
 const createdOf = (context: RenderContext): number => Math.floor(context.createdMs / 1000);
 
 /** What a stored completion records of its request. */
-function storing(
-  principal: Principal,
-  request: ChatCompletionRequestDto,
-  context: RenderContext,
-): StoreRequest {
+function storing(principal: Principal, request: ChatCompletionRequest, context: RenderContext): StoreRequest {
   return { principal, createdMs: context.createdMs, request };
 }
 
@@ -49,7 +45,7 @@ export class ChatCompletionsService {
 
   async handle(
     requestId: string,
-    body: ChatCompletionRequestDto,
+    body: ChatCompletionRequest,
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
@@ -59,14 +55,19 @@ export class ChatCompletionsService {
     }
     const store = body.store === true;
     const resume = streamResumeChoice(reply.request.headers);
-    const request = chatSessionRequest(body.model, chatRequestOfBody(body), this.config.tpmDefaultMaxTokens, {
-      requestId,
-      principal,
-      // The body may ask for what the neutral request has no field for (`audio`, `functions`, …): it is
-      // checked as sent. Its params are the neutral paths: it needs no origins.
-      checkModel: (model) => assertChatParametersSupported(body, model),
-      ...(resume !== undefined && { resume }),
-    });
+    const request = chatSessionRequest(
+      body.model ?? undefined,
+      chatRequestOfBody(body),
+      this.config.tpmDefaultMaxTokens,
+      {
+        requestId,
+        principal,
+        // The body may ask for what the neutral request has no field for (`audio`, `functions`, …): it is
+        // checked as sent. Its params are the neutral paths: it needs no origins.
+        checkModel: (model) => assertChatParametersSupported(body, model),
+        ...(resume !== undefined && { resume }),
+      },
+    );
     await this.sessions.run(
       request,
       {
@@ -85,18 +86,23 @@ export class ChatCompletionsService {
    */
   async answer(
     requestId: string,
-    body: ChatCompletionRequestDto,
+    body: ChatCompletionRequest,
     principal: Principal,
     client: JsonClient,
   ): Promise<void> {
     const store = body.store === true;
-    const request = chatSessionRequest(body.model, chatRequestOfBody(body), this.config.tpmDefaultMaxTokens, {
-      requestId,
-      principal,
-      checkModel: (model) => assertChatParametersSupported(body, model),
-      // A completion to store is finished and kept even when its client leaves before the answer.
-      ...(store && { outlivesClient: true }),
-    });
+    const request = chatSessionRequest(
+      body.model ?? undefined,
+      chatRequestOfBody(body),
+      this.config.tpmDefaultMaxTokens,
+      {
+        requestId,
+        principal,
+        checkModel: (model) => assertChatParametersSupported(body, model),
+        // A completion to store is finished and kept even when its client leaves before the answer.
+        ...(store && { outlivesClient: true }),
+      },
+    );
     await this.sessions.run(
       request,
       {

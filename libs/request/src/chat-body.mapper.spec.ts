@@ -1,4 +1,4 @@
-import { ChatCompletionRequestDto, validateDto } from '@mgw/contracts';
+import { type ChatCompletionRequest, validateChatRequest } from '@mgw/contracts';
 import { chatBodyOf, chatRequestOfBody } from './chat-body.mapper';
 import { readChatRequest } from './chat-request.reader';
 
@@ -10,7 +10,7 @@ describe('chatRequestOfBody', () => {
         { role: 'user', content: 'a', name: null },
         { role: 'user', content: 'b', name: 'ann' },
       ],
-    } as unknown as ChatCompletionRequestDto;
+    } as unknown as ChatCompletionRequest;
     expect(chatRequestOfBody(dto).messages).toEqual([
       { role: 'user', content: 'a' },
       { role: 'user', content: 'b', name: 'ann' },
@@ -28,9 +28,7 @@ describe('chatRequestOfBody', () => {
 
 describe('chatRequestOfBody: tools, formats, logprobs', () => {
   const parse = (extra: Record<string, unknown>) =>
-    chatRequestOfBody(
-      validateDto(ChatCompletionRequestDto, { messages: [{ role: 'user', content: 'hi' }], ...extra }),
-    );
+    chatRequestOfBody(validateChatRequest({ messages: [{ role: 'user', content: 'hi' }], ...extra }));
 
   it('has no tools, tool_choice none, text format and no logprobs or relayed parameters by default', () => {
     const request = parse({});
@@ -141,8 +139,7 @@ describe('chatRequestOfBody: tools, formats, logprobs', () => {
 });
 
 describe('chatBodyOf: the body an older worker reads back into the same request', () => {
-  const parse = (body: Record<string, unknown>) =>
-    chatRequestOfBody(validateDto(ChatCompletionRequestDto, body));
+  const parse = (body: Record<string, unknown>) => chatRequestOfBody(validateChatRequest(body));
   const bodies: Array<Record<string, unknown>> = [
     { messages: [{ role: 'user', content: 'hi' }] },
     {

@@ -1,10 +1,11 @@
 import {
   CHAT_LIMITS,
-  type ChatCompletionRequestDto,
-  type ChatMessageDto,
-  type ResponseFormatDto,
-  type ToolChoiceOption,
-  type ToolDto,
+  RELAYED_CHAT_PARAMETERS,
+  type ChatCompletionRequest,
+  type ChatRequestMessage,
+  type ChatResponseFormat,
+  type ChatTool,
+  type ChatToolChoice,
 } from '@mgw/contracts';
 import {
   ANY_OBJECT,
@@ -22,10 +23,7 @@ import {
  * read carries its request as such a body (`chatBodyOf`, read back by the first).
  */
 
-/** Parameters a backend may relay upstream verbatim; the gateway admits them per model. */
-const RELAYED_PARAMETERS = ['logit_bias', 'reasoning_effort', 'verbosity', 'prediction'] as const;
-
-function messageOf(message: ChatMessageDto): InferenceMessage {
+function messageOf(message: ChatRequestMessage): InferenceMessage {
   const { role, content, name } = message;
   // `name: null` is valid JSON for "no name"; backends only ever see a string or nothing.
   const named = typeof name === 'string' ? { name } : {};
@@ -43,14 +41,14 @@ function messageOf(message: ChatMessageDto): InferenceMessage {
       return { role, content: text, ...named, toolCalls };
     }
     case 'tool':
-      // The DTO's checks across fields guarantee content and tool_call_id on a tool message.
+      // The request's rules guarantee content and tool_call_id on a tool message.
       return { role, content: content!, toolCallId: message.tool_call_id! };
     default:
       return { role, content: content!, ...named };
   }
 }
 
-function toolOf({ function: fn }: ToolDto): ToolDefinition {
+function toolOf({ function: fn }: ChatTool): ToolDefinition {
   return {
     name: fn.name,
     ...(typeof fn.description === 'string' && { description: fn.description }),
@@ -59,13 +57,13 @@ function toolOf({ function: fn }: ToolDto): ToolDefinition {
   };
 }
 
-function toolChoiceOf(choice: ToolChoiceOption | undefined | null, hasTools: boolean): ToolChoice {
+function toolChoiceOf(choice: ChatToolChoice | undefined | null, hasTools: boolean): ToolChoice {
   if (choice == null) return { type: hasTools ? 'auto' : 'none' };
   if (typeof choice === 'string') return { type: choice };
   return { type: 'function', name: choice.function.name };
 }
 
-function formatOf(format: ResponseFormatDto | undefined | null): ResponseFormat {
+function formatOf(format: ChatResponseFormat | undefined | null): ResponseFormat {
   if (format == null || format.type === 'text') return { type: 'text' };
   if (format.type === 'json_object') return { type: 'json_object' };
   const spec = format.json_schema!;
@@ -78,9 +76,9 @@ function formatOf(format: ResponseFormatDto | undefined | null): ResponseFormat 
   };
 }
 
-function relayedParametersOf(dto: ChatCompletionRequestDto): Record<string, unknown> | undefined {
+function relayedParametersOf(dto: ChatCompletionRequest): Record<string, unknown> | undefined {
   let relayed: Record<string, unknown> | undefined;
-  for (const key of RELAYED_PARAMETERS) {
+  for (const key of RELAYED_CHAT_PARAMETERS) {
     const value = dto[key];
     if (value != null) (relayed ??= {})[key] = value;
   }
@@ -88,7 +86,7 @@ function relayedParametersOf(dto: ChatCompletionRequestDto): Record<string, unkn
 }
 
 /** A validated Chat Completions body as the neutral request, with OpenAI's defaults applied. */
-export function chatRequestOfBody(dto: ChatCompletionRequestDto): ChatRequest {
+export function chatRequestOfBody(dto: ChatCompletionRequest): ChatRequest {
   const tools = dto.tools == null ? [] : dto.tools.map(toolOf);
   const logprobs = dto.logprobs === true;
   const relayedParameters = relayedParametersOf(dto);

@@ -1,4 +1,4 @@
-import { Type, type ClassConstructor } from 'class-transformer';
+import { Exclude, Type, type ClassConstructor } from 'class-transformer';
 import {
   IsBoolean,
   IsInt,
@@ -13,7 +13,9 @@ import {
 } from 'class-validator';
 import {
   BATCH_LINE_PATTERN,
-  ChatCompletionRequestDto,
+  chatBodyProblem,
+  type ChatCompletionRequest,
+  chatRequestSizeProblem,
   EmbeddingRequestDto,
   type FieldProblem,
   ImageGenerationRequestDto,
@@ -26,6 +28,7 @@ import {
   type RequestSizeLimits,
   TEAM_ID_PATTERN,
   TRACEPARENT_PATTERN,
+  unknownFieldsNow,
 } from '@mgw/contracts';
 import { chatBodyOf, chatRequestOfBody } from './chat-body.mapper';
 import type { ChatRequest } from './chat-request';
@@ -158,9 +161,10 @@ export type JobEnvelopeFields = Omit<ChatJobData, 'request'>;
  * writes one an older worker must serve (`chatJobFields`): its request is a Chat Completions body.
  */
 export class ChatJobData extends JobEnvelope {
-  @ValidateNested()
-  @Type((help) => ChatCompletionRequestDto.validationClassFor((help?.object as ChatJobData).request ?? {}))
-  request!: ChatCompletionRequestDto;
+  /** Read as sent (`adoptPlainFields`) and checked by the chat request's schema and rules (`problemAcrossFields`). */
+  @Exclude({ toClassOnly: true })
+  @IsObject()
+  request!: ChatCompletionRequest;
 
   /**
    * Count only (the Messages API's `count_tokens`): the worker answers the prompt's tokens as its model's
@@ -171,25 +175,23 @@ export class ChatJobData extends JobEnvelope {
   @IsBoolean()
   countOnly?: boolean;
 
-  /** The request's size bounds hold for a job read back from Redis too, checked before it is transformed. */
+  /** The request's size bounds hold for a job read back from Redis too, checked before anything reads it. */
   static sizeProblem(plain: object, limits: Readonly<RequestSizeLimits>): FieldProblem | null {
     const { request } = plain as { request?: unknown };
     if (typeof request !== 'object' || request === null || Array.isArray(request)) return null;
-    const problem = ChatCompletionRequestDto.sizeProblem(request, limits);
+    const problem = chatRequestSizeProblem(request as Record<string, unknown>, limits);
     return problem && { param: `request.${problem.param}`, message: problem.message };
   }
 
-  /** The request's fields read as sent (see `ChatCompletionRequestDto.adoptPlainFields`). */
+  /** The request as sent: nothing of it is copied. */
   static adoptPlainFields(job: ChatJobData, plain: object): void {
-    const { request } = plain as { request?: unknown };
-    if (typeof request !== 'object' || request === null || Array.isArray(request)) return;
-    if (job.request instanceof ChatCompletionRequestDto)
-      ChatCompletionRequestDto.adoptPlainFields(job.request, request);
+    job.request = (plain as { request?: unknown }).request as ChatCompletionRequest;
   }
 
-  /** The request's rules across fields hold for a job read back from Redis too. */
+  /** The request's schema and rules hold for a job read back from Redis too; fields it does not know are dropped. */
   static problemAcrossFields(job: ChatJobData): FieldProblem | null {
-    const problem = ChatCompletionRequestDto.problemAcrossFields(job.request);
+    const request = job.request as unknown as Record<string, unknown>;
+    const problem = chatBodyProblem(request, unknownFieldsNow());
     return problem && { param: `request.${problem.param}`, message: problem.message };
   }
 }

@@ -1,12 +1,12 @@
 import { estimateChatTokens, type Principal } from '@mgw/access';
-import { ChatCompletionRequestDto, validateDto, type ModelEntry } from '@mgw/contracts';
+import { validateChatRequest, type ModelEntry } from '@mgw/contracts';
 import { chatRequestOfBody, ParamOrigins } from '@mgw/request';
 import { refusal } from '@mgw/testing';
 import { chatSessionRequest } from './chat-session.request';
 
 const principal = { keyId: 'k' } as unknown as Principal;
 const chat = chatRequestOfBody(
-  validateDto(ChatCompletionRequestDto, {
+  validateChatRequest({
     messages: [{ role: 'user', content: 'hello there' }],
     logprobs: true,
   }),

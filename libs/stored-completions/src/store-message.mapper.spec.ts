@@ -1,4 +1,4 @@
-import type { ChatMessageDto } from '@mgw/contracts';
+import type { ChatRequestMessage } from '@mgw/contracts';
 import { toStoreMessages } from './store-message.mapper';
 
 describe('toStoreMessages', () => {
@@ -21,7 +21,7 @@ describe('toStoreMessages', () => {
       },
       { role: 'assistant', content: null, tool_calls: [call] },
       { role: 'tool', content: 'sunny', tool_call_id: 'call_1' },
-    ] as unknown as ChatMessageDto[];
+    ] as unknown as ChatRequestMessage[];
     expect(toStoreMessages('chatcmpl-abcdefgh', messages)).toEqual([
       { id: 'chatcmpl-abcdefgh-0', role: 'system', content: 'Be brief.', name: null, content_parts: null },
       {

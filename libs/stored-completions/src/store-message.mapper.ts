@@ -1,9 +1,9 @@
-import { storeMessageIdFor, type ChatCompletionStoreMessage, type ChatMessageDto } from '@mgw/contracts';
+import { storeMessageIdFor, type ChatCompletionStoreMessage, type ChatRequestMessage } from '@mgw/contracts';
 
 /** A request's messages as a stored completion keeps them (OpenAI's `ChatCompletionStoreMessage`). */
 export function toStoreMessages(
   completionId: string,
-  messages: readonly ChatMessageDto[],
+  messages: readonly ChatRequestMessage[],
 ): ChatCompletionStoreMessage[] {
   return messages.map((message, index) => {
     const content = message.content ?? null;

@@ -7,7 +7,7 @@ import {
   storeMessageIndexOf,
   type ChatCompletion,
   type ChatCompletionDeleted,
-  type ChatCompletionRequestDto,
+  type ChatCompletionRequest,
   type ChatCompletionStoreMessage,
   type CursorPage,
   type StoredChatCompletion,
@@ -23,7 +23,7 @@ export interface StoreRequest {
   principal: Principal;
   /** When the request was accepted (the job's `enqueuedAt`). */
   createdMs: number;
-  request: Pick<ChatCompletionRequestDto, 'messages' | 'metadata'>;
+  request: Pick<ChatCompletionRequest, 'messages' | 'metadata'>;
 }
 
 function notFound(id: string): GatewayError {

@@ -1,10 +1,10 @@
-import { ChatCompletionRequestDto, validateDto } from '@mgw/contracts';
+import { validateChatRequest } from '@mgw/contracts';
 import { chatRequestOfBody, type ChatRequest } from '@mgw/request';
 import { estimateChatTokens, estimatePromptTokens, estimateToolAndSchemaTokens } from './token.estimate';
 
 const request = (extra: Record<string, unknown> = {}): ChatRequest =>
   chatRequestOfBody(
-    validateDto(ChatCompletionRequestDto, {
+    validateChatRequest({
       messages: [{ role: 'user', content: 'What is the weather in Paris today?' }],
       max_tokens: 10,
       ...extra,

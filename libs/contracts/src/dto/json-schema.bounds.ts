@@ -1,8 +1,3 @@
-import {
-  ValidatorConstraint,
-  type ValidationArguments,
-  type ValidatorConstraintInterface,
-} from 'class-validator';
 import { describeValue } from './validation-message';
 
 /**
@@ -83,28 +78,4 @@ export function jsonSchemaProblem(schema: unknown, requireObjectType: boolean): 
     }
   }
   return null;
-}
-
-/** A function's `parameters`: a bounded JSON Schema whose root, when typed, is an object. */
-@ValidatorConstraint({ name: 'isParametersSchema' })
-export class IsParametersSchemaConstraint implements ValidatorConstraintInterface {
-  validate(value: unknown): boolean {
-    return jsonSchemaProblem(value, true) === null;
-  }
-
-  defaultMessage(args: ValidationArguments): string {
-    return jsonSchemaProblem(args.value, true) ?? 'invalid JSON Schema.';
-  }
-}
-
-/** `response_format.json_schema.schema`: a bounded JSON Schema. */
-@ValidatorConstraint({ name: 'isJsonSchema' })
-export class IsJsonSchemaConstraint implements ValidatorConstraintInterface {
-  validate(value: unknown): boolean {
-    return jsonSchemaProblem(value, false) === null;
-  }
-
-  defaultMessage(args: ValidationArguments): string {
-    return jsonSchemaProblem(args.value, false) ?? 'invalid JSON Schema.';
-  }
 }

@@ -2,7 +2,7 @@ import { IsIn, IsOptional, IsString, MaxLength, Validate, ValidateIf } from 'cla
 import { GatewayError } from '../errors/gateway-error';
 import { REQUEST_ID_PATTERN } from '../protocol/names';
 import { OptionalIntIn } from './bounded.decorators';
-import { IsMetadataConstraint, metadataSizeProblem } from './chat-parameter.constraints';
+import { IsMetadataConstraint, metadataSizeProblem } from './metadata.constraints';
 import { MODEL_REQUEST_LIMITS } from './model-request.dto';
 import { validateDto } from './validate-dto';
 import { expected } from './validation-message';

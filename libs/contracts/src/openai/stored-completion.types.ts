@@ -1,5 +1,4 @@
-import type { ChatRole } from '../dto/chat-completion-request.dto';
-import type { ChatContentPart } from '../dto/message-content';
+import type { ChatContentPart, ChatRole } from '../chat/chat-request.schema';
 import type { ChatCompletion, ToolCall } from './chat-completion.types';
 
 /** A stored chat completion as retrieve, list and update return it: the completion and its metadata. */

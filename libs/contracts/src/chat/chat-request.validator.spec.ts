@@ -1,22 +1,18 @@
 import { expectRejectedParam, rejectionOf } from '@mgw/testing';
 import type { GatewayError } from '../errors/gateway-error';
-import { getMetadataStorage } from 'class-validator';
-import {
-  ChatCompletionRequestDto,
-  ExtendedChatCompletionRequestDto,
-  ToolLoopMessageDto,
-} from './chat-completion-request.dto';
-import { JSON_SCHEMA_LIMITS } from './json-schema.bounds';
-import { validateDto } from './validate-dto';
-import { REQUEST_SIZE_DEFAULTS } from './request-size.limits';
+import { JSON_SCHEMA_LIMITS } from '../dto/json-schema.bounds';
+import { REQUEST_SIZE_DEFAULTS } from '../dto/request-size.limits';
+import { CHAT_PARAMETERS } from './chat-parameter-support';
+import { CHAT_COMPLETION_REQUEST, type ChatCompletionRequest } from './chat-request.schema';
+import { validateChatRequest } from './chat-request.validator';
 
 const base = (): Record<string, unknown> => ({
   model: 'sim-chat',
   messages: [{ role: 'user', content: 'Hello' }],
 });
 
-function validate(body: unknown): ChatCompletionRequestDto {
-  return validateDto(ChatCompletionRequestDto, body);
+function validate(body: unknown): ChatCompletionRequest {
+  return validateChatRequest(body);
 }
 
 function withField(field: string, value: unknown): Record<string, unknown> {
@@ -27,10 +23,11 @@ const rejection = (body: unknown): GatewayError => rejectionOf(validate, body);
 const expectRejected = (body: unknown, param: string): GatewayError =>
   expectRejectedParam(validate, body, param);
 
-describe('ChatCompletionRequestDto via validateDto', () => {
-  it('accepts a minimal request and returns a DTO instance with the given values', () => {
-    const dto = validate(base());
-    expect(dto).toBeInstanceOf(ChatCompletionRequestDto);
+describe('validateChatRequest', () => {
+  it('accepts a minimal request and returns the body itself', () => {
+    const body = base();
+    const dto = validate(body);
+    expect(dto).toBe(body);
     expect(dto.model).toBe('sim-chat');
     expect(dto.messages).toHaveLength(1);
     expect(dto.messages[0]!.role).toBe('user');
@@ -44,7 +41,7 @@ describe('ChatCompletionRequestDto via validateDto', () => {
     { field: 'frequency_penalty', ok: [-2, 2], bad: [-2.01, 2.01] },
   ])('$field bounds', ({ field, ok, bad }) => {
     it.each(ok)(`accepts ${field}=%p`, (value) => {
-      expect(validate(withField(field, value))[field as keyof ChatCompletionRequestDto]).toBe(value);
+      expect(validate(withField(field, value))[field as keyof ChatCompletionRequest]).toBe(value);
     });
 
     it.each(bad)(`rejects ${field}=%p`, (value) => {
@@ -67,7 +64,7 @@ describe('ChatCompletionRequestDto via validateDto', () => {
 
   describe.each(['max_tokens', 'max_completion_tokens'])('%s', (field) => {
     it.each([1, 1_000_000])(`accepts ${field}=%p`, (value) => {
-      expect(validate(withField(field, value))[field as keyof ChatCompletionRequestDto]).toBe(value);
+      expect(validate(withField(field, value))[field as keyof ChatCompletionRequest]).toBe(value);
     });
 
     it.each([0, 2.5, 1_000_001, -1])(`rejects ${field}=%p`, (value) => {
@@ -91,7 +88,7 @@ describe('ChatCompletionRequestDto via validateDto', () => {
     { field: 'model', max: 256 },
   ])('$field length', ({ field, max }) => {
     it(`accepts ${max} characters and rejects ${max + 1}`, () => {
-      expect(validate(withField(field, 'u'.repeat(max)))[field as keyof ChatCompletionRequestDto]).toBe(
+      expect(validate(withField(field, 'u'.repeat(max)))[field as keyof ChatCompletionRequest]).toBe(
         'u'.repeat(max),
       );
       const error = expectRejected(withField(field, 'u'.repeat(max + 1)), field);
@@ -398,7 +395,7 @@ describe('ChatCompletionRequestDto via validateDto', () => {
   });
 });
 
-describe('ChatCompletionRequestDto: tools, structured outputs, logprobs and the other OpenAI parameters', () => {
+describe('validateChatRequest: tools, structured outputs, logprobs and the other OpenAI parameters', () => {
   const weather = (name = 'get_weather', extra: Record<string, unknown> = {}) => ({
     type: 'function',
     function: {
@@ -902,65 +899,20 @@ describe('ChatCompletionRequestDto: tools, structured outputs, logprobs and the 
   });
 });
 
-describe('lean and extended validation classes', () => {
-  const extendedFields = Object.keys(
-    getMetadataStorage().groupByPropertyName(
-      getMetadataStorage().getTargetValidationMetadatas(ExtendedChatCompletionRequestDto, '', false, false),
-    ),
-  ).filter(
-    (field) =>
-      !getMetadataStorage()
-        .getTargetValidationMetadatas(ChatCompletionRequestDto, '', false, false)
-        .some((metadata) => metadata.propertyName === field),
-  );
+describe('one schema, one parameter table', () => {
+  const fields = Object.keys(CHAT_COMPLETION_REQUEST.shape);
 
-  it('validates a plain request with the lean class', () => {
-    const dto = validate(base());
-    expect(dto).toBeInstanceOf(ChatCompletionRequestDto);
-    expect(dto).not.toBeInstanceOf(ExtendedChatCompletionRequestDto);
-    expect(dto.messages[0]).not.toBeInstanceOf(ToolLoopMessageDto);
+  it('lists every field of the schema in the parameter table, and nothing else at the top level', () => {
+    const table = Object.keys(CHAT_PARAMETERS).filter((name) => !name.includes('.'));
+    expect([...table].sort()).toEqual([...fields].sort());
   });
 
-  it('declares the newer parameters on the extended class only', () => {
-    expect(extendedFields).toEqual(expect.arrayContaining(['tools', 'response_format', 'logprobs', 'store']));
-  });
-
-  it.each([
-    'tools',
-    'tool_choice',
-    'response_format',
-    'logprobs',
-    'top_logprobs',
-    'logit_bias',
-    'metadata',
-    'store',
-    'safety_identifier',
-  ])(
-    'selects the extended class for a body with %s alone (null), so it is never an unknown field',
+  it.each(fields.filter((field) => field !== 'messages'))(
+    'accepts %s alone (null), so it is never an unknown field',
     (field) => {
-      expect(validate(withField(field, null))).toBeInstanceOf(ExtendedChatCompletionRequestDto);
+      expect(() => validate(withField(field, null))).not.toThrow();
     },
   );
-
-  it('selects the extended class for every field only it declares', () => {
-    for (const field of extendedFields) {
-      expect([field, validate(withField(field, null)) instanceof ExtendedChatCompletionRequestDto]).toEqual([
-        field,
-        true,
-      ]);
-    }
-  });
-
-  it('validates all messages as tool-loop messages when one of them has a tool-loop key', () => {
-    const dto = validate({
-      messages: [
-        { role: 'user', content: 'a' },
-        { role: 'assistant', content: 'b', refusal: null },
-      ],
-    });
-    expect(dto.messages[0]).toBeInstanceOf(ToolLoopMessageDto);
-    expect(dto).not.toBeInstanceOf(ExtendedChatCompletionRequestDto);
-  });
 });
 
 describe('messages valid as sent', () => {
@@ -972,8 +924,8 @@ describe('messages valid as sent', () => {
 
   it('keeps a valid body of 4096 messages × 95 parts as sent: no message or part is copied', () => {
     const plain = manyParts();
-    const dto = validateDto(ChatCompletionRequestDto, plain, { ...REQUEST_SIZE_DEFAULTS, textChars: 1000 });
-    expect(dto).toBeInstanceOf(ChatCompletionRequestDto);
+    const dto = validateChatRequest(plain, { ...REQUEST_SIZE_DEFAULTS, textChars: 1000 });
+    expect(dto).toBe(plain);
     expect(dto.messages).toBe(plain.messages);
     expect(dto.messages[4095]!.content).toBe(plain.messages[4095]!.content);
   });
@@ -981,11 +933,10 @@ describe('messages valid as sent', () => {
   it('keeps the messages of an extended body as sent too', () => {
     const plain: Record<string, unknown> = { ...base(), logprobs: true };
     const dto = validate(plain);
-    expect(dto).toBeInstanceOf(ExtendedChatCompletionRequestDto);
     expect(dto.messages).toBe(plain['messages']);
   });
 
-  it('transforms the messages of a tool loop, keeping each content as sent', () => {
+  it('keeps the messages of a tool loop and each content as sent', () => {
     const content = parts(3);
     const plain = {
       messages: [
@@ -994,13 +945,12 @@ describe('messages valid as sent', () => {
       ],
     };
     const dto = validate(plain);
-    expect(dto.messages[0]).toBeInstanceOf(ToolLoopMessageDto);
+    expect(dto.messages).toBe(plain.messages);
     expect(dto.messages[0]!.content).toBe(content);
     expect(dto.messages[1]!.content).toBeNull();
   });
 
-  // Refusals always come from class-validator, which reads the messages whenever one of them is not valid as
-  // sent: the first problem and its words are what they always were, wherever it is.
+  // The first problem and its words are what they always were, wherever it is among the messages.
   const valid = Array.from({ length: 3 }, () => ({ role: 'user', content: parts(2) }));
   it.each<[string, unknown, string, string]>([
     [
@@ -1039,7 +989,7 @@ describe('messages valid as sent', () => {
       'messages[3]',
       `Invalid 'messages[3]': expected an object, got an array of 2.`,
     ],
-  ])('refuses %s as class-validator words it', (_what, message, param, text) => {
+  ])('refuses %s as it always has', (_what, message, param, text) => {
     const error = rejection({ messages: [...valid, message, ...valid] });
     expect(error.param).toBe(param);
     expect(error.message).toBe(text);

@@ -1,14 +1,14 @@
 import { rejectionOf } from '@mgw/testing';
-import { ChatCompletionRequestDto } from './chat-completion-request.dto';
 import {
   assertChatParametersSupported,
   COMMON_CHAT_PARAMETERS,
   unsupportedChatParameter,
 } from './chat-parameter-support';
-import { validateDto } from './validate-dto';
+import type { ChatCompletionRequest } from './chat-request.schema';
+import { validateChatRequest } from './chat-request.validator';
 
-const parse = (extra: Record<string, unknown>): ChatCompletionRequestDto =>
-  validateDto(ChatCompletionRequestDto, { messages: [{ role: 'user', content: 'hi' }], ...extra });
+const parse = (extra: Record<string, unknown>): ChatCompletionRequest =>
+  validateChatRequest({ messages: [{ role: 'user', content: 'hi' }], ...extra });
 
 const tools = [{ type: 'function', function: { name: 'f' } }];
 const TOOLS_AND_FORMATS = ['tools', 'tool_choice', 'parallel_tool_calls', 'response_format'];

@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors/gateway-error';
-import type { ChatCompletionRequestDto } from './chat-completion-request.dto';
+import type { ChatCompletionRequest, ChatParameterName } from './chat-request.schema';
 
-type Request = ChatCompletionRequestDto;
+type Request = ChatCompletionRequest;
 
 /** The catalog's backend kinds (`backend.kind`), one lib each (libs/backend-<kind>). */
 export const SIMULATOR_BACKEND_KIND = 'simulator';
@@ -16,8 +16,8 @@ interface ChatParameter {
   honouredBy: typeof EVERY | readonly string[];
   /** When a request uses it; absent for a parameter every model takes. A default asks for nothing. */
   usedBy?: (request: Request) => boolean;
-  /** Newer than what most requests send: a body with it is validated by the extended chat DTO. */
-  extended?: true;
+  /** Relayed upstream as sent, by the backends that honour it (`ChatRequest.relayedParameters`). */
+  relayed?: true;
 }
 
 /** Tool calling and structured outputs, as every backend of ours implements them. */
@@ -28,8 +28,8 @@ const WITH_LOGPROBS = EVERY_BACKEND;
 const UPSTREAM_ONLY = [OPENAI_BACKEND_KIND];
 
 /**
- * Every OpenAI chat parameter, once: which backends honour it, when a request uses it, whether it selects
- * the extended DTO. Parameters every model takes are honoured by the gateway (`store` and `metadata`:
+ * Every field of the chat request's schema, once (the type says none is missing): which backends honour
+ * it, when a request uses it, whether it is relayed upstream as sent. Parameters every model takes are honoured by the gateway (`store` and `metadata`:
  * stored completions are kept by the gateway, never relayed to a backend) or by every backend, or advisory
  * (accepted and not acted on: `service_tier`, `prompt_cache_key`, `prompt_cache_retention`,
  * `safety_identifier`, `user`); the README's parameter table says which is which. The registry publishes
@@ -38,7 +38,9 @@ const UPSTREAM_ONLY = [OPENAI_BACKEND_KIND];
  * once it acts on it; parameters no backend declares (`audio`, `web_search_options`, …) are refused for
  * every model by the same rule.
  */
-export const CHAT_PARAMETERS: Readonly<Record<string, ChatParameter>> = {
+export const CHAT_PARAMETERS: Readonly<
+  Record<ChatParameterName | 'stream_options.include_obfuscation', ChatParameter>
+> = {
   model: { honouredBy: EVERY },
   messages: { honouredBy: EVERY },
   stream: { honouredBy: EVERY },
@@ -53,39 +55,36 @@ export const CHAT_PARAMETERS: Readonly<Record<string, ChatParameter>> = {
   frequency_penalty: { honouredBy: EVERY },
   seed: { honouredBy: EVERY },
   user: { honouredBy: EVERY },
-  store: { honouredBy: EVERY, extended: true },
-  metadata: { honouredBy: EVERY, extended: true },
-  service_tier: { honouredBy: EVERY, extended: true },
-  prompt_cache_key: { honouredBy: EVERY, extended: true },
-  prompt_cache_retention: { honouredBy: EVERY, extended: true },
-  safety_identifier: { honouredBy: EVERY, extended: true },
-  tools: { honouredBy: EVERY_BACKEND, usedBy: (r) => r.tools != null, extended: true },
-  tool_choice: { honouredBy: EVERY_BACKEND, usedBy: (r) => r.tool_choice != null, extended: true },
+  store: { honouredBy: EVERY },
+  metadata: { honouredBy: EVERY },
+  service_tier: { honouredBy: EVERY },
+  prompt_cache_key: { honouredBy: EVERY },
+  prompt_cache_retention: { honouredBy: EVERY },
+  safety_identifier: { honouredBy: EVERY },
+  tools: { honouredBy: EVERY_BACKEND, usedBy: (r) => r.tools != null },
+  tool_choice: { honouredBy: EVERY_BACKEND, usedBy: (r) => r.tool_choice != null },
   parallel_tool_calls: {
     honouredBy: EVERY_BACKEND,
     usedBy: (r) => r.parallel_tool_calls != null,
-    extended: true,
   },
   response_format: {
     honouredBy: EVERY_BACKEND,
     usedBy: (r) => r.response_format != null && r.response_format.type !== 'text',
-    extended: true,
   },
-  logprobs: { honouredBy: WITH_LOGPROBS, usedBy: (r) => r.logprobs === true, extended: true },
-  top_logprobs: { honouredBy: WITH_LOGPROBS, usedBy: (r) => r.top_logprobs != null, extended: true },
-  logit_bias: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.logit_bias != null, extended: true },
-  reasoning_effort: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.reasoning_effort != null, extended: true },
-  verbosity: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.verbosity != null, extended: true },
-  prediction: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.prediction != null, extended: true },
-  web_search_options: { honouredBy: [], usedBy: (r) => r.web_search_options != null, extended: true },
-  audio: { honouredBy: [], usedBy: (r) => r.audio != null, extended: true },
+  logprobs: { honouredBy: WITH_LOGPROBS, usedBy: (r) => r.logprobs === true },
+  top_logprobs: { honouredBy: WITH_LOGPROBS, usedBy: (r) => r.top_logprobs != null },
+  logit_bias: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.logit_bias != null, relayed: true },
+  reasoning_effort: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.reasoning_effort != null, relayed: true },
+  verbosity: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.verbosity != null, relayed: true },
+  prediction: { honouredBy: UPSTREAM_ONLY, usedBy: (r) => r.prediction != null, relayed: true },
+  web_search_options: { honouredBy: [], usedBy: (r) => r.web_search_options != null },
+  audio: { honouredBy: [], usedBy: (r) => r.audio != null },
   modalities: {
     honouredBy: [],
     usedBy: (r) => r.modalities != null && r.modalities.includes('audio'),
-    extended: true,
   },
-  functions: { honouredBy: [], usedBy: (r) => r.functions != null, extended: true },
-  function_call: { honouredBy: [], usedBy: (r) => r.function_call != null, extended: true },
+  functions: { honouredBy: [], usedBy: (r) => r.functions != null },
+  function_call: { honouredBy: [], usedBy: (r) => r.function_call != null },
   'stream_options.include_obfuscation': {
     honouredBy: [],
     usedBy: (r) => r.stream_options?.include_obfuscation === true,
@@ -99,9 +98,9 @@ export const COMMON_CHAT_PARAMETERS: readonly string[] = TABLE.filter(
   ([, { honouredBy }]) => honouredBy === EVERY,
 ).map(([name]) => name);
 
-/** Top-level keys that select the extended chat DTO. */
-export const EXTENDED_CHAT_PARAMETERS: ReadonlySet<string> = new Set(
-  TABLE.filter(([, { extended }]) => extended === true).map(([name]) => name),
+/** Parameters a backend relays upstream as sent; the gateway admits them per model. */
+export const RELAYED_CHAT_PARAMETERS = TABLE.filter(([, { relayed }]) => relayed === true).map(
+  ([name]) => name as ChatParameterName,
 );
 
 /** The parameters only some models honour, in the order a refusal names the first one used. */

@@ -1,11 +1,9 @@
-import * as classTransformer from 'class-transformer';
-import { validateSync } from 'class-validator';
 import { rejectionOf } from '@mgw/testing';
 import type { GatewayError } from '../errors/gateway-error';
-import { CHAT_LIMITS, ChatCompletionRequestDto } from './chat-completion-request.dto';
-import { TOOL_LIMITS } from './chat-tools.dto';
-import { REQUEST_SIZE_DEFAULTS, type RequestSizeLimits } from './request-size.limits';
-import { toInvalidRequest, validateDto } from './validate-dto';
+import { REQUEST_SIZE_DEFAULTS, type RequestSizeLimits } from '../dto/request-size.limits';
+import { WireSchema } from '../validation/wire-schema';
+import { CHAT_LIMITS, TOOL_LIMITS, type ChatCompletionRequest } from './chat-request.schema';
+import { validateChatRequest } from './chat-request.validator';
 
 const user = (content: unknown): Record<string, unknown> => ({ role: 'user', content });
 const body = (fields: Record<string, unknown>): Record<string, unknown> => ({
@@ -17,38 +15,18 @@ const text = (value: string) => ({ type: 'text', text: value });
 const tool = (name: string) => ({ type: 'function', function: { name } });
 const call = (id: string) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } });
 
-function validate(
-  plain: unknown,
-  limits: RequestSizeLimits = REQUEST_SIZE_DEFAULTS,
-): ChatCompletionRequestDto {
-  return validateDto(ChatCompletionRequestDto, plain, limits);
+function validate(plain: unknown, limits: RequestSizeLimits = REQUEST_SIZE_DEFAULTS): ChatCompletionRequest {
+  return validateChatRequest(plain, limits);
 }
 
 const rejection = (plain: unknown, limits?: RequestSizeLimits): GatewayError =>
   rejectionOf((value) => validate(value, limits), plain);
 
-/** What class-validator alone answers for `plain` (the refusal the pre-check must word the same way). */
-function classValidatorRejection(plain: Record<string, unknown>): GatewayError {
-  const instance = classTransformer.plainToInstance(
-    ChatCompletionRequestDto.validationClassFor(plain),
-    plain,
-  );
-  ChatCompletionRequestDto.adoptPlainFields(instance, plain);
-  const errors = validateSync(instance, {
-    whitelist: true,
-    forbidNonWhitelisted: true,
-    forbidUnknownValues: true,
-    validationError: { target: false, value: true },
-  });
-  expect(errors.length).toBeGreaterThan(0);
-  return toInvalidRequest(errors);
-}
-
-describe('chat request size bounds, read before the body is transformed', () => {
+describe('chat request size bounds, read before the schema reads the body', () => {
   afterEach(() => jest.restoreAllMocks());
 
-  it('refuses 200,000 empty messages by their count, without transforming one of them', () => {
-    const transform = jest.spyOn(classTransformer, 'plainToInstance');
+  it('refuses 200,000 empty messages by their count, without the schema reading one of them', () => {
+    const transform = jest.spyOn(WireSchema.prototype, 'passes');
     const plain = body({ messages: Array.from({ length: 200_000 }, () => ({})) });
     const error = rejection(plain);
     expect(error.param).toBe('messages');
@@ -56,8 +34,8 @@ describe('chat request size bounds, read before the body is transformed', () => 
     expect(transform).not.toHaveBeenCalled();
   });
 
-  it('transforms a body within its bounds (the pre-check refuses only what is over them)', () => {
-    const transform = jest.spyOn(classTransformer, 'plainToInstance');
+  it('checks a body within its bounds by its schema (the pre-check refuses only what is over them)', () => {
+    const transform = jest.spyOn(WireSchema.prototype, 'passes');
     expect(validate(body({})).messages).toHaveLength(1);
     expect(transform).toHaveBeenCalledTimes(1);
   });
@@ -67,13 +45,20 @@ describe('chat request size bounds, read before the body is transformed', () => 
       'messages',
       body({ messages: Array.from({ length: CHAT_LIMITS.messages.max + 1 }, () => user('x')) }),
       'messages',
+      `Invalid 'messages': expected at most 4096 messages, got an array of 4097.`,
     ],
     [
       'tools',
       body({ tools: Array.from({ length: TOOL_LIMITS.tools.max + 1 }, (_, i) => tool(`f${i}`)) }),
       'tools',
+      `Invalid 'tools': expected at most 128 tools, got an array of 129.`,
     ],
-    ['stop', body({ stop: ['a', 'b', 'c', 'd', 'e'] }), 'stop'],
+    [
+      'stop',
+      body({ stop: ['a', 'b', 'c', 'd', 'e'] }),
+      'stop',
+      `Invalid 'stop': expected between 1 and 4 stop sequences, got 5.`,
+    ],
     [
       'tool_calls',
       body({
@@ -87,15 +72,13 @@ describe('chat request size bounds, read before the body is transformed', () => 
         ],
       }),
       'messages[1].tool_calls',
+      `Invalid 'messages[1].tool_calls': expected at most 128 tool calls, got an array of 129.`,
     ],
-  ])('refuses too many %s with the same error body as class-validator', (_name, plain, param) => {
-    const transform = jest.spyOn(classTransformer, 'plainToInstance');
+  ])('refuses too many %s with the error body it always had', (_name, plain, param, message) => {
+    const transform = jest.spyOn(WireSchema.prototype, 'passes');
     const error = rejection(plain);
     expect(transform).not.toHaveBeenCalled();
-    transform.mockRestore();
-    const expected = classValidatorRejection(plain);
-    expect(error.param).toBe(param);
-    expect(error.toBody()).toEqual(expected.toBody());
+    expect(error.toBody()).toEqual({ error: { message, type: 'invalid_request_error', param, code: null } });
   });
 
   it('accepts as many content parts as the bound and refuses one more, naming the message', () => {
@@ -161,7 +144,7 @@ describe('chat request size bounds, read before the body is transformed', () => 
     );
   });
 
-  it('leaves shapes it does not bound to class-validator, which names them as before', () => {
+  it('leaves shapes it does not bound to the schema, which names them as before', () => {
     expect(rejection(body({ messages: [null, 'x'] })).param).toBe('messages[0]');
     expect(rejection(body({ messages: 'hi' })).param).toBe('messages');
     expect(rejection(body({ messages: [user([null])] })).param).toBe('messages[0].content');
