@@ -2,8 +2,8 @@
 // under the default 10 MiB body limit).
 //   node bench/many-parts.mjs [dist] [--rounds 7] [--stack]
 // In-process, CPU ms per body (median of the rounds): JSON.parse alone, for scale; the gateway's validation
-// (`validateDto` with the default limits); the worker's validation of the same request as a job; then two
-// bodies that class-validator still reads message by message: the same body with its last part invalid
+// (`validateChatRequest`, or `validateDto` in a build before it, with the default limits); the worker's validation of the same request as a job; then two
+// bodies a validator may read message by message: the same body with its last part invalid
 // (refused), and as a tool loop (one assistant message with a refusal).
 // --stack: the real apps from <dist> on a private Redis (bench/lib/stack.mjs). A stream paced at 20 chunks/s
 // runs while four such bodies arrive one after another: one for a model the gateway does not know (404 after the
@@ -35,7 +35,7 @@ const contracts = require(join(distDir, 'libs/contracts/src/index.js'));
 const jobs = existsSync(join(distDir, 'libs/request/src/index.js'))
   ? require(join(distDir, 'libs/request/src/index.js'))
   : contracts;
-const { ChatCompletionRequestDto, REQUEST_SIZE_DEFAULTS, validateDto } = contracts;
+const { ChatCompletionRequestDto, REQUEST_SIZE_DEFAULTS, validateChatRequest, validateDto } = contracts;
 const { ChatJobData } = jobs;
 // The worker's job reader where the build has one; before it, the worker called validateDto itself.
 const readJob = jobs.readJobData ?? ((cls, plain) => validateDto(cls, plain));
@@ -116,7 +116,10 @@ line(
   'JSON.parse of the body',
   cpuMsOf(() => JSON.parse(valid)),
 );
-const validate = (plain) => validateDto(ChatCompletionRequestDto, plain, REQUEST_SIZE_DEFAULTS);
+// The chat schema's validator since it replaced the class-validator DTO; the DTO in a build before it.
+const validate = validateChatRequest
+  ? (plain) => validateChatRequest(plain, REQUEST_SIZE_DEFAULTS)
+  : (plain) => validateDto(ChatCompletionRequestDto, plain, REQUEST_SIZE_DEFAULTS);
 line('gateway: validate the body', cpuMs(valid, validate));
 line('worker: validate the job', cpuMs(job, readChatJob));
 line('gateway: last part invalid', cpuMs(invalid, validate));
