@@ -6,7 +6,6 @@ import { requestBodySchemas } from './request-bodies.openapi';
 describe('request body schemas read from the validators', () => {
   const schemas = requestBodySchemas().build();
   const chat = schemas.CreateChatCompletionRequest!;
-  const image = schemas.CreateImageRequest!;
   const prop = (schema: SchemaObject, name: string): SchemaObject => schema.properties![name]!;
 
   it("say the spec's chat bounds", () => {
@@ -40,14 +39,6 @@ describe('request body schemas read from the validators', () => {
     // `content` may be absent on an assistant message with tool calls (a @ValidateIf): not required.
     expect(schemas.ChatMessage!.required).toEqual(['role']);
     expect(prop(schemas.ChatMessage!, 'content').anyOf).toContainEqual({ type: 'null' });
-  });
-
-  it("say the spec's image bounds", () => {
-    expect(prop(image, 'prompt')).toMatchObject({ type: 'string', maxLength: 4000 });
-    expect(prop(image, 'n')).toMatchObject({ type: 'integer', minimum: 1, maximum: 10 });
-    expect(prop(image, 'size').enum).toEqual(['256x256', '512x512', '1024x1024', '1792x1024', '1024x1792']);
-    expect(prop(image, 'response_format').enum).toEqual(['b64_json']);
-    expect(image.required).toEqual(['prompt']);
   });
 
   it('document nullable admin limits as such', () => {

@@ -12,8 +12,6 @@ import {
   ExtendedChatCompletionRequestDto,
   FunctionCallDto,
   FunctionDefinitionDto,
-  IMAGE_LIMITS,
-  ImageGenerationRequestDto,
   IsFunctionCallConstraint,
   IsJsonSchemaConstraint,
   IsLogitBiasConstraint,
@@ -32,8 +30,9 @@ import {
   ToolDto,
   ToolLoopMessageDto,
   StoredCompletionUpdateDto,
-  EMBEDDING_INPUT_SCHEMA,
-  EmbeddingRequestDto,
+  EMBEDDING_BODY,
+  IMAGE_GENERATION_BODY,
+  openApiSchemaOf,
 } from '@mgw/contracts';
 import { DtoSchemaBuilder } from './dto-schema.builder';
 import type { SchemaObject } from './json-schema.types';
@@ -177,7 +176,16 @@ const perModel =
   'Refused with 400 `unsupported_parameter` by models that do not honour it (see `supported_parameters` of `GET /v1/models/{id}`).';
 const advisory = 'Advisory: accepted and not acted on.';
 
-/** The request bodies of `/v1` and `/admin`, documented from their validators. */
+/** The request bodies described by zod schemas: their API document is their schema's own. */
+export function schemaRequestBodies(): Record<string, SchemaObject> {
+  return {
+    CreateImageRequest: openApiSchemaOf(IMAGE_GENERATION_BODY) as SchemaObject,
+    CreateEmbeddingRequest: openApiSchemaOf(EMBEDDING_BODY) as SchemaObject,
+  };
+}
+
+/** The request bodies of `/v1` and `/admin` that class-validator DTOs check, documented from their validators. */
+
 export function requestBodySchemas(): DtoSchemaBuilder {
   return new DtoSchemaBuilder(CONSTRAINT_SCHEMAS)
     .document(ExtendedChatCompletionRequestDto, {
@@ -268,42 +276,6 @@ export function requestBodySchemas(): DtoSchemaBuilder {
       fields: { json_schema: { description: 'Required with, and only allowed with, type `json_schema`.' } },
     })
     .document(JsonSchemaFormatDto, { name: 'JsonSchemaFormat' })
-    .document(ImageGenerationRequestDto, {
-      name: 'CreateImageRequest',
-      description: 'Unknown fields are refused (400).',
-      fields: {
-        model: {
-          description: 'ID of the image model to use; when omitted, the default image model.',
-          example: 'sim-image',
-        },
-        prompt: { description: 'A text description of the desired images.', example: 'a lighthouse at dusk' },
-        n: { default: IMAGE_LIMITS.n.default, description: 'Number of images.' },
-        size: { default: IMAGE_LIMITS.size.default },
-        response_format: { default: 'b64_json', description: 'Images are returned inline as base64.' },
-        user: { description: 'A string that identifies the end user.' },
-      },
-    })
-    .document(EmbeddingRequestDto, {
-      name: 'CreateEmbeddingRequest',
-      description: 'Unknown fields are refused (400).',
-      fields: {
-        model: {
-          description: 'An embedding model (type `embeddings` in the model list).',
-          example: 'sim-embed',
-        },
-        // `input` is a union its DTO checks by hand on the plain body: its schema is given here.
-        input: { schema: EMBEDDING_INPUT_SCHEMA },
-        dimensions: {
-          description:
-            "Fewer dimensions than the model's (its `dimensions`): the vector is cut and rescaled.",
-        },
-        encoding_format: {
-          default: 'float',
-          description: '`base64`: each vector as its little-endian float32 bytes.',
-        },
-        user: { description: 'A string that identifies the end user.' },
-      },
-    })
     .document(BudgetDto, {
       name: 'Budget',
       description:

@@ -1,8 +1,10 @@
-import { IsDefined, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
-import { OptionalIntIn } from './bounded.decorators';
+import { z } from 'zod';
+import { GatewayError } from '../errors/gateway-error';
+import { boundedText, expectedError, fieldRefusal, requireObject } from '../validation/field-refusal';
+import { WireSchema } from '../validation/wire-schema';
 import { MODEL_REQUEST_LIMITS } from './model-request.dto';
 import type { FieldProblem } from './validate-dto';
-import { describeValue, expected } from './validation-message';
+import { describeValue } from './validation-message';
 
 export const EMBEDDING_ENCODING_FORMATS = ['float', 'base64'] as const;
 export type EmbeddingEncodingFormat = (typeof EMBEDDING_ENCODING_FORMATS)[number];
@@ -95,53 +97,98 @@ export function embeddingInputProblem(input: unknown, param = 'input'): FieldPro
   return null;
 }
 
-const TOKEN_IDS = { type: 'array', items: { type: 'integer', minimum: 0, maximum: maxTokenId }, minItems: 1 };
-
-/** `input` as a JSON Schema (2020-12), for the API document: what `embeddingInputProblem` checks. */
-export const EMBEDDING_INPUT_SCHEMA = {
-  description: `A text, up to ${maxInputs} texts, token ids, or up to ${maxInputs} arrays of token ids; none empty.`,
-  oneOf: [
-    { type: 'string', minLength: 1 },
-    { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1, maxItems: maxInputs },
-    TOKEN_IDS,
-    { type: 'array', items: TOKEN_IDS, minItems: 1, maxItems: maxInputs },
-  ],
-};
-
 /** The inputs of a valid `input`, one per embedding to answer, in order. */
 export function embeddingInputsOf(input: EmbeddingInput | EmbeddingInput[]): EmbeddingInput[] {
   if (typeof input === 'string') return [input];
   return typeof input[0] === 'number' ? [input as number[]] : (input as EmbeddingInput[]);
 }
 
-/** `POST /v1/embeddings` body, and the request of an embedding job (the same rules on both sides). */
-export class EmbeddingRequestDto {
-  @MaxLength(modelId.maxLength, {
-    message: expected(`a model id of at most ${modelId.maxLength} characters`),
+const TOKEN_IDS = z.array(z.int().min(0).max(maxTokenId)).min(1);
+
+/**
+ * `input` as a schema: what `embeddingInputProblem` checks, which words a refusal of it (the first
+ * offending input, in the terms of the kind the first one is).
+ */
+const INPUT = z
+  .union(
+    [
+      z.string().min(1),
+      z.array(z.string().min(1)).min(1).max(maxInputs),
+      TOKEN_IDS,
+      z.array(TOKEN_IDS).min(1).max(maxInputs),
+    ],
+    expectedError('an input to embed'),
+  )
+  .meta({
+    description: `A text, up to ${maxInputs} texts, token ids, or up to ${maxInputs} arrays of token ids; none empty.`,
+  });
+
+const dimensionsError = expectedError(`a positive integer of at most ${maxDimensions}`);
+
+/** `POST /v1/embeddings` body; unknown fields are refused, as OpenAI does. */
+export const EMBEDDING_BODY = z
+  .strictObject({
+    model: boundedText(
+      { min: 1, max: modelId.maxLength },
+      'a non-empty model id',
+      `a model id of at most ${modelId.maxLength} characters`,
+    ).meta({
+      description: 'An embedding model (type `embeddings` in the model list).',
+      examples: ['sim-embed'],
+    }),
+    input: INPUT,
+    dimensions: z
+      .int(dimensionsError)
+      .min(1, dimensionsError)
+      .max(maxDimensions, dimensionsError)
+      .nullish()
+      .meta({
+        description: "Fewer dimensions than the model's (its `dimensions`): the vector is cut and rescaled.",
+      }),
+    encoding_format: z
+      .enum(EMBEDDING_ENCODING_FORMATS, expectedError("'float' or 'base64'"))
+      .nullish()
+      .meta({ default: 'float', description: '`base64`: each vector as its little-endian float32 bytes.' }),
+    user: boundedText(
+      { min: 0, max: user.maxLength },
+      'a string',
+      `a string of at most ${user.maxLength} characters`,
+    )
+      .nullish()
+      .meta({ description: 'A string that identifies the end user.' }),
   })
-  @MinLength(1, { message: expected('a non-empty model id') })
-  @IsString({ message: expected('a string') })
-  model!: string;
+  .meta({ description: 'Unknown fields are refused (400).' });
 
-  /** Checked on the plain body (`sizeProblem`): see `embeddingInputProblem`. */
-  @IsDefined({ message: expected('an input to embed') })
-  input!: EmbeddingInput | EmbeddingInput[];
+/** A `POST /v1/embeddings` body as sent, checked. */
+export type EmbeddingBody = z.infer<typeof EMBEDDING_BODY>;
 
-  @OptionalIntIn(1, maxDimensions, `a positive integer of at most ${maxDimensions}`)
-  dimensions?: number;
+const EMBEDDING = new WireSchema(EMBEDDING_BODY);
+/** The body as another process of the deployment reads it: fields it does not know are left unread. */
+const EMBEDDING_AS_READ = new WireSchema(z.looseObject(EMBEDDING_BODY.shape));
 
-  @IsOptional()
-  @IsIn(EMBEDDING_ENCODING_FORMATS, { message: expected("'float' or 'base64'") })
-  encoding_format?: EmbeddingEncodingFormat;
+/**
+ * `body` checked by `schema`; a wrong `input` is named before any other field (the first offending input,
+ * `input[3]`), as it always was. `at` is where the body lies in what is read (`request` in a job).
+ */
+function checkedEmbeddingBody(schema: WireSchema<EmbeddingBody>, body: unknown, at?: string): EmbeddingBody {
+  requireObject(body, at);
+  const issue = schema.issueOf(body);
+  if (issue === null) return body as EmbeddingBody;
+  const input =
+    body.input === undefined ? null : embeddingInputProblem(body.input, at ? `${at}.input` : 'input');
+  if (input !== null) throw GatewayError.invalidRequest(input.message, input.param);
+  throw fieldRefusal(issue, at);
+}
 
-  @IsOptional()
-  @MaxLength(user.maxLength, { message: expected(`a string of at most ${user.maxLength} characters`) })
-  @IsString({ message: expected('a string') })
-  user?: string;
+/** A `POST /v1/embeddings` body checked as sent, on the plain object: the body, typed, or OpenAI's 400. */
+export function validateEmbeddingBody(body: unknown): EmbeddingBody {
+  return checkedEmbeddingBody(EMBEDDING, body);
+}
 
-  /** `input`'s shape, checked before the body is transformed (a missing one is left to `@IsDefined`). */
-  static sizeProblem(plain: object): FieldProblem | null {
-    const { input } = plain as { input?: unknown };
-    return input === undefined ? null : embeddingInputProblem(input);
-  }
+/**
+ * An embedding body another process wrote (a job's request, under `at`), checked as strictly as at the
+ * HTTP edge except that fields this process does not know are ignored: a newer writer may add some.
+ */
+export function readEmbeddingBody(plain: unknown, at: string): EmbeddingBody {
+  return checkedEmbeddingBody(EMBEDDING_AS_READ, plain, at);
 }
