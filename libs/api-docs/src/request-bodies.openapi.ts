@@ -179,8 +179,8 @@ const advisory = 'Advisory: accepted and not acted on.';
 /** The request bodies described by zod schemas: their API document is their schema's own. */
 export function schemaRequestBodies(): Record<string, SchemaObject> {
   return {
-    CreateImageRequest: openApiSchemaOf(IMAGE_GENERATION_BODY) as SchemaObject,
-    CreateEmbeddingRequest: openApiSchemaOf(EMBEDDING_BODY) as SchemaObject,
+    CreateImageRequest: openApiSchemaOf(IMAGE_GENERATION_BODY),
+    CreateEmbeddingRequest: openApiSchemaOf(EMBEDDING_BODY),
   };
 }
 

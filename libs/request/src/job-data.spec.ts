@@ -7,7 +7,7 @@ import {
   validateDto,
 } from '@mgw/contracts';
 import { rejectionOf } from '@mgw/testing';
-import { ChatJobData, readEmbeddingJob, readImageJob, readJobData } from './job-data';
+import { ChatJobData, readEmbeddingJob, readJobData } from './job-data';
 
 // A job's request keeps the checks of the HTTP edge's DTO when a worker reads it back from Redis.
 

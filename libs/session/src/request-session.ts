@@ -1,7 +1,6 @@
 import type { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
-  jobProtocolVersionOf,
   type DoneMessage,
   type ModelEntry,
   type ModelKind,

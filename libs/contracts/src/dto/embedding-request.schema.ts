@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { GatewayError } from '../errors/gateway-error';
-import { boundedText, expectedError, fieldRefusal, requireObject } from '../validation/field-refusal';
+import {
+  expectedError,
+  fieldRefusal,
+  modelIdText,
+  requireObject,
+  userText,
+} from '../validation/field-refusal';
 import { WireSchema } from '../validation/wire-schema';
 import { MODEL_REQUEST_LIMITS } from './model-request.dto';
 import type { FieldProblem } from './validate-dto';
@@ -23,7 +29,7 @@ export const EMBEDDING_LIMITS = {
 /** One input to embed: a text, or the token ids of one. */
 export type EmbeddingInput = string | number[];
 
-const { maxInputs, maxTokenId, maxDimensions, modelId, user } = EMBEDDING_LIMITS;
+const { maxInputs, maxTokenId, maxDimensions } = EMBEDDING_LIMITS;
 
 function isTokenId(value: unknown): boolean {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= maxTokenId;
@@ -46,8 +52,8 @@ function tokenIdsProblem(ids: unknown[], param: string): FieldProblem | null {
 
 /**
  * What is wrong with `input` as OpenAI defines it — a non-empty string, an array of 1 to 2048 non-empty
- * strings, an array of token ids, or an array of 1 to 2048 non-empty arrays of token ids — or null. Read
- * on the plain body, before class-transformer sees it: 2048 inputs cost a few type checks, nothing more.
+ * strings, an array of token ids, or an array of 1 to 2048 non-empty arrays of token ids — or null: the
+ * words of a refusal of `input`, naming the first offending input in the terms of the kind the first is.
  */
 export function embeddingInputProblem(input: unknown, param = 'input'): FieldProblem | null {
   if (typeof input === 'string') {
@@ -105,10 +111,7 @@ export function embeddingInputsOf(input: EmbeddingInput | EmbeddingInput[]): Emb
 
 const TOKEN_IDS = z.array(z.int().min(0).max(maxTokenId)).min(1);
 
-/**
- * `input` as a schema: what `embeddingInputProblem` checks, which words a refusal of it (the first
- * offending input, in the terms of the kind the first one is).
- */
+/** `input` as a schema: what `embeddingInputProblem` checks, which words a refusal of it. */
 const INPUT = z
   .union(
     [
@@ -128,11 +131,7 @@ const dimensionsError = expectedError(`a positive integer of at most ${maxDimens
 /** `POST /v1/embeddings` body; unknown fields are refused, as OpenAI does. */
 export const EMBEDDING_BODY = z
   .strictObject({
-    model: boundedText(
-      { min: 1, max: modelId.maxLength },
-      'a non-empty model id',
-      `a model id of at most ${modelId.maxLength} characters`,
-    ).meta({
+    model: modelIdText().meta({
       description: 'An embedding model (type `embeddings` in the model list).',
       examples: ['sim-embed'],
     }),
@@ -149,13 +148,7 @@ export const EMBEDDING_BODY = z
       .enum(EMBEDDING_ENCODING_FORMATS, expectedError("'float' or 'base64'"))
       .nullish()
       .meta({ default: 'float', description: '`base64`: each vector as its little-endian float32 bytes.' }),
-    user: boundedText(
-      { min: 0, max: user.maxLength },
-      'a string',
-      `a string of at most ${user.maxLength} characters`,
-    )
-      .nullish()
-      .meta({ description: 'A string that identifies the end user.' }),
+    user: userText(),
   })
   .meta({ description: 'Unknown fields are refused (400).' });
 

@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { boundedText, expectedError, validateFields } from '../validation/field-refusal';
+import {
+  boundedText,
+  expectedError,
+  modelIdText,
+  userText,
+  validateFields,
+} from '../validation/field-refusal';
 import { WireSchema } from '../validation/wire-schema';
 import { MODEL_REQUEST_LIMITS } from './model-request.dto';
 
@@ -20,7 +26,7 @@ export function parseImageSize(size: ImageSize): { width: number; height: number
   return { width, height };
 }
 
-const { prompt, n, size, modelId, user } = IMAGE_LIMITS;
+const { prompt, n, size } = IMAGE_LIMITS;
 
 const nError = expectedError(`an integer between ${n.min} and ${n.max}`);
 
@@ -48,23 +54,13 @@ export const IMAGE_GENERATION_BODY = z
       .enum(IMAGE_RESPONSE_FORMATS, expectedError("'b64_json' (the only supported response format)"))
       .nullish()
       .meta({ default: 'b64_json', description: 'Images are returned inline as base64.' }),
-    model: boundedText(
-      { min: 1, max: modelId.maxLength },
-      'a non-empty model id',
-      `a model id of at most ${modelId.maxLength} characters`,
-    )
+    model: modelIdText()
       .nullish()
       .meta({
         description: 'ID of the image model to use; when omitted, the default image model.',
         examples: ['sim-image'],
       }),
-    user: boundedText(
-      { min: 0, max: user.maxLength },
-      'a string',
-      `a string of at most ${user.maxLength} characters`,
-    )
-      .nullish()
-      .meta({ description: 'A string that identifies the end user.' }),
+    user: userText(),
   })
   .meta({ description: 'Unknown fields are refused (400).' });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { GatewayError } from '../errors/gateway-error';
+import { MODEL_REQUEST_LIMITS } from '../dto/model-request.dto';
 import { describeValue } from '../dto/validation-message';
 import type { SchemaIssue, WireSchema } from './wire-schema';
 
@@ -57,6 +58,25 @@ export function boundedText(
       });
     })
     .meta({ minLength: bounds.min, maxLength: bounds.max });
+}
+
+const { modelId, user } = MODEL_REQUEST_LIMITS;
+
+/** A model's id, as every request body names it. */
+export function modelIdText(): z.ZodType<string> {
+  return boundedText(
+    { min: 1, max: modelId.maxLength },
+    'a non-empty model id',
+    `a model id of at most ${modelId.maxLength} characters`,
+  );
+}
+
+/** OpenAI's optional `user`: a string that identifies the end user. */
+export function userText() {
+  const tooLong = `a string of at most ${user.maxLength} characters`;
+  return boundedText({ min: 0, max: user.maxLength }, 'a string', tooLong)
+    .nullish()
+    .meta({ description: 'A string that identifies the end user.' });
 }
 
 /** `input[1][0]`: how these bodies name a field. */
