@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { GatewayError } from '../errors/gateway-error';
 import {
+  compiledOnUse,
   expectedError,
   fieldRefusal,
   modelIdText,
   requireObject,
   userText,
 } from '../validation/field-refusal';
-import { WireSchema } from '../validation/wire-schema';
+import type { WireSchema } from '../validation/wire-schema';
 import { MODEL_REQUEST_LIMITS } from './model-request.dto';
 import type { FieldProblem } from './validate-dto';
 import { describeValue } from './validation-message';
@@ -155,17 +156,21 @@ export const EMBEDDING_BODY = z
 /** A `POST /v1/embeddings` body as sent, checked. */
 export type EmbeddingBody = z.infer<typeof EMBEDDING_BODY>;
 
-const EMBEDDING = new WireSchema(EMBEDDING_BODY);
+const EMBEDDING = compiledOnUse(EMBEDDING_BODY);
 /** The body as another process of the deployment reads it: fields it does not know are left unread. */
-const EMBEDDING_AS_READ = new WireSchema(z.looseObject(EMBEDDING_BODY.shape));
+const EMBEDDING_AS_READ = compiledOnUse(z.looseObject(EMBEDDING_BODY.shape));
 
 /**
  * `body` checked by `schema`; a wrong `input` is named before any other field (the first offending input,
  * `input[3]`), as it always was. `at` is where the body lies in what is read (`request` in a job).
  */
-function checkedEmbeddingBody(schema: WireSchema<EmbeddingBody>, body: unknown, at?: string): EmbeddingBody {
+function checkedEmbeddingBody(
+  schema: () => WireSchema<EmbeddingBody>,
+  body: unknown,
+  at?: string,
+): EmbeddingBody {
   requireObject(body, at);
-  const issue = schema.issueOf(body);
+  const issue = schema().issueOf(body);
   if (issue === null) return body as EmbeddingBody;
   const input =
     body.input === undefined ? null : embeddingInputProblem(body.input, at ? `${at}.input` : 'input');

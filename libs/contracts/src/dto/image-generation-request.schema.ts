@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import {
   boundedText,
+  compiledOnUse,
   expectedError,
   modelIdText,
   userText,
   validateFields,
 } from '../validation/field-refusal';
-import { WireSchema } from '../validation/wire-schema';
 import { MODEL_REQUEST_LIMITS } from './model-request.dto';
 
 export const IMAGE_SIZES = ['256x256', '512x512', '1024x1024', '1792x1024', '1024x1792'] as const;
@@ -67,13 +67,13 @@ export const IMAGE_GENERATION_BODY = z
 /** A `POST /v1/images/generations` body as sent, checked. */
 export type ImageGenerationBody = z.infer<typeof IMAGE_GENERATION_BODY>;
 
-const IMAGE_GENERATION = new WireSchema(IMAGE_GENERATION_BODY);
+const IMAGE_GENERATION = compiledOnUse(IMAGE_GENERATION_BODY);
 /** The body as another process of the deployment reads it: fields it does not know are left unread. */
-const IMAGE_GENERATION_AS_READ = new WireSchema(z.looseObject(IMAGE_GENERATION_BODY.shape));
+const IMAGE_GENERATION_AS_READ = compiledOnUse(z.looseObject(IMAGE_GENERATION_BODY.shape));
 
 /** A `POST /v1/images/generations` body checked as sent, on the plain object: the body, typed, or the 400. */
 export function validateImageGenerationBody(body: unknown): ImageGenerationBody {
-  return validateFields(IMAGE_GENERATION, body);
+  return validateFields(IMAGE_GENERATION(), body);
 }
 
 /**
@@ -81,5 +81,5 @@ export function validateImageGenerationBody(body: unknown): ImageGenerationBody 
  * edge except that fields this process does not know are ignored: a newer writer may add some.
  */
 export function readImageGenerationBody(plain: unknown, at: string): ImageGenerationBody {
-  return validateFields(IMAGE_GENERATION_AS_READ, plain, at);
+  return validateFields(IMAGE_GENERATION_AS_READ(), plain, at);
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { GatewayError } from '../errors/gateway-error';
 import { MODEL_REQUEST_LIMITS } from '../dto/model-request.dto';
 import { describeValue } from '../dto/validation-message';
-import type { SchemaIssue, WireSchema } from './wire-schema';
+import { WireSchema, type SchemaIssue } from './wire-schema';
 
 /*
  * The words of the gateway's own request bodies (images, embeddings): a refusal names the first offending
@@ -77,6 +77,15 @@ export function userText() {
   return boundedText({ min: 0, max: user.maxLength }, 'a string', tooLong)
     .nullish()
     .meta({ description: 'A string that identifies the end user.' });
+}
+
+/**
+ * A wire schema compiled on its first use rather than at start: every process loads these bodies' module,
+ * and most never read one (a chat worker), so none of them pays for compiling it.
+ */
+export function compiledOnUse<T>(schema: z.ZodType<T>): () => WireSchema<T> {
+  let compiled: WireSchema<T> | undefined;
+  return () => (compiled ??= new WireSchema(schema));
 }
 
 /** `input[1][0]`: how these bodies name a field. */
