@@ -6,11 +6,11 @@ import { createGatewayApp } from '@mgw/api';
 import { danglingRefs, DOCS_PREFIX, OPENAPI_URL, type OpenApiDocument } from '@mgw/api-docs';
 import { loadGatewayConfig } from '@mgw/config';
 import {
-  EmbeddingRequestDto,
-  ImageGenerationRequestDto,
   StoredCompletionUpdateDto,
   validateChatRequest,
   validateDto,
+  validateEmbeddingBody,
+  validateImageGenerationBody,
 } from '@mgw/contracts';
 import { CreateKeyDto, CreateTeamDto, CreateTeamTokenDto, UpdateKeyDto, UpdateTeamDto } from '@mgw/access';
 import { createAppLogger } from '@mgw/observability';
@@ -226,11 +226,14 @@ describe('the API document (GET /openapi.json) against the routes the gateway se
 
   it('has examples that its schemas accept, and request examples the validators accept', () => {
     const schemas = new OpenApiSchemas(document);
-    const dto = (cls: new () => object) => (value: unknown) => validateDto(cls, value);
-    const bodies: Record<string, (value: unknown) => unknown> = {
+    const dto =
+      (cls: new () => object) =>
+      (body: unknown): unknown =>
+        validateDto(cls, body);
+    const bodies: Record<string, (body: unknown) => unknown> = {
       CreateChatCompletionRequest: validateChatRequest,
-      CreateImageRequest: dto(ImageGenerationRequestDto),
-      CreateEmbeddingRequest: dto(EmbeddingRequestDto),
+      CreateImageRequest: validateImageGenerationBody,
+      CreateEmbeddingRequest: validateEmbeddingBody,
       CreateKeyRequest: dto(CreateKeyDto),
       UpdateKeyRequest: dto(UpdateKeyDto),
       CreateTeamRequest: dto(CreateTeamDto),

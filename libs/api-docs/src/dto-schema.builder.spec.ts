@@ -6,7 +6,6 @@ import { CREATE_CHAT_COMPLETION_REQUEST, requestBodySchemas } from './request-bo
 describe('request body schemas read from the validators', () => {
   const schemas = requestBodySchemas().build();
   const chat = CREATE_CHAT_COMPLETION_REQUEST;
-  const image = schemas.CreateImageRequest!;
   const prop = (schema: SchemaObject, name: string): SchemaObject => schema.properties![name]!;
   /** An optional field's own schema (null is allowed beside it). */
   const given = (schema: SchemaObject, name: string): SchemaObject => {
@@ -37,14 +36,6 @@ describe('request body schemas read from the validators', () => {
     // `content` may be absent on an assistant message with tool calls (a rule across fields): not required.
     expect(message.required).toEqual(['role']);
     expect(prop(message, 'content').anyOf).toContainEqual({ type: 'null' });
-  });
-
-  it("say the spec's image bounds", () => {
-    expect(prop(image, 'prompt')).toMatchObject({ type: 'string', maxLength: 4000 });
-    expect(prop(image, 'n')).toMatchObject({ type: 'integer', minimum: 1, maximum: 10 });
-    expect(prop(image, 'size').enum).toEqual(['256x256', '512x512', '1024x1024', '1792x1024', '1024x1792']);
-    expect(prop(image, 'response_format').enum).toEqual(['b64_json']);
-    expect(image.required).toEqual(['prompt']);
   });
 
   it('document nullable admin limits as such', () => {

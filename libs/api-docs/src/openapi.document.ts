@@ -3,7 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { GatewayConfig } from '@mgw/config';
 import type { SchemaObject } from './json-schema.types';
 import { nullableTo31 } from './openapi-31';
-import { CREATE_CHAT_COMPLETION_REQUEST, requestBodySchemas } from './request-bodies.openapi';
+import { requestBodySchemas, schemaRequestBodies } from './request-bodies.openapi';
 import { RESPONSE_SCHEMAS } from './response.schemas';
 import { AUTH_POLICY_EXTENSION, authPolicyOf, type AuthPolicy } from '@mgw/http';
 
@@ -71,7 +71,7 @@ function securityOf(policy: AuthPolicy, config: GatewayConfig): Record<string, s
 /**
  * Builds the OpenAPI 3.1 document once, at start: `@nestjs/swagger` scans the controllers (paths,
  * parameters, operations, responses), the request bodies' schemas are read from their class-validator
- * decorators, the response schemas are typed by the response interfaces, and each operation's `security`
+ * decorators or zod schemas, the response schemas are typed by the response interfaces, and each operation's `security`
  * follows its route's `@Auth` policy under this configuration. What `@nestjs/swagger` writes the 3.0 way
  * (`nullable`) is rewritten for 3.1.
  */
@@ -95,12 +95,7 @@ export function createOpenApiDocument(app: INestApplication, config: GatewayConf
   const derived = document.components?.schemas ?? {};
   document.components = {
     securitySchemes: SECURITY_SCHEMES,
-    schemas: {
-      ...derived,
-      CreateChatCompletionRequest: CREATE_CHAT_COMPLETION_REQUEST,
-      ...requestBodySchemas().build(),
-      ...RESPONSE_SCHEMAS,
-    },
+    schemas: { ...derived, ...requestBodySchemas().build(), ...schemaRequestBodies(), ...RESPONSE_SCHEMAS },
   };
   for (const operations of Object.values(document.paths)) {
     for (const operation of Object.values(operations)) {

@@ -9,13 +9,11 @@ import {
 import {
   CHAT_COMPLETION_REQUEST,
   CHAT_PARAMETER_LIMITS,
-  IMAGE_LIMITS,
-  ImageGenerationRequestDto,
+  EMBEDDING_BODY,
+  IMAGE_GENERATION_BODY,
   IsMetadataConstraint,
   openApiSchemaOf,
   StoredCompletionUpdateDto,
-  EMBEDDING_INPUT_SCHEMA,
-  EmbeddingRequestDto,
 } from '@mgw/contracts';
 import { DtoSchemaBuilder } from './dto-schema.builder';
 import type { SchemaObject } from './json-schema.types';
@@ -38,45 +36,18 @@ const CONSTRAINT_SCHEMAS = new Map<object, SchemaObject>([
 /** `POST /v1/chat/completions`, from the body's schema. */
 export const CREATE_CHAT_COMPLETION_REQUEST = openApiSchemaOf(CHAT_COMPLETION_REQUEST) as SchemaObject;
 
+/** The request bodies described by zod schemas: their API document is their schema's own. */
+export function schemaRequestBodies(): Record<string, SchemaObject> {
+  return {
+    CreateChatCompletionRequest: CREATE_CHAT_COMPLETION_REQUEST,
+    CreateImageRequest: openApiSchemaOf(IMAGE_GENERATION_BODY),
+    CreateEmbeddingRequest: openApiSchemaOf(EMBEDDING_BODY),
+  };
+}
+
 /** The request bodies of `/v1` and `/admin` that class-validator DTOs check, documented from them. */
 export function requestBodySchemas(): DtoSchemaBuilder {
   return new DtoSchemaBuilder(CONSTRAINT_SCHEMAS)
-    .document(ImageGenerationRequestDto, {
-      name: 'CreateImageRequest',
-      description: 'Unknown fields are refused (400).',
-      fields: {
-        model: {
-          description: 'ID of the image model to use; when omitted, the default image model.',
-          example: 'sim-image',
-        },
-        prompt: { description: 'A text description of the desired images.', example: 'a lighthouse at dusk' },
-        n: { default: IMAGE_LIMITS.n.default, description: 'Number of images.' },
-        size: { default: IMAGE_LIMITS.size.default },
-        response_format: { default: 'b64_json', description: 'Images are returned inline as base64.' },
-        user: { description: 'A string that identifies the end user.' },
-      },
-    })
-    .document(EmbeddingRequestDto, {
-      name: 'CreateEmbeddingRequest',
-      description: 'Unknown fields are refused (400).',
-      fields: {
-        model: {
-          description: 'An embedding model (type `embeddings` in the model list).',
-          example: 'sim-embed',
-        },
-        // `input` is a union its DTO checks by hand on the plain body: its schema is given here.
-        input: { schema: EMBEDDING_INPUT_SCHEMA },
-        dimensions: {
-          description:
-            "Fewer dimensions than the model's (its `dimensions`): the vector is cut and rescaled.",
-        },
-        encoding_format: {
-          default: 'float',
-          description: '`base64`: each vector as its little-endian float32 bytes.',
-        },
-        user: { description: 'A string that identifies the end user.' },
-      },
-    })
     .document(BudgetDto, {
       name: 'Budget',
       description:

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Principal } from '@mgw/access';
 import { ChatCompletionsService, ChatRequestPipe } from '@mgw/chat-api';
-import { EmbeddingRequestDto, GatewayError, validateDto } from '@mgw/contracts';
-import { EmbeddingsService } from '@mgw/embeddings-api';
+import { GatewayError } from '@mgw/contracts';
+import { EmbeddingsService, readEmbeddingsCall } from '@mgw/embeddings-api';
 import { ResponsesService, validateResponsesRequest } from '@mgw/responses-api';
 import type { BatchEndpoint } from './batch.types';
 import { CapturedAnswerClient } from './captured-answer.client';
@@ -69,7 +69,7 @@ export class BatchLineExecutor {
       case '/v1/responses':
         return { endpoint, body: validateResponsesRequest(body) };
       case '/v1/embeddings':
-        return { endpoint, body: validateDto(EmbeddingRequestDto, body) };
+        return { endpoint, body: readEmbeddingsCall(body) };
       default: {
         const unhandled: never = endpoint;
         throw new Error(`unhandled batch endpoint ${String(unhandled)}`);

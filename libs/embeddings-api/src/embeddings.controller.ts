@@ -1,8 +1,8 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiBody, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { EmbeddingRequestDto } from '@mgw/contracts';
-import { Auth, DtoValidationPipe, requestIdOf, requirePrincipal } from '@mgw/http';
+import { Auth, requestIdOf, requirePrincipal } from '@mgw/http';
+import { readEmbeddingsCall } from './embeddings-call';
 import { EMBEDDINGS_EXAMPLE, EMBEDDINGS_RESPONSE_SCHEMA } from './embeddings.openapi';
 import { EmbeddingsService } from './embeddings.service';
 
@@ -21,7 +21,7 @@ export class EmbeddingsController {
       "Takes one input or up to 2048 (texts or token ids) and returns one vector each. Requests of many clients are batched into one call to the model's backend.",
   })
   @ApiBody({
-    // Documented from the DTO's validators with the other request bodies (CreateEmbeddingRequest).
+    // Documented from its schema with the other request bodies (CreateEmbeddingRequest).
     schema: { $ref: '#/components/schemas/CreateEmbeddingRequest' },
     required: true,
     examples: {
@@ -42,8 +42,9 @@ export class EmbeddingsController {
   async create(
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
-    @Body(new DtoValidationPipe(EmbeddingRequestDto)) body: EmbeddingRequestDto,
+    @Body() body: unknown,
   ): Promise<void> {
-    await this.embeddings.handle(requestIdOf(request), body, reply, requirePrincipal(request));
+    const call = readEmbeddingsCall(body);
+    await this.embeddings.handle(requestIdOf(request), call, reply, requirePrincipal(request));
   }
 }

@@ -1,16 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { estimateEmbeddingTokens, type Principal } from '@mgw/access';
-import {
-  embeddingInputsOf,
-  GatewayError,
-  type EmbeddingInput,
-  type EmbeddingRequestDto,
-  type ModelEntry,
-} from '@mgw/contracts';
+import { GatewayError, type EmbeddingInput, type ModelEntry } from '@mgw/contracts';
 import { JsonReplyClient } from '@mgw/http';
 import { RedisConnections } from '@mgw/redis';
 import { RequestSessions, type JsonClient } from '@mgw/session';
+import type { EmbeddingsCall } from './embeddings-call';
 import { EmbeddingListRenderer } from './embedding-list.renderer';
 
 /**
@@ -23,10 +18,10 @@ const MAX_CHARS_PER_TOKEN = 256;
 /** The inputs of a request against what the model serving it can do: its vector length and its context. */
 export function checkEmbeddingModel(
   inputs: readonly EmbeddingInput[],
-  dimensions: number | undefined,
+  dimensions: number | null,
   model: ModelEntry,
 ): void {
-  if (dimensions !== undefined && model.dimensions !== undefined && dimensions > model.dimensions) {
+  if (dimensions !== null && model.dimensions !== undefined && dimensions > model.dimensions) {
     throw GatewayError.invalidRequest(
       `Invalid value for 'dimensions' = ${dimensions}. Must be less than or equal to ${model.dimensions}.`,
       'dimensions',
@@ -47,8 +42,8 @@ export function checkEmbeddingModel(
 }
 
 /**
- * `POST /v1/embeddings`, the embeddings front-end: the body (validated by the route's pipe) is the job's
- * request as it is; the session's one `embedding-done` is rendered as OpenAI's list of embeddings, its
+ * `POST /v1/embeddings`, the embeddings front-end: the body (read by `readEmbeddingsCall`) is the neutral
+ * `EmbeddingRequest` the session queues; the session's one `embedding-done` is rendered as OpenAI's list of embeddings, its
  * vectors read from the short-lived key the worker stored them under.
  */
 @Injectable()
@@ -58,38 +53,32 @@ export class EmbeddingsService {
     @Inject(RedisConnections) private readonly redis: RedisConnections,
   ) {}
 
-  handle(
-    requestId: string,
-    body: EmbeddingRequestDto,
-    reply: FastifyReply,
-    principal: Principal,
-  ): Promise<void> {
-    return this.answer(requestId, body, principal, new JsonReplyClient(reply));
+  handle(requestId: string, call: EmbeddingsCall, reply: FastifyReply, principal: Principal): Promise<void> {
+    return this.answer(requestId, call, principal, new JsonReplyClient(reply));
   }
 
   /** The request answered to `client`: an HTTP reply's, or a batch line's (the same path for both). */
   async answer(
     requestId: string,
-    body: EmbeddingRequestDto,
+    { model: asked, request, encodingFormat }: EmbeddingsCall,
     principal: Principal,
     client: JsonClient,
   ): Promise<void> {
-    const inputs = embeddingInputsOf(body.input);
+    const { inputs } = request;
     await this.sessions.run(
       {
         kind: 'embedding',
         requestId,
         principal,
-        model: body.model,
-        request: body,
+        model: asked,
+        request,
         // A key's token budget counts the inputs: an embedding generates nothing.
         tokenEstimate: estimateEmbeddingTokens(inputs),
-        checkModel: (model) => checkEmbeddingModel(inputs, body.dimensions, model),
+        checkModel: (model) => checkEmbeddingModel(inputs, request.dimensions, model),
       },
       {
         mode: 'json',
-        renderer: (context) =>
-          new EmbeddingListRenderer(context, body.encoding_format ?? 'float', (key) => this.fetch(key)),
+        renderer: (context) => new EmbeddingListRenderer(context, encodingFormat, (key) => this.fetch(key)),
       },
       client,
     );

@@ -1,18 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { Principal } from '@mgw/access';
-import {
-  GatewayError,
-  IMAGE_LIMITS,
-  type GeneratedImageData,
-  type ImageGenerationRequestDto,
-} from '@mgw/contracts';
+import { GatewayError, type GeneratedImageData } from '@mgw/contracts';
 import { JsonReplyClient } from '@mgw/http';
 import { RedisConnections } from '@mgw/redis';
+import type { ImageRequest } from '@mgw/request';
 import { RequestSessions } from '@mgw/session';
 import { ImageCollectorRenderer } from './image-collector.renderer';
 
-/** `POST /v1/images/generations`, the images front-end: one JSON answer of the images collected. */
+/**
+ * `POST /v1/images/generations`, the images front-end: the body (checked by `validateImageGenerationBody`)
+ * is the neutral `ImageRequest` the session queues; one JSON answer of the images collected.
+ */
 @Injectable()
 export class ImageGenerationService {
   constructor(
@@ -22,7 +21,8 @@ export class ImageGenerationService {
 
   async handle(
     requestId: string,
-    body: ImageGenerationRequestDto,
+    model: string | undefined,
+    request: ImageRequest,
     reply: FastifyReply,
     principal: Principal,
   ): Promise<void> {
@@ -32,10 +32,10 @@ export class ImageGenerationService {
         kind: 'image',
         requestId,
         principal,
-        model: body.model,
-        request: body,
+        model,
+        request,
         tokenEstimate: 0,
-        images: { count: body.n ?? IMAGE_LIMITS.n.default, size: body.size ?? IMAGE_LIMITS.size.default },
+        images: { count: request.n, size: request.size },
       },
       {
         mode: 'json',

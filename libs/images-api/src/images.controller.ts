@@ -1,10 +1,11 @@
 import { Body, Controller, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ImageGenerationRequestDto } from '@mgw/contracts';
+import { validateImageGenerationBody } from '@mgw/contracts';
+import { imageRequestOfBody } from '@mgw/request';
 import { ApiErrors, ApiJson, ApiJsonBody, IMAGES_EXAMPLE } from '@mgw/api-docs';
 import { ImageGenerationService } from './image-generation.service';
-import { Auth, requirePrincipal, DtoValidationPipe, requestIdOf } from '@mgw/http';
+import { Auth, requirePrincipal, requestIdOf } from '@mgw/http';
 
 @Controller('v1/images')
 @ApiTags('Images')
@@ -30,8 +31,11 @@ export class ImagesController {
   async create(
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
-    @Body(new DtoValidationPipe(ImageGenerationRequestDto)) body: ImageGenerationRequestDto,
+    @Body() body: unknown,
   ): Promise<void> {
-    await this.images.handle(requestIdOf(request), body, reply, requirePrincipal(request));
+    const checked = validateImageGenerationBody(body);
+    const principal = requirePrincipal(request);
+    const model = checked.model ?? undefined;
+    await this.images.handle(requestIdOf(request), model, imageRequestOfBody(checked), reply, principal);
   }
 }

@@ -1,7 +1,8 @@
-import { IMAGE_LIMITS, parseImageSize, type ImageGenerationRequestDto } from '@mgw/contracts';
+import { parseImageSize } from '@mgw/contracts';
+import type { ImageRequest } from '@mgw/request';
 import type { ImageInferenceRequest } from './image-backend.interface';
 
-export function toImageInferenceRequest(dto: ImageGenerationRequestDto): ImageInferenceRequest {
-  const { width, height } = parseImageSize(dto.size ?? IMAGE_LIMITS.size.default);
-  return { prompt: dto.prompt, n: dto.n ?? IMAGE_LIMITS.n.default, width, height, user: dto.user ?? null };
+export function toImageInferenceRequest(request: ImageRequest): ImageInferenceRequest {
+  const { width, height } = parseImageSize(request.size);
+  return { prompt: request.prompt, n: request.n, width, height, user: request.user };
 }

@@ -5,3 +5,5 @@ export * from './chat-request.reader';
 export * from './chat-request.rules';
 export * from './chat-request.parameters';
 export * from './job-data';
+export * from './embedding-request';
+export * from './image-request';

@@ -7,7 +7,7 @@ import {
   validateDto,
 } from '@mgw/contracts';
 import { rejectionOf } from '@mgw/testing';
-import { ChatJobData, EmbeddingJobData, readJobData } from './job-data';
+import { ChatJobData, readEmbeddingJob, readJobData } from './job-data';
 
 // A job's request keeps the checks of the HTTP edge's DTO when a worker reads it back from Redis.
 
@@ -86,12 +86,12 @@ describe('an embedding job read back from Redis', () => {
       enqueuedAt: 0,
       v: 2,
     };
-    expect(
-      readJobData(EmbeddingJobData, { ...envelope, request: { model: 'e', input: ['a'] } }).request.input,
-    ).toEqual(['a']);
+    expect(readEmbeddingJob({ ...envelope, request: { model: 'e', input: ['a'] } }).request.inputs).toEqual([
+      'a',
+    ]);
     let refused: unknown = null;
     try {
-      readJobData(EmbeddingJobData, { ...envelope, request: { model: 'e', input: [''] } });
+      readEmbeddingJob({ ...envelope, request: { model: 'e', input: [''] } });
     } catch (error) {
       refused = error;
     }

@@ -16,12 +16,14 @@ import {
   chatBodyProblem,
   type ChatCompletionRequest,
   chatRequestSizeProblem,
-  EmbeddingRequestDto,
+  type EmbeddingBody,
   type FieldProblem,
-  ImageGenerationRequestDto,
+  type ImageGenerationBody,
   isFieldRecord,
   JOB_PRIORITY_MAX,
+  jobProtocolVersionOf,
   KEY_ID_PATTERN,
+  type ModelKind,
   protocolVersionOf,
   readVersionedDto,
   REQUEST_ID_PATTERN,
@@ -33,6 +35,8 @@ import {
 import { chatBodyOf, chatRequestOfBody } from './chat-body.mapper';
 import type { ChatRequest } from './chat-request';
 import { readChatRequest } from './chat-request.reader';
+import { embeddingBodyOf, readEmbeddingRequest, type EmbeddingRequest } from './embedding-request';
+import { imageBodyOf, readImageRequest, type ImageRequest } from './image-request';
 
 /**
  * How a resumable stream's job keeps its replies for a resume (see README "Resumable streams"): every frame
@@ -245,23 +249,69 @@ export function chatJobFields(
   return countOnly ? { v: 3, request: body, countOnly: true } : { v: 1, request: body };
 }
 
-export class ImageJobData extends JobEnvelope {
-  @ValidateNested()
-  @Type(() => ImageGenerationRequestDto)
-  request!: ImageGenerationRequestDto;
+/** An image or embedding job's envelope; its request is read by the kind's own reader. */
+class MediaJobEnvelope extends JobEnvelope {
+  @IsObject()
+  request!: object;
 }
 
-export class EmbeddingJobData extends JobEnvelope {
-  @ValidateNested()
-  @Type(() => EmbeddingRequestDto)
-  request!: EmbeddingRequestDto;
+/** An image job as a gateway writes it: its request spelled as a body (`imageBodyOf`). */
+export type ImageJobData = JobEnvelopeFields & { request: ImageGenerationBody };
 
-  /** The request's `input` holds for a job read back from Redis too, checked before it is transformed. */
-  static sizeProblem(plain: object): FieldProblem | null {
-    const { request } = plain as { request?: unknown };
-    if (typeof request !== 'object' || request === null || Array.isArray(request)) return null;
-    const problem = EmbeddingRequestDto.sizeProblem(request);
-    return problem && { param: `request.${problem.param}`, message: problem.message };
+/** An image job as a worker serves it: its envelope and the neutral request. */
+export type ImageJob = JobEnvelopeFields & { request: ImageRequest };
+
+/** An embedding job as a gateway writes it: its request spelled as a body (`embeddingBodyOf`). */
+export type EmbeddingJobData = JobEnvelopeFields & { request: EmbeddingBody };
+
+/** An embedding job as a worker serves it: its envelope and the neutral request. */
+export type EmbeddingJob = JobEnvelopeFields & { request: EmbeddingRequest };
+
+/** An image job read from Redis: its envelope, then its request (`readImageRequest`). */
+export function readImageJob(plain: unknown): ImageJob {
+  const job = readJobData(MediaJobEnvelope, plain);
+  return Object.assign(job, { request: readImageRequest(job.request) });
+}
+
+/** An embedding job read from Redis: its envelope, then its request (`readEmbeddingRequest`). */
+export function readEmbeddingJob(plain: unknown): EmbeddingJob {
+  const job = readJobData(MediaJobEnvelope, plain);
+  return Object.assign(job, { request: readEmbeddingRequest(job.request) });
+}
+
+/**
+ * The request of an image job as a gateway writes it, and the job's version: every image request is
+ * spelled as the body every image worker reads, so the job keeps the version image jobs always had.
+ */
+export function imageJobFields(request: ImageRequest): { v: number; request: ImageGenerationBody } {
+  return { v: jobProtocolVersionOf('image'), request: imageBodyOf(request) };
+}
+
+/** The request of an embedding job as a gateway writes it (`embeddingBodyOf`), and the job's version. */
+export function embeddingJobFields(
+  request: EmbeddingRequest,
+  model: string,
+): { v: number; request: EmbeddingBody } {
+  return { v: jobProtocolVersionOf('embedding'), request: embeddingBodyOf(request, model) };
+}
+
+/**
+ * The request of a job as a gateway writes it, and the job's version, for each kind: the lowest version
+ * that describes it (see protocol-version.ts). `model` is the job's.
+ */
+export function jobRequestFields(
+  kind: ModelKind,
+  request: ChatRequest | ImageRequest | EmbeddingRequest,
+  model: string,
+  countOnly: boolean,
+): { v: number; request: object; countOnly?: true } {
+  switch (kind) {
+    case 'chat':
+      return chatJobFields(request as ChatRequest, countOnly);
+    case 'image':
+      return imageJobFields(request as ImageRequest);
+    case 'embedding':
+      return embeddingJobFields(request as EmbeddingRequest, model);
   }
 }
 

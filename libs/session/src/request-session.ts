@@ -1,7 +1,6 @@
 import type { GatewayConfig } from '@mgw/config';
 import {
   GatewayError,
-  jobProtocolVersionOf,
   type DoneMessage,
   type ModelEntry,
   type ModelKind,
@@ -11,7 +10,7 @@ import {
 } from '@mgw/contracts';
 import {
   MAX_RESUME_GRACE_MS,
-  chatJobFields,
+  jobRequestFields,
   ParamOrigins,
   type ChatRequest,
   type ResumeOptions,
@@ -583,9 +582,7 @@ export class RequestSession<K extends ModelKind = ModelKind> implements ReplyHan
         {
           // The lowest job version that describes it (see protocol-version.ts): a chat job's request as a
           // body older workers read whenever one carries it (`chatJobFields`).
-          ...(request.kind === 'chat'
-            ? chatJobFields(request.request as ChatRequest, request.countOnly === true)
-            : { v: jobProtocolVersionOf(request.kind), request: request.request }),
+          ...jobRequestFields(request.kind, request.request, model, request.countOnly === true),
         },
       ) as JobDataOf<K>;
       this.job = job;

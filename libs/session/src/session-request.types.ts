@@ -8,12 +8,15 @@ import type {
   TokenLogprob,
   ToolCallMessage,
 } from '@mgw/contracts';
-import type { ChatRequest, ParamOrigins } from '@mgw/request';
-import type { JobDataOf } from '@mgw/queue';
+import type { ChatRequest, EmbeddingRequest, ImageRequest, ParamOrigins } from '@mgw/request';
 import type { EventSink } from './client/session-client.port';
 
-/** The request of a kind as the session takes it and queues it: a chat request is the neutral one. */
-export type RequestOf<K extends ModelKind> = K extends 'chat' ? ChatRequest : JobDataOf<K>['request'];
+/** The request of a kind as the session takes it and queues it: the kind's neutral request. */
+export type RequestOf<K extends ModelKind> = K extends 'chat'
+  ? ChatRequest
+  : K extends 'image'
+    ? ImageRequest
+    : EmbeddingRequest;
 
 /** A protocol's request as the session takes it: the internal job request plus protocol-neutral options. */
 export interface SessionRequest<K extends ModelKind> {
@@ -22,7 +25,7 @@ export interface SessionRequest<K extends ModelKind> {
   principal: Principal;
   /** The requested model id (resolved at admission), or undefined for the kind's default. */
   model: string | undefined;
-  /** The internal request (chat: the neutral `ChatRequest`). */
+  /** The neutral request of its kind (`ChatRequest`, `ImageRequest`, `EmbeddingRequest`). */
   request: RequestOf<K>;
   /** Tokens the request may use, for the key's token budget (0 when the kind uses none). */
   tokenEstimate: number;

@@ -1,13 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WorkerConfig } from '@mgw/config';
-import { IMAGE_LIMITS, imageResultKeyFor } from '@mgw/contracts';
-import { ImageJobData } from '@mgw/request';
+import { imageResultKeyFor } from '@mgw/contracts';
+import { readImageJob } from '@mgw/request';
 import { toImageInferenceRequest } from '@mgw/inference';
 import { JobRunner, type JobOutcome } from './job-runner';
 import { OnJob } from './on-job.decorator';
 import { ServedBackends } from './served-backends';
 import { failedBeforeOutputWithFallback, UsageReporter } from './usage.reporter';
+
+/** An image job, its request neutral (`readImageJob`). */
+const IMAGE_JOB_READER = { read: readImageJob };
 
 /**
  * Runs image jobs on their model's backend. Each PNG is stored under a short-lived key and referenced from the
@@ -25,9 +28,9 @@ export class ImageJobProcessor {
   @OnJob('image')
   process(job: Job<unknown>, model: string): Promise<JobOutcome> {
     const backend = this.backends.image(model);
-    return this.runner.run(job, ImageJobData, model, async ({ data, signal, writer }) => {
+    return this.runner.run(job, IMAGE_JOB_READER, model, async ({ data, signal, writer }) => {
       const request = toImageInferenceRequest(data.request);
-      const imageSize = data.request.size ?? IMAGE_LIMITS.size.default;
+      const imageSize = data.request.size;
       let count = 0;
       try {
         for await (const image of backend.generate(request, signal)) {

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { WorkerConfig } from '@mgw/config';
-import { embeddingInputsOf, embeddingResultKeyFor, GatewayError, type EmbeddingInput } from '@mgw/contracts';
-import { EmbeddingJobData } from '@mgw/request';
+import { embeddingResultKeyFor, GatewayError, type EmbeddingInput } from '@mgw/contracts';
+import { readEmbeddingJob } from '@mgw/request';
 import { countTextTokens, shorten } from '@mgw/inference';
 import { WorkerMetrics } from '@mgw/observability';
 import { JobRunner, type JobOutcome } from '../job-runner';
@@ -10,6 +10,9 @@ import { OnJob } from '../on-job.decorator';
 import { ServedBackends } from '../served-backends';
 import { UsageReporter } from '../usage.reporter';
 import { EmbeddingBatchers } from './embedding-batchers';
+
+/** An embedding job, its request neutral (`readEmbeddingJob`). */
+const EMBEDDING_JOB_READER = { read: readEmbeddingJob };
 
 /** What the processor needs of its model's catalog entry. */
 export interface EmbeddingModelLimits {
@@ -78,8 +81,8 @@ export class EmbeddingJobProcessor {
       dimensions: served.embedding.dimensions,
       ...(served.contextTokens !== undefined && { contextTokens: served.contextTokens }),
     };
-    return this.runner.run(job, EmbeddingJobData, model, async ({ data, signal, writer }) => {
-      const inputs = embeddingInputsOf(data.request.input);
+    return this.runner.run(job, EMBEDDING_JOB_READER, model, async ({ data, signal, writer }) => {
+      const inputs = data.request.inputs;
       this.metrics.embeddingJobTaken(model, Date.now() - data.enqueuedAt);
       const dimensions = data.request.dimensions ?? limits.dimensions;
       if (dimensions > limits.dimensions) {

@@ -1,10 +1,16 @@
 import { expectRejectedParam } from '@mgw/testing';
 import { GatewayError } from '../errors/gateway-error';
-import { IMAGE_SIZES, ImageGenerationRequestDto, parseImageSize } from './image-generation-request.dto';
-import { validateDto } from './validate-dto';
+import {
+  IMAGE_GENERATION_BODY,
+  IMAGE_SIZES,
+  parseImageSize,
+  validateImageGenerationBody,
+  type ImageGenerationBody,
+} from './image-generation-request.schema';
+import { openApiSchemaOf } from '../validation/wire-schema';
 
-function validate(body: unknown): ImageGenerationRequestDto {
-  return validateDto(ImageGenerationRequestDto, body);
+function validate(body: unknown): ImageGenerationBody {
+  return validateImageGenerationBody(body);
 }
 
 const withField = (field: string, value: unknown): Record<string, unknown> => ({
@@ -15,11 +21,9 @@ const withField = (field: string, value: unknown): Record<string, unknown> => ({
 const expectRejected = (body: unknown, param: string): GatewayError =>
   expectRejectedParam(validate, body, param);
 
-describe('ImageGenerationRequestDto via validateDto', () => {
+describe('validateImageGenerationBody', () => {
   it('accepts a minimal request', () => {
-    const dto = validate({ prompt: 'a cat' });
-    expect(dto).toBeInstanceOf(ImageGenerationRequestDto);
-    expect(dto.prompt).toBe('a cat');
+    expect(validate({ prompt: 'a cat' })).toEqual({ prompt: 'a cat' });
   });
 
   describe('prompt', () => {
@@ -129,5 +133,21 @@ describe('ImageGenerationRequestDto via validateDto', () => {
         expect(error.message).toContain('must be a JSON object');
       }
     }
+  });
+
+  it("documents the spec's image bounds", () => {
+    const schema = openApiSchemaOf(IMAGE_GENERATION_BODY) as {
+      properties: Record<string, { anyOf?: object[] }>;
+      required: string[];
+    };
+    // An optional field is documented as its value or null: its value's schema is the first branch.
+    const prop = (name: string): object => schema.properties[name]!.anyOf?.[0] ?? schema.properties[name]!;
+    expect(prop('prompt')).toMatchObject({ type: 'string', maxLength: 4000 });
+    expect(prop('n')).toMatchObject({ type: 'integer', minimum: 1, maximum: 10 });
+    expect(prop('size')).toMatchObject({
+      enum: ['256x256', '512x512', '1024x1024', '1792x1024', '1024x1792'],
+    });
+    expect(prop('response_format')).toMatchObject({ enum: ['b64_json'] });
+    expect(schema.required).toEqual(['prompt']);
   });
 });

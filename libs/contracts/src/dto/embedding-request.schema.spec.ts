@@ -1,10 +1,9 @@
 import { GatewayError } from '../errors/gateway-error';
-import { EmbeddingRequestDto, embeddingInputsOf } from './embedding-request.dto';
-import { validateDto } from './validate-dto';
+import { embeddingInputsOf, validateEmbeddingBody } from './embedding-request.schema';
 
 const refusal = (body: object): { param: string | null; status: number } => {
   try {
-    validateDto(EmbeddingRequestDto, { model: 'e', ...body });
+    validateEmbeddingBody({ model: 'e', ...body });
   } catch (error) {
     if (error instanceof GatewayError) return { param: error.param, status: error.status };
     throw error;
@@ -12,14 +11,14 @@ const refusal = (body: object): { param: string | null; status: number } => {
   throw new Error('accepted');
 };
 
-describe('EmbeddingRequestDto', () => {
+describe('validateEmbeddingBody', () => {
   it.each([
     ['a string', 'hello', ['hello']],
     ['strings', ['a', 'b'], ['a', 'b']],
     ['token ids', [1, 2, 3], [[1, 2, 3]]],
     ['arrays of token ids', [[1], [2, 3]], [[1], [2, 3]]],
   ])('accepts %s as input', (_what, input, inputs) => {
-    const body = validateDto(EmbeddingRequestDto, {
+    const body = validateEmbeddingBody({
       model: 'e',
       input,
       encoding_format: 'base64',
