@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import {
   jobPriorityOf,
+  budgetShareOf,
   Limiter,
   maxCostOf,
   rateLimitHeaders,
@@ -118,6 +119,10 @@ export class AdmissionService implements OnApplicationShutdown {
       budget,
     );
     const headers = rateLimitHeaders(decision.state);
+    for (const seen of decision.state.budgets ?? []) {
+      const used = budgetShareOf(seen);
+      this.metrics.budgetSeen(team?.id ?? null, seen.holder, used, used >= seen.limits.softThreshold);
+    }
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
     return this.admitted(decision.ticket, principal, headers);
   }
