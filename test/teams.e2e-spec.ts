@@ -224,12 +224,18 @@ describe('teams: shared limits across two gateways, scope, and team admin tokens
       ['PATCH', `/admin/teams/${mine}`],
       ['POST', `/admin/teams/${mine}/tokens`],
       ['GET', '/admin/models'],
-      ['GET', '/admin/usage'],
     ]) {
       const res = await team(method!, path!, method === 'GET' ? undefined : { name: 'x' });
       expect([method, path, res.status]).toEqual([method, path, 403]);
       expect((res.body as unknown as ErrorBody).error.code).toBe('insufficient_permissions');
     }
+    // Its own team's usage only: the team filter is forced to it; another team's is refused, naming `team`.
+    const usage = await team('GET', '/admin/usage');
+    expect(usage.status).toBe(200);
+    expect(usage.body).toMatchObject({ object: 'usage', team: mine });
+    const theirUsage = await team('GET', `/admin/usage?team=${theirs}`);
+    expect(theirUsage.status).toBe(403);
+    expect((theirUsage.body as unknown as ErrorBody).error.param).toBe('team');
     // Unchanged by any of it.
     expect((await admin('GET', `/admin/keys/${other.id}`)).body).toMatchObject({ revoked_at: null });
     expect((await team('DELETE', `/admin/keys/${own}`)).status).toBe(200);

@@ -7,7 +7,9 @@ describe('keys CLI teams (real Redis)', () => {
   const namespace = `unit-keys-cli-${randomBytes(5).toString('hex')}`;
   let redis: Redis;
   const run = (...argv: string[]) =>
-    runKeysCommand(argv, redis, namespace) as Promise<Record<string, unknown>>;
+    runKeysCommand(argv, redis, namespace, { currency: () => Promise.resolve('USD') }) as Promise<
+      Record<string, unknown>
+    >;
 
   beforeAll(async () => {
     redis = new Redis('redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -39,5 +41,58 @@ describe('keys CLI teams (real Redis)', () => {
     });
     expect(await run('team', 'delete', id)).toMatchObject({ id, deleted: true });
     expect((await run('team', 'list')).data).toEqual([]);
+  });
+
+  it("sets, changes and clears a key's and a team's budget in the catalog's currency", async () => {
+    const team = await run(
+      'team',
+      'create',
+      '--name',
+      'spenders',
+      '--budget-spend',
+      '12.5',
+      '--budget-period',
+      'month',
+      '--soft-threshold',
+      '0.9',
+    );
+    expect(team.budget).toEqual({
+      currency: 'USD',
+      spend: 12.5,
+      tokens: null,
+      period: 'month',
+      soft_threshold: 0.9,
+    });
+    const key = await run('create', '--name', 'ci', '--budget-tokens', '1000', '--budget-period', 'day');
+    expect(key.budget).toMatchObject({ currency: null, tokens: 1000, period: 'day', soft_threshold: 0.8 });
+    const id = key.id as string;
+    expect(await run('update', id, '--budget-period', 'total', '--budget-spend', '0.25')).toMatchObject({
+      budget: { currency: 'USD', spend: 0.25, tokens: null, period: 'total' },
+    });
+    expect(await run('update', id, '--budget-period', 'none')).toMatchObject({ budget: null });
+    await expect(run('update', id, '--budget-spend', '3')).rejects.toThrow('--budget-period is needed');
+    await expect(run('update', id, '--budget-period', 'week', '--budget-tokens', '5')).rejects.toThrow(
+      'period',
+    );
+    await expect(run('update', id, '--budget-period', 'day', '--budget-spend', '1,5')).rejects.toThrow(
+      '--budget-spend must be a decimal amount',
+    );
+    await expect(run('update', id, '--budget-period', 'day', '--soft-threshold', '1.5')).rejects.toThrow(
+      '--soft-threshold must be a share from 0 to 1',
+    );
+    const noPricing = runKeysCommand(
+      ['update', id, '--budget-period', 'day', '--budget-spend', '1'],
+      redis,
+      namespace,
+    );
+    await expect(noPricing).rejects.toThrow('no model of the catalog has pricing');
+    const usage = await run('usage', '--team', team.id as string, '--group-by', 'team,day');
+    expect(usage).toMatchObject({
+      object: 'usage',
+      team: team.id,
+      group_by: ['team', 'day'],
+      currency: 'USD',
+    });
+    await expect(run('usage', '--group-by', 'week')).rejects.toThrow("Invalid 'group_by'");
   });
 });

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import {
   CreateKeyDto,
+  type BudgetDto,
   CreateTeamDto,
   KeyStore,
   PRIORITY_TIERS,
@@ -18,25 +19,29 @@ export const USAGE = `Usage: npm run keys -- <command> [options]
 
   create --name NAME [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N]
          [--priority high|normal|low] [--weight 1-100] [--expires-at UNIX_SECONDS] [--team TEAM_ID]
-                      issue a key; prints it with its secret (shown only this once)
+         [BUDGET]     issue a key; prints it with its secret (shown only this once)
   list                list keys (never their secrets)
   show ID             one key
   update ID [--name NAME] [--models a,b|none] [--rpm N|none] [--tpm N|none]
          [--max-concurrent N|none] [--priority TIER] [--weight 1-100] [--expires-at S|none]
-         [--team TEAM_ID|none] [--disable|--enable]
+         [--team TEAM_ID|none] [--disable|--enable] [BUDGET]
                       change a key; takes effect on every gateway within a second
   revoke ID           revoke a key for good
-  usage [--key ID] [--from YYYY-MM-DD] [--to YYYY-MM-DD]
-                      usage per key, model and UTC day (default: today)
+  usage [--key ID] [--team TEAM_ID] [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--group-by team,key,model,day]
+                      usage and cost per key (and its team), model and UTC day (default: today)
   team create --name NAME [--models a,b] [--rpm N] [--tpm N] [--max-concurrent N]
-         [--priority TIER] [--weight 1-100]
+         [--priority TIER] [--weight 1-100] [BUDGET]
                       a team: its limits hold for all its keys together (docs/teams.md)
   team list | team show ID
   team update ID [--name NAME] [--models a,b|none] [--rpm N|none] [--tpm N|none]
-         [--max-concurrent N|none] [--priority TIER] [--weight 1-100]
+         [--max-concurrent N|none] [--priority TIER] [--weight 1-100] [BUDGET]
   team delete ID      refused while the team has live keys
   team token ID [--name NAME]
                       a team admin token (its team's keys only); its secret is shown only this once
+
+  BUDGET: --budget-period day|month|total [--budget-spend AMOUNT] [--budget-tokens N]
+         [--soft-threshold 0-1]   sets the whole budget (docs/budgets.md); --budget-period none clears it.
+         A spend limit is in the currency of the catalog at CATALOG_PATH (default deploy/catalog.json).
 
 ${BATCHES_USAGE}
 
@@ -60,8 +65,72 @@ const OPTIONS = {
   key: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
+  'group-by': { type: 'string' },
+  'budget-spend': { type: 'string' },
+  'budget-tokens': { type: 'string' },
+  'budget-period': { type: 'string' },
+  'soft-threshold': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** What the CLI needs of the deployment besides Redis: the catalog's currency (null: no model has pricing). */
+export interface CliContext {
+  currency: () => Promise<string | null>;
+}
+
+const NO_CATALOG: CliContext = { currency: () => Promise.resolve(null) };
+
+const BUDGET_OPTIONS = ['budget-spend', 'budget-tokens', 'budget-period', 'soft-threshold'] as const;
+
+/**
+ * The `budget` of a key's or team's body from the BUDGET options: absent when none is given, null for
+ * `--budget-period none`; the API's checks (and their messages) then apply to it as to a request's.
+ */
+function budgetOf(values: Values): Record<string, unknown> | null | undefined {
+  if (BUDGET_OPTIONS.every((option) => values[option] === undefined)) return undefined;
+  const period = values['budget-period'];
+  if (period === undefined) throw new CliUsageError('--budget-period is needed to set a budget');
+  if (period === 'none') {
+    if (BUDGET_OPTIONS.some((option) => option !== 'budget-period' && values[option] !== undefined)) {
+      throw new CliUsageError('--budget-period none clears the budget: give no other budget option');
+    }
+    return null;
+  }
+  const number = (option: (typeof BUDGET_OPTIONS)[number], pattern: RegExp, what: string) => {
+    const raw = values[option];
+    if (raw === undefined) return undefined;
+    if (!pattern.test(raw)) throw new CliUsageError(`--${option} must be ${what}`);
+    return Number(raw);
+  };
+  const budget: Record<string, unknown> = { period };
+  const spend = number('budget-spend', /^\d+(\.\d+)?$/, 'a decimal amount (12.5)');
+  const tokens = number('budget-tokens', /^\d+$/, 'a whole number');
+  const soft = number('soft-threshold', /^(0(\.\d+)?|1(\.0+)?|\.\d+)$/, 'a share from 0 to 1 (0.8)');
+  if (spend !== undefined) budget.spend = spend;
+  if (tokens !== undefined) budget.tokens = tokens;
+  if (soft !== undefined) budget.soft_threshold = soft;
+  return budget;
+}
+
+/** `settings` with the BUDGET options' budget, checked like the API's and in the catalog's currency. */
+async function budgeted<D extends { budget?: BudgetDto | null }>(
+  dto: new () => D,
+  settings: Record<string, unknown>,
+  values: Values,
+  context: CliContext,
+) {
+  const budget = budgetOf(values);
+  const currency = budget?.spend === undefined ? null : await context.currency();
+  if (budget && budget.spend !== undefined) {
+    if (currency === null) {
+      throw new Error(
+        '--budget-spend: no model of the catalog has pricing, so nothing costs anything to limit',
+      );
+    }
+    budget.currency = currency;
+  }
+  return withBudget(validateDto(dto, budget === undefined ? settings : { ...settings, budget }), currency);
+}
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
@@ -119,18 +188,32 @@ function settingsOf(values: Values): Record<string, unknown> {
 
 /** A team's settings: a key's, less what only keys have. */
 function teamSettingsOf(values: Values): Record<string, unknown> {
-  for (const option of ['expires-at', 'team', 'disable', 'enable', 'key', 'from', 'to'] as const) {
+  for (const option of [
+    'expires-at',
+    'team',
+    'disable',
+    'enable',
+    'key',
+    'from',
+    'to',
+    'group-by',
+  ] as const) {
     if (values[option] !== undefined) throw new CliUsageError(`--${option} is not a setting of a team`);
   }
   return settingsOf(values);
 }
 
-async function runTeamCommand(rest: string[], values: Values, store: TeamStore): Promise<unknown> {
+async function runTeamCommand(
+  rest: string[],
+  values: Values,
+  store: TeamStore,
+  context: CliContext,
+): Promise<unknown> {
   const [command, ...ids] = rest;
   switch (command) {
     case 'create':
       if (ids.length > 0) throw new CliUsageError('team create takes no positional arguments');
-      return store.create(withBudget(validateDto(CreateTeamDto, teamSettingsOf(values)), null));
+      return store.create(await budgeted(CreateTeamDto, teamSettingsOf(values), values, context));
     case 'list':
       return { object: 'list', data: await store.list() };
     case 'show':
@@ -138,9 +221,9 @@ async function runTeamCommand(rest: string[], values: Values, store: TeamStore):
     case 'update': {
       const id = onlyId(ids, 'team update');
       const change = teamSettingsOf(values);
-      if (Object.keys(change).length === 0)
+      if (Object.keys(change).length === 0 && budgetOf(values) === undefined)
         throw new CliUsageError('team update needs at least one setting to change');
-      return store.update(id, withBudget(validateDto(UpdateTeamDto, change), null));
+      return store.update(id, await budgeted(UpdateTeamDto, change, values, context));
     }
     case 'delete':
       return { ...(await store.delete(onlyId(ids, 'team delete'))), deleted: true };
@@ -157,7 +240,12 @@ function onlyId(positionals: string[], command: string): string {
 }
 
 /** Runs one CLI command against the store; returns what to print. */
-export async function runKeysCommand(argv: string[], redis: Redis, namespace: string): Promise<unknown> {
+export async function runKeysCommand(
+  argv: string[],
+  redis: Redis,
+  namespace: string,
+  context: CliContext = NO_CATALOG,
+): Promise<unknown> {
   let parsed: { values: Values; positionals: string[] };
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -171,7 +259,7 @@ export async function runKeysCommand(argv: string[], redis: Redis, namespace: st
   switch (command) {
     case 'create': {
       if (rest.length > 0) throw new CliUsageError('create takes no positional arguments');
-      return store.create(withBudget(validateDto(CreateKeyDto, settingsOf(values)), null));
+      return store.create(await budgeted(CreateKeyDto, settingsOf(values), values, context));
     }
     case 'list':
       return { object: 'list', data: await store.list() };
@@ -184,17 +272,27 @@ export async function runKeysCommand(argv: string[], redis: Redis, namespace: st
       const change = settingsOf(values);
       if (values.disable) change.disabled = true;
       if (values.enable) change.disabled = false;
-      if (Object.keys(change).length === 0)
+      if (Object.keys(change).length === 0 && budgetOf(values) === undefined)
         throw new CliUsageError('update needs at least one setting to change');
-      return store.update(id, withBudget(validateDto(UpdateKeyDto, change), null));
+      return store.update(id, await budgeted(UpdateKeyDto, change, values, context));
     }
     case 'revoke':
       return { ...(await store.revoke(onlyId(rest, 'revoke'))), deleted: true };
     case 'team':
-      return runTeamCommand(rest, values, new TeamStore(redis, namespace));
-    case 'usage':
+      return runTeamCommand(rest, values, new TeamStore(redis, namespace), context);
+    case 'usage': {
       if (rest.length > 0) throw new CliUsageError('usage takes no positional arguments');
-      return new UsageReader(redis, namespace).report({ key: values.key, from: values.from, to: values.to });
+      const query = {
+        key: values.key,
+        team: values.team,
+        from: values.from,
+        to: values.to,
+        group_by: values['group-by'],
+      };
+      // Costs without their currency rather than no report when the catalog cannot be read here.
+      const currency = await context.currency().catch(() => null);
+      return new UsageReader(redis, namespace).report(query, currency);
+    }
     default:
       throw new CliUsageError(`unknown command "${command}"`);
   }

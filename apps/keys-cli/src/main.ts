@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { loadConfig, RedisOnlyConfig } from '@mgw/config';
+import { loadCatalog, loadConfig, RedisOnlyConfig } from '@mgw/config';
 import { runApp } from '@mgw/observability';
 import { closeRedis, createRedisConnection, waitUntilReady } from '@mgw/redis';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,7 +42,10 @@ runApp('keys', async () => {
   });
   try {
     await waitUntilReady(redis, 5000, config.redis.description);
-    const result = await runKeysCommand(argv, redis, config.namespace);
+    // The catalog the registry and workers read (the same CATALOG_PATH and default), for its currency.
+    const catalogPath = process.env.CATALOG_PATH?.trim() || 'deploy/catalog.json';
+    const currency = () => loadCatalog(catalogPath).then((catalog) => catalog.currency ?? null);
+    const result = await runKeysCommand(argv, redis, config.namespace, { currency });
     printResult(result);
   } catch (error) {
     reportFailure(error);

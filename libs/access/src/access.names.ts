@@ -55,6 +55,11 @@ export function accessNames(namespace: string, layout: KeyLayout = 'node') {
       `${namespace}:admission:${queueNameFor(kind, model, layout)}:served`,
     usage: (keyId: string, day: string) => `${namespace}:usage:${keyTag(keyId)}:${day}`,
     usageKeyIds: `${namespace}:usage:keys`,
+    /** A team's day of usage per key and model (team-usage.lua), in its team's slot. */
+    teamUsage: (teamId: string, day: string) =>
+      `${namespace}:usage:team:${cluster ? slotTagged(teamId, layout) : teamId}:${day}`,
+    /** The teams that have any usage recorded. */
+    usageTeamIds: `${namespace}:usage:teams`,
     /** Marks a request whose usage was recorded, so a re-run job cannot count twice. */
     usageRecorded: (requestId: string, keyId: string) =>
       cluster

@@ -76,25 +76,51 @@ export interface UsageCounts {
   prompt_tokens: number;
   completion_tokens: number;
   images: number;
+  /** What it cost in the report's `currency` (exact: summed in micro-units); 0 for models without pricing. */
+  cost: number;
 }
 
+/** What `/admin/usage` can group by (`group_by`); the default is key, model and day. */
+export const USAGE_GROUPS = ['team', 'key', 'model', 'day'] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+/**
+ * One group's usage. A field of a dimension that is not grouped by is null; grouping by key splits a key's
+ * row by the team its usage was recorded under (a key that changed teams has a row per team).
+ */
 export interface UsageRow extends UsageCounts {
+  key_id: string | null;
+  /** The team the key was in when its requests were admitted; null for a key in no team. */
+  team_id: string | null;
+  date: string | null;
+  model: string | null;
+  /** The part of the row's counts made by batch lines (included in them). */
+  batch: UsageCounts;
+}
+
+/** A row of the default grouping (key, model and day): those fields are always set. */
+export interface KeyUsageRow extends UsageRow {
   key_id: string;
   date: string;
   model: string;
-  /** The part of the row's counts made by batch lines (included in them). */
-  batch: UsageCounts;
 }
 
 export interface UsageTotals extends UsageCounts {
   batch: UsageCounts;
 }
 
-export interface UsageReport {
+export interface UsageReport<Row extends UsageRow = UsageRow> {
   object: 'usage';
   from: string;
   to: string;
   key: string | null;
-  data: UsageRow[];
+  team: string | null;
+  group_by: UsageGroup[];
+  /** The catalog's currency the costs are in; null when no model has pricing. */
+  currency: string | null;
+  data: Row[];
   totals: UsageTotals;
 }
+
+/** A report of the default grouping (what the console asks for). */
+export type KeyUsageReport = UsageReport<KeyUsageRow>;

@@ -10,6 +10,11 @@ export async function currencyFor(
   directory: ModelDirectory,
 ): Promise<string | null> {
   if (body.budget?.spend === undefined || body.budget.spend === null) return null;
+  return catalogCurrency(directory);
+}
+
+/** The currency the catalog's prices (and so every recorded cost) are in; null when no model has pricing. */
+export async function catalogCurrency(directory: ModelDirectory): Promise<string | null> {
   const models = await directory.listModels();
   return models.find((model) => model.pricing)?.pricing?.currency ?? null;
 }

@@ -385,6 +385,11 @@ const usageCounters = {
   prompt_tokens: integer('Prompt tokens.'),
   completion_tokens: integer('Completion tokens.'),
   images: integer('Images generated.'),
+  cost: {
+    type: 'number',
+    description:
+      "What it cost in the report's `currency`, summed exactly in micro-units (0 without pricing).",
+  },
 } as const;
 
 const batchUsage = objectSchema(
@@ -392,21 +397,34 @@ const batchUsage = objectSchema(
   usageCounters,
 );
 
-const usageRow = objectSchema('Usage of one key and model on one UTC day.', {
-  key_id: string('The key.'),
-  date: { type: 'string', format: 'date', description: 'The UTC day.' },
-  model: string('The model.'),
-  ...usageCounters,
-  batch: batchUsage,
-});
+const nullableString = (description: string) => ({ type: ['string', 'null'], description }) as const;
+
+const usageRow = objectSchema(
+  'Usage of one group (by default one key and model on one UTC day); the fields of what is not grouped by are null.',
+  {
+    key_id: nullableString('The key.'),
+    team_id: nullableString('The team the key was in when its requests were admitted; null: none.'),
+    date: { type: ['string', 'null'], format: 'date', description: 'The UTC day.' },
+    model: nullableString('The model.'),
+    ...usageCounters,
+    batch: batchUsage,
+  },
+);
 
 const usageTotals = objectSchema('Sums over the rows.', { ...usageCounters, batch: batchUsage });
 
-const usageReport = objectSchema('Usage per key, model and UTC day.', {
+const usageReport = objectSchema('Usage and cost per team, key, model and UTC day.', {
   object: { const: 'usage' },
   from: { type: 'string', format: 'date' },
   to: { type: 'string', format: 'date' },
-  key: { type: ['string', 'null'], description: 'The key asked for; null: all keys.' },
+  key: nullableString('The key asked for; null: all keys.'),
+  team: nullableString("The team asked for (a team admin token's own); null: all teams and none."),
+  group_by: {
+    type: 'array',
+    items: { enum: ['team', 'key', 'model', 'day'] },
+    description: 'What the rows are grouped by.',
+  },
+  currency: nullableString("The catalog's currency the costs are in; null when no model has pricing."),
   data: { type: 'array', items: ref('UsageRow') },
   totals: ref('UsageTotals'),
 });

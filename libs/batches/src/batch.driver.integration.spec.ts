@@ -305,7 +305,7 @@ describe('BatchDriver (real Redis)', () => {
       from: today,
       to: today,
     });
-    const once = { requests: 20, prompt_tokens: 60, completion_tokens: 100, images: 0 };
+    const once = { requests: 20, prompt_tokens: 60, completion_tokens: 100, images: 0, cost: 0 };
     expect(usage.totals).toEqual({ ...once, batch: once });
   });
 

@@ -60,3 +60,20 @@ describe('UsageReporter with prices', () => {
     expect(recorded).toEqual([{ ...amounts, cost: 3000 }, { ...amounts, cost: 1500 }, amounts]);
   });
 });
+
+describe('UsageReporter counting for the metrics', () => {
+  it("tells of a request's usage once: not when the record was a repeat", async () => {
+    const firsts = [true, false];
+    const recorder = { record: () => Promise.resolve(firsts.shift()) } as unknown as UsageRecorder;
+    const logger = { log: () => undefined, error: () => undefined, warn: () => undefined };
+    const counted: unknown[] = [];
+    const usage = new UsageReporter(recorder, logger, 1000, null, (subject, amounts) =>
+      counted.push([subject.teamId, amounts]),
+    );
+    const amounts = { promptTokens: 2, completionTokens: 3, images: 0 };
+    const subject = { requestId: 'r1', keyId: 'key_1', model: 'm', teamId: 'team_1' };
+    await usage.report(subject, amounts);
+    await usage.report(subject, amounts);
+    expect(counted).toEqual([['team_1', amounts]]);
+  });
+});

@@ -22,6 +22,8 @@ export class UsageReporter {
       kind: ModelKind;
       of: (model: string) => ModelPricing | undefined;
     } | null = null,
+    /** Told of each request's usage the first time it is recorded (the accounting metrics). */
+    private readonly counted: ((subject: UsageSubject, amounts: UsageAmounts) => void) | null = null,
   ) {}
 
   async report(subject: UsageSubject & { priority?: number }, amounts: UsageAmounts): Promise<void> {
@@ -33,7 +35,8 @@ export class UsageReporter {
         ? { ...amounts, cost: usageCostOf(this.pricing.kind, pricing, amounts, batch) }
         : amounts;
     try {
-      await retryThroughFailover(() => this.recorder.record(subject, priced), this.retryMs);
+      const recorded = await retryThroughFailover(() => this.recorder.record(subject, priced), this.retryMs);
+      if (recorded) this.counted?.(subject, priced);
     } catch (error) {
       this.logger.error({
         msg: `usage of request ${subject.requestId} not recorded: ${String(error)}`,

@@ -132,14 +132,23 @@ const jobProviders: Provider[] = [
       kind: ModelKind,
       logger: LoggerService,
       catalog: Catalog,
+      metrics: WorkerMetrics,
     ) => {
       const prices = new Map(catalog.models.map((model) => [model.id, model.pricing]));
-      return new UsageReporter(new UsageRecorder(publisher, config.namespace, kind), logger, undefined, {
-        kind,
-        of: (model) => prices.get(model),
-      });
+      return new UsageReporter(
+        new UsageRecorder(publisher, config.namespace, kind),
+        logger,
+        undefined,
+        { kind, of: (model) => prices.get(model) },
+        (subject, amounts) =>
+          metrics.usageRecorded(subject.model, subject.teamId, {
+            promptTokens: amounts.promptTokens,
+            completionTokens: amounts.completionTokens,
+            costMicros: amounts.cost ?? 0,
+          }),
+      );
     },
-    inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_KIND, WORKER_LOGGER, WORKER_CATALOG],
+    inject: [PUBLISHER_CONNECTION, WorkerConfig, WORKER_KIND, WORKER_LOGGER, WORKER_CATALOG, WorkerMetrics],
   },
   ChatJobProcessor,
   ImageJobProcessor,

@@ -8,8 +8,8 @@ export type {
   ApiKeyView,
   CreatedKey,
   PriorityTier as Priority,
-  UsageReport,
-  UsageRow,
+  KeyUsageReport as UsageReport,
+  KeyUsageRow as UsageRow,
 } from '../../../../libs/access/src/admin-api.types';
 export type { ModelStatus, ModelStatusList } from '../../../../libs/contracts/src/admin/model-status.types';
 

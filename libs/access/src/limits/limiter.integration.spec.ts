@@ -352,7 +352,7 @@ describe('Limiter (real Redis)', () => {
   });
 
   describe('usage', () => {
-    const NO_USAGE = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0 };
+    const NO_USAGE = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0, cost: 0 };
 
     it('adds exactly every recorded request, per model and day, under concurrency', async () => {
       const keyId = `key_${randomBytes(12).toString('hex')}`;
@@ -378,27 +378,32 @@ describe('Limiter (real Redis)', () => {
         prompt_tokens: 1225,
         completion_tokens: 2450,
         images: 0,
+        cost: 0,
         batch: NO_USAGE,
       });
       expect(report.data).toEqual([
         {
           key_id: keyId,
+          team_id: null,
           date: '2025-01-15',
           model: 'even',
           requests: 25,
           prompt_tokens: sum(false).reduce((a, b) => a + b, 0),
           completion_tokens: 2 * sum(false).reduce((a, b) => a + b, 0),
           images: 0,
+          cost: 0,
           batch: NO_USAGE,
         },
         {
           key_id: keyId,
+          team_id: null,
           date: '2025-01-15',
           model: 'odd',
           requests: 25,
           prompt_tokens: sum(true).reduce((a, b) => a + b, 0),
           completion_tokens: 2 * sum(true).reduce((a, b) => a + b, 0),
           images: 0,
+          cost: 0,
           batch: NO_USAGE,
         },
       ]);
@@ -427,16 +432,18 @@ describe('Limiter (real Redis)', () => {
         from: '2025-01-15',
         to: '2025-01-15',
       });
-      const one = { requests: 1, prompt_tokens: 7, completion_tokens: 11, images: 0 };
+      const one = { requests: 1, prompt_tokens: 7, completion_tokens: 11, images: 0, cost: 0 };
       expect(report.data).toEqual([
         {
           key_id: keyId,
+          team_id: null,
           date: '2025-01-15',
           model: 'm',
           requests: 2,
           prompt_tokens: 14,
           completion_tokens: 22,
           images: 0,
+          cost: 0,
           batch: one,
         },
       ]);
@@ -445,8 +452,66 @@ describe('Limiter (real Redis)', () => {
         prompt_tokens: 14,
         completion_tokens: 22,
         images: 0,
+        cost: 0,
         batch: one,
       });
+    });
+
+    it('keeps each day under the team the key had, with its cost, grouped as asked', async () => {
+      const keyId = `key_${randomBytes(12).toString('hex')}`;
+      const teamA = `team_${randomBytes(12).toString('hex')}`;
+      const teamB = `team_${randomBytes(12).toString('hex')}`;
+      const day = Date.UTC(2025, 0, 15, 12);
+      const record = (n: number, teamId: string | undefined, cost: number, batchLine?: string) =>
+        recorder.record(
+          { requestId: `req_team${keyId.slice(4, 14)}${n}`, model: 'm', keyId, teamId, batchLine },
+          { promptTokens: 10, completionTokens: 5, images: 0, cost },
+          day + n,
+        );
+      // Two requests in no team, one in team A (a batch line), then the key moves to team B for two more.
+      await record(1, undefined, 1);
+      await record(2, undefined, 2);
+      await record(3, teamA, 1_000_003, `batch_${randomBytes(12).toString('hex')}:${'a'.repeat(32)}`);
+      await record(4, teamB, 250_000);
+      await record(5, teamB, 250_000);
+      const reader = new UsageReader(redis, namespace);
+      const range = { key: keyId, from: '2025-01-15', to: '2025-01-15' };
+      const report = await reader.report(range, 'USD');
+      expect(report).toMatchObject({ currency: 'USD', team: null, group_by: ['key', 'model', 'day'] });
+      const counts = (requests: number, cost: number) => ({
+        requests,
+        prompt_tokens: 10 * requests,
+        completion_tokens: 5 * requests,
+        images: 0,
+        cost,
+      });
+      const row = (team: string | null, requests: number, cost: number, batch = NO_USAGE) => ({
+        key_id: keyId,
+        team_id: team,
+        date: '2025-01-15',
+        model: 'm',
+        ...counts(requests, cost),
+        batch,
+      });
+      expect(report.data).toEqual(
+        [row(teamA, 1, 1.000003, counts(1, 1.000003)), row(teamB, 2, 0.5), row(null, 2, 0.000003)].sort(
+          (a, b) => (a.team_id ?? '').localeCompare(b.team_id ?? ''),
+        ),
+      );
+      expect(report.totals).toEqual({ ...counts(5, 1.500006), batch: counts(1, 1.000003) });
+
+      const byTeam = await reader.report({ ...range, team: teamB, group_by: 'team,day' }, 'USD');
+      expect(byTeam.data).toEqual([{ ...row(teamB, 2, 0.5), key_id: null, model: null }]);
+      const byModel = await reader.report({ ...range, group_by: 'model' }, 'USD');
+      expect(byModel.data).toEqual([
+        { ...row(null, 5, 1.500006, counts(1, 1.000003)), key_id: null, date: null },
+      ]);
+      await expect(reader.report({ group_by: 'key,week' })).rejects.toMatchObject({
+        status: 400,
+        param: 'group_by',
+      });
+      await expect(reader.report({ group_by: 'key,key' })).rejects.toMatchObject({ param: 'group_by' });
+      await expect(reader.report({ team: 'nope' })).rejects.toMatchObject({ status: 400, param: 'team' });
     });
 
     it('refuses malformed ranges', async () => {

@@ -54,17 +54,21 @@ function budgetHeaders(budgets: readonly BudgetState[], headers: Record<string, 
   let used = 0;
   let soft = false;
   for (const budget of budgets) {
-    const { limits } = budget;
-    const shares = [
-      limits.spend === null ? 0 : budget.spent / Math.max(1, limits.spend),
-      limits.tokens === null ? 0 : budget.tokensUsed / limits.tokens,
-    ];
-    const share = Math.max(...shares);
+    const share = budgetShareOf(budget);
     used = Math.max(used, share);
-    if (share >= limits.softThreshold) soft = true;
+    if (share >= budget.limits.softThreshold) soft = true;
   }
   headers['x-ratelimit-budget-used'] = `${Math.min(100, Math.floor(used * 100))}%`;
   if (soft) headers['x-ratelimit-budget-warning'] = 'soft-threshold';
+}
+
+/** The share of a budget used, its higher of spend and tokens (reservations included; past 1 when over). */
+export function budgetShareOf(budget: BudgetState): number {
+  const { limits } = budget;
+  return Math.max(
+    limits.spend === null ? 0 : budget.spent / Math.max(1, limits.spend),
+    limits.tokens === null ? 0 : budget.tokensUsed / limits.tokens,
+  );
 }
 
 /** Whole seconds for `Retry-After`, never 0 (a client retrying at once would only be refused again). */

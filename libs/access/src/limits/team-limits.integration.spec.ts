@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { queueNameFor } from '@mgw/contracts';
 import type { Principal } from '../principal';
 import type { TeamLimits } from '../teams/team.record';
+import { UsageReader } from '../usage/usage.reader';
 import { UsageRecorder } from '../usage/usage.recorder';
 import { clusterLayout } from './cluster-layout.fixture';
 import { Limiter, type AdmissionDecision, type AdmissionRequest, type Ticket } from './limiter';
@@ -178,6 +179,32 @@ describe.each([
     expect(await recorder.record(subject, amounts, T0 + 300)).toBe(false);
     const after = await admit(two, T0 + 400, { tokenEstimate: 30 });
     expect(after).toMatchObject({ admitted: true, state: { tpm: 100, tokensUsed: 50 } });
+  });
+
+  it("counts a key's usage in its team's day once, which a team's usage report reads alone", async () => {
+    const shared = team({});
+    const one = key(shared);
+    const subject = { requestId: `req_team_day_${cluster ? 'c' : 'n'}`, model: 'm', keyId: one.keyId };
+    const amounts = { promptTokens: 7, completionTokens: 13, images: 0, cost: 1234 };
+    expect(await recorder.record({ ...subject, teamId: shared.id }, amounts, T0)).toBe(true);
+    expect(await recorder.record({ ...subject, teamId: shared.id }, amounts, T0 + 1)).toBe(false);
+    const day = new Date(T0).toISOString().slice(0, 10);
+    const report = await new UsageReader(redis, namespace).report(
+      { team: shared.id, from: day, to: day, group_by: 'team,key' },
+      'EUR',
+    );
+    const counts = { requests: 1, prompt_tokens: 7, completion_tokens: 13, images: 0, cost: 0.001234 };
+    expect(report.data).toEqual([
+      {
+        key_id: one.keyId,
+        team_id: shared.id,
+        date: null,
+        model: null,
+        ...counts,
+        batch: expect.any(Object),
+      },
+    ]);
+    expect(report).toMatchObject({ currency: 'EUR', team: shared.id, totals: counts });
   });
 
   it("counts a stored read against the team's rpm too, and checks without counting", async () => {

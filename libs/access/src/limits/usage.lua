@@ -3,15 +3,18 @@
 --       6 now ms (0 = Redis time), 7 usage retention ms, 8 '1' for a batch's line (counted in the model's
 --       counters and again in its `batch_` ones, so batch usage reads apart from the rest), 9 cost
 --       (micro-units), 10 request id, 11 and 12 the key's and the team's budget hash's index in KEYS (0 or
---       absent = none: nothing more is read)
+--       absent = none: nothing more is read), 13 the key's team id (absent = none)
 --- @include "@mgw/redis/now"
 --- @include "reconcile"
 --- @include "budget"
+--- @include "team-usage"
 local now = clock(ARGV[6])
 local sec = math.floor(now / 1000)
 
--- `teamReservationKey` and `teamTpmKey` (both or neither) reconcile the key's team's TPM window as well.
-local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpmKey, teamReservationKey, teamTpmKey)
+-- `teamReservationKey` and `teamTpmKey` (both or neither) reconcile the key's team's TPM window as well;
+-- `teamUsageKey` and `teamIdsKey` (both or neither, with ARGV 13) count the usage in its team's day too.
+local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpmKey, teamReservationKey, teamTpmKey,
+                           teamUsageKey, teamIdsKey)
   if not redis.call('SET', recordedKey, '1', 'NX', 'PX', 86400000) then return false end
   local prompt, completion, images = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   if ARGV[1] ~= '' then
@@ -26,12 +29,20 @@ local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpm
       redis.call('HINCRBY', usageKey, m .. 'batch_completion_tokens', completion)
       redis.call('HINCRBY', usageKey, m .. 'batch_images', images)
     end
-    if tonumber(ARGV[9] or '0') > 0 then redis.call('HINCRBY', usageKey, m .. 'cost', ARGV[9]) end
+    local cost = tonumber(ARGV[9] or '0')
+    if cost > 0 then
+      redis.call('HINCRBY', usageKey, m .. 'cost', cost)
+      if ARGV[8] == '1' then redis.call('HINCRBY', usageKey, m .. 'batch_cost', cost) end
+    end
     redis.call('PEXPIRE', usageKey, tonumber(ARGV[7]))
     if keyIdsKey then redis.call('SADD', keyIdsKey, ARGV[1]) end
+    if teamUsageKey then
+      countTeamUsage(teamUsageKey, ARGV[1], ARGV[2], prompt, completion, images, cost, ARGV[8] == '1',
+        tonumber(ARGV[7]))
+      redis.call('SADD', teamIdsKey, ARGV[13])
+    end
     reconcile(reservationKey, tpmKey, prompt + completion)
     if teamTpmKey then reconcile(teamReservationKey, teamTpmKey, prompt + completion) end
-    local cost = tonumber(ARGV[9] or '0')
     for _, at in ipairs({ tonumber(ARGV[11] or '0'), tonumber(ARGV[12] or '0') }) do
       if at > 0 then settleBudget(KEYS[at], ARGV[10], cost, prompt + completion) end
     end

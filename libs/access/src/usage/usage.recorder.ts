@@ -44,10 +44,14 @@ const USAGE_RETENTION_MS = 400 * 24 * 3600 * 1000;
  * The worker's side of accounting: what a job generated, counted once, atomically, when it ends — whether
  * or not its client was still there to receive it.
  *
+ * A key in a team counts its usage in the team's day as well (`team-usage.lua`), under the team it had at
+ * admission, so `/admin/usage` reads each team's history as it was.
+ *
  * On a Cluster the once-only marker, the key's counters and its TPM reconciliation stay one script in the
- * key's slot; the key ids index, the model's served count (a rate estimate) and the team's TPM
- * reconciliation (in the team's slot) follow it only when it counted, so a repeat still counts nothing. A
- * worker lost between the two leaves the team's estimate standing until its minute window passes.
+ * key's slot; the key and team ids indexes, the model's served count (a rate estimate) and the team's TPM
+ * reconciliation and day of usage (in the team's slot) follow it only when it counted, so a repeat still
+ * counts nothing. A worker lost between the two leaves the team's estimate standing until its minute window
+ * passes, and its day without that request.
  */
 export class UsageRecorder {
   private readonly names: AccessNames;
@@ -77,12 +81,13 @@ export class UsageRecorder {
     const prompt = Math.max(0, Math.round(amounts.promptTokens));
     const completion = Math.max(0, Math.round(amounts.completionTokens));
     const cost = Math.max(0, Math.round(amounts.cost ?? 0));
+    const images = Math.max(0, Math.round(amounts.images));
     const args: (string | number)[] = [
       keyId,
       subject.model,
       prompt,
       completion,
-      Math.max(0, Math.round(amounts.images)),
+      images,
       now,
       USAGE_RETENTION_MS,
       subject.batchLine === undefined ? '' : '1',
@@ -92,14 +97,16 @@ export class UsageRecorder {
     const team = teamId
       ? [this.names.teamReservation(subject.requestId, teamId), this.names.teamTpm(teamId)]
       : [];
-    // A request without a budget reads no budget hash (ARGV 10-12 left out).
+    const teamUsage = teamId ? this.names.teamUsage(teamId, day) : null;
+    // A request without a budget reads no budget hash (ARGV 11-12 are 0).
     const keyBudget = keyId !== '' && subject.budgeted === true ? this.names.budget(keyId) : null;
     const teamBudget = teamId && subject.teamBudgeted === true ? this.names.teamBudget(teamId) : null;
     if (!this.cluster) {
       const keys = [recorded, usage, this.names.usageKeyIds, reservation, tpm, served, ...team];
-      if (keyBudget || teamBudget) {
+      if (teamUsage) keys.push(teamUsage, this.names.usageTeamIds);
+      if (keyBudget || teamBudget || teamId) {
         const at = (hash: string | null) => (hash ? keys.push(hash) : 0);
-        args.push(subject.requestId, at(keyBudget), at(teamBudget));
+        args.push(subject.requestId, at(keyBudget), at(teamBudget), teamId ?? '');
       }
       return (await RECORD_USAGE_SCRIPT.run(this.redis, keys, args)) === 1;
     }
@@ -108,13 +115,28 @@ export class UsageRecorder {
     if ((await RECORD_KEY_USAGE_SCRIPT.run(this.redis, keyKeys, keyArgs)) !== 1) {
       return false;
     }
-    const settleTeam = teamBudget ? [...team, teamBudget] : team;
     await Promise.all([
       keyId === '' ? null : this.redis.sadd(this.names.usageKeyIds, keyId),
       COUNT_SERVED_SCRIPT.run(this.redis, [served], args),
-      team.length === 0
+      teamId === undefined ? null : this.redis.sadd(this.names.usageTeamIds, teamId),
+      teamId === undefined
         ? null
-        : RECONCILE_TEAM_SCRIPT.run(this.redis, settleTeam, [prompt + completion, cost, subject.requestId]),
+        : RECONCILE_TEAM_SCRIPT.run(
+            this.redis,
+            [...team, teamUsage!, ...(teamBudget ? [teamBudget] : [])],
+            [
+              prompt + completion,
+              cost,
+              subject.requestId,
+              keyId,
+              subject.model,
+              prompt,
+              completion,
+              images,
+              args[7]!,
+              USAGE_RETENTION_MS,
+            ],
+          ),
     ]);
     return true;
   }

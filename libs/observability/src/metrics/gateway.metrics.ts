@@ -16,6 +16,8 @@ import { createMetricsRegistry, type MetricsOptions } from './metrics-registry';
 
 /** Distinct model label values before newcomers are counted as `other` (the registry lists the models). */
 const MAX_MODEL_LABELS = 100;
+/** Teams are created by an operator, so their label is bounded; past this many the rest count as `other`. */
+const MAX_TEAM_LABELS = 1000;
 
 const seconds = (fromMs: number, toMs: number) => Math.max(0, toMs - fromMs) / 1000;
 
@@ -107,6 +109,10 @@ export class GatewayMetrics {
   readonly fallbacks: Counter<'from' | 'to' | 'reason'>;
   readonly hostedToolsDropped: Counter<'type'>;
   readonly schedulerRefusals: Counter<'model' | 'reason'>;
+  /** Teams' budgets as admission last saw them (never per key: keys are not labels). */
+  readonly budgetUsedRatio: Gauge<'team'>;
+  readonly budgetSoftThreshold: Counter<'team' | 'holder'>;
+  private readonly teams = BoundedLabel.capped(MAX_TEAM_LABELS);
   private readonly models = BoundedLabel.capped(MAX_MODEL_LABELS);
   /** Requests whose response has not finished yet, by request id. */
   private readonly open = new Map<string, HttpRecord>();
@@ -197,6 +203,32 @@ export class GatewayMetrics {
       labelNames: ['model', 'reason'],
       registers,
     });
+    this.budgetUsedRatio = new Gauge({
+      name: GATEWAY_METRICS.budgetUsedRatio,
+      help:
+        "The share of a team's budget used (its highest of spend and tokens, reservations in flight " +
+        'included, 0 to 1 and past it), as its last admission on this gateway saw it.',
+      labelNames: ['team'],
+      registers,
+    });
+    this.budgetSoftThreshold = new Counter({
+      name: GATEWAY_METRICS.budgetSoftThreshold,
+      help:
+        "Requests admitted or refused past a budget's soft threshold, by team (`none`: a team-less key) " +
+        "and holder (key: the key's own budget, team: its team's).",
+      labelNames: ['team', 'holder'],
+      registers,
+    });
+  }
+
+  /**
+   * A budget as an admission left it: `used` its share used (0 to 1, and past it), `soft` whether that passed
+   * its soft threshold. A team's share is a gauge; a key's own budget counts only past its threshold.
+   */
+  budgetSeen(teamId: string | null, holder: 'key' | 'team', used: number, soft: boolean): void {
+    const team = teamId === null ? 'none' : this.teams.of(teamId);
+    if (holder === 'team') this.budgetUsedRatio.set({ team }, used);
+    if (soft) this.budgetSoftThreshold.inc({ team, holder });
   }
 
   modelLabel(model: string): string {

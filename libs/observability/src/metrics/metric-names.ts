@@ -20,6 +20,8 @@ export const GATEWAY_METRICS = {
   batchLinesWaiting: 'gateway_batch_lines_waiting',
   batchOldestAge: 'gateway_batch_oldest_age_seconds',
   batchDuration: 'gateway_batch_duration_seconds',
+  budgetUsedRatio: 'gateway_budget_used_ratio',
+  budgetSoftThreshold: 'gateway_budget_soft_threshold_requests_total',
 } as const;
 
 export const WORKER_METRICS = {
@@ -40,6 +42,8 @@ export const WORKER_METRICS = {
   embeddingBatchInputs: 'worker_embedding_batch_inputs',
   embeddingInputs: 'worker_embedding_inputs_total',
   embeddingQueueWait: 'worker_embedding_queue_wait_seconds',
+  usageTokens: 'worker_usage_tokens_total',
+  usageCost: 'worker_usage_cost_total',
 } as const;
 
 /**

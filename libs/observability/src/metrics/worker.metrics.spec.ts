@@ -23,6 +23,19 @@ describe('WorkerMetrics', () => {
     expect(jobs.every((v) => v.value === 0)).toBe(true);
   });
 
+  it('counts usage by model and team, never by key, with `none` for no team', async () => {
+    metrics.usageRecorded('sim-chat', 'team_a', { promptTokens: 5, completionTokens: 7, costMicros: 1_500 });
+    metrics.usageRecorded('sim-chat', undefined, { promptTokens: 1, completionTokens: 2, costMicros: 0 });
+    const tokens = await valuesOf('worker_usage_tokens_total');
+    const of = (team: string, kind: string) =>
+      tokens.find((v) => v.labels.team === team && v.labels.kind === kind && v.labels.model === 'sim-chat')
+        ?.value;
+    expect([of('team_a', 'prompt'), of('team_a', 'completion'), of('none', 'prompt')]).toEqual([5, 7, 1]);
+    const cost = await valuesOf('worker_usage_cost_total');
+    expect(cost.find((v) => v.labels.team === 'team_a')!.value).toBeCloseTo(0.0015, 10);
+    expect(Object.keys(cost[0]!.labels).sort()).toEqual(['model', 'team']);
+  });
+
   it('counts a job once with its outcome, its duration and the active gauge', async () => {
     const finish = metrics.jobStarted('sim-chat');
     expect((await valuesOf('worker_active_jobs')).find((v) => v.labels.model === 'sim-chat')!.value).toBe(1);

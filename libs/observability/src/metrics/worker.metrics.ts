@@ -20,6 +20,11 @@ export interface SentReply {
   count?: number;
 }
 
+/** The `team` label of usage without a team (a key in none, or no key). */
+export const NO_TEAM_LABEL = 'none';
+/** Teams are created by an operator, so their label is bounded; past this many the rest count as `other`. */
+const MAX_TEAM_LABELS = 1000;
+
 /** `gen_ai.operation.name` by model kind (the conventions have no image operation of their own). */
 const GEN_AI_OPERATION_OF = { chat: 'chat', embedding: 'embeddings', image: 'generate_content' } as const;
 
@@ -45,7 +50,11 @@ export class WorkerMetrics {
   readonly embeddingQueueWait: Histogram<'model'>;
   /** The GenAI semantic conventions' metrics of the generations and embeddings served. */
   readonly genAi: GenAiMetrics;
+  /** Usage as recorded for accounting, once per request, by the team it counted under (never the key). */
+  readonly usageTokens: Counter<'model' | 'team' | 'kind'>;
+  readonly usageCost: Counter<'model' | 'team'>;
   private readonly models: BoundedLabel;
+  private readonly teams = BoundedLabel.capped(MAX_TEAM_LABELS);
   private readonly operations: Map<string, string>;
 
   constructor(
@@ -117,6 +126,20 @@ export class WorkerMetrics {
       buckets: LATENCY_BUCKETS_SECONDS,
       registers,
     });
+    this.usageTokens = new Counter({
+      name: WORKER_METRICS.usageTokens,
+      help:
+        'Tokens recorded for accounting (once per request, as /admin/usage counts them), by model, team ' +
+        '(`none`: no team) and kind (prompt, completion).',
+      labelNames: ['model', 'team', 'kind'],
+      registers,
+    });
+    this.usageCost = new Counter({
+      name: WORKER_METRICS.usageCost,
+      help: "Cost recorded for accounting, in the catalog's currency, by model and team (`none`: no team).",
+      labelNames: ['model', 'team'],
+      registers,
+    });
     // Every served model's series exist from the start, so rates and dashboards work before traffic.
     for (const { id, kind } of served) {
       for (const outcome of JOB_OUTCOMES) this.jobs.inc({ model: id, outcome }, 0);
@@ -130,7 +153,23 @@ export class WorkerMetrics {
         this.images.inc({ model: id }, 0);
       }
       this.activeJobs.set({ model: id }, 0);
+      this.usageCost.inc({ model: id, team: NO_TEAM_LABEL }, 0);
+      for (const kind of ['prompt', 'completion']) {
+        this.usageTokens.inc({ model: id, team: NO_TEAM_LABEL, kind }, 0);
+      }
     }
+  }
+
+  /** A request's usage, counted for accounting once (its first record), with its cost in micro-units. */
+  usageRecorded(
+    model: string,
+    teamId: string | undefined,
+    usage: { promptTokens: number; completionTokens: number; costMicros: number },
+  ): void {
+    const labels = { model: this.models.of(model), team: teamId ? this.teams.of(teamId) : NO_TEAM_LABEL };
+    this.usageTokens.inc({ ...labels, kind: 'prompt' }, usage.promptTokens);
+    this.usageTokens.inc({ ...labels, kind: 'completion' }, usage.completionTokens);
+    if (usage.costMicros > 0) this.usageCost.inc(labels, usage.costMicros / 1_000_000);
   }
 
   /** A job was taken; call the returned function once with its outcome. */

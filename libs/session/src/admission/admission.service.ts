@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import {
   jobPriorityOf,
+  budgetShareOf,
   Limiter,
   maxCostOf,
   rateLimitHeaders,
@@ -96,6 +97,15 @@ export class AdmissionService implements OnApplicationShutdown {
     images?: ImageOrder,
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
+    // A chat request of no tokens only counts its prompt (`count_tokens`): it is free, so it neither reserves
+    // against a budget (its job records no usage that would settle it) nor is refused by a spent one.
+    if (kind === 'chat' && tokenEstimate === 0 && (principal.budget || principal.team?.budget)) {
+      principal = {
+        ...principal,
+        budget: null,
+        team: principal.team ? { ...principal.team, budget: null } : principal.team,
+      };
+    }
     const team = principal.team ?? null;
     // Only a key or team with a budget reserves anything against one (and reads its budget at all).
     const budget =
@@ -118,6 +128,10 @@ export class AdmissionService implements OnApplicationShutdown {
       budget,
     );
     const headers = rateLimitHeaders(decision.state);
+    for (const seen of decision.state.budgets ?? []) {
+      const used = budgetShareOf(seen);
+      this.metrics.budgetSeen(team?.id ?? null, seen.holder, used, used >= seen.limits.softThreshold);
+    }
     if (!decision.admitted) throw this.refusal(decision, model.id, maxQueueDepth, tokenEstimate, headers);
     return this.admitted(decision.ticket, principal, headers);
   }
