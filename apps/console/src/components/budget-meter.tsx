@@ -42,16 +42,9 @@ export function BudgetMeter({ uses, period, currency }: Props) {
             <span class="budget-state">{STATE_NAMES[use.state]}</span>
           </div>
           <svg width="100%" height="14" viewBox="0 0 100 14" preserveAspectRatio="none" aria-hidden="true">
-            <rect class="meter-track" x="0" y="2" width="100" height="10" rx="2" />
+            <rect class="meter-track" x="0" y="2" width="100" height="10" />
             {use.share !== null && (
-              <rect
-                class="meter-used"
-                x="0"
-                y="2"
-                width={Math.min(100, use.share * 100)}
-                height="10"
-                rx="2"
-              />
+              <rect class="meter-used" x="0" y="2" width={Math.min(100, use.share * 100)} height="10" />
             )}
             <line
               class="meter-threshold"

@@ -39,29 +39,31 @@ export function KeysView({ adminToken, actor, active, onUseKey }: Props) {
   const call = async <T,>(path: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', body?: unknown) =>
     requestJson<T>(path, { token: adminToken, method, body });
 
-  const reload = async () => {
+  /** Reads the lists again; answers its error (shown after an action's own, never over it). */
+  const reload = async (): Promise<string | null> => {
     try {
       const list = await call<{ data: ApiKeyView[] }>('/admin/keys', 'GET');
       setKeys(list.data.sort((a, b) => b.created_at - a.created_at));
       setTeams(await teamsFor(actor, adminToken));
-      setError(null);
+      return null;
     } catch (e) {
-      setError(describeError(e));
+      return describeError(e);
     }
   };
 
   useEffect(() => {
-    if (adminToken && active) void reload();
+    if (adminToken && active) void reload().then(setError);
   }, [adminToken, active, actor]);
 
   const act = async (work: () => Promise<unknown>) => {
+    let failure: string | null = null;
     try {
       await work();
-      setError(null);
     } catch (e) {
-      setError(describeError(e));
+      failure = describeError(e);
     }
-    await reload();
+    const reloadFailure = await reload();
+    setError(failure ?? reloadFailure);
   };
 
   const create = () =>

@@ -40,7 +40,8 @@ export function TeamsView({ adminToken, actor, active }: Props) {
   const call = async <T,>(path: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', body?: unknown) =>
     requestJson<T>(path, { token: adminToken, method, body });
 
-  const reload = async () => {
+  /** Reads the lists again; answers its error (shown after an action's own, never over it). */
+  const reload = async (): Promise<string | null> => {
     try {
       const [list, keyList] = await Promise.all([
         actor.kind === 'team'
@@ -54,24 +55,25 @@ export function TeamsView({ adminToken, actor, active }: Props) {
       setKeys(keyList);
       // A team's own operator lands on its spend.
       if (actor.kind === 'team') setSelected(actor.teamId);
-      setError(null);
+      return null;
     } catch (e) {
-      setError(describeError(e));
+      return describeError(e);
     }
   };
 
   useEffect(() => {
-    if (adminToken && active) void reload();
+    if (adminToken && active) void reload().then(setError);
   }, [adminToken, active, actor]);
 
   const act = async (work: () => Promise<unknown>) => {
+    let failure: string | null = null;
     try {
       await work();
-      setError(null);
     } catch (e) {
-      setError(describeError(e));
+      failure = describeError(e);
     }
-    await reload();
+    const reloadFailure = await reload();
+    setError(failure ?? reloadFailure);
   };
 
   if (!adminToken) return <NeedsCredential what="Admin token" />;
