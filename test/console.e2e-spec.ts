@@ -456,7 +456,7 @@ describe('web console (chromium)', () => {
     // From the top: the skip link, the two credentials and their Show buttons, then the views.
     const focusOrder: string[] = [];
     let focused = '';
-    for (let i = 0; i < 16 && focused !== 'Models'; i++) {
+    for (let i = 0; i < 17 && focused !== 'Models'; i++) {
       await page.keyboard.press('Tab');
       focused = await page.evaluate<string>(
         'document.activeElement?.getAttribute("aria-label") || document.activeElement?.id || document.activeElement?.textContent || ""',
@@ -474,6 +474,7 @@ describe('web console (chromium)', () => {
       'Embeddings',
       'Batches',
       'Keys',
+      'Teams',
       'Usage',
       'Models',
     ]);
@@ -488,7 +489,7 @@ describe('web console (chromium)', () => {
 
   it('fits a 375 px wide screen without horizontal scrolling, in every view', async () => {
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const view of ['Chat', 'Images', 'Batches', 'Keys', 'Usage', 'Models']) {
+    for (const view of ['Chat', 'Images', 'Batches', 'Keys', 'Teams', 'Usage', 'Models']) {
       await nav(view).click();
       await page.waitForTimeout(100);
       const width = await page.evaluate<number>('document.documentElement.scrollWidth');

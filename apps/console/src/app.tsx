@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { CredentialField } from './components/credential-field';
+import { useAdminActor } from './lib/admin-actor.hook';
 import { readCredential, writeCredential, type CredentialName } from './lib/session-credentials.store';
 import { BatchesView } from './views/batches.view';
 import { ChatView } from './views/chat.view';
@@ -7,6 +8,7 @@ import { EmbeddingsView } from './views/embeddings.view';
 import { ImagesView } from './views/images.view';
 import { KeysView } from './views/keys.view';
 import { ModelsView } from './views/models.view';
+import { TeamsView } from './views/teams.view';
 import { UsageView } from './views/usage.view';
 
 const VIEWS = [
@@ -15,11 +17,15 @@ const VIEWS = [
   { id: 'embeddings', label: 'Embeddings' },
   { id: 'batches', label: 'Batches' },
   { id: 'keys', label: 'Keys' },
+  { id: 'teams', label: 'Teams' },
   { id: 'usage', label: 'Usage' },
   { id: 'models', label: 'Models' },
 ] as const;
 
 type ViewId = (typeof VIEWS)[number]['id'];
+
+/** The operator's alone: a team's admin token is refused there (403), so its console does not offer them. */
+const OPERATOR_ONLY: readonly ViewId[] = ['models'];
 
 /** The view named by the URL's fragment (`#keys`); the fragment carries nothing else. */
 function viewOfLocation(): ViewId {
@@ -31,6 +37,8 @@ export function App() {
   const [view, setView] = useState<ViewId>(viewOfLocation);
   const [apiKey, setApiKey] = useState(() => readCredential('apiKey'));
   const [adminToken, setAdminToken] = useState(() => readCredential('adminToken'));
+  const actor = useAdminActor(adminToken);
+  const offered = VIEWS.filter((v) => actor.kind !== 'team' || !OPERATOR_ONLY.includes(v.id));
 
   useEffect(() => {
     const follow = () => setView(viewOfLocation());
@@ -76,13 +84,15 @@ export function App() {
           <CredentialField
             id="admin-token"
             label="Admin token"
-            hint="for Keys, Usage and Models"
+            hint={
+              actor.kind === 'team' ? "a team's: its keys and spend" : 'for Keys, Teams, Usage and Models'
+            }
             value={adminToken}
             onChange={(value) => update('adminToken', value)}
           />
         </form>
         <nav class="tabs" aria-label="Views">
-          {VIEWS.map((v) => (
+          {offered.map((v) => (
             <a key={v.id} href={`#${v.id}`} aria-current={v.id === view ? 'page' : undefined}>
               {v.label}
             </a>
@@ -104,13 +114,25 @@ export function App() {
           <BatchesView apiKey={apiKey} active={view === 'batches'} />
         </div>
         <div hidden={view !== 'keys'}>
-          <KeysView adminToken={adminToken} active={view === 'keys'} onUseKey={useKeyInPlayground} />
+          <KeysView
+            adminToken={adminToken}
+            actor={actor}
+            active={view === 'keys'}
+            onUseKey={useKeyInPlayground}
+          />
+        </div>
+        <div hidden={view !== 'teams'}>
+          <TeamsView adminToken={adminToken} actor={actor} active={view === 'teams'} />
         </div>
         <div hidden={view !== 'usage'}>
-          <UsageView adminToken={adminToken} active={view === 'usage'} />
+          <UsageView adminToken={adminToken} actor={actor} active={view === 'usage'} />
         </div>
         <div hidden={view !== 'models'}>
-          <ModelsView adminToken={adminToken} active={view === 'models'} />
+          {actor.kind === 'team' ? (
+            <p class="notice">Models are the operator's: a team's admin token does not read them.</p>
+          ) : (
+            <ModelsView adminToken={adminToken} active={view === 'models'} />
+          )}
         </div>
       </main>
     </>

@@ -1,21 +1,25 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { UsageRow } from '../lib/admin.types';
+import type { SpendRow } from '../lib/admin.types';
 
-export type UsageMetric = 'requests' | 'tokens' | 'images';
+export type UsageMetric = 'requests' | 'tokens' | 'images' | 'cost';
 
 const PALETTE = ['#3b82f6', '#f59e0b', '#10b981', '#ef4444', '#8b5cf6', '#06b6d4', '#ec4899', '#84cc16'];
 
-export function valueOf(row: UsageRow, metric: UsageMetric): number {
+export function valueOf(row: SpendRow, metric: UsageMetric): number {
   if (metric === 'tokens') return row.prompt_tokens + row.completion_tokens;
+  if (metric === 'cost') return row.cost ?? 0;
   return row[metric];
 }
 
 /** At most this many grid steps above zero. */
 const TICKS = 4;
 
-/** A whole step of 1, 2 or 5 × 10^k such that `TICKS` of them reach `value`: counts get whole ticks. */
-function tickStep(value: number): number {
-  const raw = Math.max(1, value / TICKS);
+/**
+ * A step of 1, 2 or 5 × 10^k such that `TICKS` of them reach `value`: counts get whole ticks, amounts of
+ * money (`fractional`) steps as small as the micro-unit.
+ */
+function tickStep(value: number, fractional: boolean): number {
+  const raw = Math.max(fractional ? 1e-6 : 1, value / TICKS);
   const power = 10 ** Math.floor(Math.log10(raw));
   return ([1, 2, 5, 10].find((step) => step * power >= raw) ?? 10) * power;
 }
@@ -39,15 +43,17 @@ function useWidth(fallback: number): [{ current: HTMLElement | null }, number] {
 
 interface Props {
   days: string[];
-  rows: UsageRow[];
+  rows: SpendRow[];
   metric: UsageMetric;
+  /** The currency of `cost`, named in the chart's description. */
+  currency?: string | null;
 }
 
 /**
  * Usage per day, one bar per day stacked by model: a small SVG drawn here (no chart library). Each segment
  * has a <title> for pointer users; the table under the chart carries the same numbers for everyone.
  */
-export function UsageChart({ days, rows, metric }: Props) {
+export function UsageChart({ days, rows, metric, currency }: Props) {
   const [ref, width] = useWidth(640);
   const models = [...new Set(rows.map((r) => r.model))].sort();
   const color = (model: string) => PALETTE[models.indexOf(model) % PALETTE.length]!;
@@ -59,7 +65,7 @@ export function UsageChart({ days, rows, metric }: Props) {
     return { day, byModel, total: [...byModel.values()].reduce((a, b) => a + b, 0) };
   });
   const highest = Math.max(0, ...perDay.map((d) => d.total));
-  const step = tickStep(highest);
+  const step = tickStep(highest, metric === 'cost');
   const ticks = Math.max(1, Math.ceil(highest / step));
   const top = step * ticks;
   const height = 220;
@@ -72,6 +78,7 @@ export function UsageChart({ days, rows, metric }: Props) {
   // Day labels ("11-23") need about 44 px each.
   const labelEvery = Math.max(1, Math.ceil((days.length * 44) / plotW));
   const grand = perDay.reduce((sum, d) => sum + d.total, 0);
+  const unit = metric === 'cost' ? (currency ?? 'cost') : metric;
   return (
     <figure class="chart" ref={ref}>
       <svg
@@ -79,7 +86,7 @@ export function UsageChart({ days, rows, metric }: Props) {
         height={height}
         viewBox={`0 0 ${width} ${height}`}
         role="img"
-        aria-label={`${metric} per day from ${days[0] ?? ''} to ${days[days.length - 1] ?? ''}: ${grand} in total`}
+        aria-label={`${metric} per day from ${days[0] ?? ''} to ${days[days.length - 1] ?? ''}: ${formatCount(grand)} ${unit} in total`}
       >
         {Array.from({ length: ticks + 1 }, (_, i) => i * step).map((tick) => (
           <g key={tick}>
@@ -106,7 +113,7 @@ export function UsageChart({ days, rows, metric }: Props) {
                     height={y(base) - y(base + value)}
                     fill={color(model)}
                   >
-                    <title>{`${d.day} · ${model}: ${value} ${metric}`}</title>
+                    <title>{`${d.day} · ${model}: ${formatCount(value)} ${unit}`}</title>
                   </rect>
                 );
                 base += value;
@@ -141,5 +148,7 @@ export function UsageChart({ days, rows, metric }: Props) {
 function formatCount(value: number): string {
   if (value >= 1e6) return `${+(value / 1e6).toFixed(1)}M`;
   if (value >= 1e3) return `${+(value / 1e3).toFixed(1)}k`;
-  return String(+value.toFixed(1));
+  if (value >= 1 || value === 0) return String(+value.toFixed(1));
+  // An amount of money below one unit: its significant digits, to the micro-unit.
+  return String(+(+value.toPrecision(2)).toFixed(6));
 }

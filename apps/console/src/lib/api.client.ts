@@ -5,6 +5,8 @@ export class ApiError extends Error {
     message: string,
     readonly code: string | null,
     readonly type: string | null,
+    /** The request field the error names, if any. */
+    readonly param: string | null = null,
   ) {
     super(message);
   }
@@ -17,7 +19,7 @@ export class ApiError extends Error {
 }
 
 interface ErrorBody {
-  error?: { message?: unknown; code?: unknown; type?: unknown };
+  error?: { message?: unknown; code?: unknown; type?: unknown; param?: unknown };
 }
 
 const stringOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
@@ -27,7 +29,13 @@ export function errorOf(status: number, value: unknown): ApiError | null {
   const error = (value as ErrorBody | null)?.error;
   if (typeof error !== 'object' || error === null) return null;
   const message = stringOrNull(error.message) ?? 'The gateway answered with an error.';
-  return new ApiError(status, message, stringOrNull(error.code), stringOrNull(error.type));
+  return new ApiError(
+    status,
+    message,
+    stringOrNull(error.code),
+    stringOrNull(error.type),
+    stringOrNull(error.param),
+  );
 }
 
 /**
@@ -41,7 +49,7 @@ export function withListenerHint(path: string, error: ApiError): ApiError {
     : path.startsWith('/v1/')
       ? "This port is the gateway's operator listener, which does not serve the API. Open the console on the API port for Chat, Images, Embeddings and Batches."
       : null;
-  return hint === null ? error : new ApiError(error.status, hint, error.code, error.type);
+  return hint === null ? error : new ApiError(error.status, hint, error.code, error.type, error.param);
 }
 
 export async function errorOfResponse(response: Response): Promise<ApiError> {

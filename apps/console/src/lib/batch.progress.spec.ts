@@ -1,4 +1,4 @@
-import { batchCancellable, batchEnded, progressOf, resultFileName } from './batch.progress';
+import { batchCancellable, batchEnded, progressOf, resultFileName, resultFilesOf } from './batch.progress';
 
 describe('batch progress', () => {
   it('counts answered and failed lines as done, in whole percent of the total', () => {
@@ -30,5 +30,16 @@ describe('batch progress', () => {
 
   it('names result files after the batch', () => {
     expect(resultFileName('batch_1', 'errors')).toBe('batch_1.errors.jsonl');
+  });
+
+  it('lists the result files that exist, output first, one download each', () => {
+    expect(resultFilesOf({ output_file_id: 'file-o', error_file_id: 'file-e' })).toEqual([
+      { kind: 'output', fileId: 'file-o' },
+      { kind: 'errors', fileId: 'file-e' },
+    ]);
+    expect(resultFilesOf({ output_file_id: null, error_file_id: 'file-e' })).toEqual([
+      { kind: 'errors', fileId: 'file-e' },
+    ]);
+    expect(resultFilesOf({ output_file_id: null, error_file_id: null })).toEqual([]);
   });
 });

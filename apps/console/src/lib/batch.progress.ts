@@ -37,3 +37,14 @@ export function progressOf(batch: Pick<BatchObject, 'request_counts'>): BatchPro
 /** The name a result file is saved under: `<batch id>.output.jsonl` or `<batch id>.errors.jsonl`. */
 export const resultFileName = (batchId: string, kind: 'output' | 'errors'): string =>
   `${batchId}.${kind}.jsonl`;
+
+/** A batch's result files that exist, output first: each is one download button. */
+export function resultFilesOf(
+  batch: Pick<BatchObject, 'output_file_id' | 'error_file_id'>,
+): { kind: 'output' | 'errors'; fileId: string }[] {
+  const files = [
+    { kind: 'output' as const, fileId: batch.output_file_id },
+    { kind: 'errors' as const, fileId: batch.error_file_id },
+  ];
+  return files.filter((file): file is { kind: 'output' | 'errors'; fileId: string } => !!file.fileId);
+}

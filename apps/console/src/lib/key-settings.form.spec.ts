@@ -42,7 +42,9 @@ describe('key settings form', () => {
       maxConcurrent: '4',
       priority: 'high',
       weight: '3',
+      budget: { spend: '', tokens: '', period: 'month', softThreshold: '', currency: '' },
       expires: '2023-11-14',
+      team: '',
     });
     expect(updateBody(settingsOf(key), settingsOf(key))).toEqual({});
   });
@@ -59,6 +61,37 @@ describe('key settings form', () => {
     expect(updateBody(before, { ...before, expires: '' })).toEqual({ expires_at: null });
     // An emptied weight is the default weight, 1.
     expect(updateBody(before, { ...before, weight: '' })).toEqual({ weight: 1 });
+  });
+
+  it("sets and clears a key's team and budget", () => {
+    const before = settingsOf(key, 'USD');
+    const budget = { ...before.budget, spend: '5', period: 'day' as const };
+    expect(updateBody(before, { ...before, team: 'team_1', budget })).toEqual({
+      team_id: 'team_1',
+      budget: { spend: 5, currency: 'USD', period: 'day' },
+    });
+    const inTeam = settingsOf({
+      ...key,
+      team_id: 'team_1',
+      budget: { currency: null, spend: null, tokens: 9, period: 'total', soft_threshold: 0.5 },
+    });
+    expect(updateBody(inTeam, { ...inTeam, team: '', budget: { ...inTeam.budget, tokens: '' } })).toEqual({
+      team_id: null,
+      budget: null,
+    });
+    expect(
+      createBody('x', {
+        ...EMPTY_SETTINGS,
+        team: 'team_1',
+        budget: { ...EMPTY_SETTINGS.budget, tokens: '100' },
+      }),
+    ).toEqual({
+      name: 'x',
+      priority: 'normal',
+      weight: 1,
+      team_id: 'team_1',
+      budget: { tokens: 100, period: 'month' },
+    });
   });
 
   it('summarises the limits of a key', () => {

@@ -6,6 +6,7 @@ import {
   batchEnded,
   progressOf,
   resultFileName,
+  resultFilesOf,
   type BatchEndpoint,
   type BatchObject,
 } from '../lib/batch.progress';
@@ -234,34 +235,21 @@ export function BatchesView({ apiKey, active }: Props) {
                   </td>
                   <td class="num">{batch.request_counts.failed}</td>
                   <td class="actions">
-                    {batch.output_file_id && (
+                    {resultFilesOf(batch).map(({ kind, fileId }) => (
                       <button
+                        key={kind}
                         type="button"
                         class="secondary"
                         disabled={busy !== null}
                         onClick={() =>
                           void act('download', () =>
-                            saveResultFile(apiKey, batch.output_file_id!, resultFileName(batch.id, 'output')),
+                            saveResultFile(apiKey, fileId, resultFileName(batch.id, kind)),
                           )
                         }
                       >
-                        Download output
+                        Download {kind}
                       </button>
-                    )}
-                    {batch.error_file_id && (
-                      <button
-                        type="button"
-                        class="secondary"
-                        disabled={busy !== null}
-                        onClick={() =>
-                          void act('download', () =>
-                            saveResultFile(apiKey, batch.error_file_id!, resultFileName(batch.id, 'errors')),
-                          )
-                        }
-                      >
-                        Download errors
-                      </button>
-                    )}
+                    ))}
                     {batchCancellable(batch) &&
                       (confirming === batch.id ? (
                         <>

@@ -2,7 +2,10 @@ import { useEffect, useState } from 'preact/hooks';
 import { CopyButton } from '../components/copy-button';
 import { ErrorNotice, NeedsCredential } from '../components/error-notice';
 import { describeError, requestJson } from '../lib/api.client';
-import { keyStatusOf, type ApiKeyView, type CreatedKey } from '../lib/admin.types';
+import { keyStatusOf, type ApiKeyView, type CreatedKey, type TeamView } from '../lib/admin.types';
+import type { AdminActor } from '../lib/admin-actor.hook';
+import { LimitFields } from '../components/limit-fields';
+import { budgetText, knownCurrency } from '../lib/spend.summary';
 import {
   createBody,
   EMPTY_SETTINGS,
@@ -14,13 +17,16 @@ import {
 
 interface Props {
   adminToken: string;
+  /** Who the token is: a team's token manages its team's keys only, and cannot move them out. */
+  actor: AdminActor;
   /** Shown: the list is read again each time the view is opened. */
   active: boolean;
   onUseKey: (secret: string) => void;
 }
 
-export function KeysView({ adminToken, active, onUseKey }: Props) {
+export function KeysView({ adminToken, actor, active, onUseKey }: Props) {
   const [keys, setKeys] = useState<ApiKeyView[]>([]);
+  const [teams, setTeams] = useState<TeamView[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [name, setName] = useState('');
   const [settings, setSettings] = useState<KeySettings>(EMPTY_SETTINGS);
@@ -33,28 +39,31 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
   const call = async <T,>(path: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', body?: unknown) =>
     requestJson<T>(path, { token: adminToken, method, body });
 
-  const reload = async () => {
+  /** Reads the lists again; answers its error (shown after an action's own, never over it). */
+  const reload = async (): Promise<string | null> => {
     try {
       const list = await call<{ data: ApiKeyView[] }>('/admin/keys', 'GET');
       setKeys(list.data.sort((a, b) => b.created_at - a.created_at));
-      setError(null);
+      setTeams(await teamsFor(actor, adminToken));
+      return null;
     } catch (e) {
-      setError(describeError(e));
+      return describeError(e);
     }
   };
 
   useEffect(() => {
-    if (adminToken && active) void reload();
-  }, [adminToken, active]);
+    if (adminToken && active) void reload().then(setError);
+  }, [adminToken, active, actor]);
 
   const act = async (work: () => Promise<unknown>) => {
+    let failure: string | null = null;
     try {
       await work();
-      setError(null);
     } catch (e) {
-      setError(describeError(e));
+      failure = describeError(e);
     }
-    await reload();
+    const reloadFailure = await reload();
+    setError(failure ?? reloadFailure);
   };
 
   const create = () =>
@@ -66,6 +75,32 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
     });
 
   if (!adminToken) return <NeedsCredential what="Admin token" />;
+
+  const currency = knownCurrency(
+    null,
+    [...teams, ...keys].map((holder) => holder.budget),
+  );
+  const teamName = (id: string | null) =>
+    id === null ? 'none' : (teams.find((t) => t.id === id)?.name ?? id);
+  const teamFields = (idPrefix: string, value: string, onChange: (team: string) => void) => (
+    <div class="field">
+      <label for={`${idPrefix}-team`}>Team</label>
+      {actor.kind === 'team' ? (
+        // A team's token creates its keys in its team, and may not move them out.
+        <input id={`${idPrefix}-team`} type="text" readOnly value={teamName(actor.teamId)} />
+      ) : (
+        <select id={`${idPrefix}-team`} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+          <option value="">no team</option>
+          {teams.map((team) => (
+            <option key={team.id} value={team.id}>
+              {team.name}
+            </option>
+          ))}
+          {value !== '' && !teams.some((team) => team.id === value) && <option value={value}>{value}</option>}
+        </select>
+      )}
+    </div>
+  );
 
   return (
     <section class="view" aria-labelledby="keys-title">
@@ -89,7 +124,22 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
             onInput={(e) => setName(e.currentTarget.value)}
           />
         </div>
-        <SettingsFields idPrefix="new" settings={settings} onChange={setSettings} />
+        <div class="field-row">
+          {teamFields('new', settings.team, (team) => setSettings({ ...settings, team }))}
+          <ExpiryField
+            idPrefix="new"
+            value={settings.expires}
+            onChange={(expires) => setSettings({ ...settings, expires })}
+          />
+        </div>
+        <LimitFields
+          idPrefix="new"
+          settings={{
+            ...settings,
+            budget: { ...settings.budget, currency: settings.budget.currency || currency },
+          }}
+          onChange={setSettings}
+        />
         <div class="button-row">
           <button type="submit" disabled={name.trim() === ''}>
             Create key
@@ -132,6 +182,8 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
               <th scope="col">Models</th>
               <th scope="col">Limits</th>
               <th scope="col">Priority</th>
+              <th scope="col">Team</th>
+              <th scope="col">Budget</th>
               <th scope="col">Status</th>
               <th scope="col">Actions</th>
             </tr>
@@ -149,6 +201,8 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
                   <td>{key.models ? key.models.join(', ') : 'all'}</td>
                   <td>{limitsOf(key)}</td>
                   <td>{key.priority}</td>
+                  <td>{teamName(key.team_id)}</td>
+                  <td>{budgetText(key.budget)}</td>
                   <td>
                     <span class={`badge ${status}`}>{status}</span>
                   </td>
@@ -159,7 +213,11 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
                           type="button"
                           class="quiet"
                           onClick={() =>
-                            setEditing({ id: key.id, before: settingsOf(key), settings: settingsOf(key) })
+                            setEditing({
+                              id: key.id,
+                              before: settingsOf(key, currency),
+                              settings: settingsOf(key, currency),
+                            })
                           }
                         >
                           Edit
@@ -221,7 +279,17 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
           }}
         >
           <h2>Edit {keys.find((k) => k.id === editing.id)?.name ?? editing.id}</h2>
-          <SettingsFields
+          <div class="field-row">
+            {teamFields('edit', editing.settings.team, (team) =>
+              setEditing({ ...editing, settings: { ...editing.settings, team } }),
+            )}
+            <ExpiryField
+              idPrefix="edit"
+              value={editing.settings.expires}
+              onChange={(expires) => setEditing({ ...editing, settings: { ...editing.settings, expires } })}
+            />
+          </div>
+          <LimitFields
             idPrefix="edit"
             settings={editing.settings}
             onChange={(s) => setEditing({ ...editing, settings: s })}
@@ -238,59 +306,35 @@ export function KeysView({ adminToken, active, onUseKey }: Props) {
   );
 }
 
-interface SettingsProps {
-  idPrefix: string;
-  settings: KeySettings;
-  onChange: (settings: KeySettings) => void;
+/** The teams a key may be put in: every team for the operator, its own for a team's token. */
+async function teamsFor(actor: AdminActor, token: string): Promise<TeamView[]> {
+  if (actor.kind === 'operator') {
+    return (await requestJson<{ data: TeamView[] }>('/admin/teams', { token })).data;
+  }
+  if (actor.kind === 'team' && actor.teamId !== null) {
+    return [await requestJson<TeamView>(`/admin/teams/${actor.teamId}`, { token })];
+  }
+  return [];
 }
 
-function SettingsFields({ idPrefix, settings, onChange }: SettingsProps) {
-  const set = (field: keyof KeySettings) => (e: { currentTarget: { value: string } }) =>
-    onChange({ ...settings, [field]: e.currentTarget.value });
-  const number = (field: 'rpm' | 'tpm' | 'maxConcurrent' | 'weight', label: string) => (
+function ExpiryField({
+  idPrefix,
+  value,
+  onChange,
+}: {
+  idPrefix: string;
+  value: string;
+  onChange: (v: string) => void;
+}) {
+  return (
     <div class="field">
-      <label for={`${idPrefix}-${field}`}>{label}</label>
+      <label for={`${idPrefix}-expires`}>Expires after (UTC)</label>
       <input
-        id={`${idPrefix}-${field}`}
-        type="number"
-        min={1}
-        max={field === 'weight' ? 100 : undefined}
-        placeholder={field === 'weight' ? '1' : 'no limit'}
-        value={settings[field]}
-        onInput={set(field)}
+        id={`${idPrefix}-expires`}
+        type="date"
+        value={value}
+        onChange={(e) => onChange(e.currentTarget.value)}
       />
     </div>
-  );
-  return (
-    <>
-      <div class="field">
-        <label for={`${idPrefix}-models`}>Models</label>
-        <input
-          id={`${idPrefix}-models`}
-          type="text"
-          placeholder="all models (or: sim-chat, sim-image)"
-          value={settings.models}
-          onInput={set('models')}
-        />
-      </div>
-      <div class="field-row">
-        {number('rpm', 'Requests per minute')}
-        {number('tpm', 'Tokens per minute')}
-        {number('maxConcurrent', 'Max concurrent')}
-        {number('weight', 'Weight (1-100)')}
-        <div class="field">
-          <label for={`${idPrefix}-priority`}>Priority</label>
-          <select id={`${idPrefix}-priority`} value={settings.priority} onChange={set('priority')}>
-            <option value="high">high</option>
-            <option value="normal">normal</option>
-            <option value="low">low</option>
-          </select>
-        </div>
-        <div class="field">
-          <label for={`${idPrefix}-expires`}>Expires after (UTC)</label>
-          <input id={`${idPrefix}-expires`} type="date" value={settings.expires} onChange={set('expires')} />
-        </div>
-      </div>
-    </>
   );
 }

@@ -1,32 +1,37 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ErrorNotice, NeedsCredential } from '../components/error-notice';
 import { UsageChart, valueOf, type UsageMetric } from '../components/usage-chart';
-import { describeError, requestJson } from '../lib/api.client';
-import type { ApiKeyView, UsageReport } from '../lib/admin.types';
+import type { AdminActor } from '../lib/admin-actor.hook';
+import { ApiError, describeError, requestJson } from '../lib/api.client';
+import type { ApiKeyView, SpendReport } from '../lib/admin.types';
+import { formatMoney } from '../lib/spend.summary';
 import { daysAgo, daysBetween } from '../lib/utc.days';
 
 interface Props {
   adminToken: string;
+  /** A team's token reads its team's usage only. */
+  actor: AdminActor;
   /** Shown: the report is read again each time the view is opened. */
   active: boolean;
 }
 
-export function UsageView({ adminToken, active }: Props) {
+export function UsageView({ adminToken, actor, active }: Props) {
   const [from, setFrom] = useState(() => daysAgo(6));
   const [to, setTo] = useState(() => daysAgo(0));
   const [key, setKey] = useState('');
   const [metric, setMetric] = useState<UsageMetric>('tokens');
   const [keys, setKeys] = useState<ApiKeyView[]>([]);
-  const [report, setReport] = useState<UsageReport | null>(null);
+  const [report, setReport] = useState<SpendReport | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [loadedAt, setLoadedAt] = useState<Date | null>(null);
 
   const load = async () => {
     const query = new URLSearchParams({ from, to });
     if (key) query.set('key', key);
+    if (actor.kind === 'team' && actor.teamId !== null) query.set('team', actor.teamId);
     try {
       const [usage, list] = await Promise.all([
-        requestJson<UsageReport>(`/admin/usage?${query.toString()}`, { token: adminToken }),
+        requestJson<SpendReport>(`/admin/usage?${query.toString()}`, { token: adminToken }),
         requestJson<{ data: ApiKeyView[] }>('/admin/keys', { token: adminToken }),
       ]);
       setReport(usage);
@@ -34,13 +39,18 @@ export function UsageView({ adminToken, active }: Props) {
       setError(null);
       setLoadedAt(new Date());
     } catch (e) {
-      setError(describeError(e));
+      setReport(null);
+      setError(
+        actor.kind === 'team' && e instanceof ApiError && (e.status === 403 || e.status === 404)
+          ? `This gateway does not show usage to a team's admin token (${describeError(e)}).`
+          : describeError(e),
+      );
     }
   };
 
   useEffect(() => {
     if (adminToken && active) void load();
-  }, [adminToken, active, from, to, key]);
+  }, [adminToken, actor, active, from, to, key]);
 
   if (!adminToken) return <NeedsCredential what="Admin token" />;
 
@@ -48,6 +58,9 @@ export function UsageView({ adminToken, active }: Props) {
     keys.find((k) => k.id === id)?.name ?? (id === 'unattributed' ? 'bootstrap keys' : id);
   const rows = report?.data ?? [];
   const days = report ? daysBetween(report.from, report.to) : [];
+  // A gateway with spend reporting names its currency (null when nothing is priced).
+  const priced = report?.currency !== undefined;
+  const currency = report?.currency ?? null;
 
   return (
     <section class="view" aria-labelledby="usage-title">
@@ -101,6 +114,7 @@ export function UsageView({ adminToken, active }: Props) {
             <option value="tokens">Tokens</option>
             <option value="requests">Requests</option>
             <option value="images">Images</option>
+            {priced && <option value="cost">Cost</option>}
           </select>
         </div>
         <div class="field field-button">
@@ -114,10 +128,15 @@ export function UsageView({ adminToken, active }: Props) {
             {report.totals.requests} requests ·{' '}
             {report.totals.prompt_tokens + report.totals.completion_tokens} tokens (
             {report.totals.prompt_tokens} prompt, {report.totals.completion_tokens} completion) ·{' '}
-            {report.totals.images} images
+            {report.totals.images} images · cost {formatMoney(report.totals.cost, currency)}
             {loadedAt && <span class="sub"> — read at {loadedAt.toLocaleTimeString()}</span>}
           </p>
-          <UsageChart days={days} rows={rows} metric={metric} />
+          <UsageChart
+            days={days}
+            rows={rows}
+            metric={metric === 'cost' && !priced ? 'tokens' : metric}
+            currency={currency}
+          />
           <div class="table-wrap">
             <table>
               <caption>Usage per key, model and day (UTC)</caption>
@@ -138,12 +157,15 @@ export function UsageView({ adminToken, active }: Props) {
                   <th scope="col" class="num">
                     Images
                   </th>
+                  <th scope="col" class="num">
+                    Cost{currency ? ` (${currency})` : ''}
+                  </th>
                 </tr>
               </thead>
               <tbody>
                 {rows.length === 0 && (
                   <tr>
-                    <td colSpan={7}>No usage in this range.</td>
+                    <td colSpan={8}>No usage in this range.</td>
                   </tr>
                 )}
                 {[...rows]
@@ -157,6 +179,7 @@ export function UsageView({ adminToken, active }: Props) {
                       <td class="num">{row.prompt_tokens}</td>
                       <td class="num">{row.completion_tokens}</td>
                       <td class="num">{row.images}</td>
+                      <td class="num">{formatMoney(row.cost)}</td>
                     </tr>
                   ))}
               </tbody>
