@@ -65,7 +65,8 @@ describe('faults: a stalled gateway and unpaced streams (reply backlog)', () => 
     });
     try {
       const gateway = stack.processes.get('gateway')!;
-      let stalled: Promise<void> | null = null;
+      // Set from the streams' callbacks: a holder, so the type checker sees it may be set.
+      const stalling: { done: Promise<void> | null } = { done: null };
       const stall = async () => {
         gateway.kill('SIGSTOP');
         await new Promise((r) => setTimeout(r, STALL_MS));
@@ -90,7 +91,7 @@ describe('faults: a stalled gateway and unpaced streams (reply backlog)', () => 
         const outcome: Outcome = { finished: false, error: null, done: false, chars: 0 };
         for await (const event of readSse(res.body!)) {
           // The gateway stops reading Redis for a while, with every stream's job on its way.
-          stalled ??= stall();
+          stalling.done ??= stall();
           if (event.data === '[DONE]') {
             outcome.done = true;
             continue;
@@ -108,7 +109,7 @@ describe('faults: a stalled gateway and unpaced streams (reply backlog)', () => 
         return outcome;
       });
       const outcomes = await Promise.all(streams);
-      await stalled;
+      await stalling.done;
       return { outcomes, stack };
     } catch (error) {
       await stack.stop();
