@@ -97,12 +97,10 @@ describe('spend per route: counted exactly under the key and its team, refused w
   }
 
   /** The key's and its team's spend agree with `micros`, and so does /admin/usage (under the team). */
-  async function expectSpent(who: { teamId: string; keyId: string }, micros: number, budgets = true) {
-    if (budgets) {
-      const keyBudget = await settled(`${stack.namespace}:limits:${who.keyId}:budget`);
-      const teamBudget = await settled(`${stack.namespace}:limits:team:${who.teamId}:budget`);
-      expect([Number(keyBudget.spent ?? 0), Number(teamBudget.spent ?? 0)]).toEqual([micros, micros]);
-    }
+  async function expectSpent(who: { teamId: string; keyId: string }, micros: number) {
+    const keyBudget = await settled(`${stack.namespace}:limits:${who.keyId}:budget`);
+    const teamBudget = await settled(`${stack.namespace}:limits:team:${who.teamId}:budget`);
+    expect([Number(keyBudget.spent ?? 0), Number(teamBudget.spent ?? 0)]).toEqual([micros, micros]);
     const usage = await admin('GET', `/admin/usage?key=${who.keyId}`);
     expect(usage.status).toBe(200);
     expect(usage.body.currency).toBe('USD');
@@ -298,7 +296,7 @@ describe('spend per route: counted exactly under the key and its team, refused w
     );
   });
 
-  it('a batch line, at the batch factor, in /admin/usage under its key and team', async () => {
+  it('a batch line, at the batch factor, in /admin/usage and the budgets of its key and team', async () => {
     const who = await member('batch');
     const client = new OpenAI({ apiKey: who.secret, baseURL: `${stack.baseUrl}/v1`, maxRetries: 0 });
     const lines = [0, 1].map((i) => ({
@@ -336,7 +334,7 @@ describe('spend per route: counted exactly under the key and its team, refused w
       const usage = await admin('GET', `/admin/usage?key=${who.keyId}`);
       return usage.body.totals.requests === 2;
     });
-    await expectSpent(who, micros, false);
+    await expectSpent(who, micros);
     const usage = await admin('GET', `/admin/usage?key=${who.keyId}`);
     expect(Math.round(usage.body.totals.batch.cost * 1_000_000)).toBe(micros);
     expect(usage.body.totals.batch.requests).toBe(2);

@@ -331,7 +331,14 @@ describe('BatchDriver (real Redis)', () => {
           check: () => undefined,
           run: (_endpoint, body, runAs) => {
             tenants.push(tenantOf(runAs));
-            expect(runAs.team).toEqual({ id: team.id, rpm: null, tpm: null, maxConcurrent: null, weight: 7 });
+            expect(runAs.team).toEqual({
+              id: team.id,
+              rpm: null,
+              tpm: null,
+              maxConcurrent: null,
+              weight: 7,
+              budget: null,
+            });
             return Promise.resolve({ status: 200, body: { echo: body.n } });
           },
         },
@@ -342,6 +349,71 @@ describe('BatchDriver (real Redis)', () => {
     expect(tenants).toEqual([
       { tenant: team.id, weight: 7 },
       { tenant: team.id, weight: 7 },
+    ]);
+  });
+
+  it("spends its key's and team's budgets as they stand, and does not try again a line refused for a spent one", async () => {
+    const team = {
+      id: `team_${randomBytes(12).toString('hex')}`,
+      rpm: null,
+      tpm: null,
+      maxConcurrent: null,
+      weight: 1,
+    };
+    const member: Principal = { ...principal, keyId: `key_${randomBytes(12).toString('hex')}`, team };
+    const file = await catalog.add(member.keyId, jsonl([chatLine(1), chatLine(2), chatLine(3)]));
+    const batch = await store.create(member, {
+      inputFileId: file.id,
+      endpoint: '/v1/chat/completions',
+      metadata: null,
+    });
+    const keyBudget = {
+      currency: 'USD',
+      spend: 1_000,
+      tokens: null,
+      period: 'day' as const,
+      softThreshold: 0.8,
+    };
+    const teamBudget = { ...keyBudget, spend: 5_000 };
+    const owners: unknown[] = [];
+    const seen: string[] = [];
+    await new BatchDriver(
+      deps({
+        budgets: (owner) => {
+          owners.push(owner.keyId);
+          return Promise.resolve({ key: keyBudget, team: teamBudget });
+        },
+        executor: {
+          check: () => undefined,
+          run: (_endpoint, body, runAs) => {
+            seen.push(String(body.n));
+            expect(runAs.budget).toEqual(keyBudget);
+            expect(runAs.team?.budget).toEqual(teamBudget);
+            if (body.n === 2) {
+              const spent = new GatewayError(
+                429,
+                'insufficient_quota',
+                'insufficient_quota',
+                'Budget spent.',
+              );
+              return Promise.resolve({ status: 429, body: spent.toBody(), retryAfterS: 0 });
+            }
+            return Promise.resolve({ status: 200, body: { echo: body.n } });
+          },
+        },
+      }),
+      batch.id,
+    ).run();
+    const done = (await store.get(member.keyId, batch.id))!.batch;
+    expect(done.request_counts).toEqual({ total: 3, completed: 2, failed: 1 });
+    expect(owners[0]).toBe(member.keyId);
+    // A full queue is tried again; a spent budget stays spent until its period ends: one run per line.
+    expect(seen.sort()).toEqual(['1', '2', '3']);
+    expect(linesOf(done.error_file_id)).toEqual([
+      expect.objectContaining({
+        custom_id: 'c-2',
+        response: expect.objectContaining({ status_code: 429 }) as unknown,
+      }),
     ]);
   });
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Principal } from '@mgw/access';
+import type { BudgetLimits, Principal } from '@mgw/access';
 import type { FileCatalog } from '@mgw/files';
 import { isTerminal, nextBatchStep, type BatchEvent } from './batch-status.machine';
 import type { BatchLineExecutor, LineOutcome } from './batch-line.executor';
@@ -30,7 +30,21 @@ export interface DriverDeps {
   logger: { warn(message: string): void; error(message: string): void };
   /** False once the gateway drains: no line starts, those running finish and are kept. */
   accepting?: () => boolean;
+  /**
+   * The budgets the owner's lines spend now (its key's, its team's): read live, as an operator may set or
+   * change them while the batch runs; absent = none.
+   */
+  budgets?: (owner: PrincipalSnapshot) => Promise<OwnerBudgets>;
 }
+
+/** A batch owner's budgets as they stand: null where there is none. */
+export interface OwnerBudgets {
+  key: BudgetLimits | null;
+  team: BudgetLimits | null;
+}
+
+/** How long a driver spends against the budgets it read before it reads them again. */
+const BUDGETS_FRESH_MS = 5_000;
 
 /** Validation reports this many errors at most (the rest of the file is still read for its count). */
 const MAX_REPORTED_ERRORS = 1_000;
@@ -55,9 +69,13 @@ const ENDED_LINE: Record<Exclude<BatchEnding, 'completed'>, { code: string; mess
 
 /**
  * A batch's lines run as its key, in the scheduler's `batch` tier, spending none of its interactive limits
- * nor its team's; a team's key's lines are scheduled as its team, as its live requests are.
+ * nor its team's; a team's key's lines are scheduled as its team, as its live requests are, and spend the
+ * key's and the team's budgets as they do.
  */
-export function batchPrincipal(owner: PrincipalSnapshot): Principal {
+export function batchPrincipal(
+  owner: PrincipalSnapshot,
+  budgets: OwnerBudgets = { key: null, team: null },
+): Principal {
   const team = owner.team ?? null;
   return {
     keyId: owner.keyId,
@@ -69,7 +87,15 @@ export function batchPrincipal(owner: PrincipalSnapshot): Principal {
     maxConcurrent: null,
     priority: 'batch',
     weight: owner.weight,
-    team: team && { id: team.id, rpm: null, tpm: null, maxConcurrent: null, weight: team.weight },
+    budget: budgets.key,
+    team: team && {
+      id: team.id,
+      rpm: null,
+      tpm: null,
+      maxConcurrent: null,
+      weight: team.weight,
+      budget: budgets.team,
+    },
   };
 }
 
@@ -82,8 +108,15 @@ export function batchLineOf(batchId: string, customId: string): string {
 }
 
 /** A 429 or a 503 is the queue or the model pushing back, not the line's answer: it is tried again. */
+/** A full queue or a model starting passes; a spent budget does not until its period ends. */
 function retryable(outcome: LineOutcome): boolean {
-  return outcome.status === 429 || outcome.status === 503;
+  if (outcome.status === 503) return true;
+  return outcome.status === 429 && errorCodeOf(outcome.body) !== 'insufficient_quota';
+}
+
+function errorCodeOf(body: unknown): unknown {
+  const error = (body as { error?: { code?: unknown } } | null)?.error;
+  return typeof error === 'object' && error !== null ? error.code : undefined;
 }
 
 const nowS = (): number => Math.floor(Date.now() / 1000);
@@ -316,13 +349,18 @@ export class BatchDriver {
       return;
     }
     this.waiting = batch.request_counts.total - finished.size;
-    const principal = batchPrincipal(owner);
+    let principal = batchPrincipal(owner, await this.budgetsOf(owner));
+    let budgetsReadAt = Date.now();
     const running = new Set<Promise<void>>();
     let started = 0;
     for await (const line of inputLines(content)) {
       if (finished.has(line.index)) continue;
       while (running.size >= window) await Promise.race(running);
       if (this.halted || !this.accepting) break;
+      if (Date.now() - budgetsReadAt >= BUDGETS_FRESH_MS) {
+        principal = batchPrincipal(owner, await this.budgetsOf(owner));
+        budgetsReadAt = Date.now();
+      }
       started++;
       const run: Promise<void> = this.runLine(batch, principal, line.index, line.text).finally(() =>
         running.delete(run),
@@ -341,6 +379,10 @@ export class BatchDriver {
     )
       return;
     await this.step(batch, this.expired ? { type: 'expire' } : { type: 'drained' });
+  }
+
+  private budgetsOf(owner: PrincipalSnapshot): Promise<OwnerBudgets> {
+    return this.deps.budgets?.(owner) ?? Promise.resolve({ key: null, team: null });
   }
 
   /** Runs one line to its result and keeps it, unless the driver stopped meanwhile. Never rejects. */

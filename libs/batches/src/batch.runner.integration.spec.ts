@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import type { Principal } from '@mgw/access';
+import type { KeyStore, Principal } from '@mgw/access';
 import type { GatewayConfig } from '@mgw/config';
 import type { RedisConnections } from '@mgw/redis';
 import type { BatchLineExecutor, LineOutcome } from './batch-line.executor';
@@ -55,6 +55,11 @@ describe('BatchRunner (real Redis)', () => {
       executor,
       metrics as unknown as BatchMetrics,
       connections as unknown as RedisConnections,
+      // Keys without budgets: what their lines spend is the budgets' spec's subject.
+      {
+        record: () => Promise.resolve({ budget: null }),
+        findTeam: () => Promise.resolve(null),
+      } as unknown as KeyStore,
     );
     runners.push(created);
     return created;

@@ -7,14 +7,16 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import { KeyStore } from '@mgw/access';
 import { GatewayConfig } from '@mgw/config';
+import { GatewayError } from '@mgw/contracts';
 import { FileCatalog } from '@mgw/files';
 import { RedisConnections } from '@mgw/redis';
 import { GatewayShutdown } from '@mgw/session';
-import { BatchDriver, type DriverDeps } from './batch.driver';
+import { BatchDriver, type DriverDeps, type OwnerBudgets } from './batch.driver';
 import { BatchLineExecutor } from './batch-line.executor';
 import { BatchMetrics, type DrivenBatches } from './batch.metrics';
-import { BatchStore } from './store/batch.store';
+import { BatchStore, type PrincipalSnapshot } from './store/batch.store';
 
 /** Batches looked at per claim: the oldest first. */
 const CLAIM_SCAN = 100;
@@ -45,6 +47,7 @@ export class BatchRunner
     @Inject(BatchLineExecutor) executor: BatchLineExecutor,
     @Inject(BatchMetrics) metrics: BatchMetrics,
     @Inject(RedisConnections) redis: RedisConnections,
+    @Inject(KeyStore) private readonly keys: KeyStore,
     @Optional() @Inject(GatewayShutdown) shutdown: GatewayShutdown | null = null,
   ) {
     this.holder = redis.instanceId;
@@ -58,8 +61,20 @@ export class BatchRunner
       maxLines: config.batchMaxLines,
       logger: { warn: (message) => logger.warn(message), error: (message) => logger.error(message) },
       accepting: () => !this.closing && (shutdown === null || shutdown.phase === 'serving'),
+      budgets: (owner) => this.budgetsOf(owner),
     };
     metrics.watch(this);
+  }
+
+  /** The owner's key's and team's budgets as they are now; a key since deleted has none. */
+  private async budgetsOf(owner: PrincipalSnapshot): Promise<OwnerBudgets> {
+    if (owner.bootstrap) return { key: null, team: null };
+    const record = await this.keys.record(owner.keyId).catch((error: unknown) => {
+      if (error instanceof GatewayError && error.status === 404) return null;
+      throw error;
+    });
+    const team = owner.team ? await this.keys.findTeam(owner.team.id) : null;
+    return { key: record?.budget ?? null, team: team?.budget ?? null };
   }
 
   onApplicationBootstrap(): void {
