@@ -429,9 +429,9 @@ describe('API keys, limits and usage across two gateways', () => {
           }),
           { prompt_tokens: 0, completion_tokens: 0 },
         );
-    // Live requests only: none of it is batch usage.
-    const noBatch = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0 };
-    expect(report.totals).toEqual({ requests: 14, ...sum(), images: 2, batch: noBatch });
+    // Live requests only: none of it is batch usage. No model here has prices: each costs 0.
+    const noBatch = { requests: 0, prompt_tokens: 0, completion_tokens: 0, images: 0, cost: 0 };
+    expect(report.totals).toEqual({ requests: 14, ...sum(), images: 2, cost: 0, batch: noBatch });
     const byModel = new Map(report.data.map((row) => [row.model, row]));
     expect(byModel.get('sim-chat')).toMatchObject({ requests: 9, ...sum('sim-chat') });
     expect(byModel.get('sim-chat-words')).toMatchObject({ requests: 4, ...sum('sim-chat-words') });
