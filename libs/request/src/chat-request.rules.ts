@@ -1,5 +1,6 @@
 import {
   CHAT_LIMITS,
+  conversationSizeProblem,
   describeValue,
   type FieldProblem,
   jsonSchemaProblem,
@@ -67,24 +68,8 @@ function sizeProblem(request: ChatRequest, limits: Readonly<RequestSizeLimits>):
       }
     }
   }
-  if (textChars > limits.textChars) {
-    return invalid(
-      'messages',
-      `expected at most ${limits.textChars} characters of text across all messages, got ${textChars}.`,
-    );
-  }
-  if (imageParts > limits.imageParts) {
-    return invalid(
-      'messages',
-      `expected at most ${limits.imageParts} image parts across all messages, got ${imageParts}.`,
-    );
-  }
-  if (imageBytes > limits.imageBytes) {
-    return invalid(
-      'messages',
-      `expected at most ${limits.imageBytes} bytes of image URLs across all messages, got ${imageBytes}.`,
-    );
-  }
+  const tooLarge = conversationSizeProblem({ textChars, imageParts, imageBytes }, limits);
+  if (tooLarge !== null) return tooLarge;
   if (tools.length > TOOL_LIMITS.tools.max) {
     return invalid(
       'tools',

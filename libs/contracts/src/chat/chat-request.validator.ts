@@ -199,11 +199,40 @@ function schemaProblem(body: Record<string, unknown>, unknownFields: UnknownFiel
   return invalid('messages', 'too many unknown fields.');
 }
 
-/** What a message's content adds to a request's size: characters of text, image parts, image URL bytes. */
-interface ContentSize {
+/** What a conversation's content adds up to: characters of text, image parts, image URL bytes. */
+export interface ContentSize {
   textChars: number;
   imageParts: number;
   imageBytes: number;
+}
+
+/**
+ * A conversation over the operator's bounds across all its messages, refused on `messages` — for a Chat
+ * Completions body here, and for a conversation another front-end assembled (`libs/request`'s rules).
+ */
+export function conversationSizeProblem(
+  { textChars, imageParts, imageBytes }: ContentSize,
+  limits: Readonly<RequestSizeLimits>,
+): FieldProblem | null {
+  if (textChars > limits.textChars) {
+    return invalid(
+      'messages',
+      `expected at most ${limits.textChars} characters of text across all messages, got ${textChars}.`,
+    );
+  }
+  if (imageParts > limits.imageParts) {
+    return invalid(
+      'messages',
+      `expected at most ${limits.imageParts} image parts across all messages, got ${imageParts}.`,
+    );
+  }
+  if (imageBytes > limits.imageBytes) {
+    return invalid(
+      'messages',
+      `expected at most ${limits.imageBytes} bytes of image URLs across all messages, got ${imageBytes}.`,
+    );
+  }
+  return null;
 }
 
 function addContentSize(content: unknown[], size: ContentSize): void {
@@ -278,25 +307,8 @@ export function chatRequestSizeProblem(
         size.textChars += content.length;
       }
     }
-    const { textChars, imageParts, imageBytes } = size;
-    if (textChars > limits.textChars) {
-      return invalid(
-        'messages',
-        `expected at most ${limits.textChars} characters of text across all messages, got ${textChars}.`,
-      );
-    }
-    if (imageParts > limits.imageParts) {
-      return invalid(
-        'messages',
-        `expected at most ${limits.imageParts} image parts across all messages, got ${imageParts}.`,
-      );
-    }
-    if (imageBytes > limits.imageBytes) {
-      return invalid(
-        'messages',
-        `expected at most ${limits.imageBytes} bytes of image URLs across all messages, got ${imageBytes}.`,
-      );
-    }
+    const tooLarge = conversationSizeProblem(size, limits);
+    if (tooLarge !== null) return tooLarge;
   }
   const { tools, stop } = plain;
   if (Array.isArray(tools) && tools.length > TOOL_LIMITS.tools.max) {
