@@ -1,9 +1,9 @@
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { OpenApiSchemas } from './fixtures/openapi-schemas';
+import { ConsoleBrowser } from './support/console-browser';
 import { freePort } from './support/free-port';
 import { scrape, valueOf } from './support/prometheus';
 import { Stack } from './support/stack';
@@ -51,48 +51,32 @@ const CATALOG = {
 
 describe('web console (chromium)', () => {
   let stack: Stack;
-  let context: BrowserContext;
+  let browser: ConsoleBrowser | undefined;
   let page: Page;
-  let profile: string;
   let chatMetrics: string;
 
   beforeAll(async () => {
     const chatPort = await freePort();
     chatMetrics = `http://127.0.0.1:${chatPort}/metrics`;
-    profile = await mkdtemp(join(tmpdir(), 'mgw-console-chromium-'));
-    const [started, browser] = await Promise.all([
+    const [started, launched] = await Promise.all([
       Stack.start({
         catalog: CATALOG,
         env: { GATEWAY_ADMIN_TOKEN: ADMIN_TOKEN },
         appEnv: { 'chat-worker': { METRICS_PORT: String(chatPort) } },
         waitForModels: ['sim-chat', 'sim-chat-words', 'sim-image'],
       }),
-      chromium.launchPersistentContext(profile, {
-        executablePath: '/usr/bin/chromium',
-        headless: true,
-        args: [
-          '--headless',
-          '--no-sandbox',
-          '--disable-gpu',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-          '--no-first-run',
-        ],
-        viewport: { width: 1280, height: 860 },
-      }),
+      ConsoleBrowser.launch(),
     ]);
     stack = started;
-    context = browser;
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.baseUrl });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = launched;
+    await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.baseUrl });
+    page = browser.page;
     await mkdir(ARTIFACTS, { recursive: true });
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     await stack?.stop();
-    if (profile) await rm(profile, { recursive: true, force: true });
   }, 30_000);
 
   const screenshot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
