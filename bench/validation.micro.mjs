@@ -1,6 +1,7 @@
 // Micro-benchmark of request validation per protocol: a typical and a large valid body for
 // `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` and
-// `POST /v1/messages/count_tokens`, timed in µs per body.
+// `POST /v1/messages/count_tokens`, `POST /v1/embeddings` and `POST /v1/images/generations`, timed in µs per
+// body.
 // It bundles the validators of a source tree with esbuild (no build needed), so two trees compare:
 //   node bench/validation.micro.mjs                 # this tree
 //   node bench/validation.micro.mjs /path/to/other  # and another checkout (e.g. before a change), alternated
@@ -27,10 +28,20 @@ async function validatorsOf(root) {
     : `import { validateDto } from './libs/contracts/src/dto/validate-dto';
 import { ChatCompletionRequestDto } from './libs/contracts/src/dto/chat-completion-request.dto';
 export const validateChatRequest = (body) => validateDto(ChatCompletionRequestDto, body);`;
+  // Embeddings and images: their schemas' validators, or in a tree before them the class-validator DTOs.
+  const media = existsSync(join(root, 'libs/contracts/src/dto/embedding-request.schema.ts'))
+    ? `export { validateEmbeddingBody } from './libs/contracts/src/dto/embedding-request.schema';
+export { validateImageGenerationBody } from './libs/contracts/src/dto/image-generation-request.schema';`
+    : `import { validateDto as validateMedia } from './libs/contracts/src/dto/validate-dto';
+import { EmbeddingRequestDto } from './libs/contracts/src/dto/embedding-request.dto';
+import { ImageGenerationRequestDto } from './libs/contracts/src/dto/image-generation-request.dto';
+export const validateEmbeddingBody = (body) => validateMedia(EmbeddingRequestDto, body);
+export const validateImageGenerationBody = (body) => validateMedia(ImageGenerationRequestDto, body);`;
   const entry = `
 export { validateResponsesRequest } from './${responses}';
 export { validateMessagesRequest, validateCountTokensRequest } from './${messages}';
 ${chat}
+${media}
 `;
   const bundle = await build({
     stdin: { contents: entry, resolveDir: root, loader: 'ts' },
@@ -162,6 +173,22 @@ function chatBody(rounds) {
   };
 }
 
+/** An embeddings request of `inputs` texts (one is what S9 sends). */
+const embeddingsBody = (inputs) => ({
+  model: 'sim-embed',
+  input: inputs === 1 ? text(8) : Array.from({ length: inputs }, (_, i) => `${i} ${text(8)}`),
+  encoding_format: 'float',
+});
+
+/** An image request as the OpenAI SDK sends it (S6's body). */
+const imageBody = () => ({
+  model: 'sim-image',
+  prompt: text(12),
+  n: 1,
+  size: '1024x1024',
+  response_format: 'b64_json',
+});
+
 /** µs per body of one round of `validate` over `body`. */
 function round(validate, body, perRound) {
   const start = process.hrtime.bigint();
@@ -180,6 +207,9 @@ const cases = [
   ['messages large (1,000 turns)', 'validateMessagesRequest', messagesBody(1000)],
   ['count_tokens typical (3 turns)', 'validateCountTokensRequest', messagesBody(3, false)],
   ['count_tokens large (1,000 turns)', 'validateCountTokensRequest', messagesBody(1000, false)],
+  ['embeddings one input (S9)', 'validateEmbeddingBody', embeddingsBody(1)],
+  ['embeddings 2,048 inputs', 'validateEmbeddingBody', embeddingsBody(2048)],
+  ['images one prompt (S6)', 'validateImageGenerationBody', imageBody()],
 ];
 // The trees alternate round by round, so a busy machine weighs on both alike; the minimum is the figure
 // least disturbed by other load, the median the usual one.
