@@ -43,6 +43,20 @@ describe('WireSchema', () => {
     expect(schema.issueOf(body)).toMatchObject({ path, code });
   });
 
+  it('checks a non-empty string as zod does, a lone astral character and a lone surrogate included', () => {
+    const texts = new WireSchema(z.array(z.string().min(1)));
+    for (const text of ['a', '😀', '\ud83d', ' ']) expect(texts.passes([text])).toBe(true);
+    expect(texts.passes(['a', ''])).toBe(false);
+    expect(texts.issueOf([''])).toMatchObject({ path: [0], code: 'too_small' });
+    // Bounds above one still count code points, as zod and the API's words do.
+    const short = new WireSchema(z.string().min(2).max(3));
+    expect([short.passes('😀'), short.passes('😀😀'), short.passes('😀😀😀😀')]).toEqual([
+      false,
+      true,
+      false,
+    ]);
+  });
+
   it('describes the body as JSON Schema 2020-12 without the draft, for the API document', () => {
     const document = openApiSchemaOf(BODY);
     expect(document.$schema).toBeUndefined();
