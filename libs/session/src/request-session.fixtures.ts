@@ -139,7 +139,8 @@ export class FakeClient implements ClientEnd {
     };
     const events: EventSink = {
       data: (json, id) => write(id === undefined ? `data ${json}` : `data #${id} ${json}`),
-      event: (name, json, id) => write(id === undefined ? `event ${name} ${json}` : `event ${name} #${id} ${json}`),
+      event: (name, json, id) =>
+        write(id === undefined ? `event ${name} ${json}` : `event ${name} #${id} ${json}`),
       done: (id) => {
         write(id === undefined ? 'done' : `done #${id}`);
         close();
