@@ -1,9 +1,9 @@
 // `npm run bench`: runs scenarios S1–S7 of issue #5 (and the Responses API: R1, R4, and the Messages API: M1, M4, each against chat completions on the same stack) against the real stack and an in-process baseline, prints a
 // markdown table and writes bench/results/<timestamp>.json. See bench/README.md.
 //   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>] [--rounds <n>]
-//                    [--out <file>] [--budget]
+//                    [--out <file>] [--budget | --budget-team]
 //   --budget: S1 with a key in a team with key and team budgets against a key in a team without (both columns
-//   on the gateway, alternated with --rounds).
+//   on the gateway, alternated with --rounds); --budget-team: the same with a budget on the team only.
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -33,6 +33,7 @@ function parseArgs(argv) {
     };
     if (flag === '--smoke') args.smoke = true;
     else if (flag === '--budget') args.budget = true;
+    else if (flag === '--budget-team') args.budgetTeam = true;
     else if (flag === '--only') args.only = value().toUpperCase().split(',');
     else if (flag === '--duration') args.duration = number();
     else if (flag === '--warmup') args.warmup = number();
