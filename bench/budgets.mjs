@@ -1,8 +1,9 @@
 // A budget's Redis cost per request (docs/budgets.md): a private redis-server, N rounds of what one chat
 // request costs the limiter — its admission (`admit.lua`), its job's usage record (`record-usage.lua`) and the
-// end of its request — for a key in a team with no budget, then the same key and team each with a budget
-// (spend and tokens). Printed: Redis's own CPU per request in the scripts (`INFO commandstats` usec of EVALSHA,
-// Lua-internal commands included) and the server's used_cpu_sys+user delta per request.
+// end of its request — for a key in a team with no budget, then the team alone with a budget (spend and
+// tokens), then the key and its team each with one. Printed: Redis's own CPU per request in the scripts
+// (`INFO commandstats` usec of EVALSHA, Lua-internal commands included) and the server's used_cpu_sys+user
+// delta per request.
 // Rows alternate (--alternations rounds of --rounds requests each) so a loaded box weighs on both alike; the
 // medians are compared, and the Redis commands per request (scripts' inner calls included) are exact.
 // Usage (after `npm run build`): node bench/budgets.mjs [--rounds 1000] [--alternations 10]
@@ -46,7 +47,8 @@ try {
   }
   const budget = { currency: 'USD', spend: 1e12, tokens: 1e12, period: 'month', softThreshold: 0.8 };
   const limits = { rpm: 1_000_000, tpm: 1_000_000_000, maxConcurrent: 1000 };
-  const principal = (budgeted) => ({
+  /** `budgets`: 'none', 'team' (the team's alone) or 'both' (the key's and its team's). */
+  const principal = (budgets) => ({
     keyId: 'key_000000000000000000000001',
     name: 'bench',
     bootstrap: false,
@@ -54,14 +56,20 @@ try {
     ...limits,
     priority: 'normal',
     weight: 1,
-    budget: budgeted ? budget : null,
-    team: { id: 'team_000000000000000000000001', ...limits, weight: 1, budget: budgeted ? budget : null },
+    budget: budgets === 'both' ? budget : null,
+    team: {
+      id: 'team_000000000000000000000001',
+      ...limits,
+      weight: 1,
+      budget: budgets === 'none' ? null : budget,
+    },
   });
   const queue = { wait: `${namespace}:chat.m:wait`, prioritized: `${namespace}:chat.m:prioritized` };
   let seq = 0;
   async function request(who, { limiter, recorder } = builds.a) {
     const requestId = `req_${String(seq++).padStart(10, '0')}`;
     const budgeted = who.budget !== null;
+    const teamBudgeted = who.team.budget !== null;
     const decision = await limiter.admit({
       principal: who,
       kind: 'chat',
@@ -70,12 +78,12 @@ try {
       tokenEstimate: 300,
       maxQueueDepth: 0,
       queue,
-      ...(budgeted ? { budget: { maxCost: 3000, maxTokens: 300 } } : {}),
+      ...(budgeted || teamBudgeted ? { budget: { maxCost: 3000, maxTokens: 300 } } : {}),
     });
     if (!decision.admitted) throw new Error(`refused: ${decision.reason}`);
     await limiter.enqueued(decision.ticket);
     await recorder.record(
-      { requestId, model: 'm', keyId: who.keyId, teamId: who.team.id, budgeted, teamBudgeted: budgeted },
+      { requestId, model: 'm', keyId: who.keyId, teamId: who.team.id, budgeted, teamBudgeted },
       { promptTokens: 100, completionTokens: 150, images: 0, cost: 2000 },
     );
     await limiter.release(decision.ticket, true);
@@ -99,15 +107,16 @@ try {
     `${'budgets'.padEnd(30)} | scripts µs/request (median, mean) | redis CPU µs/request (median, mean) | commands/request`,
   );
   const variants = [
-    ['none', false, builds.a],
-    ['key + team', true, builds.a],
+    ['none', 'none', builds.a],
+    ['team', 'team', builds.a],
+    ['key + team', 'both', builds.a],
   ];
-  if (builds.b) variants.push([`key + team (${process.env.BENCH_DIST_B})`, true, builds.b]);
+  if (builds.b) variants.push([`key + team (${process.env.BENCH_DIST_B})`, 'both', builds.b]);
   const rows = Object.fromEntries(variants.map(([label]) => [label, []]));
   for (let round = 0; round < alternations; round++) {
-    for (const [label, budgeted, build] of variants) {
+    for (const [label, budgets, build] of variants) {
       await redis.flushall();
-      const who = principal(budgeted);
+      const who = principal(budgets);
       for (let i = 0; i < 200; i++) await request(who, build);
       await redis.config('RESETSTAT');
       const before = await stats();
@@ -130,8 +139,12 @@ try {
       `${label.padEnd(30)} | ${`${median(of('usec')).toFixed(1)}, ${mean(of('usec')).toFixed(1)}`.padStart(33)} | ${`${median(of('cpu')).toFixed(1)}, ${mean(of('cpu')).toFixed(1)}`.padStart(35)} | ${mean(of('commands')).toFixed(1).padStart(16)}`,
     );
   }
-  const ratio = (name) => ((summary['key + team'][name] / summary.none[name] - 1) * 100).toFixed(1);
-  console.log(`budget's extra (medians): scripts ${ratio('usec')} %, redis CPU ${ratio('cpu')} %`);
+  const ratio = (row, name) => ((summary[row][name] / summary.none[name] - 1) * 100).toFixed(1);
+  for (const row of ['team', 'key + team']) {
+    console.log(
+      `${row}'s extra (medians): scripts ${ratio(row, 'usec')} %, redis CPU ${ratio(row, 'cpu')} %`,
+    );
+  }
 } finally {
   redis.disconnect();
   await server.stop();
