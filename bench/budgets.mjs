@@ -83,7 +83,18 @@ try {
     if (!decision.admitted) throw new Error(`refused: ${decision.reason}`);
     await limiter.enqueued(decision.ticket);
     await recorder.record(
-      { requestId, model: 'm', keyId: who.keyId, teamId: who.team.id, budgeted, teamBudgeted },
+      {
+        requestId,
+        model: 'm',
+        keyId: who.keyId,
+        teamId: who.team.id,
+        budgeted,
+        teamBudgeted,
+        // What the gateway's job carries: the admission's reservation, which the settlement takes off unread.
+        ...(decision.ticket.reservedCost === undefined
+          ? {}
+          : { reservedCost: decision.ticket.reservedCost, reservedTokens: decision.ticket.reservedTokens }),
+      },
       { promptTokens: 100, completionTokens: 150, images: 0, cost: 2000 },
     );
     await limiter.release(decision.ticket, true);
