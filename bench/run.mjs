@@ -3,7 +3,7 @@
 //   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>] [--rounds <n>]
 //                    [--out <file>] [--budget | --budget-team]
 //   --budget: S1 with a key in a team with key and team budgets against a key in a team without (both columns
-//   on the gateway, alternated with --rounds); --budget-team: only the team has a budget.
+//   on the gateway, alternated with --rounds); --budget-team: the same with a budget on the team only.
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -32,8 +32,8 @@ function parseArgs(argv) {
       return n;
     };
     if (flag === '--smoke') args.smoke = true;
-    else if (flag === '--budget') args.budget = 'key + team';
-    else if (flag === '--budget-team') args.budget = 'team';
+    else if (flag === '--budget') args.budget = true;
+    else if (flag === '--budget-team') args.budgetTeam = true;
     else if (flag === '--only') args.only = value().toUpperCase().split(',');
     else if (flag === '--duration') args.duration = number();
     else if (flag === '--warmup') args.warmup = number();
