@@ -10,6 +10,15 @@ const LIBS_THROUGH_ALIAS = {
 };
 
 /**
+ * A lib's fixtures that test/ needs have an alias (`@mgw/session/fixtures`); a lib's own specs import theirs
+ * relatively, and no other lib imports them.
+ */
+const LIB_FIXTURES = {
+  group: ['@mgw/*/fixtures'],
+  message: "A lib's fixtures are for its own specs and test/, never another lib.",
+};
+
+/**
  * Which lib may import which: the house's arrows, one row per lib under libs/. Anything a row does not
  * name is refused, so a new arrow is a decision written here, not an accident. Read bottom-up: contracts
  * (the shared protocol) → request (the neutral request and the job that carries it) → config → redis
@@ -17,7 +26,8 @@ const LIBS_THROUGH_ALIAS = {
  * backend kind, registry → worker) and the gateway's: HTTP
  * plumbing (http) → the request core (session) → the rooms on it (api-docs, stored-completions, the
  * front-ends, admin, console-assets) → the assembly (api). Apps wire whatever they need; tests and benches reach anything. `@mgw/testing` (test
- * fixtures) is for specs only.
+ * fixtures) is for specs only. A lib's specs and fixtures have exactly their lib's row: what they pin of
+ * their lib's interplay with a lib it may not import is tested under test/unit.
  */
 const BASE = ['contracts', 'request', 'config', 'tracing', 'observability'];
 const FRONT_END = [...BASE, 'redis', 'access', 'http', 'session', 'api-docs', 'registry'];
@@ -96,12 +106,6 @@ const ARROWS = {
   ],
 };
 
-/**
- * What a lib's specs and fixtures may import beyond its row. The session's specs drive sessions through the
- * HTTP layer's real clients (its port's implementations) on fake responses, so they pin what reaches the wire.
- */
-const SPEC_ARROWS = { session: ['http'] };
-
 function libDirectories() {
   const root = join(import.meta.dirname, 'libs');
   return readdirSync(root).filter((name) => statSync(join(root, name)).isDirectory());
@@ -117,20 +121,20 @@ function libArrows() {
       throw new Error(`eslint.config.mjs: libs/${lib} has no row in ARROWS; say what it may import`);
     if (!aliases[`@mgw/${lib}`]) throw new Error(`tsconfig.json: libs/${lib} has no @mgw/${lib} path alias`);
   }
-  const refuse = (files, ignores, lib, also, allowed = ARROWS[lib]) => ({
+  const refuse = (files, ignores, lib, also) => ({
     files,
     ignores,
     rules: {
       'no-restricted-imports': [
         'error',
         {
-          paths: [...libs.filter((other) => other !== lib && !allowed.includes(other)), ...also].map(
+          paths: [...libs.filter((other) => other !== lib && !ARROWS[lib].includes(other)), ...also].map(
             (other) => ({
               name: `@mgw/${other}`,
               message: `libs/${lib} may not import @mgw/${other}: see ARROWS in eslint.config.mjs for the direction.`,
             }),
           ),
-          patterns: [LIBS_THROUGH_ALIAS],
+          patterns: [LIBS_THROUGH_ALIAS, LIB_FIXTURES],
         },
       ],
     },
@@ -143,7 +147,6 @@ function libArrows() {
       [],
       lib,
       [],
-      [...ARROWS[lib], ...(SPEC_ARROWS[lib] ?? [])],
     ),
   ]);
 }

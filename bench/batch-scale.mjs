@@ -165,6 +165,7 @@ async function main() {
     });
     let validatedSeconds = null;
     let cancelled = false;
+    let cancelStarted = null;
     while (!ENDED.includes(batch.status)) {
       await sleep(500);
       batch = await api(`/v1/batches/${batch.id}`);
@@ -176,6 +177,7 @@ async function main() {
       if (!cancelled && ranSeconds >= RUN_S) {
         cancelled = true;
         phase = 'cancel';
+        cancelStarted = performance.now();
         // A batch that ended meanwhile answers 409: nothing is left to cancel.
         await api(`/v1/batches/${batch.id}/cancel`, { method: 'POST' }).catch((error) => {
           if (!String(error).includes(': 409 ')) throw error;
@@ -183,6 +185,8 @@ async function main() {
       }
     }
     const runSeconds = (performance.now() - validateStarted) / 1000 - (validatedSeconds ?? 0);
+    // From the cancel request to the ended status seen (polled every 500 ms).
+    const cancelSeconds = cancelStarted === null ? null : (performance.now() - cancelStarted) / 1000;
     phase = 'after';
     await sleep(3000);
     probing = false;
@@ -194,7 +198,8 @@ async function main() {
     const peak = Math.max(...[...rss.values()]);
     console.log(
       `upload ${uploadSeconds.toFixed(1)} s (${(input.bytes / MB / uploadSeconds).toFixed(0)} MB/s); validation ` +
-        `${validatedSeconds?.toFixed(1)} s; ${batch.status}: ${batch.request_counts.completed} completed, ${batch.request_counts.failed} failed in ${runSeconds.toFixed(1)} s after it`,
+        `${validatedSeconds?.toFixed(1)} s; ${batch.status}: ${batch.request_counts.completed} completed, ${batch.request_counts.failed} failed in ${runSeconds.toFixed(1)} s after it` +
+        (cancelSeconds === null ? '' : `; cancel to ${batch.status} ${cancelSeconds.toFixed(1)} s`),
     );
     console.log(
       `gateway RSS: idle ${(idleRss / MB).toFixed(0)} MB, peak ${(peak / MB).toFixed(0)} MB (growth ${((peak - idleRss) / MB).toFixed(0)} MB; target < 100 MB); peak by phase: ${[
@@ -210,6 +215,7 @@ async function main() {
       uploadSeconds,
       validatedSeconds,
       runSeconds,
+      cancelSeconds,
       batch,
       rss: {},
       interactive: {},

@@ -1,8 +1,9 @@
 // A budget's Redis cost per request (docs/budgets.md): a private redis-server, N rounds of what one chat
 // request costs the limiter — its admission (`admit.lua`), its job's usage record (`record-usage.lua`) and the
-// end of its request — for a key in a team with no budget, then the same key and team each with a budget
-// (spend and tokens). Printed: Redis's own CPU per request in the scripts (`INFO commandstats` usec of EVALSHA,
-// Lua-internal commands included) and the server's used_cpu_sys+user delta per request.
+// end of its request — for a key in a team with no budget, then the team alone with a budget (spend and
+// tokens), then the key and its team each with one. Printed: Redis's own CPU per request in the scripts
+// (`INFO commandstats` usec of EVALSHA, Lua-internal commands included) and the server's used_cpu_sys+user
+// delta per request.
 // Rows alternate (--alternations rounds of --rounds requests each) so a loaded box weighs on both alike; the
 // medians are compared, and the Redis commands per request (scripts' inner calls included) are exact.
 // Usage (after `npm run build`): node bench/budgets.mjs [--rounds 1000] [--alternations 10]
@@ -46,7 +47,7 @@ try {
   }
   const budget = { currency: 'USD', spend: 1e12, tokens: 1e12, period: 'month', softThreshold: 0.8 };
   const limits = { rpm: 1_000_000, tpm: 1_000_000_000, maxConcurrent: 1000 };
-  /** `budgets`: which holders have a budget — none, the team only, or the key and its team. */
+  /** `budgets`: 'none', 'team' (the team's alone) or 'both' (the key's and its team's). */
   const principal = (budgets) => ({
     keyId: 'key_000000000000000000000001',
     name: 'bench',
@@ -55,7 +56,7 @@ try {
     ...limits,
     priority: 'normal',
     weight: 1,
-    budget: budgets === 'key + team' ? budget : null,
+    budget: budgets === 'both' ? budget : null,
     team: {
       id: 'team_000000000000000000000001',
       ...limits,
@@ -82,7 +83,18 @@ try {
     if (!decision.admitted) throw new Error(`refused: ${decision.reason}`);
     await limiter.enqueued(decision.ticket);
     await recorder.record(
-      { requestId, model: 'm', keyId: who.keyId, teamId: who.team.id, budgeted, teamBudgeted },
+      {
+        requestId,
+        model: 'm',
+        keyId: who.keyId,
+        teamId: who.team.id,
+        budgeted,
+        teamBudgeted,
+        // What the gateway's job carries: the admission's reservation, which the settlement takes off unread.
+        ...(decision.ticket.reservedCost === undefined
+          ? {}
+          : { reservedCost: decision.ticket.reservedCost, reservedTokens: decision.ticket.reservedTokens }),
+      },
       { promptTokens: 100, completionTokens: 150, images: 0, cost: 2000 },
     );
     await limiter.release(decision.ticket, true);
@@ -108,9 +120,9 @@ try {
   const variants = [
     ['none', 'none', builds.a],
     ['team', 'team', builds.a],
-    ['key + team', 'key + team', builds.a],
+    ['key + team', 'both', builds.a],
   ];
-  if (builds.b) variants.push([`key + team (${process.env.BENCH_DIST_B})`, 'key + team', builds.b]);
+  if (builds.b) variants.push([`key + team (${process.env.BENCH_DIST_B})`, 'both', builds.b]);
   const rows = Object.fromEntries(variants.map(([label]) => [label, []]));
   for (let round = 0; round < alternations; round++) {
     for (const [label, budgets, build] of variants) {
@@ -141,7 +153,7 @@ try {
   const ratio = (row, name) => ((summary[row][name] / summary.none[name] - 1) * 100).toFixed(1);
   for (const row of ['team', 'key + team']) {
     console.log(
-      `${row}: budgets' extra (medians): scripts ${ratio(row, 'usec')} %, redis CPU ${ratio(row, 'cpu')} %`,
+      `${row}'s extra (medians): scripts ${ratio(row, 'usec')} %, redis CPU ${ratio(row, 'cpu')} %`,
     );
   }
 } finally {

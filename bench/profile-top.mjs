@@ -4,6 +4,8 @@
 //   node bench/profile-top.mjs <file.cpuprofile> [rows=25]
 // PROFILE_WINDOW=<seconds>[,<tail seconds>]: only the samples of that many seconds before the profile's last
 // `tail` (default 1) — a bench's measured window, without the start-up that fills most of a loaded box's run.
+// PROFILE_FUNCTIONS=<name>,<name>: also each named function's inclusive time (its callees counted) as a share
+// of the busy (non-idle) time, e.g. the budget path's `rateLimitHeaders,budgetArgs,maxCostOf,budgetSeen`.
 import { readFileSync } from 'node:fs';
 
 const [file, rows = '25'] = process.argv.slice(2);
@@ -65,3 +67,31 @@ console.log(
   `total ${(total / 1000).toFixed(0)} ms sampled\n\nby package:\n${top(packages)}\n\nby function:\n${top(functions)}` +
     `\n\ncharged to our code (innermost dist/ frame, callees included):\n${top(charged)}`,
 );
+
+const named = new Set((process.env.PROFILE_FUNCTIONS ?? '').split(',').filter(Boolean));
+if (named.size > 0) {
+  const inclusive = new Map();
+  let busy = 0;
+  for (const [id, us] of self) {
+    const leaf = byId.get(id).callFrame.functionName;
+    if (leaf !== '(idle)') busy += us;
+    const seen = new Set();
+    for (let at = id; at !== undefined; at = parentOf.get(at)) {
+      const frame = byId.get(at).callFrame;
+      if (!named.has(frame.functionName)) continue;
+      const name = `${frame.functionName} ${where(frame)}:${frame.lineNumber + 1}`;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      inclusive.set(name, (inclusive.get(name) ?? 0) + us);
+    }
+  }
+  const lines = [...inclusive]
+    .sort((a, b) => b[1] - a[1])
+    .map(
+      ([name, us]) =>
+        `${((100 * us) / busy).toFixed(2).padStart(6)}%  ${(us / 1000).toFixed(0).padStart(6)} ms  ${name}`,
+    );
+  console.log(
+    `\nnamed functions, inclusive, share of ${(busy / 1000).toFixed(0)} ms busy:\n${lines.join('\n')}`,
+  );
+}

@@ -3,7 +3,7 @@
 //   npm run bench -- [--smoke] [--only S1,S3] [--duration <s>] [--warmup <s>] [--streams <n>] [--hold <s>] [--rounds <n>]
 //                    [--out <file>] [--budget | --budget-team]
 //   --budget: S1 with a key in a team with key and team budgets against a key in a team without (both columns
-//   on the gateway, alternated with --rounds); --budget-team: only the team has a budget.
+//   on the gateway, alternated with --rounds); --budget-team: the same with a budget on the team only.
 import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -32,8 +32,8 @@ function parseArgs(argv) {
       return n;
     };
     if (flag === '--smoke') args.smoke = true;
-    else if (flag === '--budget') args.budget = 'key + team';
-    else if (flag === '--budget-team') args.budget = 'team';
+    else if (flag === '--budget') args.budget = true;
+    else if (flag === '--budget-team') args.budgetTeam = true;
     else if (flag === '--only') args.only = value().toUpperCase().split(',');
     else if (flag === '--duration') args.duration = number();
     else if (flag === '--warmup') args.warmup = number();
@@ -224,14 +224,18 @@ async function runScenario(scenario, args) {
     // Both columns of a `versus` scenario run on one gateway, one after the other: the gateway's own path is
     // warmed first, so the second run does not get alone the JIT warm-up the first gave their shared code.
     if (scenario.versus !== undefined) await warmUp(stack, scenario);
-    // With --rounds, a versus scenario's two columns take turns, so a machine that drifts (other tenants, clock
-    // speed) weighs on both alike; each column is then its rounds combined.
+    // With --rounds, a versus scenario's two columns take turns, each going first every other round (ABBA), so
+    // a machine that drifts (other tenants, clock speed, a heap that grows over the run) weighs on both alike;
+    // each column is then its rounds combined.
     const rounds = scenario.versus !== undefined ? (args.rounds ?? 1) : 1;
     const baselines = [];
     const gateways = [];
     for (let round = 0; round < rounds; round++) {
-      baselines.push(await measure(stack, scenario, 'baseline'));
-      gateways.push(await measure(stack, scenario, 'gateway'));
+      const order = round % 2 === 0 ? ['baseline', 'gateway'] : ['gateway', 'baseline'];
+      for (const column of order) {
+        const measured = await measure(stack, scenario, column);
+        (column === 'baseline' ? baselines : gateways).push(measured);
+      }
     }
     const baseline = combineMeasurements(baselines);
     const gateway = combineMeasurements(gateways);

@@ -255,9 +255,9 @@ const NEVER_SPENT = { currency: 'USD', spend: 1e9, tokens: 1e12, period: 'month'
 /**
  * S1 with `--budget`: a key in a team with key and team budgets (the gateway column) against a key in a team
  * without any (the baseline column), both on the gateway and on a priced model, so the ratio is what the
- * budgets cost a request end to end. `--budget-team`: only the team has a budget.
+ * budgets cost a request end to end. With `--budget-team` (`teamOnly`) only the team has a budget.
  */
-function budgetedS1(duration, holders) {
+function budgetedS1(duration, teamOnly) {
   const base = nonStreamAt64(
     'S1',
     'non-stream chat, c=64, budgeted key',
@@ -285,7 +285,7 @@ function budgetedS1(duration, holders) {
       };
       const keyIn = async (name, budget) => {
         const team = await admin('/admin/teams', { name, ...(budget ? { budget } : {}) });
-        const keyBudget = budget && holders === 'key + team' ? { budget } : {};
+        const keyBudget = budget && !teamOnly ? { budget } : {};
         const key = await admin('/admin/keys', { name, team_id: team.id, ...keyBudget });
         return { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
       };
@@ -310,8 +310,8 @@ function budgetedS1(duration, holders) {
 export function scenarios(args) {
   const d = durations(args);
   return [
-    args.budget
-      ? budgetedS1(d.S1, args.budget)
+    args.budget || args.budgetTeam
+      ? budgetedS1(d.S1, !args.budget)
       : nonStreamAt64(
           'S1',
           'non-stream chat, c=64',

@@ -469,6 +469,71 @@ describe('BatchDriver (real Redis)', () => {
     expect(calls).toEqual([]);
   });
 
+  /** A batch of `count` lines, in progress with its completion window already passed. */
+  async function expiredBatch(count: number): Promise<BatchObject> {
+    const batch = await newBatch(Array.from({ length: count }, (_v, i) => chatLine(i + 1)));
+    await redis.hset(
+      batchNamesFor(namespace).batch(batch.id),
+      'expires_at',
+      Math.floor(Date.now() / 1000) - 1,
+    );
+    await store.move(batch.id, 'validating', 'in_progress', { total: count });
+    return batch;
+  }
+
+  it('expired with more lines than a chunk: each reported once, in order, and none left waiting', async () => {
+    const count = 600;
+    const batch = await expiredBatch(count);
+    const chunks: number[] = [];
+    const counting = Object.create(store) as BatchStore;
+    counting.recordResults = async (batchId, lines, ok) => {
+      chunks.push(lines.length);
+      return store.recordResults(batchId, lines, ok);
+    };
+    const driver = new BatchDriver(deps({ store: counting, maxLines: count }), batch.id);
+    await driver.run();
+    const done = await reread(batch.id);
+    expect(done).toMatchObject({
+      status: 'expired',
+      request_counts: { total: count, completed: 0, failed: count },
+    });
+    expect(chunks).toEqual([256, 256, 88]);
+    expect(linesOf(done.error_file_id).map((line) => line.custom_id)).toEqual(
+      Array.from({ length: count }, (_v, i) => `c-${i + 1}`),
+    );
+    expect(driver.waitingLines?.count).toBe(0);
+    expect(calls).toEqual([]);
+  });
+
+  it('stopped between two chunks of a close: the next driver closes the rest, each line once', async () => {
+    const count = 600;
+    const batch = await expiredBatch(count);
+    const stopping = Object.create(store) as BatchStore;
+    let driver: BatchDriver | null = null;
+    stopping.recordResults = async (batchId, lines, ok) => {
+      const kept = await store.recordResults(batchId, lines, ok);
+      driver?.stop();
+      return kept;
+    };
+    driver = new BatchDriver(deps({ store: stopping, maxLines: count }), batch.id);
+    await driver.run();
+    const stopped = await reread(batch.id);
+    expect(stopped).toMatchObject({ status: 'finalizing', request_counts: { failed: 256 } });
+    expect(driver.waitingLines?.count).toBe(count - 256);
+
+    await new BatchDriver(deps({ maxLines: count }), batch.id).run();
+    const done = await reread(batch.id);
+    expect(done).toMatchObject({
+      status: 'expired',
+      request_counts: { total: count, completed: 0, failed: count },
+    });
+    const errors = linesOf(done.error_file_id);
+    expect(errors.map((line) => line.custom_id)).toEqual(
+      Array.from({ length: count }, (_v, i) => `c-${i + 1}`),
+    );
+    expect(errors.every((line) => line.error?.code === 'batch_expired')).toBe(true);
+  });
+
   it('a lease is held by one gateway at a time and renewed only by its holder', async () => {
     const batch = await newBatch([chatLine(1)]);
     expect(await store.acquireLease(batch.id, 'gw-a')).toBe(true);

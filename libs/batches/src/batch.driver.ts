@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as yieldToLoop, setTimeout as sleep } from 'node:timers/promises';
 import type { BudgetLimits, Principal } from '@mgw/access';
 import type { FileCatalog } from '@mgw/files';
 import { isTerminal, nextBatchStep, type BatchEvent } from './batch-status.machine';
@@ -16,7 +16,7 @@ import type {
   BatchStatus,
 } from './batch.types';
 import { inputLines } from './input-lines.reader';
-import type { BatchRecord, BatchStore, PrincipalSnapshot } from './store/batch.store';
+import type { BatchRecord, BatchStore, PrincipalSnapshot, ResultToKeep } from './store/batch.store';
 
 /** What a driver works with: the store, the files, the front-ends, and its bounds. */
 export interface DriverDeps {
@@ -54,6 +54,9 @@ const RESULTS_PAGE = 500;
 const RETRY_FIRST_MS = 500;
 const RETRY_MAX_MS = 30_000;
 const MAX_ATTEMPTS = 8;
+/** A cancel or an expiry keeps its lines' errors this many lines, or about this many bytes, per Redis call. */
+const CLOSE_CHUNK_LINES = 256;
+const CLOSE_CHUNK_BYTES = 256 * 1024;
 
 /** Stored results carry whether they go to the output file (`o`) or the error file (`e`) as their first byte. */
 const TO_OUTPUT = 'o';
@@ -121,6 +124,17 @@ function errorCodeOf(body: unknown): unknown {
 
 const nowS = (): number => Math.floor(Date.now() / 1000);
 const requestIdOfLine = (): string => `batch_req_${randomBytes(12).toString('hex')}`;
+
+/** The result of a line its batch ended before it ran: the ending as its error. */
+function endedResult(text: string, error: BatchResultLine['error']): BatchResultLine {
+  let customId = '';
+  try {
+    customId = (JSON.parse(text) as BatchInputLine).custom_id;
+  } catch {
+    // Validated already; a line that no longer parses keeps an empty custom_id.
+  }
+  return { id: requestIdOfLine(), custom_id: customId, response: null, error };
+}
 
 /**
  * Drives one batch, under its lease, from the status it is at to its end: validates its input file,
@@ -458,7 +472,10 @@ export class BatchDriver {
     }
   }
 
-  /** Every line without a result gets its batch's ending as its error; false when stopped meanwhile. */
+  /**
+   * Every line without a result gets its batch's ending as its error, a chunk of lines per Redis call (a
+   * line that finishes meanwhile keeps its own result); false when stopped meanwhile.
+   */
   private async closeUnfinished(
     batch: BatchObject,
     ownerKeyId: string,
@@ -466,26 +483,34 @@ export class BatchDriver {
   ): Promise<boolean> {
     const { store, catalog } = this.deps;
     const finished = await store.finishedLines(batch.id);
-    if (finished.size >= batch.request_counts.total) return true;
+    this.waiting = Math.max(0, batch.request_counts.total - finished.size);
+    if (this.waiting === 0) return true;
     const content = await catalog.read(ownerKeyId, batch.input_file_id);
     if (content === undefined) return true;
+    let chunk: ResultToKeep[] = [];
+    let bytes = 0;
     for await (const line of inputLines(content)) {
       if (this.stopped) return false;
       if (finished.has(line.index)) continue;
-      let customId = '';
-      try {
-        customId = (JSON.parse(line.text) as BatchInputLine).custom_id;
-      } catch {
-        // Validated already; a line that no longer parses keeps an empty custom_id.
-      }
-      const result: BatchResultLine = {
-        id: requestIdOfLine(),
-        custom_id: customId,
-        response: null,
-        error: ENDED_LINE[end],
-      };
-      await this.keep(batch.id, line.index, result, false);
+      const stored = `${TO_ERRORS}${JSON.stringify(endedResult(line.text, ENDED_LINE[end]))}`;
+      chunk.push({ index: line.index, line: stored });
+      bytes += Buffer.byteLength(stored);
+      if (chunk.length < CLOSE_CHUNK_LINES && bytes < CLOSE_CHUNK_BYTES) continue;
+      if (!(await this.keepEnded(batch.id, chunk))) return false;
+      chunk = [];
+      bytes = 0;
     }
+    return this.keepEnded(batch.id, chunk);
+  }
+
+  /** Keeps a chunk of ended lines' errors, then lets the event loop run; false when the driver stopped. */
+  private async keepEnded(batchId: string, chunk: ResultToKeep[]): Promise<boolean> {
+    if (this.stopped) return false;
+    if (chunk.length === 0) return true;
+    await this.deps.store.recordResults(batchId, chunk, false);
+    // Every line of the chunk has its result now: this one, or one a line finishing meanwhile kept.
+    this.waiting = Math.max(0, this.waiting - chunk.length);
+    await yieldToLoop();
     return !this.stopped;
   }
 

@@ -126,6 +126,21 @@ abstract class JobEnvelope {
   @IsBoolean()
   teamBudgeted?: boolean;
 
+  /**
+   * What the admission reserved against each of its budgets, in micro-units of the catalog's currency and in
+   * tokens: the settlement takes them off without reading the reservation back. Absent (an older gateway),
+   * the settlement reads it.
+   */
+  @IsOptional()
+  @Min(0)
+  @IsInt()
+  reservedCost?: number;
+
+  @IsOptional()
+  @Min(0)
+  @IsInt()
+  reservedTokens?: number;
+
   /** The BullMQ priority the job was queued at (from the key's tier); 1 runs first. */
   @IsOptional()
   @Max(JOB_PRIORITY_MAX)

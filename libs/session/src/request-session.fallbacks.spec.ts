@@ -1,165 +1,11 @@
-import {
-  GatewayError,
-  type ChatDoneMessage,
-  type ImageDoneMessage,
-  type ModelEntry,
-  type ReplyMessage,
-} from '@mgw/contracts';
-import { type ChatRequest } from '@mgw/request';
-import type { JobDataOf } from '@mgw/queue';
+import { GatewayError } from '@mgw/contracts';
 import { chatInferenceRequest } from '@mgw/testing';
-import type { RequestSession } from './request-session';
-import { entry, flush, SessionWorld, fakeReply } from './request-session.fixtures';
-import type { Delivery, StreamRenderer } from './session-request.types';
-
-const requestId = 'req_attempts_01';
+import { entry, FallbackWorld, settle } from './request-session.fixtures';
 
 const upstreamFailed = () => GatewayError.workerFailed('The upstream model server failed (HTTP 500).');
 
-/** What the old attempts' world recorded: the jobs, their removals and cancels, hand-overs and the answer. */
-const KEPT = /^(enqueue|remove|cancel|fallback|switched|output) /;
-
-interface Plan {
-  /** The requested model's catalog fallbacks. */
-  fallbacks?: string[];
-  /** The requested model has no live worker: its job waits this long for one. */
-  startWithinMs?: number;
-  checkModel?: (model: ModelEntry) => void;
-  /** The requested model's catalog URL policy. */
-  urlInputs?: ModelEntry['urlInputs'];
-  /** The chat job request, when not a plain `hi`. */
-  request?: ChatRequest;
-  /** The model asked for, when not `a` (declared by the test). */
-  requested?: string;
-  /** Deliver as a stream (whose keep-alive bound also bounds a cold start while a fallback remains). */
-  stream?: { keepAliveMs: number };
-}
-
-/**
- * Sessions for model `a` over the recording world; the replies of each job are played by the test.
- * `events` is everything observable, in order: jobs, removals, cancels, hand-overs (`fallback a→b reason`,
- * `switched b` once b's job is queued), each job's first output, what the renderer of each model got, and
- * the answer when the request failed before anything reached the client (`failed status code`).
- */
-class World {
-  readonly events: string[] = [];
-  readonly world = new SessionWorld((line) => {
-    if (KEPT.test(line)) this.events.push(line);
-  });
-  readonly jobs: JobDataOf<'chat'>[] = this.world.jobs as JobDataOf<'chat'>[];
-  readonly models = this.world.models;
-  readonly overloaded = this.world.overloaded;
-  session!: RequestSession<'chat'>;
-  readonly response = fakeReply();
-  readonly failures: GatewayError[] = [];
-
-  set resolving(gate: Promise<void> | null) {
-    this.world.resolving = gate;
-  }
-
-  constructor() {
-    for (const id of ['b', 'c', 'd']) this.models.set(id, { model: entry(id) });
-  }
-
-  private renderer(model: string): StreamRenderer {
-    return {
-      delta: (_choice, content) => void this.events.push(`delta ${model} ${content}`),
-      toolCall: () => undefined,
-      image: () => undefined,
-      done: (_done: ChatDoneMessage | ImageDoneMessage) => void this.events.push(`done ${model}`),
-      error: (error) => void this.events.push(`sink error ${model} ${error.code}`),
-      moved: () => undefined,
-    };
-  }
-
-  /** Starts the request for `a` and lets it admit and enqueue its first job. */
-  async attempts(plan: Plan = {}): Promise<RequestSession<'chat'>> {
-    const { world } = this;
-    if (!this.models.has('a')) {
-      const model = entry('a', {
-        ...(plan.fallbacks && { fallbacks: plan.fallbacks }),
-        ...(plan.urlInputs && { urlInputs: plan.urlInputs }),
-      });
-      this.models.set('a', {
-        model,
-        ...(plan.startWithinMs !== undefined && { startWithinMs: plan.startWithinMs }),
-      });
-    }
-    if (plan.stream) world.config.sseKeepAliveMs = plan.stream.keepAliveMs;
-    const delivery: Delivery = plan.stream
-      ? {
-          mode: 'stream',
-          format: { protocol: 'test' },
-          renderer: (_sse, context) => this.renderer(context.model),
-        }
-      : {
-          mode: 'json',
-          renderer: (context) => {
-            const renderer = this.renderer(context.model);
-            return { ...renderer, done: (done) => renderer.done(done) };
-          },
-        };
-    this.session = world.session<'chat'>(
-      {
-        requestId,
-        model: plan.requested ?? 'a',
-        ...(plan.checkModel && { checkModel: plan.checkModel }),
-        ...(plan.request && { request: plan.request }),
-      },
-      delivery,
-      this.response,
-    );
-    this.session.run().catch((error: GatewayError) => {
-      // A client that left is not answered: its run only returns.
-      if (error.code === 'client_closed_request') return;
-      this.failures.push(error);
-      this.events.push(`failed ${error.status} ${error.code}`);
-    });
-    await flush();
-    return this.session;
-  }
-
-  /** The model of the current attempt: the one that serves the request once it has output. */
-  get model(): string {
-    const state = this.session.current;
-    return state.name === 'idle' || state.name === 'ended' ? '' : state.attempt.model;
-  }
-
-  /** The client goes away. */
-  abandon(): void {
-    this.response.raw.leave();
-  }
-
-  /** The request is over: the registry heard its end. */
-  get ended(): boolean {
-    return this.world.endedCalls > 0;
-  }
-
-  /** A reply of the current attempt's job. */
-  reply(message: Omit<ReplyMessage, 'requestId' | 'seq'>): void {
-    this.world.reply(requestId, message);
-  }
-
-  fail(error: GatewayError): void {
-    this.reply({ kind: 'error', error: error.toWire() } as never);
-  }
-
-  serve(text: string): void {
-    this.reply({ kind: 'started', workerId: 'w1' } as never);
-    this.reply({ kind: 'delta', choice: 0, content: text } as never);
-    this.reply({
-      kind: 'chat-done',
-      finishReasons: ['stop'],
-      usage: { prompt_tokens: 1, completion_tokens: 1 },
-    } as never);
-  }
-}
-
-/** Lets the switch to the next model (resolution, admission, enqueue) run. */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
-
 /** Waits (bounded) until `events` has `count` entries: timers under test fire late on a busy machine. */
-async function eventsOnceThere(world: World, count: number): Promise<string[]> {
+async function eventsOnceThere(world: FallbackWorld, count: number): Promise<string[]> {
   const deadline = Date.now() + 5000;
   while (world.events.length < count && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 5));
@@ -169,10 +15,10 @@ async function eventsOnceThere(world: World, count: number): Promise<string[]> {
 }
 
 describe('RequestSession: fallbacks after a job fails before any output', () => {
-  let world: World;
+  let world: FallbackWorld;
 
   beforeEach(() => {
-    world = new World();
+    world = new FallbackWorld();
   });
 
   it('serves a request whose job fails before any output by the next model, under the same request id', async () => {
@@ -223,21 +69,12 @@ describe('RequestSession: fallbacks after a job fails before any output', () => 
       GatewayError.contextLengthExceeded(64, 100, false),
       GatewayError.deadlineExceeded(1000),
     ]) {
-      const local = new World();
+      const local = new FallbackWorld();
       await local.attempts({ fallbacks: ['b'] });
       local.fail(error);
       await settle();
       expect(local.events).toEqual(['enqueue a', `failed ${error.status} ${error.code}`]);
     }
-  });
-
-  it('tells an error in an open stream to its sink and stays with its model', async () => {
-    // The keep-alive bound opens the stream before any output: it is committed to its model.
-    await world.attempts({ fallbacks: ['b'], stream: { keepAliveMs: 1 } });
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    world.fail(upstreamFailed());
-    await settle();
-    expect(world.events).toEqual(['enqueue a', 'sink error a worker_error']);
   });
 
   it('skips fallbacks that cannot take the request, in order, and counts each hop with its reason', async () => {
@@ -346,28 +183,6 @@ describe('RequestSession: fallbacks after a job fails before any output', () => 
       'fallback a→b unavailable',
       'enqueue b',
       'switched b',
-    ]);
-  });
-
-  it('bounds a cold-start wait by half the keep-alive bound while a fallback remains, not for the last model', async () => {
-    jest.useFakeTimers();
-    world.models.set('b', { model: entry('b'), startWithinMs: 10 });
-    await world.attempts({ fallbacks: ['b'], startWithinMs: 60_000, stream: { keepAliveMs: 10_000 } });
-    // a waited 5 s (half the keep-alive bound), not its 60 s; b (the last) waited its own 10 ms and the
-    // request failed as a's; the keep-alive bound (10 s) was never reached, so the answer is a status.
-    jest.advanceTimersByTime(5000);
-    await flush();
-    jest.advanceTimersByTime(10);
-    await flush();
-    jest.useRealTimers();
-    expect(world.events).toEqual([
-      'enqueue a',
-      'remove a',
-      'fallback a→b unavailable',
-      'enqueue b',
-      'switched b',
-      'remove b',
-      'failed 503 model_unavailable',
     ]);
   });
 

@@ -1,5 +1,5 @@
 import { GatewayError } from '@mgw/contracts';
-import { entry, fakeReply, flush, SessionWorld } from './request-session.fixtures';
+import { entry, FakeClient, flush, SessionWorld } from './request-session.fixtures';
 import type { Delivery, JsonRenderer, StreamRenderer } from './session-request.types';
 
 const requestId = 'req_options_01';
@@ -33,17 +33,17 @@ describe('RequestSession: resume is opt-in', () => {
       }),
     });
     world.models.set('b', { model: entry('b') });
-    const reply = fakeReply();
+    const client = new FakeClient();
     const session = world.session(
       { requestId, model: 'm', ...(options.header && { resume: options.header }) },
       stream,
-      reply,
+      client,
     );
     session.run().catch(() => undefined);
     await flush();
     world.reply(requestId, { kind: 'started', workerId: 'w1' });
     world.reply(requestId, { kind: 'delta', choice: 0, content: 'x' }, 1);
-    reply.raw.leave();
+    client.leave();
     const resumable = world.jobs[0]!.resume !== undefined;
     session.shutdown(GatewayError.serviceUnavailable('test over'));
     return { lines, resumable };
@@ -119,9 +119,9 @@ describe('RequestSession: a client gone before its admission', () => {
     const lines: string[] = [];
     const world = new SessionWorld((line) => lines.push(line));
     world.models.set('m', { model: entry('m') });
-    const reply = fakeReply();
-    reply.raw.leave();
-    const session = world.session({ requestId, model: 'm' }, stream, reply);
+    const client = new FakeClient();
+    client.leave();
+    const session = world.session({ requestId, model: 'm' }, stream, client);
     await expect(session.run()).rejects.toMatchObject({ code: 'client_closed_request' });
     await flush();
     // No admission, no hold, no job: only the resolution (and the end's unregister, a no-op here).

@@ -9,7 +9,7 @@ import {
 } from '@mgw/contracts';
 import type { ReplyHandler } from '@mgw/queue';
 import type { RequestSession } from './request-session';
-import { entry, flush, SessionWorld, type FakeReply, fakeReply } from './request-session.fixtures';
+import { entry, FakeClient, flush, SessionWorld } from './request-session.fixtures';
 import type { StreamRenderer } from './session-request.types';
 
 const requestId = 'req_inflight_01';
@@ -41,7 +41,7 @@ class Harness {
 
   readonly events: Event[] = [];
   readonly world = new SessionWorld(() => undefined);
-  readonly reply: FakeReply = fakeReply();
+  readonly client = new FakeClient();
   session!: RequestSession<'chat'>;
   /** What the session's run settled with, when it rejected. */
   readonly rejected: unknown[] = [];
@@ -118,7 +118,7 @@ class Harness {
     this.session = world.session<'chat'>(
       { requestId, model, ...(this.graceMs > 0 && { resume: 'on' as const }) },
       { mode: 'stream', format: { protocol: 'test' }, renderer: () => this.renderer },
-      this.reply,
+      this.client,
       {
         ...deps,
         job: {
@@ -152,7 +152,7 @@ class Harness {
 
   /** The client goes away. */
   leave(): void {
-    this.reply.raw.leave();
+    this.client.leave();
   }
 
   /** The client has its ending (or is gone): nothing more reaches the renderer. */

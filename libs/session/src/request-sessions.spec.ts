@@ -7,15 +7,7 @@ import type { JobProducer, ReplyHandler, ReplyRouter } from '@mgw/queue';
 import type { AdmissionService } from './admission/admission.service';
 import type { ModelResolver } from './models/model.resolver';
 import type { ControlPublisher } from './queue/control.publisher';
-import {
-  entry,
-  fakeReply,
-  flush,
-  jsonClient,
-  principal,
-  SessionWorld,
-  type FakeReply,
-} from './request-session.fixtures';
+import { entry, FakeClient, flush, principal, SessionWorld } from './request-session.fixtures';
 import { RequestSessions } from './request-sessions';
 import type { StreamLogStore } from './resume/stream-log.store';
 import type { StreamRenderer } from './session-request.types';
@@ -84,7 +76,7 @@ describe('RequestSessions', () => {
     sessions.onApplicationShutdown();
   });
 
-  const open = async (requestId: string, errors: GatewayError[] = []): Promise<FakeReply> => {
+  const open = async (requestId: string, errors: GatewayError[] = []): Promise<FakeClient> => {
     metrics.requestReceived(requestId);
     const renderer: StreamRenderer = {
       delta: () => undefined,
@@ -94,7 +86,7 @@ describe('RequestSessions', () => {
       error: (e) => void errors.push(e),
       moved: () => undefined,
     };
-    const response = fakeReply();
+    const client = new FakeClient();
     void sessions
       .run(
         {
@@ -106,11 +98,11 @@ describe('RequestSessions', () => {
           tokenEstimate: 0,
         },
         { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
-        world.streamClient(response),
+        client.stream(),
       )
       .catch(() => undefined);
     await flush();
-    return response;
+    return client;
   };
 
   it('observes queue wait, first token and overhead along an answered request, then forgets it', async () => {
@@ -131,8 +123,8 @@ describe('RequestSessions', () => {
   });
 
   it('counts a client that leaves as a disconnect', async () => {
-    const response = await open('req-leaving-1');
-    response.raw.leave();
+    const client = await open('req-leaving-1');
+    client.leave();
     await sessions.settled(1000);
     const disconnects = await metrics.registry.getSingleMetric('gateway_client_disconnects_total')!.get();
     expect(disconnects.values).toEqual([
@@ -238,7 +230,7 @@ describe('RequestSessions', () => {
           background: true,
         },
         { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
-        world.streamClient(fakeReply()),
+        new FakeClient().stream(),
       )
       .catch(() => undefined);
     await flush();
@@ -266,7 +258,7 @@ describe('RequestSessions', () => {
           origins: new ParamOrigins().set('messages', 'input', 'drop'),
         },
         { mode: 'json', renderer: () => ({ done: () => undefined, error: () => undefined }) } as never,
-        jsonClient(fakeReply()),
+        new FakeClient().json(),
       )
       .then(
         () => null,
@@ -304,7 +296,7 @@ describe('RequestSessions', () => {
           origins,
         },
         { mode: 'json', renderer: () => ({ done: () => undefined, error: () => undefined }) } as never,
-        jsonClient(fakeReply()),
+        new FakeClient().json(),
       )
       .catch((error: unknown) => error);
     await flush();
@@ -331,7 +323,7 @@ describe('RequestSessions', () => {
           origins,
         },
         { mode: 'stream', format: { protocol: 'test' }, renderer: () => renderer },
-        world.streamClient(fakeReply()),
+        new FakeClient().stream(),
       )
       .catch(() => undefined);
     await flush();

@@ -52,4 +52,14 @@ describe('budget periods', () => {
     expect(budgetPeriodEndMs('day', Date.UTC(2026, 11, 31, 5))).toBe(Date.UTC(2027, 0, 1));
     expect(budgetPeriodEndMs('total', lastSecond)).toBeNull();
   });
+  it('answers for the time asked, whichever period it asked for last (a clock that goes back, a test clock)', () => {
+    const midnight = Date.UTC(2027, 0, 1);
+    expect(budgetPeriodOf('day', midnight)).toBe('2027-01-01');
+    expect(budgetPeriodOf('day', midnight - 1)).toBe('2026-12-31');
+    expect(budgetPeriodEndMs('day', midnight - 1)).toBe(midnight);
+    expect(budgetPeriodOf('month', midnight)).toBe('2027-01');
+    expect(budgetPeriodOf('month', midnight - 1)).toBe('2026-12');
+    expect(budgetPeriodEndMs('month', midnight)).toBe(Date.UTC(2027, 1, 1));
+    expect(budgetPeriodOf('day', midnight + 86_400_000 * 40)).toBe('2027-02-10');
+  });
 });

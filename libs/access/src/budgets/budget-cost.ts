@@ -20,9 +20,24 @@ export function maxCostOf(
 ): number {
   if (!pricing) return 0;
   if (kind === 'image') return costOf({ images: [images] }, pricing);
-  if (kind === 'embedding') return costOf({ embeddingTokens: tokens }, pricing);
-  const top = Math.max(pricing.inputPerMillion, pricing.outputPerMillion);
-  return costOf({ outputTokens: tokens }, { ...pricing, outputPerMillion: top });
+  const perMillion =
+    kind === 'embedding'
+      ? pricing.embeddingPerMillion
+      : Math.max(pricing.inputPerMillion, pricing.outputPerMillion);
+  return tokensCostOf(Math.max(0, Math.round(tokens)), perMillion);
+}
+
+/**
+ * `tokens` at `perMillion` micro-units per million tokens, rounded up, as `costOf` counts it: in plain
+ * numbers while the product is an exact integer (every request's estimate), in BigInt beyond.
+ */
+function tokensCostOf(tokens: number, perMillion: number): number {
+  const product = tokens * perMillion;
+  if (!Number.isSafeInteger(product)) {
+    return Number((BigInt(tokens) * BigInt(perMillion) + 999_999n) / 1_000_000n);
+  }
+  const rest = product % 1_000_000;
+  return (product - rest) / 1_000_000 + (rest > 0 ? 1 : 0);
 }
 
 /** What a finished job cost, from the usage its worker records (an embedding's tokens are its input). */

@@ -8,11 +8,16 @@ import type { TeamLimits } from '../teams/team.record';
 import { UsageRecorder } from '../usage/usage.recorder';
 import type { BudgetLimits } from './budget';
 
-/** Budgets by reservation: exact under concurrent admissions, settled to the real cost, rolled over by date. */
+/**
+ * Budgets by reservation: exact under concurrent admissions, settled to the real cost, rolled over by date —
+ * settled with what the job says its admission reserved, and (a job of an older gateway) without.
+ */
 describe.each([
-  ['one node', false],
-  ['a Cluster layout (one step per slot)', true],
-])('budgets (real Redis, %s)', (_layout, cluster) => {
+  ['one node', false, 'the job carries its reservation', true],
+  ['a Cluster layout (one step per slot)', true, 'the job carries its reservation', true],
+  ['one node', false, 'the settlement reads the reservation', false],
+  ['a Cluster layout (one step per slot)', true, 'the settlement reads the reservation', false],
+])('budgets (real Redis, %s, %s)', (_layout, cluster, _settlement, fromJob) => {
   const namespace = `unit-budgets-${randomBytes(5).toString('hex')}`;
   const T0 = Date.UTC(2026, 10, 15, 12);
   let plain: Redis;
@@ -93,6 +98,9 @@ describe.each([
         ...(ticket.teamId === undefined ? {} : { teamId: ticket.teamId }),
         budgeted: ticket.budgeted === true,
         teamBudgeted: ticket.teamBudgeted === true,
+        ...(fromJob && ticket.reservedCost !== undefined
+          ? { reservedCost: ticket.reservedCost, reservedTokens: ticket.reservedTokens }
+          : {}),
       },
       { promptTokens: tokens, completionTokens: 0, images: 0, cost },
     );
@@ -186,6 +194,19 @@ describe.each([
     const next = await admit(own, Date.UTC(2026, 11, 1), 100);
     expect(next).toMatchObject({ admitted: true });
     expect(next.state.budgets![0]).toMatchObject({ spent: 100 });
+  });
+
+  it("settles nothing in the new period for a request admitted in the previous one, and a ticket's once", async () => {
+    const own = key(null, budget({ spend: 1000, tokens: 1000, period: 'month' }));
+    const lastDay = Date.UTC(2026, 10, 30, 23, 59, 59);
+    const old = ticketOf(await admit(own, lastDay, 100, 50));
+    expect(old).toMatchObject({ reservedCost: 100, reservedTokens: 50 });
+    const current = ticketOf(await admit(own, Date.UTC(2026, 11, 1), 200, 80));
+    await settle(old, 90, 40); // its reservation went with November's hash
+    await settle(current, 150, 60);
+    await settle(current, 150, 60); // a repeat (a retried report) counts nothing
+    const hash = await plain.hgetall(limiterNames(own.keyId, false));
+    expect(hash).toEqual({ period: '2026-12', spent: '150', tokens: '60' });
   });
 
   it('reads no budget hash for a key (and team) without a budget', async () => {

@@ -21,20 +21,41 @@ export interface BudgetLimits {
 
 export const DEFAULT_SOFT_THRESHOLD = 0.8;
 
+/** A day or a month of the UTC calendar: its name in Redis and when it starts and ends (ms since the epoch). */
+interface CalendarPeriod {
+  name: string;
+  startMs: number;
+  endMs: number;
+}
+
+/**
+ * The day and the month last asked for: every admission of a budgeted request needs its period's name and end,
+ * and they change once a day, so a request reads them here instead of formatting a date.
+ */
+const lastPeriods: { day: CalendarPeriod | null; month: CalendarPeriod | null } = { day: null, month: null };
+
+function calendarPeriodOf(period: 'day' | 'month', nowMs: number): CalendarPeriod {
+  const last = lastPeriods[period];
+  if (last && nowMs >= last.startMs && nowMs < last.endMs) return last;
+  const at = new Date(nowMs);
+  const [year, month, day] = [at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()];
+  const iso = at.toISOString();
+  const fresh =
+    period === 'day'
+      ? { name: iso.slice(0, 10), startMs: Date.UTC(year, month, day), endMs: Date.UTC(year, month, day + 1) }
+      : { name: iso.slice(0, 7), startMs: Date.UTC(year, month, 1), endMs: Date.UTC(year, month + 1, 1) };
+  lastPeriods[period] = fresh;
+  return fresh;
+}
+
 /** The period's name in Redis: `2026-11-29`, `2026-11` or `total`, from the time in ms (UTC). */
 export function budgetPeriodOf(period: BudgetPeriod, nowMs: number): string {
-  if (period === 'total') return 'total';
-  const iso = new Date(nowMs).toISOString();
-  return period === 'day' ? iso.slice(0, 10) : iso.slice(0, 7);
+  return period === 'total' ? 'total' : calendarPeriodOf(period, nowMs).name;
 }
 
 /** When the period that holds `nowMs` ends (ms since the epoch), null for `total`. */
 export function budgetPeriodEndMs(period: BudgetPeriod, nowMs: number): number | null {
-  if (period === 'total') return null;
-  const at = new Date(nowMs);
-  return period === 'day'
-    ? Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() + 1)
-    : Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
+  return period === 'total' ? null : calendarPeriodOf(period, nowMs).endMs;
 }
 
 /** What the admin API shows of a budget (a plain type: the console's build reads it too). */

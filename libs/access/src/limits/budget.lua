@@ -61,15 +61,24 @@ local function reserveBudget(b, requestId, cost, tokens, expiry)
 end
 
 -- Replaces a request's reservation by what it really cost (0 and 0 take it back); nothing when it has none
--- (settled already, or the period rolled over since).
-local function settleBudget(key, requestId, cost, tokens)
+-- (settled already, swept, or the period rolled over since). Given what the admission reserved
+-- (`reservedCost` and `reservedTokens`, which its job carries), it reads nothing: the HDEL's 1 says the
+-- reservation is there, and so is of the hash's period (a new period's first reservation empties the hash
+-- before it writes its own), and the totals move by the differences.
+local function settleBudget(key, requestId, cost, tokens, reservedCost, reservedTokens)
   local field = 'r:' .. requestId
+  if reservedCost and reservedTokens then
+    if redis.call('HDEL', key, field) == 0 then return end
+    if cost ~= reservedCost then redis.call('HINCRBY', key, 'spent', cost - reservedCost) end
+    if tokens ~= reservedTokens then redis.call('HINCRBY', key, 'tokens', tokens - reservedTokens) end
+    return
+  end
   local h = redis.call('HMGET', key, field, 'period', 'spent', 'tokens')
   if not h[1] then return end
   redis.call('HDEL', key, field)
-  local period, reservedCost, reservedTokens = reservationOf(h[1])
+  local period, heldCost, heldTokens = reservationOf(h[1])
   if h[2] ~= period then return end
-  local spent, used = (tonumber(h[3]) or 0) + cost - reservedCost, (tonumber(h[4]) or 0) + tokens - reservedTokens
+  local spent, used = (tonumber(h[3]) or 0) + cost - heldCost, (tonumber(h[4]) or 0) + tokens - heldTokens
   redis.call('HSET', key, 'spent', spent, 'tokens', used)
 end
 

@@ -113,6 +113,9 @@ export interface Ticket {
   budgeted?: boolean;
   /** True when it holds a reservation against its team's budget. */
   teamBudgeted?: boolean;
+  /** What it reserved against each of its budgets (micro-units, tokens), when it has one: its job's settlement. */
+  reservedCost?: number;
+  reservedTokens?: number;
 }
 
 /** The lease sets a ticket holds a slot in (its key's, its team's), as the SlotKeeper keeps them alive. */
@@ -283,6 +286,10 @@ export class Limiter {
       requestId: request.requestId,
       nowMs,
     };
+    if (ticket.budgeted || ticket.teamBudgeted) {
+      ticket.reservedCost = spend.cost;
+      ticket.reservedTokens = spend.tokens;
+    }
     let reply: Reply;
     if (this.cluster) {
       reply = await this.admitInSteps(ticket, principal, keyKeys, teamKeys, modelKeys, args, spend);

@@ -74,4 +74,27 @@ describe('rateLimitHeaders: budgets', () => {
       'x-ratelimit-budget-used': '25%',
     });
   });
+  it("gives each kind its own budget's reset and limit when the key's and the team's differ", () => {
+    const keyBudget = limits({ spend: 10_000_000, period: 'day' });
+    const teamBudget = limits({ spend: 50_000_000, tokens: 1000, period: 'month' });
+    const state = (teamTokens: number) => ({
+      ...none,
+      budgets: [
+        { holder: 'key' as const, limits: keyBudget, spent: 1_000_000, tokensUsed: 0, resetMs: 61_000 },
+        { holder: 'team' as const, limits: teamBudget, spent: 0, tokensUsed: teamTokens, resetMs: 3_000 },
+      ],
+    });
+    const expected = (remainingTokens: string, used: string) => ({
+      'x-ratelimit-limit-budget': '10',
+      'x-ratelimit-remaining-budget': '9',
+      'x-ratelimit-reset-budget': '1m1s',
+      'x-ratelimit-limit-budget-tokens': '1000',
+      'x-ratelimit-remaining-budget-tokens': remainingTokens,
+      'x-ratelimit-reset-budget-tokens': '3s',
+      'x-ratelimit-budget-used': used,
+    });
+    expect(rateLimitHeaders(state(100))).toEqual(expected('900', '10%'));
+    // the same budgets again (their limits' texts are kept per budget): only what is used changes
+    expect(rateLimitHeaders(state(500))).toEqual(expected('500', '50%'));
+  });
 });

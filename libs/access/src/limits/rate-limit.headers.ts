@@ -1,4 +1,5 @@
 import { decimalOf } from '@mgw/contracts';
+import type { BudgetLimits } from '../budgets/budget';
 import type { BudgetState, LimitState } from './limiter';
 
 /** OpenAI's duration style for `x-ratelimit-reset-*`: `20ms`, `1s`, `6m0s`, `1.5s`. */
@@ -27,6 +28,30 @@ export function rateLimitHeaders(state: LimitState): Record<string, string> {
   return headers;
 }
 
+/** A budget's limits as the headers write them. */
+interface LimitTexts {
+  spend: string;
+  tokens: string;
+}
+
+/**
+ * The limits' header values per budget: a key's and its team's budgets are the cached records' objects, the
+ * same for each of their requests until a change replaces them, so each is formatted once.
+ */
+const limitTexts = new WeakMap<BudgetLimits, LimitTexts>();
+
+function limitTextsOf(limits: BudgetLimits): LimitTexts {
+  let texts = limitTexts.get(limits);
+  if (!texts) {
+    texts = {
+      spend: limits.spend === null ? '' : decimalOf(limits.spend),
+      tokens: limits.tokens === null ? '' : String(limits.tokens),
+    };
+    limitTexts.set(limits, texts);
+  }
+  return texts;
+}
+
 /**
  * The budgets' headers (docs/budgets.md): per kind (spend, tokens) the budget, the key's or its team's, with
  * less left; the share used of the fullest limit and whether it passed its soft threshold.
@@ -34,22 +59,36 @@ export function rateLimitHeaders(state: LimitState): Record<string, string> {
 function budgetHeaders(budgets: readonly BudgetState[], headers: Record<string, string>): void {
   const left = (budget: BudgetState, kind: 'spend' | 'tokens'): number =>
     kind === 'spend' ? budget.limits.spend! - budget.spent : budget.limits.tokens! - budget.tokensUsed;
-  const tightest = (kind: 'spend' | 'tokens') =>
-    budgets
-      .filter((budget) => budget.limits[kind] !== null)
-      .reduce<BudgetState | null>((a, b) => (a === null || left(b, kind) < left(a, kind) ? b : a), null);
+  const tightest = (kind: 'spend' | 'tokens'): BudgetState | null => {
+    let found: BudgetState | null = null;
+    for (const budget of budgets) {
+      if (budget.limits[kind] !== null && (found === null || left(budget, kind) < left(found, kind))) {
+        found = budget;
+      }
+    }
+    return found;
+  };
   const spend = tightest('spend');
+  let spendReset: string | null = null;
   if (spend) {
-    headers['x-ratelimit-limit-budget'] = decimalOf(spend.limits.spend!);
+    headers['x-ratelimit-limit-budget'] = limitTextsOf(spend.limits).spend;
     headers['x-ratelimit-remaining-budget'] = decimalOf(Math.max(0, left(spend, 'spend')));
-    if (spend.resetMs !== null) headers['x-ratelimit-reset-budget'] = formatResetDuration(spend.resetMs);
+    if (spend.resetMs !== null) {
+      spendReset = formatResetDuration(spend.resetMs);
+      headers['x-ratelimit-reset-budget'] = spendReset;
+    }
   }
   const tokens = tightest('tokens');
   if (tokens) {
-    headers['x-ratelimit-limit-budget-tokens'] = String(tokens.limits.tokens);
+    headers['x-ratelimit-limit-budget-tokens'] = limitTextsOf(tokens.limits).tokens;
     headers['x-ratelimit-remaining-budget-tokens'] = String(Math.max(0, left(tokens, 'tokens')));
-    if (tokens.resetMs !== null)
-      headers['x-ratelimit-reset-budget-tokens'] = formatResetDuration(tokens.resetMs);
+    if (tokens.resetMs !== null) {
+      // Both limits of one budget, or two budgets of one period, end together: one formatting.
+      headers['x-ratelimit-reset-budget-tokens'] =
+        spendReset !== null && spend!.resetMs === tokens.resetMs
+          ? spendReset
+          : formatResetDuration(tokens.resetMs);
+    }
   }
   let used = 0;
   let soft = false;

@@ -3,7 +3,8 @@
 --       6 now ms (0 = Redis time), 7 usage retention ms, 8 '1' for a batch's line (counted in the model's
 --       counters and again in its `batch_` ones, so batch usage reads apart from the rest), 9 cost
 --       (micro-units), 10 request id, 11 and 12 the key's and the team's budget hash's index in KEYS (0 or
---       absent = none: nothing more is read), 13 the key's team id (absent = none)
+--       absent = none: nothing more is read), 13 the key's team id (absent = none), 14 and 15 the cost and
+--       tokens its admission reserved against its budgets (absent: the settlement reads them)
 --- @include "@mgw/redis/now"
 --- @include "reconcile"
 --- @include "budget"
@@ -43,8 +44,11 @@ local function recordUsage(recordedKey, usageKey, keyIdsKey, reservationKey, tpm
     end
     reconcile(reservationKey, tpmKey, prompt + completion)
     if teamTpmKey then reconcile(teamReservationKey, teamTpmKey, prompt + completion) end
+    local reservedCost, reservedTokens = tonumber(ARGV[14] or ''), tonumber(ARGV[15] or '')
     for _, at in ipairs({ tonumber(ARGV[11] or '0'), tonumber(ARGV[12] or '0') }) do
-      if at > 0 then settleBudget(KEYS[at], ARGV[10], cost, prompt + completion) end
+      if at > 0 then
+        settleBudget(KEYS[at], ARGV[10], cost, prompt + completion, reservedCost, reservedTokens)
+      end
     end
   end
   return true

@@ -25,6 +25,12 @@ export interface UsageSubject {
   budgeted?: boolean;
   /** The request reserved against its team's budget. */
   teamBudgeted?: boolean;
+  /**
+   * What its admission reserved against its budgets (micro-units, tokens), when the job says: the
+   * settlement then reads nothing back (budget.lua); absent, it reads the reservation.
+   */
+  reservedCost?: number;
+  reservedTokens?: number;
 }
 
 export interface UsageAmounts {
@@ -101,17 +107,23 @@ export class UsageRecorder {
     // A request without a budget reads no budget hash (ARGV 11-12 are 0).
     const keyBudget = keyId !== '' && subject.budgeted === true ? this.names.budget(keyId) : null;
     const teamBudget = teamId && subject.teamBudgeted === true ? this.names.teamBudget(teamId) : null;
+    const reserved =
+      (keyBudget || teamBudget) && subject.reservedCost !== undefined && subject.reservedTokens !== undefined
+        ? [subject.reservedCost, subject.reservedTokens]
+        : [];
     if (!this.cluster) {
       const keys = [recorded, usage, this.names.usageKeyIds, reservation, tpm, served, ...team];
       if (teamUsage) keys.push(teamUsage, this.names.usageTeamIds);
       if (keyBudget || teamBudget || teamId) {
         const at = (hash: string | null) => (hash ? keys.push(hash) : 0);
-        args.push(subject.requestId, at(keyBudget), at(teamBudget), teamId ?? '');
+        args.push(subject.requestId, at(keyBudget), at(teamBudget), teamId ?? '', ...reserved);
       }
       return (await RECORD_USAGE_SCRIPT.run(this.redis, keys, args)) === 1;
     }
     const keyKeys = [recorded, usage, reservation, tpm];
-    const keyArgs = keyBudget ? [...args, subject.requestId, keyKeys.push(keyBudget), 0] : args;
+    const keyArgs = keyBudget
+      ? [...args, subject.requestId, keyKeys.push(keyBudget), 0, '', ...reserved]
+      : args;
     if ((await RECORD_KEY_USAGE_SCRIPT.run(this.redis, keyKeys, keyArgs)) !== 1) {
       return false;
     }
@@ -135,6 +147,7 @@ export class UsageRecorder {
               images,
               args[7]!,
               USAGE_RETENTION_MS,
+              ...(teamBudget ? reserved : []),
             ],
           ),
     ]);

@@ -45,6 +45,12 @@ export interface NewBatch {
   metadata: Record<string, string> | null;
 }
 
+/** A line's result as kept: its index among the input's request lines, and the stored line. */
+export interface ResultToKeep {
+  index: number;
+  line: string;
+}
+
 export interface BatchPage {
   data: BatchObject[];
   hasMore: boolean;
@@ -195,13 +201,25 @@ export class BatchStore {
 
   /** Keeps line `index`'s result once; false when the line had one already. */
   async recordResult(batchId: string, index: number, line: string, ok: boolean): Promise<boolean> {
+    return (await this.recordResults(batchId, [{ index, line }], ok)) === 1;
+  }
+
+  /**
+   * Keeps the results of `lines` in one step, each only if its line has none yet, and adds the number kept
+   * to the batch's `completed` (`ok`) or `failed` count in the same step: how many were kept.
+   */
+  async recordResults(batchId: string, lines: readonly ResultToKeep[], ok: boolean): Promise<number> {
+    if (lines.length === 0) return 0;
     const names = this.names;
-    const kept = await BATCH_SCRIPTS.recordResult.run(
+    const args: (string | number)[] = [ok ? 'completed' : 'failed'];
+    for (const { index, line } of lines) args.push(index, line);
+    const kept = await BATCH_SCRIPTS.recordResults.run(
       this.redis,
       [names.results(batchId), names.batch(batchId)],
-      [index, line, ok ? 'completed' : 'failed'],
+      args,
     );
-    return kept === 1;
+    if (typeof kept !== 'number') throw new Error(`batch ${batchId}: results kept: ${String(kept)}`);
+    return kept;
   }
 
   /** The indices of the lines that have their result. */

@@ -107,4 +107,21 @@ describe('GatewayMetrics', () => {
     expect(new Set(labels).size).toBe(101);
     expect(labels[149]).toBe('other');
   });
+
+  it("shows each team's budget share as its last admission saw it, and counts requests past a soft threshold", async () => {
+    metrics.budgetSeen('team_a', 'team', 0.5, false);
+    metrics.budgetSeen('team_a', 'team', 0.85, true);
+    metrics.budgetSeen('team_b', 'team', 0.1, false);
+    metrics.budgetSeen('team_b', 'key', 0.95, true); // a key's own budget: counted, never a team's share
+    const shares = await values(metrics, 'gateway_budget_used_ratio');
+    expect(shares.map((v) => [v.labels.team, v.value])).toEqual([
+      ['team_a', 0.85],
+      ['team_b', 0.1],
+    ]);
+    const soft = await values(metrics, 'gateway_budget_soft_threshold_requests_total');
+    expect(soft.map((v) => [v.labels.team, v.labels.holder, v.value])).toEqual([
+      ['team_a', 'team', 1],
+      ['team_b', 'key', 1],
+    ]);
+  });
 });

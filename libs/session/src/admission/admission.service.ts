@@ -29,6 +29,9 @@ export interface AdmittedFields {
   /** Reservations against the key's and the team's budgets, which the job's usage settles. */
   budgeted?: boolean;
   teamBudgeted?: boolean;
+  /** What the admission reserved against them (micro-units, tokens): the settlement reads nothing back. */
+  reservedCost?: number;
+  reservedTokens?: number;
   priority: number;
   /** A batch's line: its usage counts once per line, as batch usage. */
   batchLine?: string;
@@ -241,6 +244,11 @@ export class AdmissionService implements OnApplicationShutdown {
     // From the principal, not the ticket: a fallback's job settles the request's reservation too.
     if (principal.budget) fields.budgeted = true;
     if (principal.team?.budget) fields.teamBudgeted = true;
+    // A fallback's admission reserves nothing (its job carries the first job's fields, these included).
+    if (ticket.reservedCost !== undefined && ticket.reservedTokens !== undefined) {
+      fields.reservedCost = ticket.reservedCost;
+      fields.reservedTokens = ticket.reservedTokens;
+    }
     return {
       fields,
       weight: tenantOf(principal).weight,
