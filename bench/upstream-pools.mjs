@@ -1,5 +1,5 @@
-// Upstream pools (issue 15): three fake OpenAI-compatible upstreams (real HTTP servers in this process, of
-// different speeds, maxConcurrency 4, 8 and 2) behind one catalog model, served by two chat-worker processes
+// Upstream pools (issue 15): three fake OpenAI-compatible upstreams (real HTTP servers in a process of their
+// own, bench/lib/fake-upstreams.process.mjs, of different speeds, maxConcurrency 4, 8 and 2) behind one catalog model, served by two chat-worker processes
 // and one gateway on a private Redis, under a closed loop of 64 streaming clients. Prints per-upstream
 // in-flight maximum against its limit, throughput against the sum of the upstreams' capacities, and what
 // happens when one upstream is killed under load and revived; then a model whose upstreams are all dead,
@@ -7,13 +7,12 @@
 //   npm run build && node bench/upstream-pools.mjs [--steady <s>] [--fallback <s>] [--concurrency <n>]
 //     [--service <ms,ms,ms>] [--out <file>]
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
+import { FakeUpstreams } from './lib/fake-upstreams.process.mjs';
 import { Child, freePort, startRedis } from './lib/processes.mjs';
 import { distDir } from './lib/stack.mjs';
 import { commandLineOptions } from './lib/options.mjs';
@@ -39,80 +38,6 @@ const UPSTREAMS = [
   { name: 'slow', maxConcurrency: 2, tokenMs: SERVICE_MS[2] / TOKENS },
 ];
 const KILLED = 'medium';
-
-/** A fake upstream: streams TOKENS words named after itself; counts its in-flight requests; dies and revives. */
-class FakeUpstream {
-  inFlight = 0;
-  maxInFlight = 0;
-  served = 0;
-  busyMs = 0;
-  arrivals = [];
-  sockets = new Set();
-
-  constructor(spec) {
-    Object.assign(this, spec);
-    this.server = createServer((req, res) => this.handle(req, res));
-    this.server.on('connection', (socket) => {
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
-    });
-  }
-
-  async listen(port = 0) {
-    await new Promise((resolve) => this.server.listen(port, '127.0.0.1', resolve));
-    this.port = this.server.address().port;
-    this.alive = true;
-  }
-
-  async kill() {
-    this.alive = false;
-    const closed = new Promise((resolve) => this.server.close(resolve));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
-  }
-
-  handle(req, res) {
-    if (req.method === 'GET' && req.url.endsWith('/models')) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ object: 'list', data: [{ id: 'bench-llama', object: 'model' }] }));
-      return;
-    }
-    req.resume();
-    req.on('end', async () => {
-      const startedAt = performance.now();
-      this.arrivals.push(Date.now());
-      this.inFlight++;
-      this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-      let open = true;
-      res.on('close', () => {
-        open = false;
-      });
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const send = (data) => res.write(`data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`);
-      const delta = (content, finish = null) => ({
-        object: 'chat.completion.chunk',
-        choices: [{ index: 0, delta: content === null ? {} : { content }, finish_reason: finish }],
-      });
-      for (let i = 0; i < TOKENS && open; i++) {
-        await sleep(this.tokenMs);
-        if (open) send(delta(`${this.name}${i} `));
-      }
-      if (open) {
-        send(delta(null, 'stop'));
-        send({
-          object: 'chat.completion.chunk',
-          choices: [],
-          usage: { prompt_tokens: 5, completion_tokens: TOKENS },
-        });
-        send('[DONE]');
-        res.end();
-        this.served++;
-        this.busyMs += performance.now() - startedAt;
-      }
-      this.inFlight--;
-    });
-  }
-}
 
 const dispatcher = new Agent({
   connections: null,
@@ -196,8 +121,8 @@ async function scrapeUp(port, upstream) {
 }
 
 async function main() {
-  const fakes = UPSTREAMS.map((spec) => new FakeUpstream(spec));
-  for (const fake of fakes) await fake.listen();
+  const upstreams = await FakeUpstreams.start(UPSTREAMS, TOKENS);
+  const fakes = UPSTREAMS.map((spec, i) => ({ ...spec, port: upstreams.ports[i] }));
   // Ports nothing listens on: the upstreams of a model that is down from the start.
   const deadPorts = [await freePort(), await freePort()];
   const tempDir = await mkdtemp(join(tmpdir(), 'mgw-bench-pools-'));
@@ -292,19 +217,20 @@ async function main() {
 
     // Phase 1: steady state, after a 3 s warm-up.
     await sleep(3000);
-    for (const fake of fakes) Object.assign(fake, { served: 0, busyMs: 0 });
+    await upstreams.reset();
     const steadyFrom = Date.now();
     await sleep(STEADY_S * 1000);
     const steadyTo = Date.now();
-    const servedSteady = fakes.map((f) => f.served);
+    const inSteady = await upstreams.stats();
+    const servedSteady = inSteady.map((f) => f.served);
     // Slot occupancy: the share of the window each upstream's slots spent answering.
-    const occupancy = fakes.map((f) => f.busyMs / ((steadyTo - steadyFrom) * f.maxConcurrency));
+    const occupancy = inSteady.map((f) => f.busyMs / ((steadyTo - steadyFrom) * f.maxConcurrency));
     const steady = results.filter((r) => r.startedAt >= steadyFrom && r.endedAt <= steadyTo);
     const completedInWindow = results.filter(
       (r) => r.ok && r.endedAt > steadyFrom && r.endedAt <= steadyTo,
     ).length;
     const throughput = completedInWindow / ((steadyTo - steadyFrom) / 1000);
-    const capacity = fakes.map((f) => {
+    const capacity = inSteady.map((f) => {
       const serviceMs = f.served > 0 ? f.busyMs / f.served : f.tokenMs * TOKENS;
       return { name: f.name, serviceMs, perSecond: (f.maxConcurrency * 1000) / serviceMs };
     });
@@ -312,9 +238,8 @@ async function main() {
     const nominalSum = fakes.reduce((sum, f) => sum + (f.maxConcurrency * 1000) / (f.tokenMs * TOKENS), 0);
 
     // Phase 2: kill one upstream under load.
-    const killed = fakes.find((f) => f.name === KILLED);
     const killedAt = Date.now();
-    await killed.kill();
+    await upstreams.kill(KILLED);
     let outAt = null;
     while (outAt === null && Date.now() - killedAt < 30_000) {
       const states = await Promise.all(metricsPorts.map((port) => scrapeUp(port, KILLED)));
@@ -331,11 +256,16 @@ async function main() {
     );
 
     // Phase 3: revive it.
-    const arrivalsBefore = killed.arrivals.length;
-    await killed.listen(killed.port);
+    const arrivalsOfKilled = async () => (await upstreams.stats()).find((f) => f.name === KILLED).arrivals;
+    const arrivalsBefore = (await arrivalsOfKilled()).length;
+    await upstreams.revive(KILLED);
     const revivedAt = Date.now();
-    while (killed.arrivals.length === arrivalsBefore && Date.now() - revivedAt < 30_000) await sleep(20);
-    const backAt = killed.arrivals.length > arrivalsBefore ? killed.arrivals[arrivalsBefore] : null;
+    let arrivals = await arrivalsOfKilled();
+    while (arrivals.length === arrivalsBefore && Date.now() - revivedAt < 30_000) {
+      await sleep(20);
+      arrivals = await arrivalsOfKilled();
+    }
+    const backAt = arrivals.length > arrivalsBefore ? arrivals[arrivalsBefore] : null;
     await sleep(2000);
     running = false;
     await Promise.all(clients);
@@ -356,6 +286,7 @@ async function main() {
       (r) => r.ok && r.model === 'pool-chat' && r.servedHeader === 'pool-chat',
     ).length;
 
+    const final = await upstreams.stats();
     const rows = [
       [
         'upstream',
@@ -366,7 +297,7 @@ async function main() {
         'capacity req/s',
         'slots busy',
       ],
-      ...fakes.map((f, i) => [
+      ...final.map((f, i) => [
         f.name,
         f.maxConcurrency,
         f.maxInFlight,
@@ -385,7 +316,7 @@ async function main() {
       capacitySum: Number(capacitySum.toFixed(1)),
       nominalCapacitySum: Number(nominalSum.toFixed(1)),
       throughputOfCapacity: Number(((100 * throughput) / capacitySum).toFixed(1)),
-      overLimit: fakes.filter((f) => f.maxInFlight > f.maxConcurrency).map((f) => f.name),
+      overLimit: final.filter((f) => f.maxInFlight > f.maxConcurrency).map((f) => f.name),
       kill: {
         upstream: KILLED,
         circuitOpenInBothWorkersMs: outAt === null ? null : outAt - killedAt,
@@ -411,7 +342,7 @@ async function main() {
   } finally {
     for (const child of children.reverse()) await child.stop();
     await redis.stop();
-    for (const fake of fakes) if (fake.alive) await fake.kill();
+    await upstreams.stop();
     await rm(tempDir, { recursive: true, force: true });
     await dispatcher.close();
   }

@@ -127,6 +127,11 @@ describe('ModelQueueConsumer', () => {
         };
       }
 
+      /** Reservations waiting for a permit. */
+      get waiting(): number {
+        return this.waiters.length;
+      }
+
       grow(by: number): void {
         this.slots += by;
         for (const wake of this.waiters.splice(0)) wake();
@@ -182,6 +187,50 @@ describe('ModelQueueConsumer', () => {
       await waitFor('every reservation back', () => gate.held === 0, 10_000);
       expect(reserved).toBeGreaterThanOrEqual(4);
       stop.abort();
+    });
+
+    it('waits for two reservations at once while jobs wait, so slots freed together are taken together', async () => {
+      const id = `m${++model}`;
+      consumer = new ModelQueueConsumer(
+        connection,
+        namespace,
+        { error: () => undefined, warn: () => undefined },
+        10_000,
+      );
+      queue = new Queue(queueNameFor('chat', id), { connection: commands, prefix: namespace });
+      const gate = new Slots(2);
+      const gated = { reserve: (signal: AbortSignal) => gate.reserveAside(signal) };
+      let running = 0;
+      let finished = 0;
+      const ends: Array<() => void> = [];
+      // Set when the case ends, passed or not: every job then ends at once, so the consumer closes.
+      let draining = false;
+      consumer.consume({ kind: 'chat', model: id, concurrency: 8, gate: gated }, async () => {
+        const held = gate.setAside.shift()!;
+        running++;
+        if (!draining) await new Promise<void>((resolve) => ends.push(resolve));
+        running--;
+        finished++;
+        held.release();
+      });
+      await queue.addBulk(
+        Array.from({ length: 6 }, (_, i) => ({ name: 'job', data: {}, opts: { jobId: `t${i}` } })),
+      );
+      try {
+        await waitFor('two jobs running', () => running === 2, 10_000);
+        // Both slots busy, four jobs queued: two reservations wait, not one.
+        await waitFor('two reservations waiting', () => gate.waiting === 2, 10_000);
+        expect(gate.held).toBe(2);
+        // Both slots freed at once: both waiting reservations take them, and two more jobs start.
+        for (const end of ends.splice(0)) end();
+        await waitFor('two more jobs running', () => finished === 2 && running === 2, 10_000);
+        expect(await queue.getWaitingCount()).toBe(2);
+      } finally {
+        draining = true;
+        for (const end of ends.splice(0)) end();
+      }
+      await waitFor('every job to finish', () => finished === 6, 10_000);
+      await waitFor('every reservation back', () => gate.held === 0, 10_000);
     });
   });
 });

@@ -37,6 +37,12 @@ export interface ConsumeOptions {
   minShare?: number;
 }
 
+/**
+ * Reservations a gated model's loop waits for at once: two slots freed together are both taken at once,
+ * while a reserver holds nothing as it waits (more would only add acquisitions that find nothing).
+ */
+const RESERVERS = 2;
+
 /** After a failed reservation or fetch (Redis away), the loop waits this long before it tries again. */
 const RETRY_DELAY_MS = 1000;
 
@@ -48,9 +54,10 @@ const RETRY_DELAY_MS = 1000;
  * The hand-over is immediate: a job that ends completes and takes the next waiting job in one script
  * (`JobFeed.complete` with fetchNext) while the queue has a backlog; a job that arrives in an empty queue
  * wakes the blocked fetch; a burst is taken in waves (`JobFeed.takeReady`). A gated model's slot frees when
- * its gate's capacity does: the loop waits on the gate, then takes a job without blocking; with the queue
- * empty it gives the reservation back and waits on the queue instead, holding nothing, and the job it gets
- * then runs unreserved (the backend takes capacity itself, which is free unless another process took it).
+ * its gate's capacity does: the loop's reservers wait on the gate, then each takes a job without blocking;
+ * with the queue empty a reserver gives its reservation back and the loop waits on the queue instead,
+ * holding nothing, and the job it gets then runs unreserved (the backend takes capacity itself, which is
+ * free unless another process took it).
  */
 export class ModelQueueConsumer {
   private readonly stopping = new AbortController();
@@ -103,6 +110,8 @@ export class ModelQueueConsumer {
 /** One model's fetch loop and the jobs it runs. */
 class ModelLoop {
   private active = 0;
+  /** Reservers of a gated model waiting for capacity or fetching with it (see `reserve`). */
+  private reserving = 0;
   /** The last fetch found nothing: wait on the queue (without a reservation) rather than poll it. */
   private queueEmpty = false;
   private slotFreed: (() => void) | null = null;
@@ -123,9 +132,14 @@ class ModelLoop {
       this.logger.error(`queue ${this.feed.queue}: could not start: ${String(error)}`);
     }
     while (!this.stop.aborted) {
-      if (this.active >= this.options.concurrency) await this.freeSlot();
-      else if (this.queueEmpty) await this.waitForJob();
-      else await this.takeWaiting();
+      if (this.active + this.reserving >= this.options.concurrency) await this.freeSlot();
+      else if (this.queueEmpty) {
+        // A reserver still waiting for capacity will look at the queue itself; block on it once none is.
+        if (this.reserving > 0) await this.freeSlot();
+        else await this.waitForJob();
+      } else if (this.options.gate === undefined) await this.takeWaiting();
+      else if (this.reserving < RESERVERS) this.reserve(this.options.gate);
+      else await this.freeSlot();
     }
   }
 
@@ -137,19 +151,40 @@ class ModelLoop {
     this.start(taken, null);
   }
 
-  /** Takes what waits, up to the free slots (one, reserved first, for a gated model). */
+  /** Takes what waits, up to the free slots. */
   private async takeWaiting(): Promise<void> {
-    const { gate } = this.options;
-    const reservation = gate && (await this.guard('reserve capacity', () => gate.reserve(this.stop)));
-    if (gate && reservation === undefined) return;
-    const free = reservation ? 1 : this.options.concurrency - this.active;
-    const taken = await this.guard('fetch a job', () => this.feed.takeReady(free));
-    if (taken === undefined || taken.length === 0) {
-      reservation?.release();
-      if (taken !== undefined) this.queueEmpty = true;
-      return;
-    }
-    for (const job of taken) this.start(job, reservation ?? null);
+    const taken = await this.guard('fetch a job', () =>
+      this.feed.takeReady(this.options.concurrency - this.active),
+    );
+    if (taken === undefined) return;
+    if (taken.length === 0) this.queueEmpty = true;
+    for (const job of taken) this.start(job, null);
+  }
+
+  /**
+   * A reserver of a gated model: waits for capacity, then takes one waiting job with it (or gives it back
+   * when none waits). Several wait at once, so slots freed together are taken together, not one after the
+   * other behind a single fetch.
+   */
+  private reserve(gate: JobGate): void {
+    this.reserving++;
+    const reserver = (async () => {
+      const reservation = await this.guard('reserve capacity', () => gate.reserve(this.stop));
+      if (reservation === undefined) return;
+      const taken = await this.guard('fetch a job', () => this.feed.takeReady(1));
+      if (taken === undefined || taken.length === 0) {
+        reservation.release();
+        if (taken !== undefined) this.queueEmpty = true;
+        return;
+      }
+      this.queueEmpty = false;
+      this.start(taken[0]!, reservation);
+    })().finally(() => {
+      this.reserving--;
+      this.running.delete(reserver);
+      this.slotFreed?.();
+    });
+    this.running.add(reserver);
   }
 
   /**

@@ -68,6 +68,11 @@ describe('versioned messages as this release writes and reads them', () => {
       kind: 'free',
       upstream: 'u1',
     });
+    // A release's sender, which a reader of the version before skips (it reads a release's upstream only).
+    const free = encodeUpstreamEvent({ kind: 'free', upstream: 'u1', sender: 'w-1' });
+    expect(free).toBe('free|u1|w-1|1');
+    expect(readUpstreamEvent(free)).toEqual({ kind: 'free', upstream: 'u1', sender: 'w-1' });
+    expect(() => readUpstreamEvent(`free|u1|${'w'.repeat(129)}|1`)).toThrow('the sender must be at most');
     expect(readUpstreamEvent('up|u1|w-2')).toEqual({ kind: 'up', upstream: 'u1', sender: 'w-2' });
     expect(() => readUpstreamEvent('up|u1')).toThrow('Malformed upstream event: the sender');
     expect(() => readUpstreamEvent('gone|u1|w-2')).toThrow('Malformed upstream event: unknown kind');

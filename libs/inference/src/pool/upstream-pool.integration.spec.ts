@@ -105,6 +105,27 @@ describe('UpstreamPool (real Redis)', () => {
     for (const lease of [...held, next!]) lease?.release();
   });
 
+  it("wakes its own process's waiter on a release without waiting for the notification", async () => {
+    const pool = await processWith([{ name: 'a', maxConcurrency: 1 }]);
+    // No notification reaches this process any more: only its own release can wake its waiter at once.
+    await connections.at(-1)!.unsubscribe();
+    const signal = new AbortController().signal;
+    const held = await pool.acquire(signal);
+    let acquiredAt = 0;
+    const waiting = pool.acquire(signal).then((lease) => {
+      acquiredAt = performance.now();
+      return lease;
+    });
+    // Long enough for the waiter's back-off to grow to about a second between looks.
+    await new Promise((resolve) => setTimeout(resolve, 1600));
+    const releasedAt = performance.now();
+    held!.release();
+    const lease = await waiting;
+    expect(lease?.upstream).toBe(0);
+    expect(acquiredAt - releasedAt).toBeLessThan(500);
+    lease!.release();
+  });
+
   it('prefers the least loaded upstream, relative to its capacity', async () => {
     const pool = await processWith([
       { name: 'small', maxConcurrency: 1 },

@@ -557,12 +557,10 @@ export class UpstreamPool {
       return;
     }
     if (event.kind === 'free') {
+      // This process woke its own waiters when it released the slot.
+      if (event.sender === this.runtime.instanceId) return;
       const freed = this.upstreams.findIndex((u) => u.name === event.upstream);
-      if (freed >= 0) {
-        this.freed[freed]!++;
-        for (const wake of [...(this.placementWaiters.get(freed) ?? [])]) wake();
-      }
-      this.wakeOne();
+      this.slotFreed(freed);
       return;
     }
     if (event.sender === this.runtime.instanceId) return;
@@ -578,11 +576,27 @@ export class UpstreamPool {
     RELEASE_SLOT_SCRIPT.run(
       runtime.redis,
       [lease.keyId],
-      [lease.id, this.channel(runtime), encodeUpstreamEvent({ kind: 'free', upstream: name })],
+      [
+        lease.id,
+        this.channel(runtime),
+        encodeUpstreamEvent({ kind: 'free', upstream: name, sender: runtime.instanceId }),
+      ],
     ).catch((error: unknown) =>
       // The slot lapses by itself within slotTtlMs.
       runtime.logger.warn(`model ${this.model}: releasing a slot of ${name} failed: ${String(error)}`),
     );
+    // The release is sent ahead of any acquisition a waiter woken now sends on the same connection, so this
+    // process's waiters look at once instead of after the notification's round trip through Redis.
+    this.slotFreed(lease.upstream);
+  }
+
+  /** A slot of `upstream` (-1: one this process does not know) was freed: its waiters and one other look. */
+  private slotFreed(upstream: number): void {
+    if (upstream >= 0) {
+      this.freed[upstream]!++;
+      for (const wake of [...(this.placementWaiters.get(upstream) ?? [])]) wake();
+    }
+    this.wakeOne();
   }
 
   /** Resolves when woken, after `ms`, or when `signal` aborts (the caller checks it next). */
