@@ -1,6 +1,6 @@
 import type { BudgetLimits } from '../budgets/budget';
 import type { LimitState } from './limiter';
-import { rateLimitHeaders } from './rate-limit.headers';
+import { formatResetDuration, rateLimitHeaders } from './rate-limit.headers';
 
 const none: LimitState = {
   rpm: null,
@@ -17,6 +17,22 @@ const limits = (change: Partial<BudgetLimits>): BudgetLimits => ({
   period: 'month',
   softThreshold: 0.8,
   ...change,
+});
+
+describe('formatResetDuration', () => {
+  it.each([
+    [0, '0ms'],
+    [20, '20ms'],
+    [1000, '1s'],
+    [1500, '1.5s'],
+    [360_000, '6m0s'],
+    [61_250, '1m1.25s'],
+    [22_320_000, '6h12m0s'],
+    // The rest of a month: hours, as Go prints a duration (no days).
+    [103_895_636, '28h51m35.636s'],
+  ])('writes %d ms as %s', (ms, text) => {
+    expect(formatResetDuration(ms)).toBe(text);
+  });
 });
 
 describe('rateLimitHeaders: budgets', () => {

@@ -2,12 +2,14 @@ import { decimalOf } from '@mgw/contracts';
 import type { BudgetLimits } from '../budgets/budget';
 import type { BudgetState, LimitState } from './limiter';
 
-/** OpenAI's duration style for `x-ratelimit-reset-*`: `20ms`, `1s`, `6m0s`, `1.5s`. */
+/** OpenAI's duration style for `x-ratelimit-reset-*` (Go's): `20ms`, `1s`, `6m0s`, `1.5s`, `6h12m0s` (no days). */
 export function formatResetDuration(ms: number): string {
   const value = Math.max(0, Math.ceil(ms));
   if (value < 1000) return `${value}ms`;
-  const minutes = Math.floor(value / 60_000);
-  const seconds = Number(((value - minutes * 60_000) / 1000).toFixed(3));
+  const hours = Math.floor(value / 3_600_000);
+  const minutes = Math.floor((value - hours * 3_600_000) / 60_000);
+  const seconds = Number(((value - hours * 3_600_000 - minutes * 60_000) / 1000).toFixed(3));
+  if (hours > 0) return `${hours}h${minutes}m${seconds}s`;
   return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
 }
 
