@@ -86,15 +86,28 @@ const admitted = (request: AdmissionRequest): AdmissionDecision => ({
 describe('AdmissionService.admitFallback', () => {
   it('checks only the fallback’s queue: the request keeps its slot, its request count and its token reservation', async () => {
     const { service, requests, calls } = setup(admitted);
-    const admission = await service.admitFallback(principal, 'chat', model, 'req_fallback_1');
+    const budget = {
+      currency: 'USD',
+      spend: 1000,
+      tokens: null,
+      period: 'month' as const,
+      softThreshold: 0.8,
+    };
+    const admission = await service.admitFallback({ ...principal, budget }, 'chat', model, 'req_fallback_1');
     expect(requests).toHaveLength(1);
     const [request] = requests;
-    expect(request!.principal).toMatchObject({ rpm: null, tpm: null, maxConcurrent: null });
+    expect(request!.principal).toMatchObject({ rpm: null, tpm: null, maxConcurrent: null, budget: null });
+    expect(request!.budget).toBeUndefined();
     expect([request!.model, request!.tokenEstimate, request!.maxQueueDepth]).toEqual(['small', 0, 5]);
     // Its own ticket name: a rollback must not take back the reservation filed under the request id.
     expect(request!.requestId).not.toBe('req_fallback_1');
     expect(admission.headers).toEqual({}); // the 200 may be out already
-    expect(admission.fields).toEqual({ keyId: principal.keyId, priority: SCHEDULING_BANDS.high.parked });
+    // Its job settles the request's own budget reservation, filed under the request id at its admission.
+    expect(admission.fields).toEqual({
+      keyId: principal.keyId,
+      priority: SCHEDULING_BANDS.high.parked,
+      budgeted: true,
+    });
 
     // The session that holds it: the job landed in its queue, then the request was over.
     admission.hold.enqueued();

@@ -180,8 +180,10 @@ export class AdmissionService implements OnApplicationShutdown {
 
   /**
    * Admits the job of a fallback model after the request's own job failed: the request keeps its admission
-   * (one concurrency slot, one request, one token reservation, all held until its request is over), so
-   * only the fallback's queue bound is checked here. Throws `503 overloaded` when that queue is full.
+   * (one concurrency slot, one request, one token reservation, its budgets' reservations, all held until its
+   * request is over), so only the fallback's queue bound is checked here: no budget is read or reserved
+   * again (a reservation filed under the fallback's ticket would never be settled). Throws `503 overloaded`
+   * when that queue is full.
    */
   async admitFallback(
     principal: Principal,
@@ -191,7 +193,7 @@ export class AdmissionService implements OnApplicationShutdown {
   ): Promise<Admission> {
     const maxQueueDepth = model.maxQueueDepth ?? this.config.defaultMaxQueueDepth;
     const decision = await this.decide(
-      { ...principal, rpm: null, tpm: null, maxConcurrent: null, team: null },
+      { ...principal, rpm: null, tpm: null, maxConcurrent: null, team: null, budget: null },
       kind,
       model,
       // Its own ticket name: a rollback (the enqueue failed) takes back the reservation filed under its request
