@@ -32,11 +32,8 @@ describe('ModelQueueConsumer', () => {
     await Promise.all([connection.quit(), commands.quit()]);
   });
 
-  /**
-   * Starts consuming with `concurrency`, adds `jobs` jobs that each wait for a release, and reports the most
-   * jobs that ran at once, then lets them all finish.
-   */
-  async function mostAtOnce(concurrency: number, jobs: number): Promise<number> {
+  /** A new model's consumer and queue, for one case (closed after it). */
+  function newModel(): string {
     const id = `m${++model}`;
     consumer = new ModelQueueConsumer(
       connection,
@@ -45,6 +42,15 @@ describe('ModelQueueConsumer', () => {
       10_000,
     );
     queue = new Queue(queueNameFor('chat', id), { connection: commands, prefix: namespace });
+    return id;
+  }
+
+  /**
+   * Starts consuming with `concurrency`, adds `jobs` jobs that each wait for a release, and reports the most
+   * jobs that ran at once, then lets them all finish.
+   */
+  async function mostAtOnce(concurrency: number, jobs: number): Promise<number> {
+    const id = newModel();
     let running = 0;
     let most = 0;
     let finished = 0;
@@ -139,14 +145,7 @@ describe('ModelQueueConsumer', () => {
     }
 
     it('takes a job only with a reservation, leaves the rest waiting in the queue, and gives slots back', async () => {
-      const id = `m${++model}`;
-      consumer = new ModelQueueConsumer(
-        connection,
-        namespace,
-        { error: () => undefined, warn: () => undefined },
-        10_000,
-      );
-      queue = new Queue(queueNameFor('chat', id), { connection: commands, prefix: namespace });
+      const id = newModel();
       const gate = new Slots(2);
       let running = 0;
       let finished = 0;
@@ -190,14 +189,7 @@ describe('ModelQueueConsumer', () => {
     });
 
     it('waits for two reservations at once while jobs wait, so slots freed together are taken together', async () => {
-      const id = `m${++model}`;
-      consumer = new ModelQueueConsumer(
-        connection,
-        namespace,
-        { error: () => undefined, warn: () => undefined },
-        10_000,
-      );
-      queue = new Queue(queueNameFor('chat', id), { connection: commands, prefix: namespace });
+      const id = newModel();
       const gate = new Slots(2);
       const gated = { reserve: (signal: AbortSignal) => gate.reserveAside(signal) };
       let running = 0;
