@@ -554,8 +554,11 @@ describe('BatchDriver (real Redis)', () => {
       } as GatewayConfig,
     );
     const spec = { inputFileId: 'file-x', endpoint: '/v1/embeddings' as const, metadata: { a: 'b' } };
+    // Both in the same millisecond: the listing still has them in the order they were created.
+    const clock = jest.spyOn(Date, 'now').mockReturnValue(Date.now());
     const first = await limited.create(other, spec);
     const second = await limited.create(other, spec);
+    clock.mockRestore();
     await expect(limited.create(other, spec)).rejects.toMatchObject({ status: 429 });
     expect(await store.get(principal.keyId, first.id)).toBeUndefined();
     const page = await store.list(other.keyId, undefined, 1);
