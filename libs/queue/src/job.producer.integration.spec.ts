@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { parkedPriorityOf } from '@mgw/contracts';
+import { parkedPriorityOf, SCHEDULING_BANDS } from '@mgw/contracts';
 import { type ChatJobData } from '@mgw/request';
 import { JobProducer } from './job.producer';
+import { UNSATURATED_BACKLOG } from './scheduling/fair.scheduler';
 
 /** Who a job is scheduled as: its key's team when it has one, else its key (real Redis, its own namespace). */
 describe('JobProducer tenants', () => {
@@ -19,6 +20,7 @@ describe('JobProducer tenants', () => {
 
   afterAll(async () => {
     await producer.queueFor('chat', 'm').close();
+    await producer.queueFor('chat', 'busy').close();
     const keys = await redis.keys(`${namespace}:*`);
     if (keys.length > 0) await redis.del(...keys);
     await redis.quit();
@@ -63,5 +65,35 @@ describe('JobProducer tenants', () => {
       'Connection is closed.',
     );
     add.mockRestore();
+  });
+
+  it('queues a job in its parked band while its model is saturated, and direct again once one finds room', async () => {
+    jest.restoreAllMocks();
+    // The band each job is in when the scheduler is given it: what a worker's fetch could take meanwhile.
+    const bands: number[] = [];
+    const arrive = producer.scheduler.arrive.bind(producer.scheduler);
+    jest.spyOn(producer.scheduler, 'arrive').mockImplementation(async (kind, model, job) => {
+      bands.push(Number(await redis.hget(`${namespace}:chat.${model}:${job.id}`, 'priority')));
+      return arrive(kind, model, job);
+    });
+    let n = 0;
+    const ids: string[] = [];
+    const send = async (key: string) => {
+      const requestId = `req_busy_${n++}`;
+      ids.push(requestId);
+      const data = { requestId, model: 'busy', keyId: key, priority: parkedPriorityOf('normal') };
+      await producer.enqueue('chat', data as unknown as ChatJobData, 1);
+    };
+    const { direct, parked } = SCHEDULING_BANDS.normal;
+    // One key past the backlog is alone (direct); a second key's job is parked: the model is saturated.
+    for (let i = 0; i < UNSATURATED_BACKLOG + 2; i++) await send('key_a');
+    await send('key_b');
+    await send('key_a');
+    expect(bands).toEqual([...Array<number>(UNSATURATED_BACKLOG + 3).fill(direct), parked]);
+    // The queue drains; the next job is still queued parked, finds room, and the one after it is direct.
+    for (const id of ids) await producer.removeWaiting('chat', 'busy', id);
+    await send('key_c');
+    await send('key_c');
+    expect(bands.slice(-2)).toEqual([parked, direct]);
   });
 });

@@ -27,6 +27,14 @@ export type JobDataOf<K extends ModelKind> = K extends 'chat'
  */
 export class JobProducer {
   private readonly queues = new Map<string, Queue>();
+  /**
+   * The queues whose last scheduled job this gateway queued was parked for want of room: the model is
+   * saturated, so the next job is queued in its parked band. Queued in its direct band, a job waits there
+   * until its arrival parks it, a round trip later, and a worker's fetch in that gap takes it out of turn,
+   * passing the release that would have chosen a job: under load, enough of a saturated model's jobs ran
+   * so to cut a lower tier's minimum share. A job queued parked that had room clears its queue's mark.
+   */
+  private readonly saturated = new Set<string>();
   readonly scheduler: FairScheduler;
 
   constructor(
@@ -60,13 +68,15 @@ export class JobProducer {
 
   /**
    * Queues `data` and, when it has a tenant and a band, schedules it with its tenant's `weight`: it is queued
-   * in its tier's direct band, and the scheduler parks it unless the model has room for it at once.
+   * in its tier's direct band, or its parked band while the model is saturated (see `saturated`), and the
+   * scheduler parks it unless the model has room for it at once.
    */
   async enqueue<K extends ModelKind>(kind: K, data: JobDataOf<K>, weight?: number): Promise<void> {
     // A key in a team shares its team's place in the model's fair share (README "Scheduling").
     const scheduled = scheduledJobOf(data.requestId, data.priority, data.teamId ?? data.keyId, weight);
-    const priority = scheduled ? SCHEDULING_BANDS[scheduled.tier].direct : data.priority;
     const queue = this.queueFor(kind, data.model);
+    const bands = scheduled && SCHEDULING_BANDS[scheduled.tier];
+    const priority = bands ? (this.saturated.has(queue.name) ? bands.parked : bands.direct) : data.priority;
     const options = jobOptionsFor(data.requestId, this.keepFailedJobs, priority);
     for (let attempt = 1; ; attempt++) {
       try {
@@ -80,9 +90,11 @@ export class JobProducer {
       }
     }
     if (scheduled === undefined) return;
-    // The job is queued whatever happens here: unscheduled, it stays in its direct band and runs, so a failed
-    // step costs its fairness, never the request.
-    await this.scheduler.arrive(kind, data.model, scheduled).catch(() => false);
+    // The job is queued whatever happens here: unscheduled, it stays in its band and runs in queue order, so a
+    // failed step costs its fairness, never the request.
+    const outcome = await this.scheduler.arrive(kind, data.model, scheduled).catch(() => undefined);
+    if (outcome === 'parked') this.saturated.add(queue.name);
+    else if (outcome !== undefined) this.saturated.delete(queue.name);
   }
 
   /** Removes a job that no worker has taken yet. False when it is already running (or gone). */

@@ -14,13 +14,18 @@
   the cost stays constant per job, paid by the arrival that ends a solo run (at most DEMOTE_MAX jobs; a
   longer run's rest stays ahead, unscheduled).
 
+  A job queued in its parked band (a gateway that found the model saturated queues its next jobs so, and no
+  fetch can then take one out of turn before it is parked) is parked whatever the room; the answer says
+  whether it had room, so that the gateway queues its next job direct again.
+
   A job no longer waiting (a worker took it already, or it was removed) is not scheduled: nothing is left
   behind.
 
   KEYS: 1 BullMQ prioritized zset, 2 tenants hash, 3 waiting zset, 4 owners hash
   ARGV: 1 scheduler base name, 2 job id, 3 tenant, 4 tier, 5 weight, 6 BullMQ job key prefix,
         7 the tier's direct band, 8 its parked band, 9 backlog
-  Returns 1 when the job was parked and scheduled, 2 when it stays direct, 0 when it no longer waits.
+  Returns 1 when the job was parked and scheduled, 3 when it was parked though it had room (queued in its
+  parked band), 2 when it stays direct, 0 when it no longer waits.
 ]]
 --- @include "tenant-accounting"
 
@@ -67,17 +72,21 @@ local solo = redis.call('HGET', KEYS[2], 'solo')
 -- lower tier gets its minimum share by turn (release.lua) rather than only what this tier leaves.
 local otherTierSolo = solo and string.sub(solo, 1, #tier + 1) ~= tier .. '|'
 local direct = math.floor(score / SHIFT) == directBand
-if direct and not otherTierSolo and redis.call('EXISTS', KEYS[3]) == 0 then
-  if redis.call('ZCOUNT', KEYS[1], '-inf', score) <= backlog then
+-- Whether the model has room for the job: it would stay direct, queued in its direct band at its place.
+local room = false
+if not otherTierSolo and redis.call('EXISTS', KEYS[3]) == 0 then
+  local directScore = directBand * SHIFT + score % SHIFT
+  local ahead = redis.call('ZCOUNT', KEYS[1], '-inf', directScore)
+  if not direct then ahead = ahead + 1 end
+  if ahead <= backlog then
+    room = true
     -- Nothing of the solo tenant's tier is past the backlog any more: its run is over.
-    if solo and string.sub(solo, 1, #tier + 1) == tier .. '|' then redis.call('HDEL', KEYS[2], 'solo') end
-    return 2
+    if direct and solo and string.sub(solo, 1, #tier + 1) == tier .. '|' then redis.call('HDEL', KEYS[2], 'solo') end
+  else
+    room = not solo or isMine(solo)
+    if direct and not solo then redis.call('HSET', KEYS[2], 'solo', me .. weight .. '|' .. directBand .. '|' .. parkedBand) end
   end
-  if not solo then
-    redis.call('HSET', KEYS[2], 'solo', me .. weight .. '|' .. directBand .. '|' .. parkedBand)
-    return 2
-  end
-  if isMine(solo) then return 2 end
+  if direct and room then return 2 end
 end
 if direct then
   redis.call('ZADD', KEYS[1], 'XX', parkedBand * SHIFT + score % SHIFT, id)
@@ -86,4 +95,5 @@ end
 if solo then endSolo(solo) end
 park(id, tier, tenant, weight)
 tenantJoins(KEYS[3], KEYS[2], tenant, weight)
+if room then return 3 end
 return 1

@@ -36,13 +36,34 @@ describe('FairScheduler', () => {
     await redis.quit();
   });
 
-  /** Queues a job parked and schedules it, as a gateway does. */
+  /** Queues a job parked and schedules it, as a gateway does while its model is saturated. */
   async function submit(tenant: string, tier: SchedulingTier = 'normal', weight = 1): Promise<string> {
     const id = `${tenant}-${added++}`;
     await queue.add('chat', {}, { jobId: id, priority: parkedPriorityOf(tier) });
-    await expect(scheduler.arrive('chat', modelId, { id, tenant, tier, weight })).resolves.toBe('parked');
+    const outcome = await scheduler.arrive('chat', modelId, { id, tenant, tier, weight });
+    expect(['parked', 'parked-with-room']).toContain(outcome);
     return id;
   }
+
+  it('parks a job queued in its parked band even with room, saying it had room', async () => {
+    const parkedBand = async (id: string) =>
+      Math.floor(Number(await redis.zscore(`${namespace}:chat.${modelId}:prioritized`, id)) / 2 ** 32);
+    const add = async (tenant: string) => {
+      const id = `${tenant}-${added++}`;
+      await queue.add('chat', {}, { jobId: id, priority: parkedPriorityOf('normal') });
+      return {
+        id,
+        outcome: await scheduler.arrive('chat', modelId, { id, tenant, tier: 'normal', weight: 1 }),
+      };
+    };
+    const first = await add('a');
+    expect(first.outcome).toBe('parked-with-room');
+    expect(await parkedBand(first.id)).toBe(SCHEDULING_BANDS.normal.parked);
+    // Someone waits now: no room.
+    expect((await add('b')).outcome).toBe('parked');
+    expect(await takeTenants(2)).toEqual(['a', 'b']);
+    expect((await add('c')).outcome).toBe('parked-with-room');
+  });
 
   /** Releases one job and takes the job a worker's fetch gets (the lowest priority, oldest first). */
   async function take(minShare = 0): Promise<{ id: string; priority: number } | undefined> {

@@ -42,6 +42,12 @@ const BAND_ARGS: number[] = [
   SCHEDULING_BANDS.promoted,
 ];
 
+/** What became of a queued job that the scheduler was given (see `FairScheduler.arrive`). */
+export type ArrivalOutcome = 'parked' | 'parked-with-room' | 'direct' | 'gone';
+
+/** arrive.lua's answers. */
+const ARRIVAL_OUTCOMES: readonly ArrivalOutcome[] = ['gone', 'parked', 'direct', 'parked-with-room'];
+
 /** A queued job as the scheduler sees it: whose it is, and in which tier. */
 export interface ScheduledJob {
   id: string;
@@ -74,10 +80,11 @@ export class FairScheduler {
 
   /**
    * Schedules a queued job. One queued in its tier's direct band stays there while the model is not
-   * saturated (see arrive.lua); otherwise it is parked and waits for its turn. `gone` when it no longer waits
-   * (a worker took it already).
+   * saturated (see arrive.lua); otherwise it is parked and waits for its turn. One queued in its parked band
+   * is parked: `parked-with-room` when the model had room for it. `gone` when it no longer waits (a worker
+   * took it already).
    */
-  async arrive(kind: ModelKind, model: string, job: ScheduledJob): Promise<'parked' | 'direct' | 'gone'> {
+  async arrive(kind: ModelKind, model: string, job: ScheduledJob): Promise<ArrivalOutcome> {
     const names = this.namesOf(kind, model);
     const band = SCHEDULING_BANDS[job.tier];
     const outcome = await ARRIVE.run(
@@ -95,7 +102,7 @@ export class FairScheduler {
         UNSATURATED_BACKLOG,
       ],
     );
-    return outcome === 1 ? 'parked' : outcome === 2 ? 'direct' : 'gone';
+    return ARRIVAL_OUTCOMES[Number(outcome)] ?? 'gone';
   }
 
   /** Drops a parked job that left its queue without running (a no-op for a job it does not know). */
