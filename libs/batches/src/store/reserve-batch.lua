@@ -3,14 +3,14 @@
 -- KEYS[2] the key's batches by creation (sorted set)
 -- ARGV[1] batch id, ARGV[2] most batches not yet ended, ARGV[3] created (ms)
 -- Returns 1 when added, 0 when the key has its most already.
--- Scores are the creation order: a batch created in the same millisecond as the key's newest (or, on a
--- clock behind another gateway's, before it) is scored just after it, so a listing is newest first exactly.
+-- Scores are the creation order, each after the key's newest (see score-after.lua): a listing is newest
+-- first exactly, also for a batch created in the newest's millisecond or on a clock behind its gateway's.
+--- @include "@mgw/redis/score-after"
+
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then
   return 0
 end
-local score = tonumber(ARGV[3])
-local newest = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-if newest[2] and tonumber(newest[2]) >= score then score = tonumber(newest[2]) + 1 end
+local score = scoreAfterNewest(KEYS[2], ARGV[1], tonumber(ARGV[3]))
 redis.call('HSET', KEYS[1], ARGV[1], 0)
 redis.call('ZADD', KEYS[2], score, ARGV[1])
 return 1

@@ -5,6 +5,7 @@
   Returns 1, or 0 when the file has already expired (nothing is saved).
 ]]
 --- @include "@mgw/redis/now"
+--- @include "@mgw/redis/score-after"
 
 local id, created, expireAt = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = clock(0)
@@ -13,12 +14,10 @@ redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], unpack(ARGV, 4))
 redis.call('PEXPIREAT', KEYS[1], expireAt)
 for k = 2, 3 do
-  -- Scores are the creation order: a file created in the same millisecond as the index's newest (or on a
-  -- clock behind another gateway's) is scored just after it, so a listing keeps the order of creation.
-  local score = created
-  local newest = redis.call('ZRANGE', KEYS[k], -1, -1, 'WITHSCORES')
-  if newest[2] and newest[1] ~= id and tonumber(newest[2]) >= score then score = tonumber(newest[2]) + 1 end
-  redis.call('ZADD', KEYS[k], 'NX', score, id)
+  -- Scores are the creation order, each after the index's newest (see score-after.lua): a listing keeps
+  -- the order of creation, also for a file created in the newest's millisecond or on a clock behind its
+  -- gateway's; a file saved again keeps its place.
+  redis.call('ZADD', KEYS[k], 'NX', scoreAfterNewest(KEYS[k], id, created), id)
   -- An index lives as long as its longest-lived file; the sweep removes the entries of the others.
   local ttl = redis.call('PTTL', KEYS[k])
   if ttl < 0 or now + ttl < expireAt then redis.call('PEXPIREAT', KEYS[k], expireAt) end

@@ -172,6 +172,28 @@ describe('BoundedRecordStore (real Redis)', () => {
     expect(await store.get(theirs, other, ['v'])).toEqual(['1']);
   });
 
+  it('lists the records of one millisecond in the order they were saved, and a record saved again in its place', async () => {
+    const store = storeWith({}, RecordScripts.PLAIN);
+    const mine = owner();
+    const created = Date.now();
+    const saveAt = (id: string, createdMs: number) => store.save(mine, id, createdMs, { v: '1', kind: 'a' });
+    // Saved before the three, created after them: the index still orders by creation.
+    await saveAt('rec-later', created + 1);
+    // Three in one millisecond, their ids against their order (tied scores list by id).
+    const tied = ['rec-z', 'rec-m', 'rec-b'];
+    for (const id of tied) await saveAt(id, created);
+    const inOrder = [...tied, 'rec-later'];
+
+    const listed = (order: 'asc' | 'desc') =>
+      store.page(mine, { limit: 10, order, fields: ['v'] }, asItem).then(ids);
+    expect(await listed('asc')).toEqual(inOrder);
+    expect(await listed('desc')).toEqual([...inOrder].reverse());
+    expect(await redis.zrange(`${base(mine)}:kind:a`, 0, '-1')).toEqual(inOrder);
+
+    await saveAt('rec-z', created);
+    expect(await listed('asc')).toEqual(inOrder);
+  });
+
   describe('pages', () => {
     const store = () => storeWith({}, RecordScripts.PLAIN);
     const mine = owner();

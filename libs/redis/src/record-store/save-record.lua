@@ -7,6 +7,8 @@
         fields n, 7 … 6 + 2n the fields (name, value), then the save hook's
   Returns -1 when the record is already past its retention (nothing stored), else how many were evicted.
 ]]
+--- @include "@mgw/redis/score-after"
+
 local layout = cjson.decode(ARGV[1])
 local id, created, retention, max = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = nowMs()
@@ -21,7 +23,11 @@ redis.call('HSET', KEYS[1], unpack(ARGV, 7, last))
 if #extra > 0 then redis.call('HSET', KEYS[1], unpack(extra)) end
 redis.call('PEXPIREAT', KEYS[1], expireAt)
 for k = 2, indexes do
-  redis.call('ZADD', KEYS[k], created, id)
+  -- Scores are the creation time, the ties of one millisecond in the order saved (see score-after.lua):
+  -- records are saved when they finish, not when created, so an index orders by `created`, not by saving.
+  -- A tie's score stays under `created` + 1 ms, so retention (below) drops its entry under 1 ms after its
+  -- record expired (a page meanwhile drops it as gone), and eviction takes a millisecond's ties in order.
+  redis.call('ZADD', KEYS[k], scoreAfterTies(KEYS[k], id, created), id)
   redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', '(' .. (now - retention))
   keepUntil(KEYS[k], now, expireAt)
 end
