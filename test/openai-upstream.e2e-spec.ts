@@ -3,7 +3,14 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import sharp from 'sharp';
 import { freePort } from './support/free-port';
-import { chunk, FakeOpenAIUpstream, json, sendEvent, startStream } from './support/fake-openai-upstream';
+import {
+  chunk,
+  FakeOpenAIUpstream,
+  json,
+  sendEvent,
+  startStream,
+  streamText,
+} from './support/fake-openai-upstream';
 import { Stack } from './support/stack';
 
 const UPSTREAM_KEY = 'sk-upstream-e2e-0123456789abcdef';
@@ -589,15 +596,7 @@ describe('the openai backend against an OpenAI-compatible upstream', () => {
 
     /** An upstream answering with `pieces` of text, then `finish` and usage 11 / pieces.length. */
     function answerText(pieces: readonly string[], finish = 'stop'): void {
-      fake.handle(CHAT, async (_request, res) => {
-        startStream(res);
-        await sendEvent(res, chunk([{ role: 'assistant', content: '' }]));
-        for (const piece of pieces) await sendEvent(res, chunk([{ content: piece }]));
-        await sendEvent(res, chunk([{ finish_reason: finish }]));
-        await sendEvent(res, chunk([], { prompt_tokens: 11, completion_tokens: pieces.length }));
-        await sendEvent(res, '[DONE]');
-        res.end();
-      });
+      fake.handle(CHAT, (_request, res) => streamText(res, pieces, finish));
     }
 
     /** An upstream calling get_weather: the call's id and name first, then its arguments over several chunks. */

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
-import { chunk, FakeOpenAIUpstream, sendEvent, startStream } from './support/fake-openai-upstream';
+import { FakeOpenAIUpstream, streamText } from './support/fake-openai-upstream';
 import { freePort } from './support/free-port';
 import { OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver';
 import { collectSseEvents, readSse } from './support/sse';
@@ -21,17 +20,6 @@ function one(spans: ReceivedSpan[], what: string, test: (span: ReceivedSpan) => 
   const matching = spans.filter(test);
   if (matching.length !== 1) throw new Error(`expected one ${what}, got ${JSON.stringify(matching)}`);
   return matching[0]!;
-}
-
-/** A streamed chat completion of `pieces`, as an OpenAI-compatible upstream sends it. */
-async function streamPieces(res: ServerResponse, pieces: string[]): Promise<void> {
-  startStream(res);
-  await sendEvent(res, chunk([{ role: 'assistant', content: '' }]));
-  for (const piece of pieces) await sendEvent(res, chunk([{ content: piece }]));
-  await sendEvent(res, chunk([{ finish_reason: 'stop' }]));
-  await sendEvent(res, chunk([], { prompt_tokens: 11, completion_tokens: pieces.length }));
-  await sendEvent(res, '[DONE]');
-  res.end();
 }
 
 /**
@@ -110,7 +98,7 @@ describe('traces across the queue', () => {
   });
 
   it('follows a streamed chat request from the client through the queue to the upstream', async () => {
-    fake.handle(CHAT, (_request, res) => streamPieces(res, ['Traced', ' secret', ' answer.']));
+    fake.handle(CHAT, (_request, res) => streamText(res, ['Traced', ' secret', ' answer.']));
     const traceId = hex(16);
     const clientSpanId = hex(8);
     const response = await fetch(`${stack.baseUrl}${CHAT}`, {
@@ -314,7 +302,7 @@ describe('traces across the queue', () => {
       res.writeHead(500, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: 'the engine fell over', type: 'server_error' } }));
     });
-    fake.handle(CHAT, (_request, res) => streamPieces(res, ['Fallback', ' answer.']));
+    fake.handle(CHAT, (_request, res) => streamText(res, ['Fallback', ' answer.']));
     const traceId = hex(16);
     const clientSpanId = hex(8);
     const response = await fetch(`${stack.baseUrl}${RESPONSES}`, {

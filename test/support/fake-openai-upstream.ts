@@ -174,6 +174,24 @@ export function sendEvent(res: ServerResponse, data: unknown): Promise<void> {
   return new Promise((resolve) => res.write(`data: ${text}\n\n`, () => resolve()));
 }
 
+/**
+ * A whole streamed chat completion of `pieces` as an OpenAI-compatible upstream sends it: the role, a chunk
+ * per piece, `finish`, then usage (11 prompt tokens, one completion token per piece) and `[DONE]`.
+ */
+export async function streamText(
+  res: ServerResponse,
+  pieces: readonly string[],
+  finish = 'stop',
+): Promise<void> {
+  startStream(res);
+  await sendEvent(res, chunk([{ role: 'assistant', content: '' }]));
+  for (const piece of pieces) await sendEvent(res, chunk([{ content: piece }]));
+  await sendEvent(res, chunk([{ finish_reason: finish }]));
+  await sendEvent(res, chunk([], { prompt_tokens: 11, completion_tokens: pieces.length }));
+  await sendEvent(res, '[DONE]');
+  res.end();
+}
+
 /** One choice of a scripted chunk; `tool_calls` and `logprobs` as OpenAI and vLLM stream them. */
 export interface ScriptedChoice {
   index?: number;
