@@ -90,9 +90,10 @@ describe('faults: worker CPU and context size', () => {
     }
     expect(paced.chunks).toBeGreaterThan(100);
     // Counting in slices, the worker leaves the longest gap to the rest of a 10 MB request's way (sent,
-    // parsed, queued, read back): about a third of that count at most, growing with the machine's load as
-    // the count does. A worker holding its loop for the count stalls the stream about as long as the count.
-    expect(paced.maxGapMs).toBeLessThan(heldMs / 2);
+    // parsed, queued, read back): a quarter to a third of that count on a quiet machine, up to 0.6 of it
+    // under CI's load (the count is timed once, before the load). A worker holding its loop for the count
+    // stalls the stream about as long as the count (0.86 to 1.03 of it, measured with slicing turned off).
+    expect(paced.maxGapMs).toBeLessThan(heldMs * 0.75);
   });
 
   it('refuses a prompt that cannot fit at the gateway, before any job is queued', async () => {
