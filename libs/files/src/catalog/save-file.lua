@@ -17,7 +17,7 @@ for k = 2, 3 do
   -- Scores are the creation order, each after the index's newest (see score-after.lua): a listing keeps
   -- the order of creation, also for a file created in the newest's millisecond or on a clock behind its
   -- gateway's; a file saved again keeps its place.
-  redis.call('ZADD', KEYS[k], 'NX', scoreAfterNewest(KEYS[k], id, created), id)
+  redis.call('ZADD', KEYS[k], scoreAfterNewest(KEYS[k], id, created), id)
   -- An index lives as long as its longest-lived file; the sweep removes the entries of the others.
   local ttl = redis.call('PTTL', KEYS[k])
   if ttl < 0 or now + ttl < expireAt then redis.call('PEXPIREAT', KEYS[k], expireAt) end
