@@ -458,6 +458,66 @@ describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
     expect(outcomes.at(-1)).toBe('preferred');
   });
 
+  it('gives back the slot it holds when its signal aborts while it waits for the preferred upstream', async () => {
+    const { pool, redis } = await processWith(
+      [
+        { name: 'a', maxConcurrency: 1 },
+        { name: 'b', maxConcurrency: 1 },
+      ],
+      { prefixWaitMs: 10_000 },
+    );
+    const home = await place(pool, 'k');
+    const blocker = await hold(pool, 'k');
+    const controller = new AbortController();
+    const waiting = (async () => {
+      for await (const _ of pool.run(
+        controller.signal,
+        async function* () {},
+        () => 'failed',
+        'k',
+      )) {
+        // never runs: it waits for the blocked upstream
+      }
+    })();
+    const other = `${namespace}:upstream-slots:m:${home === 0 ? 'b' : 'a'}`;
+    await waitFor('the waiter to hold the other upstream', async () => (await redis.zcard(other)) === 1);
+    controller.abort(new Error('client gone'));
+    await expect(waiting).rejects.toThrow('client gone');
+    await waitFor('its slot given back', async () => (await redis.zcard(other)) === 0);
+    blocker.release();
+  });
+
+  it("trades slots between two waiters of one process that hold each other's preferred upstream", async () => {
+    const { outcomes, observer } = observing();
+    const { pool, redis } = await processWith(
+      [
+        { name: 'a', maxConcurrency: 1 },
+        { name: 'b', maxConcurrency: 1 },
+      ],
+      { prefixWaitMs: 10_000 },
+      observer,
+    );
+    const homedAt: string[] = [];
+    for (let k = 0; homedAt[0] === undefined || homedAt[1] === undefined; k++) {
+      homedAt[await place(pool, `key-${k}`)] ??= `key-${k}`;
+    }
+    // Two slots set aside, the first on upstream `p`: each request below starts on the one it does not want.
+    const aside = new AbortController().signal;
+    await pool.reserve(aside);
+    const p = (await redis.zcard(`${namespace}:upstream-slots:m:a`)) === 1 ? 0 : 1;
+    await pool.reserve(aside);
+    const startedAt = Date.now();
+    const first = hold(pool, homedAt[1 - p]!);
+    await waitFor('the first to wait for its upstream', () => Promise.resolve(outcomes.length === 2));
+    const second = hold(pool, homedAt[p]!);
+    const [one, two] = await Promise.all([first, second]);
+    expect([one.upstream, two.upstream]).toEqual([1 - p, p]);
+    expect(Date.now() - startedAt).toBeLessThan(5000);
+    expect(outcomes.slice(2)).toEqual(['preferred', 'preferred']);
+    one.release();
+    two.release();
+  });
+
   it('gives an engine busy with outside traffic fewer slots, keeping one', async () => {
     const { pool, redis } = await processWith(
       [

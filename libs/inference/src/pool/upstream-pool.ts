@@ -107,6 +107,15 @@ export class UpstreamSlot {
   }
 }
 
+/** A request placed by prefix: the slot it holds (traded while it waits, see `tradeFor`) and where it would go. */
+interface Placement {
+  held: UpstreamSlot;
+  /** Its preferred upstream, once the placement found it full (-1 before). */
+  preferred: number;
+  /** Wakes it while it waits. */
+  wakers: Set<() => void>;
+}
+
 /** A slot reserved for a job before it was taken; released by the consumer if no job came to use it. */
 export interface SlotReservation {
   release(): void;
@@ -155,6 +164,8 @@ export class UpstreamPool {
    * (not one waiter of the whole pool, which may be a fetcher that takes the slot for another job).
    */
   private readonly placementWaiters = new Map<number, Set<() => void>>();
+  /** This process's requests waiting for their preferred upstream, each holding a slot elsewhere. */
+  private readonly placing = new Set<Placement>();
   /** Slots freed per upstream, as the notifications counted them (see `wakeups`). */
   private readonly freed: number[];
   private stopped = false;
@@ -332,7 +343,11 @@ export class UpstreamPool {
    * Moves a request holding `held` (a slot on the least loaded upstream) to the upstream its prefix was last
    * served on — or, for a new prefix, the first in its rendezvous order under its bounded share of the
    * prefixes — when that one has a free slot; waits up to `prefixWaitMs` for one there (woken by releases,
-   * as `acquire` is), then stays on `held`, where its prefix is remembered from then on.
+   * as `acquire` is), then stays on the slot it holds, where its prefix is remembered from then on.
+   *
+   * A waiting request's slot sits idle, so when the preferred upstream is full and a request of this process
+   * waits while holding a slot there, the two trade slots (see `tradeFor`): without that, requests holding
+   * each other's preferred upstreams all wait out their deadline and then scatter.
    */
   private async placeByPrefix(
     held: UpstreamSlot,
@@ -344,21 +359,37 @@ export class UpstreamPool {
       runtime.observer?.routed?.('no_key');
       return held;
     }
-    const order = rendezvousOrder(
-      prefixKey,
-      this.upstreams.map((upstream) => upstream.name),
-    ).filter((index) => index === held.upstream || this.circuits[index]!.up);
-    const keys = [
-      ...order.map((index) => this.slotKey(runtime, index)),
-      ...order.map((index) => this.prefixKeysKey(runtime, index)),
-      ...order.map((index) => this.loadKey(runtime, index)),
-    ];
-    const limits = order.map((index) => this.upstreams[index]!.maxConcurrency);
-    const heldAt = order.indexOf(held.upstream) + 1;
+    const placement: Placement = { held, preferred: -1, wakers: new Set() };
+    try {
+      return await this.place(runtime, placement, prefixKey, signal);
+    } catch (error) {
+      // Aborted while waiting, or Redis failed: the slot it holds now (perhaps traded) is its own to give back.
+      placement.held.release();
+      throw error;
+    }
+  }
+
+  private async place(
+    runtime: PoolRuntime,
+    placement: Placement,
+    prefixKey: string,
+    signal: AbortSignal,
+  ): Promise<UpstreamSlot> {
+    const names = this.upstreams.map((upstream) => upstream.name);
     const deadline = performance.now() + this.settings.prefixWaitMs;
     let settle = false;
     for (;;) {
       signal.throwIfAborted();
+      const held = placement.held;
+      const order = rendezvousOrder(prefixKey, names).filter(
+        (index) => index === held.upstream || this.circuits[index]!.up,
+      );
+      const keys = [
+        ...order.map((index) => this.slotKey(runtime, index)),
+        ...order.map((index) => this.prefixKeysKey(runtime, index)),
+        ...order.map((index) => this.loadKey(runtime, index)),
+      ];
+      const limits = order.map((index) => this.upstreams[index]!.maxConcurrency);
       const id = `${this.slotPrefix}${(this.slotsTaken++).toString(36)}`;
       const wakeupsBefore = this.wakeups;
       const freedBefore = this.freed.slice();
@@ -368,7 +399,7 @@ export class UpstreamPool {
         id,
         prefixKey,
         PREFIX_MEMORY_MS,
-        heldAt,
+        order.indexOf(held.upstream) + 1,
         settle ? 1 : 0,
         PREFIX_BALANCE_FACTOR,
         ...limits,
@@ -383,15 +414,43 @@ export class UpstreamPool {
         runtime.observer?.routed?.('preferred');
         return lease;
       }
-      const preferred = order[chosen - 1]!;
+      placement.preferred = order[chosen - 1]!;
       const remaining = deadline - performance.now();
       if (remaining <= 0 || this.stopped) settle = true;
-      else if (this.freed[preferred] === freedBefore[preferred] && this.wakeups === wakeupsBefore) {
-        let waiters = this.placementWaiters.get(preferred);
-        if (waiters === undefined) this.placementWaiters.set(preferred, (waiters = new Set()));
-        await this.wait(signal, Math.min(remaining, MAX_WAIT_MS), waiters);
+      else if (this.tradeFor(placement)) continue;
+      else if (
+        this.freed[placement.preferred] === freedBefore[placement.preferred] &&
+        this.wakeups === wakeupsBefore
+      ) {
+        let waiters = this.placementWaiters.get(placement.preferred);
+        if (waiters === undefined) this.placementWaiters.set(placement.preferred, (waiters = new Set()));
+        this.placing.add(placement);
+        try {
+          await this.wait(signal, Math.min(remaining, MAX_WAIT_MS), waiters, placement.wakers);
+        } finally {
+          this.placing.delete(placement);
+        }
       }
     }
+  }
+
+  /**
+   * Gives `placement` the slot a waiting request of this process holds on its preferred upstream, in
+   * exchange for its own (the other's own preferred first: then both run where their prefixes are). The
+   * other is woken to look again from the slot it now holds; no slot changes hands in Redis.
+   */
+  private tradeFor(placement: Placement): boolean {
+    let partner: Placement | null = null;
+    for (const other of this.placing) {
+      if (other === placement || other.held.upstream !== placement.preferred) continue;
+      partner = other;
+      if (other.preferred === placement.held.upstream) break;
+    }
+    if (partner === null) return false;
+    this.placing.delete(partner);
+    [placement.held, partner.held] = [partner.held, placement.held];
+    for (const wake of [...partner.wakers]) wake();
+    return true;
   }
 
   /**
@@ -599,17 +658,18 @@ export class UpstreamPool {
     this.wakeOne();
   }
 
-  /** Resolves when woken, after `ms`, or when `signal` aborts (the caller checks it next). */
-  private wait(signal: AbortSignal, ms: number, waiters: Set<() => void> = this.waiters): Promise<void> {
+  /** Resolves when woken (through any of `waiters`), after `ms`, or when `signal` aborts (the caller checks it next). */
+  private wait(signal: AbortSignal, ms: number, ...waiters: Array<Set<() => void>>): Promise<void> {
+    const sets = waiters.length > 0 ? waiters : [this.waiters];
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
         signal.removeEventListener('abort', wake);
-        waiters.delete(wake);
+        for (const set of sets) set.delete(wake);
         resolve();
       };
       const timer = setTimeout(wake, ms);
-      waiters.add(wake);
+      for (const set of sets) set.add(wake);
       signal.addEventListener('abort', wake, { once: true });
     });
   }
