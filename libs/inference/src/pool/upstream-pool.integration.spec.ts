@@ -273,6 +273,7 @@ describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
   const connections: Redis[] = [];
   const pools: UpstreamPool[] = [];
   const four = ['a', 'b', 'c', 'd'].map((name) => ({ name, maxConcurrency: 4 }));
+  const twoOfOne = ['a', 'b'].map((name) => ({ name, maxConcurrency: 1 }));
 
   function observing() {
     const outcomes: string[] = [];
@@ -414,14 +415,7 @@ describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
 
   it('waits a bounded time for a full preferred upstream, then spills and remembers where', async () => {
     const { outcomes, observer } = observing();
-    const { pool } = await processWith(
-      [
-        { name: 'a', maxConcurrency: 1 },
-        { name: 'b', maxConcurrency: 1 },
-      ],
-      { prefixWaitMs: 150 },
-      observer,
-    );
+    const { pool } = await processWith(twoOfOne, { prefixWaitMs: 150 }, observer);
     const home = await place(pool, 'k');
     const blocker = await hold(pool, 'k'); // holds the key's upstream
     expect(blocker.upstream).toBe(home);
@@ -438,14 +432,7 @@ describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
 
   it('takes the preferred upstream when it frees a slot within the wait', async () => {
     const { outcomes, observer } = observing();
-    const { pool, redis } = await processWith(
-      [
-        { name: 'a', maxConcurrency: 1 },
-        { name: 'b', maxConcurrency: 1 },
-      ],
-      { prefixWaitMs: 10_000 },
-      observer,
-    );
+    const { pool, redis } = await processWith(twoOfOne, { prefixWaitMs: 10_000 }, observer);
     const home = await place(pool, 'k');
     const blocker = await hold(pool, 'k');
     const waiting = place(pool, 'k');
@@ -459,13 +446,7 @@ describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
   });
 
   it('gives back the slot it holds when its signal aborts while it waits for the preferred upstream', async () => {
-    const { pool, redis } = await processWith(
-      [
-        { name: 'a', maxConcurrency: 1 },
-        { name: 'b', maxConcurrency: 1 },
-      ],
-      { prefixWaitMs: 10_000 },
-    );
+    const { pool, redis } = await processWith(twoOfOne, { prefixWaitMs: 10_000 });
     const home = await place(pool, 'k');
     const blocker = await hold(pool, 'k');
     const controller = new AbortController();
@@ -489,14 +470,7 @@ describe('UpstreamPool prefix routing and engine load (real Redis)', () => {
 
   it("trades slots between two waiters of one process that hold each other's preferred upstream", async () => {
     const { outcomes, observer } = observing();
-    const { pool, redis } = await processWith(
-      [
-        { name: 'a', maxConcurrency: 1 },
-        { name: 'b', maxConcurrency: 1 },
-      ],
-      { prefixWaitMs: 10_000 },
-      observer,
-    );
+    const { pool, redis } = await processWith(twoOfOne, { prefixWaitMs: 10_000 }, observer);
     const homedAt: string[] = [];
     for (let k = 0; homedAt[0] === undefined || homedAt[1] === undefined; k++) {
       homedAt[await place(pool, `key-${k}`)] ??= `key-${k}`;
