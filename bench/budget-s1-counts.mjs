@@ -7,9 +7,12 @@
 //   node bench/budget-s1-counts.mjs [--requests 5000] [--rounds 3] [--concurrency 64] [--both]
 //   (--both: the budgeted key has a budget of its own too, as `--budget`'s S1; default: the team's alone)
 //   --only baseline|gateway: one key's requests alone (no table), e.g. under BENCH_NODE_FLAGS="--cpu-prof …"
+//   --scripts: also each script's time per request (Redis's slowlog at 0 µs, the scripts told apart by their
+//   first key; the slowlog's own cost falls on both keys alike)
 //   BENCH_PROFILE_APPS=gateway,chat-worker for a profile of one key's requests
 //   BENCH_DIST=dist-before node bench/budget-s1-counts.mjs      # another build
 import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import http from 'node:http';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -26,6 +29,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '2000' },
     both: { type: 'boolean', default: false },
     only: { type: 'string' },
+    scripts: { type: 'boolean', default: false },
   },
 });
 const requests = Number(values.requests);
@@ -33,6 +37,7 @@ const rounds = Number(values.rounds);
 const concurrency = Number(values.concurrency);
 const scenario = scenarios({ budget: values.both, budgetTeam: !values.both }).find((s) => s.id === 'S1');
 
+const { Redis } = createRequire(import.meta.url)('ioredis');
 const stack = await BenchStack.start(process.cwd(), scenario);
 try {
   await scenario.setup(stack);
@@ -72,8 +77,11 @@ try {
   const commands = () => {
     const stats = {};
     for (const line of redisCli('INFO', 'commandstats').split('\n')) {
-      const match = /^cmdstat_([^:]+):calls=(\d+)/.exec(line.trim());
-      if (match && match[1] !== 'config|resetstat') stats[match[1]] = Number(match[2]);
+      const match = /^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/.exec(line.trim());
+      if (match && match[1] !== 'config|resetstat') {
+        stats[match[1]] = Number(match[2]);
+        stats[`${match[1]}|usec`] = Number(match[3]);
+      }
     }
     return stats;
   };
@@ -83,35 +91,62 @@ try {
     if (!(values.only in columns)) throw new Error('--only: baseline or gateway');
     await send(values.only, Number(values.warmup) + requests * rounds);
   } else {
-    await alternate(columns, send, commands, processes, redisCli);
+    const slowlog = values.scripts ? new Redis(redis.url) : null;
+    try {
+      await alternate(columns, send, commands, processes, redisCli, slowlog);
+    } finally {
+      await slowlog?.quit();
+    }
   }
 } finally {
   await stack.stop();
 }
 
 /** The alternated rounds of both keys, and the table of what differs per request. */
-async function alternate(columns, send, commands, processes, redisCli) {
-  const sums = Object.fromEntries(Object.keys(columns).map((c) => [c, { stats: {}, cpu: {}, seconds: 0 }]));
+async function alternate(columns, send, commands, processes, redisCli, slowlog) {
+  const sums = Object.fromEntries(
+    Object.keys(columns).map((c) => [c, { stats: {}, cpu: {}, rounds: {}, scripts: {}, seconds: 0 }]),
+  );
+  if (slowlog) {
+    await slowlog.config('SET', 'slowlog-log-slower-than', '0');
+    // Every command of a round (S1's request runs ~40 at the top level, BullMQ's included), not its last ones.
+    await slowlog.config('SET', 'slowlog-max-len', String(requests * 100));
+  }
   for (const column of Object.keys(columns)) await send(column, Number(values.warmup));
   for (let round = 0; round < rounds; round++) {
     // ABBA: neither key always runs second (after the other's garbage, on a warmer JIT).
     const order = round % 2 === 0 ? Object.keys(columns) : Object.keys(columns).reverse();
     for (const column of order) {
       redisCli('CONFIG', 'RESETSTAT');
+      await slowlog?.slowlog('RESET');
       const before = Object.fromEntries(Object.entries(processes).map(([n, pid]) => [n, cpuSeconds(pid)]));
       const started = performance.now();
       await send(column, requests);
       const sum = sums[column];
       sum.seconds += (performance.now() - started) / 1000;
       for (const [name, pid] of Object.entries(processes)) {
-        sum.cpu[name] = (sum.cpu[name] ?? 0) + cpuSeconds(pid) - before[name];
+        const used = cpuSeconds(pid) - before[name];
+        sum.cpu[name] = (sum.cpu[name] ?? 0) + used;
+        (sum.rounds[name] ??= []).push(used);
       }
       for (const [name, calls] of Object.entries(commands()))
         sum.stats[name] = (sum.stats[name] ?? 0) + calls;
+      if (slowlog) {
+        for (const [, , usec, args] of await slowlog.slowlog('GET', '-1')) {
+          if (String(args[0]).toLowerCase() !== 'evalsha') continue;
+          // A script by its first key, ids and numbers folded: `limits:key_#`, `chat.bench-echo:wait`.
+          const name = String(args[3] ?? '').replace(/[0-9a-f]{8,}|\d+/g, '#');
+          sum.scripts[name] = (sum.scripts[name] ?? 0) + usec;
+          sum.scripts[`${name}|calls`] = (sum.scripts[`${name}|calls`] ?? 0) + 1;
+        }
+      }
     }
   }
   const n = requests * rounds;
-  const total = (stats) => Object.values(stats).reduce((a, b) => a + b, 0) / n;
+  const total = (stats, usec = false) =>
+    Object.entries(stats)
+      .filter(([name]) => name.endsWith('|usec') === usec)
+      .reduce((a, [, b]) => a + b, 0) / n;
   const [plain, budgeted] = [sums.baseline, sums.gateway];
   console.log(
     `S1, ${values.both ? 'key and team budgets' : "the team's budget"}: ${rounds} alternated rounds of ` +
@@ -127,11 +162,36 @@ async function alternate(columns, send, commands, processes, redisCli) {
   row('Redis commands', total(plain.stats), total(budgeted.stats));
   const names = new Set([...Object.keys(plain.stats), ...Object.keys(budgeted.stats)]);
   for (const name of [...names].sort()) {
+    if (name.endsWith('|usec')) continue;
     const [a, b] = [(plain.stats[name] ?? 0) / n, (budgeted.stats[name] ?? 0) / n];
     if (Math.abs(b - a) >= 0.05) row(`… \`${name}\``, a, b);
+  }
+  // Time inside the commands (`INFO commandstats` usec: a script's inner calls are counted in it and again
+  // on their own), apart from what Redis spends reading requests and writing replies.
+  row('Redis µs in top-level commands', total(plain.stats, true), total(budgeted.stats, true), 1);
+  for (const name of [...names].sort()) {
+    if (!name.endsWith('|usec')) continue;
+    const [a, b] = [(plain.stats[name] ?? 0) / n, (budgeted.stats[name] ?? 0) / n];
+    if (Math.abs(b - a) >= 0.5) row(`… \`${name.slice(0, -5)}\` µs`, a, b, 1);
   }
   for (const name of Object.keys(processes)) {
     row(`${name} CPU ms`, (plain.cpu[name] * 1000) / n, (budgeted.cpu[name] * 1000) / n, 3);
   }
+  for (const name of [...new Set([...Object.keys(plain.scripts), ...Object.keys(budgeted.scripts)])].sort()) {
+    if (name.endsWith('|calls')) continue;
+    const calls = ((plain.scripts[`${name}|calls`] ?? 0) / n).toFixed(2);
+    const [a, b] = [(plain.scripts[name] ?? 0) / n, (budgeted.scripts[name] ?? 0) / n];
+    if (a + b >= 0.5) row(`script on \`${name}\` µs (${calls} calls)`, a, b, 1);
+  }
   row('throughput req/s', n / plain.seconds, n / budgeted.seconds, 0);
+  // Each round's ratio (budgeted ÷ plain, the pair run back to back): the spread says how far one run's
+  // mean can be trusted on this box.
+  for (const name of Object.keys(processes)) {
+    const ratios = plain.rounds[name].map((a, i) => budgeted.rounds[name][i] / a);
+    const sorted = [...ratios].sort((a, b) => a - b);
+    console.log(
+      `${name} CPU per round, budgeted ÷ plain: ${ratios.map((r) => r.toFixed(3)).join(' ')} ` +
+        `(median ${sorted[Math.floor(sorted.length / 2)].toFixed(3)})`,
+    );
+  }
 }
