@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { Page } from 'playwright-core';
+import { performance } from 'node:perf_hooks';
+import type { Page, Request } from 'playwright-core';
 import { ConsoleBrowser } from './support/console-browser';
 import { Stack } from './support/stack';
 import { waitFor } from './support/wait-for';
@@ -304,11 +305,48 @@ describe('web console: teams and spend (chromium)', () => {
   });
 
   it('deletes a team: refused while it has keys, then gone', async () => {
+    // A slow gateway: the new token's actor (and the lists) are read only after the delete was refused. The
+    // reads that finish then must not take the refusal's notice away.
+    let answer!: () => void;
+    const slow = new Promise<void>((resolve) => (answer = resolve));
+    const held: Array<Promise<unknown>> = [];
+    await page.route('**/admin/teams', async (route) => {
+      if (route.request().method() === 'GET') {
+        // Waited for below; a browser closed after a failure must not fail the file's other tests too.
+        held.push(page.waitForResponse((res) => res.request() === route.request()).catch(() => undefined));
+        await slow;
+      }
+      await route.continue();
+    });
     await textbox('Admin token').fill(ADMIN_TOKEN);
     await nav('Teams').click();
     const team = rowOf('search');
     await team.getByRole('button', { name: 'Delete' }).click();
     await team.getByRole('button', { name: 'Confirm delete' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/^409 team_not_empty: /);
+    await waitFor('the held reads', () => Promise.resolve(held.length >= 2));
+    // Every admin request from now on, until none has been in flight for half a second: the held reads, the
+    // actor's, and the reads its actor starts.
+    let inFlight = 0;
+    let quietSince = performance.now();
+    const started = (req: Request) => {
+      if (req.url().includes('/admin/')) inFlight++;
+    };
+    const ended = (req: Request) => {
+      if (!req.url().includes('/admin/')) return;
+      inFlight--;
+      quietSince = performance.now();
+    };
+    page.on('request', started);
+    page.on('requestfinished', ended);
+    page.on('requestfailed', ended);
+    answer();
+    await Promise.all(held);
+    await page.unroute('**/admin/teams');
+    await waitFor('the reads to end', () =>
+      Promise.resolve(inFlight <= 0 && performance.now() - quietSince > 500),
+    );
+    page.off('request', started).off('requestfinished', ended).off('requestfailed', ended);
     await expect(page.getByRole('alert').textContent()).resolves.toMatch(/^409 team_not_empty: /);
 
     await nav('Teams').click();

@@ -1,9 +1,10 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { CopyButton } from '../components/copy-button';
 import { ErrorNotice, NeedsCredential } from '../components/error-notice';
-import { describeError, requestJson } from '../lib/api.client';
+import { requestJson } from '../lib/api.client';
 import { keyStatusOf, type ApiKeyView, type CreatedKey, type TeamView } from '../lib/admin.types';
 import type { AdminActor } from '../lib/admin-actor.hook';
+import { useAdminLists } from '../lib/admin-lists.hook';
 import { LimitFields } from '../components/limit-fields';
 import { budgetText, knownCurrency } from '../lib/spend.summary';
 import {
@@ -27,7 +28,6 @@ interface Props {
 export function KeysView({ adminToken, actor, active, onUseKey }: Props) {
   const [keys, setKeys] = useState<ApiKeyView[]>([]);
   const [teams, setTeams] = useState<TeamView[]>([]);
-  const [error, setError] = useState<string | null>(null);
   const [name, setName] = useState('');
   const [settings, setSettings] = useState<KeySettings>(EMPTY_SETTINGS);
   const [created, setCreated] = useState<CreatedKey | null>(null);
@@ -39,32 +39,17 @@ export function KeysView({ adminToken, actor, active, onUseKey }: Props) {
   const call = async <T,>(path: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', body?: unknown) =>
     requestJson<T>(path, { token: adminToken, method, body });
 
-  /** Reads the lists again; answers its error (shown after an action's own, never over it). */
-  const reload = async (): Promise<string | null> => {
-    try {
+  const { error, act } = useAdminLists(
+    async () => {
       const list = await call<{ data: ApiKeyView[] }>('/admin/keys', 'GET');
-      setKeys(list.data.sort((a, b) => b.created_at - a.created_at));
-      setTeams(await teamsFor(actor, adminToken));
-      return null;
-    } catch (e) {
-      return describeError(e);
-    }
-  };
-
-  useEffect(() => {
-    if (adminToken && active) void reload().then(setError);
-  }, [adminToken, active, actor]);
-
-  const act = async (work: () => Promise<unknown>) => {
-    let failure: string | null = null;
-    try {
-      await work();
-    } catch (e) {
-      failure = describeError(e);
-    }
-    const reloadFailure = await reload();
-    setError(failure ?? reloadFailure);
-  };
+      return { keys: list.data, teams: await teamsFor(actor, adminToken) };
+    },
+    (lists) => {
+      setKeys(lists.keys.sort((a, b) => b.created_at - a.created_at));
+      setTeams(lists.teams);
+    },
+    { adminToken, active, actor },
+  );
 
   const create = () =>
     act(async () => {

@@ -1,11 +1,12 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { CopyButton } from '../components/copy-button';
 import { ErrorNotice, NeedsCredential } from '../components/error-notice';
 import { LimitFields } from '../components/limit-fields';
 import { TeamSpend } from '../components/team-spend';
 import type { AdminActor } from '../lib/admin-actor.hook';
+import { useAdminLists } from '../lib/admin-lists.hook';
 import type { ApiKeyView, CreatedTeamToken, TeamView } from '../lib/admin.types';
-import { describeError, requestJson } from '../lib/api.client';
+import { requestJson } from '../lib/api.client';
 import { limitsOf } from '../lib/key-settings.form';
 import { budgetText, knownCurrency } from '../lib/spend.summary';
 import {
@@ -27,7 +28,6 @@ interface Props {
 export function TeamsView({ adminToken, actor, active }: Props) {
   const [teams, setTeams] = useState<TeamView[]>([]);
   const [keys, setKeys] = useState<ApiKeyView[]>([]);
-  const [error, setError] = useState<string | null>(null);
   const [settings, setSettings] = useState<TeamSettings>(EMPTY_TEAM);
   const [editing, setEditing] = useState<{ id: string; before: TeamSettings; settings: TeamSettings } | null>(
     null,
@@ -40,41 +40,24 @@ export function TeamsView({ adminToken, actor, active }: Props) {
   const call = async <T,>(path: string, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', body?: unknown) =>
     requestJson<T>(path, { token: adminToken, method, body });
 
-  /** Reads the lists again; answers its error (shown after an action's own, never over it). */
-  const reload = async (): Promise<string | null> => {
-    try {
-      const [list, keyList] = await Promise.all([
+  const { error, act } = useAdminLists(
+    () =>
+      Promise.all([
         actor.kind === 'team'
           ? actor.teamId === null
             ? Promise.resolve([])
             : call<TeamView>(`/admin/teams/${actor.teamId}`, 'GET').then((team) => [team])
           : call<{ data: TeamView[] }>('/admin/teams', 'GET').then((l) => l.data),
         call<{ data: ApiKeyView[] }>('/admin/keys', 'GET').then((l) => l.data),
-      ]);
+      ]),
+    ([list, keyList]) => {
       setTeams(list.sort((a, b) => a.name.localeCompare(b.name)));
       setKeys(keyList);
       // A team's own operator lands on its spend.
       if (actor.kind === 'team') setSelected(actor.teamId);
-      return null;
-    } catch (e) {
-      return describeError(e);
-    }
-  };
-
-  useEffect(() => {
-    if (adminToken && active) void reload().then(setError);
-  }, [adminToken, active, actor]);
-
-  const act = async (work: () => Promise<unknown>) => {
-    let failure: string | null = null;
-    try {
-      await work();
-    } catch (e) {
-      failure = describeError(e);
-    }
-    const reloadFailure = await reload();
-    setError(failure ?? reloadFailure);
-  };
+    },
+    { adminToken, active, actor },
+  );
 
   if (!adminToken) return <NeedsCredential what="Admin token" />;
 
