@@ -375,15 +375,17 @@ export class UpstreamPool {
     prefixKey: string,
     signal: AbortSignal,
   ): Promise<UpstreamSlot> {
-    const names = this.upstreams.map((upstream) => upstream.name);
+    const preference = rendezvousOrder(
+      prefixKey,
+      this.upstreams.map((upstream) => upstream.name),
+    );
     const deadline = performance.now() + this.settings.prefixWaitMs;
     let settle = false;
     for (;;) {
       signal.throwIfAborted();
+      // The slot held may have been traded, and circuits may have moved, since the last look.
       const held = placement.held;
-      const order = rendezvousOrder(prefixKey, names).filter(
-        (index) => index === held.upstream || this.circuits[index]!.up,
-      );
+      const order = preference.filter((index) => index === held.upstream || this.circuits[index]!.up);
       const keys = [
         ...order.map((index) => this.slotKey(runtime, index)),
         ...order.map((index) => this.prefixKeysKey(runtime, index)),
