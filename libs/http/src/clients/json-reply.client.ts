@@ -18,8 +18,14 @@ export class JsonReplyClient {
     return this.reply.raw.destroyed;
   }
 
+  /**
+   * Fastify's own headers, not Node's: a response whose head Fastify writes from its object alone takes
+   * Node's fast path, where `setHeader` on the raw response makes every header of the head go through
+   * `setHeader` again (bench/README.md, "A budget's headers").
+   */
   setHeaders(headers: Record<string, string>): void {
-    setPendingHeaders(this.reply.raw, headers);
+    if (this.reply.raw.headersSent) return;
+    for (const name in headers) this.reply.header(name, headers[name]);
   }
 
   whenGone(onGone: () => void): void {
