@@ -48,10 +48,11 @@ local function checkBudget(at, period, spendLimit, tokenLimit, cost, tokens, now
   return b
 end
 
-local function reserveBudget(b, requestId, cost, tokens, expiry)
+-- `held` is the reservation's value after its period: `|<cost>|<tokens>|<expiry ms>`.
+local function reserveBudget(b, requestId, cost, tokens, held)
   if not b then return end
   b.spent, b.used = b.spent + cost, b.used + tokens
-  local field, value = 'r:' .. requestId, b.period .. '|' .. cost .. '|' .. tokens .. '|' .. expiry
+  local field, value = 'r:' .. requestId, b.period .. held
   if b.stale then
     redis.call('DEL', b.key)
     redis.call('HSET', b.key, 'period', b.period, 'spent', b.spent, 'tokens', b.used, field, value)

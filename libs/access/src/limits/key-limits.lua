@@ -124,10 +124,10 @@ end
 
 local function recordHolders(c, t, teamAt)
   recordLimits(c, KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-  reserveBudget(c.budget, requestId, budgetCost, budgetTokens, budgetExpiry)
+  reserveBudget(c.budget, requestId, budgetCost, budgetTokens, budgetHeld)
   if t then
     recordLimits(t, KEYS[teamAt], KEYS[teamAt + 1], KEYS[teamAt + 2], KEYS[teamAt + 3])
-    reserveBudget(t.budget, requestId, budgetCost, budgetTokens, budgetExpiry)
+    reserveBudget(t.budget, requestId, budgetCost, budgetTokens, budgetHeld)
   end
 end
 

@@ -54,36 +54,41 @@ function limitTextsOf(limits: BudgetLimits): LimitTexts {
   return texts;
 }
 
+/** What is left of a budget's limit of `kind` (its limit must be set). */
+function leftOf(budget: BudgetState, kind: 'spend' | 'tokens'): number {
+  return kind === 'spend' ? budget.limits.spend! - budget.spent : budget.limits.tokens! - budget.tokensUsed;
+}
+
+/** The budget with a limit of `kind` that has the least left, null when none has one. */
+function tightestOf(budgets: readonly BudgetState[], kind: 'spend' | 'tokens'): BudgetState | null {
+  let found: BudgetState | null = null;
+  for (const budget of budgets) {
+    if (budget.limits[kind] !== null && (found === null || leftOf(budget, kind) < leftOf(found, kind))) {
+      found = budget;
+    }
+  }
+  return found;
+}
+
 /**
  * The budgets' headers (docs/budgets.md): per kind (spend, tokens) the budget, the key's or its team's, with
  * less left; the share used of the fullest limit and whether it passed its soft threshold.
  */
 function budgetHeaders(budgets: readonly BudgetState[], headers: Record<string, string>): void {
-  const left = (budget: BudgetState, kind: 'spend' | 'tokens'): number =>
-    kind === 'spend' ? budget.limits.spend! - budget.spent : budget.limits.tokens! - budget.tokensUsed;
-  const tightest = (kind: 'spend' | 'tokens'): BudgetState | null => {
-    let found: BudgetState | null = null;
-    for (const budget of budgets) {
-      if (budget.limits[kind] !== null && (found === null || left(budget, kind) < left(found, kind))) {
-        found = budget;
-      }
-    }
-    return found;
-  };
-  const spend = tightest('spend');
+  const spend = tightestOf(budgets, 'spend');
   let spendReset: string | null = null;
   if (spend) {
     headers['x-ratelimit-limit-budget'] = limitTextsOf(spend.limits).spend;
-    headers['x-ratelimit-remaining-budget'] = decimalOf(Math.max(0, left(spend, 'spend')));
+    headers['x-ratelimit-remaining-budget'] = decimalOf(Math.max(0, leftOf(spend, 'spend')));
     if (spend.resetMs !== null) {
       spendReset = formatResetDuration(spend.resetMs);
       headers['x-ratelimit-reset-budget'] = spendReset;
     }
   }
-  const tokens = tightest('tokens');
+  const tokens = tightestOf(budgets, 'tokens');
   if (tokens) {
     headers['x-ratelimit-limit-budget-tokens'] = limitTextsOf(tokens.limits).tokens;
-    headers['x-ratelimit-remaining-budget-tokens'] = String(Math.max(0, left(tokens, 'tokens')));
+    headers['x-ratelimit-remaining-budget-tokens'] = String(Math.max(0, leftOf(tokens, 'tokens')));
     if (tokens.resetMs !== null) {
       // Both limits of one budget, or two budgets of one period, end together: one formatting.
       headers['x-ratelimit-reset-budget-tokens'] =
