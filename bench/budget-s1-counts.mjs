@@ -7,6 +7,7 @@
 //   node bench/budget-s1-counts.mjs [--requests 5000] [--rounds 3] [--concurrency 64] [--both]
 //   (--both: the budgeted key has a budget of its own too, as `--budget`'s S1; default: the team's alone)
 //   --only baseline|gateway: one key's requests alone (no table), e.g. under BENCH_NODE_FLAGS="--cpu-prof …"
+//   --control: neither key has a budget (an A/A run: how far apart the two columns read when nothing differs)
 //   --scripts: also each script's time per request (Redis's slowlog at 0 µs, the scripts told apart by their
 //   first key; the slowlog's own cost falls on both keys alike)
 //   BENCH_PROFILE_APPS=gateway,chat-worker for a profile of one key's requests
@@ -30,12 +31,21 @@ const { values } = parseArgs({
     both: { type: 'boolean', default: false },
     only: { type: 'string' },
     scripts: { type: 'boolean', default: false },
+    control: { type: 'boolean', default: false },
   },
 });
 const requests = Number(values.requests);
 const rounds = Number(values.rounds);
 const concurrency = Number(values.concurrency);
-const scenario = scenarios({ budget: values.both, budgetTeam: !values.both }).find((s) => s.id === 'S1');
+const scenario = scenarios({ budget: values.both, budgetTeam: !values.both, control: values.control }).find(
+  (s) => s.id === 'S1',
+);
+
+/** Two-sided 95 % quantiles of Student's t for 1-30 degrees of freedom (beyond: 1.96). */
+const T95 = [
+  12.71, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131,
+  2.12, 2.11, 2.101, 2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
 
 const { Redis } = createRequire(import.meta.url)('ioredis');
 const stack = await BenchStack.start(process.cwd(), scenario);
@@ -123,7 +133,9 @@ async function alternate(columns, send, commands, processes, redisCli, slowlog) 
       const started = performance.now();
       await send(column, requests);
       const sum = sums[column];
-      sum.seconds += (performance.now() - started) / 1000;
+      const seconds = (performance.now() - started) / 1000;
+      sum.seconds += seconds;
+      (sum.rounds.throughput ??= []).push(requests / seconds);
       for (const [name, pid] of Object.entries(processes)) {
         const used = cpuSeconds(pid) - before[name];
         sum.cpu[name] = (sum.cpu[name] ?? 0) + used;
@@ -184,14 +196,24 @@ async function alternate(columns, send, commands, processes, redisCli, slowlog) 
     if (a + b >= 0.5) row(`script on \`${name}\` µs (${calls} calls)`, a, b, 1);
   }
   row('throughput req/s', n / plain.seconds, n / budgeted.seconds, 0);
-  // Each round's ratio (budgeted ÷ plain, the pair run back to back): the spread says how far one run's
-  // mean can be trusted on this box.
-  for (const name of Object.keys(processes)) {
+  // Each round's ratio (budgeted ÷ plain, the pair run back to back): their spread says how far one run's
+  // mean can be trusted on this box, and their mean's 95 % interval what the run shows.
+  for (const name of [...Object.keys(processes), 'throughput']) {
     const ratios = plain.rounds[name].map((a, i) => budgeted.rounds[name][i] / a);
     const sorted = [...ratios].sort((a, b) => a - b);
+    const { mean, half } = interval95(ratios);
     console.log(
-      `${name} CPU per round, budgeted ÷ plain: ${ratios.map((r) => r.toFixed(3)).join(' ')} ` +
-        `(median ${sorted[Math.floor(sorted.length / 2)].toFixed(3)})`,
+      `${name === 'throughput' ? 'throughput' : `${name} CPU`} per round, budgeted ÷ plain: ` +
+        `${ratios.map((r) => r.toFixed(3)).join(' ')} (median ${sorted[Math.floor(sorted.length / 2)].toFixed(3)}; ` +
+        `mean ${mean.toFixed(3)} ± ${half.toFixed(3)}, 95 %)`,
     );
   }
+}
+
+/** The mean of `xs` and the half-width of its 95 % confidence interval (0 for a single value). */
+function interval95(xs) {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  if (xs.length < 2) return { mean, half: 0 };
+  const variance = xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (xs.length - 1);
+  return { mean, half: (T95[xs.length - 2] ?? 1.96) * Math.sqrt(variance / xs.length) };
 }

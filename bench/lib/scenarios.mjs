@@ -255,9 +255,10 @@ const NEVER_SPENT = { currency: 'USD', spend: 1e9, tokens: 1e12, period: 'month'
 /**
  * S1 with `--budget`: a key in a team with key and team budgets (the gateway column) against a key in a team
  * without any (the baseline column), both on the gateway and on a priced model, so the ratio is what the
- * budgets cost a request end to end. With `--budget-team` (`teamOnly`) only the team has a budget.
+ * budgets cost a request end to end. With `--budget-team` (`teamOnly`) only the team has a budget; with
+ * `control`, neither key has one (an A/A run: what the comparison reads when nothing differs).
  */
-function budgetedS1(duration, teamOnly) {
+function budgetedS1(duration, teamOnly, control = false) {
   const base = nonStreamAt64(
     'S1',
     'non-stream chat, c=64, budgeted key',
@@ -290,7 +291,7 @@ function budgetedS1(duration, teamOnly) {
         return { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
       };
       stack.columnHeaders = {
-        gateway: await keyIn('budgeted', NEVER_SPENT),
+        gateway: await keyIn('budgeted', control ? null : NEVER_SPENT),
         baseline: await keyIn('plain', null),
       };
     },
@@ -311,7 +312,7 @@ export function scenarios(args) {
   const d = durations(args);
   return [
     args.budget || args.budgetTeam
-      ? budgetedS1(d.S1, !args.budget)
+      ? budgetedS1(d.S1, !args.budget, args.control)
       : nonStreamAt64(
           'S1',
           'non-stream chat, c=64',
