@@ -16,7 +16,8 @@
 
   A job queued in its parked band (a gateway that found the model saturated queues its next jobs so, and no
   fetch can then take one out of turn before it is parked) is parked whatever the room; the answer says
-  whether it had room, so that the gateway queues its next job direct again.
+  whether it had room, so that the gateway queues its next job direct again. The one exception is a job of
+  the solo tenant's own run, which moves to its direct band at its place: parking it would end the run.
 
   A job no longer waiting (a worker took it already, or it was removed) is not scheduled: nothing is left
   behind.
@@ -85,6 +86,13 @@ if not otherTierSolo and redis.call('EXISTS', KEYS[3]) == 0 then
   else
     room = not solo or isMine(solo)
     if direct and not solo then redis.call('HSET', KEYS[2], 'solo', me .. weight .. '|' .. directBand .. '|' .. parkedBand) end
+    -- The solo tenant's own job, queued parked by a gateway whose saturation mark is older than the run: it
+    -- joins the run at its place (the run's order is its tenant's), rather than parking the whole run.
+    if not direct and solo and isMine(solo) then
+      redis.call('ZADD', KEYS[1], 'XX', directScore, id)
+      redis.call('HSET', jobPrefix .. id, 'priority', directBand)
+      return 2
+    end
   end
   if direct and room then return 2 end
 end

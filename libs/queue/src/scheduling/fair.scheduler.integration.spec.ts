@@ -266,6 +266,38 @@ describe('FairScheduler', () => {
       expect(order).toEqual([...direct, run[0], single.id, run[1]]);
     });
 
+    it('keeps a solo run direct when its own tenant’s next job comes parked, from a gateway with a stale mark', async () => {
+      const run = [];
+      for (let i = 0; i < UNSATURATED_BACKLOG + 3; i++) run.push((await queueDirect('flood')).id);
+      // A gateway that last saw the model saturated queues the tenant's next job in the parked band.
+      const late = `flood-${added++}`;
+      await queue.add('chat', {}, { jobId: late, priority: parkedPriorityOf('normal') });
+      const outcome = await scheduler.arrive('chat', modelId, {
+        id: late,
+        tenant: 'flood',
+        tier: 'normal',
+        weight: 1,
+      });
+      // It joins the run at its place; nothing of the run is parked.
+      expect(outcome).toBe('direct');
+      for (const id of [...run, late]) expect(await bandOf(id)).toBe(SCHEDULING_BANDS.normal.direct);
+      expect(await scheduler.waiting('chat', modelId, 5)).toEqual({
+        tenants: 1,
+        top: [{ tenant: 'flood', waiting: UNSATURATED_BACKLOG + 4 }],
+      });
+      // The run is still the solo one: another tenant's job parks it, in its order, the late job last.
+      expect((await queueDirect('single')).outcome).toBe('parked');
+      const order: string[] = [];
+      for (let i = 0; i < UNSATURATED_BACKLOG + 5; i++) order.push((await take())!.id);
+      expect(order).toEqual([
+        ...run.slice(0, UNSATURATED_BACKLOG),
+        run[UNSATURATED_BACKLOG],
+        `single-${added - 1}`,
+        ...run.slice(UNSATURATED_BACKLOG + 1),
+        late,
+      ]);
+    });
+
     it('forgets a solo run once its tier is back under the bound', async () => {
       for (let i = 0; i < UNSATURATED_BACKLOG + 2; i++) await queueDirect('flood');
       for (let i = 0; i < UNSATURATED_BACKLOG + 2; i++) await take();
