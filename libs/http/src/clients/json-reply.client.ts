@@ -1,12 +1,5 @@
-import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { whenClientGone } from '../client-gone.watcher';
-
-/** Sets `headers` on a response whose head has not gone out yet; a committed one keeps its own. */
-export function setPendingHeaders(res: ServerResponse, headers: Record<string, string>): void {
-  if (res.headersSent) return;
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
-}
 
 /** A request session's client that waits for one JSON answer, on Fastify's reply (the session's `JsonClient`). */
 export class JsonReplyClient {
@@ -19,9 +12,9 @@ export class JsonReplyClient {
   }
 
   /**
-   * Fastify's own headers, not Node's: a response whose head Fastify writes from its object alone takes
-   * Node's fast path, where `setHeader` on the raw response makes every header of the head go through
-   * `setHeader` again (bench/README.md, "A budget's headers").
+   * On Fastify's reply, not Node's response: Node writes the head from Fastify's header object as it is,
+   * while a single header set on the response first sends every header of the head through `setHeader`
+   * again (bench/README.md, "A budget's headers"). A response already sent keeps its own.
    */
   setHeaders(headers: Record<string, string>): void {
     if (this.reply.raw.headersSent) return;

@@ -2,7 +2,6 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { whenClientGone } from '../client-gone.watcher';
 import { SseWriter, type SseWriterOptions } from '../sse.writer';
-import { setPendingHeaders } from './json-reply.client';
 
 export interface SseReplyClientOptions extends Omit<SseWriterOptions, 'onOverflow'> {
   /** Called with the response once the stream's 200 went out (an active stream's gauge). */
@@ -35,8 +34,11 @@ export class SseReplyClient {
     return this.reply.raw.destroyed;
   }
 
+  /** On the response itself, which the stream takes over from Fastify; a stream already open keeps its own. */
   setHeaders(headers: Record<string, string>): void {
-    setPendingHeaders(this.reply.raw, headers);
+    const { raw } = this.reply;
+    if (raw.headersSent) return;
+    for (const name in headers) raw.setHeader(name, headers[name]!);
   }
 
   whenGone(onGone: () => void): void {
