@@ -96,7 +96,10 @@ try {
     return stats;
   };
 
-  const columns = { baseline: 'key without budgets', gateway: 'key in a budgeted team' };
+  const columns = {
+    baseline: 'key without budgets',
+    gateway: values.control ? 'another key without budgets' : 'key in a budgeted team',
+  };
   if (values.only) {
     if (!(values.only in columns)) throw new Error('--only: baseline or gateway');
     await send(values.only, Number(values.warmup) + requests * rounds);
@@ -161,7 +164,8 @@ async function alternate(columns, send, commands, processes, redisCli, slowlog) 
       .reduce((a, [, b]) => a + b, 0) / n;
   const [plain, budgeted] = [sums.baseline, sums.gateway];
   console.log(
-    `S1, ${values.both ? 'key and team budgets' : "the team's budget"}: ${rounds} alternated rounds of ` +
+    `S1, ${values.control ? 'control (no budget)' : values.both ? 'key and team budgets' : "the team's budget"}: ` +
+      `${rounds} alternated rounds of ` +
       `${requests} requests per key, c=${concurrency}; load average ${os
         .loadavg()
         .map((x) => x.toFixed(2))

@@ -28,5 +28,5 @@ local keyBudget, teamBudget = budgetArgs(15), budgetArgs(19)
 local budgetCost, budgetTokens, requestId = tonumber(ARGV[23] or '0'), tonumber(ARGV[24] or '0'), ARGV[25]
 local budgetExpiry = now + tonumber(ARGV[26] or '0')
 -- A reservation's value after its period (budget.lua), built once for both budgets from the arguments' own
--- digits (formatting a number into a string is most of what writing a reservation costs the script).
+-- digits: formatting the numbers back into strings cost more than the concatenation itself.
 local budgetHeld = ARGV[23] and ('|' .. ARGV[23] .. '|' .. ARGV[24] .. '|' .. budgetExpiry)
