@@ -205,8 +205,20 @@ describe.each([
     await settle(old, 90, 40); // its reservation went with November's hash
     await settle(current, 150, 60);
     await settle(current, 150, 60); // a repeat (a retried report) counts nothing
-    const hash = await plain.hgetall(limiterNames(own.keyId, false));
+    const { layout, ...hash } = await plain.hgetall(limiterNames(own.keyId, false));
     expect(hash).toEqual({ period: '2026-12', spent: '150', tokens: '60' });
+    expect(layout).toContain('r:<request id>');
+  });
+
+  it("keeps a budget's hash a table, so no reservation's write scans the others in flight", async () => {
+    const own = key(null, budget({ spend: 1_000_000, period: 'month' }));
+    const tickets = [];
+    for (let i = 0; i < 3; i++) tickets.push(ticketOf(await admit(own, T0, 10)));
+    const hash = limiterNames(own.keyId, false);
+    expect(await plain.object('ENCODING', hash)).toBe('hashtable');
+    for (const ticket of tickets) await settle(ticket, 5);
+    expect(await plain.object('ENCODING', hash)).toBe('hashtable');
+    expect(Number(await plain.hget(hash, 'spent'))).toBe(15);
   });
 
   it('reads no budget hash for a key (and team) without a budget', async () => {
