@@ -7,10 +7,23 @@ export function formatResetDuration(ms: number): string {
   const value = Math.max(0, Math.ceil(ms));
   if (value < 1000) return `${value}ms`;
   const hours = Math.floor(value / 3_600_000);
-  const minutes = Math.floor((value - hours * 3_600_000) / 60_000);
-  const seconds = Number(((value - hours * 3_600_000 - minutes * 60_000) / 1000).toFixed(3));
+  const minutes = Math.floor((value % 3_600_000) / 60_000);
+  const seconds = secondsOf(value % 60_000);
   if (hours > 0) return `${hours}h${minutes}m${seconds}s`;
   return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
+}
+
+/**
+ * Whole milliseconds as seconds without trailing zeros (`12`, `12.5`, `12.05`, `12.005`), in integers: every
+ * answer of a rate-limited key carries one or two of these, and a budget's reset one more.
+ */
+function secondsOf(ms: number): string {
+  const whole = Math.floor(ms / 1000);
+  const rest = ms % 1000;
+  if (rest === 0) return String(whole);
+  if (rest % 100 === 0) return `${whole}.${rest / 100}`;
+  if (rest % 10 === 0) return `${whole}.${rest < 100 ? '0' : ''}${rest / 10}`;
+  return `${whole}.${rest < 10 ? '00' : rest < 100 ? '0' : ''}${rest}`;
 }
 
 /** The `x-ratelimit-*` headers of the limits a key has (none for an unlimited key). */
