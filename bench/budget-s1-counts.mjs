@@ -8,6 +8,9 @@
 //   (--both: the budgeted key has a budget of its own too, as `--budget`'s S1; default: the team's alone)
 //   --only baseline|gateway: one key's requests alone (no table), e.g. under BENCH_NODE_FLAGS="--cpu-prof …"
 //   --control: neither key has a budget (an A/A run: how far apart the two columns read when nothing differs)
+//   --rate 800: the requests start at 800 per second (open loop) rather than `--concurrency` at a time back
+//   to back: both keys' rounds then see the same load, so the CPU per request is each request's own work
+//   rather than also what a slower request costs in batching (the throughput column then reads the rate)
 //   --scripts: also each script's time per request (Redis's slowlog at 0 µs, the scripts told apart by their
 //   first key; the slowlog's own cost falls on both keys alike)
 //   BENCH_PROFILE_APPS=gateway,chat-worker for a profile of one key's requests
@@ -17,6 +20,7 @@ import { createRequire } from 'node:module';
 import http from 'node:http';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { setTimeout } from 'node:timers';
 import { parseArgs } from 'node:util';
 import { cpuSeconds } from './lib/processes.mjs';
 import { scenarios } from './lib/scenarios.mjs';
@@ -32,11 +36,13 @@ const { values } = parseArgs({
     only: { type: 'string' },
     scripts: { type: 'boolean', default: false },
     control: { type: 'boolean', default: false },
+    rate: { type: 'string', default: '0' },
   },
 });
 const requests = Number(values.requests);
 const rounds = Number(values.rounds);
 const concurrency = Number(values.concurrency);
+const rate = Number(values.rate);
 const scenario = scenarios({ budget: values.both, budgetTeam: !values.both, control: values.control }).find(
   (s) => s.id === 'S1',
 );
@@ -57,7 +63,11 @@ try {
   const processes = { redis: pids.redis, gateway: pids.gateway, 'chat-worker': pids['chat-worker'] };
   const { url, body } = scenario.options(stack.gatewayUrl, stack.headers());
 
-  /** `count` requests with `column`'s key over `concurrency` keep-alive connections; each must answer 200. */
+  /**
+   * `count` requests with `column`'s key over `concurrency` keep-alive connections; each must answer 200.
+   * With `--rate`, they start at that many per second (at most `concurrency` at once) rather than each as
+   * soon as another ends.
+   */
   async function send(column, count) {
     const headers = stack.headers(column);
     const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
@@ -72,16 +82,38 @@ try {
         req.on('error', reject);
         req.end(body);
       });
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (next < count) {
-          next++;
-          await one();
-        }
-      }),
-    );
+    if (rate > 0) await paced(one, count);
+    else {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: concurrency }, async () => {
+          while (next < count) {
+            next++;
+            await one();
+          }
+        }),
+      );
+    }
     agent.destroy();
+  }
+
+  /** `count` calls of `one` started at `rate` per second, each as it falls due (a timer every 2 ms). */
+  function paced(one, count) {
+    return new Promise((resolve, reject) => {
+      const started = performance.now();
+      let sent = 0;
+      let done = 0;
+      const tick = () => {
+        const due = Math.min(count, Math.floor(((performance.now() - started) / 1000) * rate));
+        for (; sent < due; sent++) {
+          one().then(() => {
+            if (++done === count) resolve();
+          }, reject);
+        }
+        if (sent < count) setTimeout(tick, 2);
+      };
+      tick();
+    });
   }
 
   const commands = () => {
@@ -166,7 +198,7 @@ async function alternate(columns, send, commands, processes, redisCli, slowlog) 
   console.log(
     `S1, ${values.control ? 'control (no budget)' : values.both ? 'key and team budgets' : "the team's budget"}: ` +
       `${rounds} alternated rounds of ` +
-      `${requests} requests per key, c=${concurrency}; load average ${os
+      `${requests} requests per key, ${rate > 0 ? `${rate} req/s, at most ${concurrency} at once` : `c=${concurrency}`}; load average ${os
         .loadavg()
         .map((x) => x.toFixed(2))
         .join(' ')}`,
