@@ -50,6 +50,11 @@ class Setup {
     this.refusals = this.world.refusals;
   }
 
+  /** Ends the sessions a test left queued. */
+  dispose(): void {
+    this.world.dispose();
+  }
+
   /** Serves a request for `big` until its job is enqueued (or it is refused, which rejects). */
   async admit(principal: Principal, checkModel?: (model: ModelEntry) => void): Promise<Admitted> {
     const directory = {
@@ -114,6 +119,8 @@ describe('RequestSession: admission with fallbacks', () => {
     setup.models.set('small', entry('small', true));
     setup.models.set('tiny', entry('tiny', true));
   });
+
+  afterEach(() => setup.dispose());
 
   it('admits a live model as asked, carrying its fallbacks the key may use', async () => {
     setup.models.set('big', entry('big', true, ['small', 'tiny']));

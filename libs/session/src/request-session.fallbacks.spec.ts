@@ -21,6 +21,8 @@ describe('RequestSession: fallbacks after a job fails before any output', () => 
     world = new FallbackWorld();
   });
 
+  afterEach(() => world.dispose());
+
   it('serves a request whose job fails before any output by the next model, under the same request id', async () => {
     await world.attempts({ fallbacks: ['b'] });
     world.reply({ kind: 'started', workerId: 'w0' } as never);

@@ -229,6 +229,8 @@ export class SessionWorld {
   endedCalls = 0;
   streamsEnabled = true;
   readonly logger = { warn: jest.fn(), error: jest.fn() };
+  /** Every session made here, for `dispose`. */
+  private readonly created: RequestSession<ModelKind>[] = [];
   readonly config = {
     defaultChatModel: 'a',
     defaultImageModel: 'sim-image',
@@ -372,7 +374,7 @@ export class SessionWorld {
     client: ClientEnd | null = new FakeClient(),
     deps: SessionDeps = this.deps(),
   ): RequestSession<K> {
-    return new RequestSession<K>(
+    const session = new RequestSession<K>(
       deps,
       {
         kind: 'chat' as K,
@@ -385,6 +387,18 @@ export class SessionWorld {
       delivery,
       client === null || delivery.mode === 'background' ? null : client.clientFor(delivery, this.config),
     );
+    this.created.push(session);
+    return session;
+  }
+
+  /**
+   * Ends the sessions a test left under way (a job still queued, say), as a gateway's drain does: their
+   * deadline timers would otherwise keep Jest waiting for the full deadline after the run.
+   */
+  dispose(): void {
+    for (const session of this.created.splice(0)) {
+      if (!session.ended) session.shutdown(GatewayError.serviceUnavailable('The test is over.'));
+    }
   }
 
   /** A reply of request `requestId`'s current job. */
@@ -512,6 +526,11 @@ export class FallbackWorld {
   get model(): string {
     const state = this.session.current;
     return state.name === 'idle' || state.name === 'ended' ? '' : state.attempt.model;
+  }
+
+  /** Ends the sessions the test left under way (SessionWorld.dispose). */
+  dispose(): void {
+    this.world.dispose();
   }
 
   /** The client goes away. */
